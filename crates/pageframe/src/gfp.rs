@@ -1,0 +1,276 @@
+//! GFP flags and what they mean to the allocator: the highest zone allowed
+//! (`gfp_zone()`), the migratetype (`gfp_migratetype()`), and the internal
+//! allocation flags (`gfp_to_alloc_flags()`).
+//!
+//! Bit values are the kernel's (include/linux/gfp_types.h) so that flags
+//! printed by a kernel can be pasted here. `__GFP_UNMAPPED` takes the first bit
+//! above the kernel's own.
+
+use crate::error::AllocError;
+use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
+use crate::types::ZoneType;
+use bitflags::bitflags;
+
+bitflags! {
+    /// Allocation flags (`gfp_t`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Gfp: u32 {
+        /// `__GFP_DMA`: ZONE_DMA, which pageframe does not model.
+        const DMA = 0x01;
+        /// `__GFP_HIGHMEM`: with MOVABLE, allows ZONE_MOVABLE.
+        const HIGHMEM = 0x02;
+        /// `__GFP_DMA32`: memory below 4 GiB.
+        const DMA32 = 0x04;
+        /// `__GFP_MOVABLE`: the page can be migrated.
+        const MOVABLE_BIT = 0x08;
+        /// `__GFP_RECLAIMABLE`: the page belongs to a reclaimable cache.
+        const RECLAIMABLE = 0x10;
+        /// `__GFP_HIGH`: the caller is high priority and may use part of the min reserve.
+        const HIGH = 0x20;
+        /// `__GFP_IO`: may start physical IO.
+        const IO = 0x40;
+        /// `__GFP_FS`: may call into the filesystem.
+        const FS = 0x80;
+        /// `__GFP_ZERO`: return zeroed pages.
+        const ZERO = 0x100;
+        /// `__GFP_DIRECT_RECLAIM`: the caller may sleep and reclaim.
+        const DIRECT_RECLAIM = 0x400;
+        /// `__GFP_KSWAPD_RECLAIM`: wake kswapd at the low watermark.
+        const KSWAPD_RECLAIM = 0x800;
+        /// `__GFP_NOWARN`: no failure report.
+        const NOWARN = 0x2000;
+        /// `__GFP_RETRY_MAYFAIL`.
+        const RETRY_MAYFAIL = 0x4000;
+        /// `__GFP_NOFAIL`.
+        const NOFAIL = 0x8000;
+        /// `__GFP_NORETRY`.
+        const NORETRY = 0x10000;
+        /// `__GFP_MEMALLOC`: may use all reserves.
+        const MEMALLOC = 0x20000;
+        /// `__GFP_COMP`: a compound page.
+        const COMP = 0x40000;
+        /// `__GFP_NOMEMALLOC`: never use the emergency reserves.
+        const NOMEMALLOC = 0x80000;
+        /// `__GFP_HARDWALL`: enforce the cpuset memory policy.
+        const HARDWALL = 0x100000;
+        /// `__GFP_THISNODE`: no fallback to other nodes.
+        const THISNODE = 0x200000;
+        /// `__GFP_ACCOUNT`: charge to the memory cgroup.
+        const ACCOUNT = 0x400000;
+        /// `__GFP_UNMAPPED`: pages removed from the direct map (the series under study).
+        const UNMAPPED = 0x4000000;
+
+        /// `__GFP_RECLAIM`.
+        const RECLAIM = Self::DIRECT_RECLAIM.bits() | Self::KSWAPD_RECLAIM.bits();
+        /// `GFP_ATOMIC`: cannot sleep, may use reserves.
+        const ATOMIC = Self::HIGH.bits() | Self::KSWAPD_RECLAIM.bits();
+        /// `GFP_KERNEL`: ordinary kernel allocations.
+        const KERNEL = Self::RECLAIM.bits() | Self::IO.bits() | Self::FS.bits();
+        /// `GFP_NOWAIT`: cannot sleep, no reserves.
+        const NOWAIT = Self::KSWAPD_RECLAIM.bits() | Self::NOWARN.bits();
+        /// `GFP_USER`: user-space allocations the kernel also touches.
+        const USER = Self::KERNEL.bits() | Self::HARDWALL.bits();
+        /// `GFP_HIGHUSER`.
+        const HIGHUSER = Self::USER.bits() | Self::HIGHMEM.bits();
+        /// `GFP_HIGHUSER_MOVABLE`: user pages that can migrate, ZONE_MOVABLE allowed.
+        const HIGHUSER_MOVABLE = Self::HIGHUSER.bits() | Self::MOVABLE_BIT.bits();
+        /// `GFP_KERNEL | __GFP_MOVABLE`: movable, but not from ZONE_MOVABLE.
+        const MOVABLE = Self::KERNEL.bits() | Self::MOVABLE_BIT.bits();
+    }
+}
+
+bitflags! {
+    /// The allocator's internal flags (`ALLOC_*` in mm/internal.h).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct AllocFlags: u32 {
+        /// Watermark index bit 0 (`ALLOC_WMARK_LOW`); no bits is `ALLOC_WMARK_MIN`.
+        const WMARK_LOW = 0x01;
+        /// `ALLOC_WMARK_HIGH`.
+        const WMARK_HIGH = 0x02;
+        /// `ALLOC_NO_WATERMARKS`.
+        const NO_WATERMARKS = 0x04;
+        /// `ALLOC_OOM`: the OOM victim may dip further.
+        const OOM = 0x08;
+        /// `ALLOC_NON_BLOCK`: the caller cannot block (atomic).
+        const NON_BLOCK = 0x10;
+        /// `ALLOC_MIN_RESERVE`: `__GFP_HIGH`, may use half the min reserve.
+        const MIN_RESERVE = 0x20;
+        /// `ALLOC_CPUSET`.
+        const CPUSET = 0x40;
+        /// `ALLOC_NOFRAGMENT`: avoid mixing pageblocks, prefer remote nodes first.
+        const NOFRAGMENT = 0x100;
+        /// `ALLOC_HIGHATOMIC`: may use the high-order atomic reserve.
+        const HIGHATOMIC = 0x200;
+        /// `ALLOC_KSWAPD`: may wake kswapd.
+        const KSWAPD = 0x800;
+    }
+}
+
+impl AllocFlags {
+    /// `ALLOC_RESERVES`: flags that allow the reserves below the watermark.
+    pub const RESERVES: AllocFlags = AllocFlags::NON_BLOCK
+        .union(AllocFlags::MIN_RESERVE)
+        .union(AllocFlags::HIGHATOMIC)
+        .union(AllocFlags::OOM);
+
+    /// Which watermark applies: 0 min, 1 low, 2 high (`alloc_flags & ALLOC_WMARK_MASK`).
+    #[inline]
+    pub fn watermark_index(self) -> usize {
+        (self.bits() & 0x3) as usize
+    }
+}
+
+/// What a GFP mask asks of the allocator, decoded once per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GfpRequest {
+    /// Highest zone type the allocation may use.
+    pub highest_zone: ZoneType,
+    /// The freetype of the lists to allocate from.
+    pub freetype: FreeType,
+    /// No fallback to other nodes.
+    pub this_node: bool,
+    /// Zero the pages.
+    pub zero: bool,
+}
+
+impl Gfp {
+    /// Decodes zone, migratetype and freetype; mirrors gfp_zone() and
+    /// gfp_migratetype(). Combinations the kernel calls bad are errors.
+    pub fn request(self) -> Result<GfpRequest, AllocError> {
+        if self.contains(Gfp::DMA) {
+            return Err(AllocError::Unsupported(
+                "__GFP_DMA: ZONE_DMA is not modelled",
+            ));
+        }
+        let zone_bits = self & (Gfp::HIGHMEM | Gfp::DMA32 | Gfp::MOVABLE_BIT);
+        let highest_zone = if zone_bits.contains(Gfp::DMA32) {
+            if zone_bits.contains(Gfp::HIGHMEM) {
+                return Err(AllocError::Unsupported(
+                    "__GFP_DMA32 with __GFP_HIGHMEM (GFP_ZONE_BAD)",
+                ));
+            }
+            ZoneType::Dma32
+        } else if zone_bits.contains(Gfp::HIGHMEM | Gfp::MOVABLE_BIT) {
+            ZoneType::Movable
+        } else {
+            ZoneType::Normal
+        };
+        let migratetype = match (
+            self.contains(Gfp::MOVABLE_BIT),
+            self.contains(Gfp::RECLAIMABLE),
+        ) {
+            (false, false) => MigrateType::Unmovable,
+            (true, false) => MigrateType::Movable,
+            (false, true) => MigrateType::Reclaimable,
+            (true, true) => {
+                return Err(AllocError::Unsupported(
+                    "__GFP_MOVABLE with __GFP_RECLAIMABLE",
+                ))
+            }
+        };
+        if self.contains(Gfp::UNMAPPED) {
+            return Err(AllocError::Unsupported(
+                "__GFP_UNMAPPED is reserved: unmapped freetypes are not built yet",
+            ));
+        }
+        Ok(GfpRequest {
+            highest_zone,
+            freetype: FreeType {
+                migratetype,
+                flags: FreeTypeFlags::NONE,
+            },
+            this_node: self.contains(Gfp::THISNODE),
+            zero: self.contains(Gfp::ZERO),
+        })
+    }
+
+    /// Flags of the slow path; mirrors gfp_to_alloc_flags() (cpusets and
+    /// real-time tasks aside, which pageframe does not model).
+    pub fn slowpath_alloc_flags(self, order: u8) -> AllocFlags {
+        let mut flags = AllocFlags::CPUSET;
+        if self.contains(Gfp::HIGH) {
+            flags |= AllocFlags::MIN_RESERVE;
+        }
+        if self.contains(Gfp::KSWAPD_RECLAIM) {
+            flags |= AllocFlags::KSWAPD;
+        }
+        if !self.contains(Gfp::DIRECT_RECLAIM) {
+            if !self.contains(Gfp::NOMEMALLOC) {
+                flags |= AllocFlags::NON_BLOCK;
+                if order > 0 {
+                    flags |= AllocFlags::HIGHATOMIC;
+                }
+            }
+            if flags.contains(AllocFlags::MIN_RESERVE) {
+                flags.remove(AllocFlags::CPUSET);
+            }
+        }
+        flags
+    }
+
+    /// Flags of the fast path: the low watermark (`ALLOC_WMARK_LOW`).
+    pub fn fastpath_alloc_flags(self) -> AllocFlags {
+        let mut flags = AllocFlags::WMARK_LOW | AllocFlags::CPUSET;
+        if self.contains(Gfp::KSWAPD_RECLAIM) {
+            flags |= AllocFlags::KSWAPD;
+        }
+        flags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_and_migratetypes_as_the_kernel_maps_them() {
+        let cases = [
+            (Gfp::KERNEL, ZoneType::Normal, MigrateType::Unmovable),
+            (Gfp::USER, ZoneType::Normal, MigrateType::Unmovable),
+            (
+                Gfp::HIGHUSER_MOVABLE,
+                ZoneType::Movable,
+                MigrateType::Movable,
+            ),
+            (Gfp::MOVABLE, ZoneType::Normal, MigrateType::Movable),
+            (
+                Gfp::KERNEL | Gfp::RECLAIMABLE,
+                ZoneType::Normal,
+                MigrateType::Reclaimable,
+            ),
+            (
+                Gfp::KERNEL | Gfp::DMA32,
+                ZoneType::Dma32,
+                MigrateType::Unmovable,
+            ),
+            (Gfp::ATOMIC, ZoneType::Normal, MigrateType::Unmovable),
+        ];
+        for (gfp, zone, migratetype) in cases {
+            let request = gfp.request().unwrap();
+            assert_eq!(
+                (request.highest_zone, request.freetype.migratetype),
+                (zone, migratetype),
+                "{gfp:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_combinations_are_errors() {
+        assert!(Gfp::DMA.request().is_err());
+        assert!((Gfp::MOVABLE | Gfp::RECLAIMABLE).request().is_err());
+        assert!((Gfp::KERNEL | Gfp::UNMAPPED).request().is_err());
+    }
+
+    #[test]
+    fn atomic_gets_reserves_and_highatomic_for_high_orders() {
+        let flags = Gfp::ATOMIC.slowpath_alloc_flags(3);
+        assert!(flags
+            .contains(AllocFlags::MIN_RESERVE | AllocFlags::NON_BLOCK | AllocFlags::HIGHATOMIC));
+        assert!(!flags.contains(AllocFlags::CPUSET));
+        assert_eq!(flags.watermark_index(), 0);
+        let kernel = Gfp::KERNEL.slowpath_alloc_flags(3);
+        assert!(!kernel.intersects(AllocFlags::RESERVES));
+        assert_eq!(Gfp::KERNEL.fastpath_alloc_flags().watermark_index(), 1);
+    }
+}

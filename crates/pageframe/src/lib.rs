@@ -1,0 +1,49 @@
+//! pageframe: the Linux physical-memory allocator stack, rebuilt for user space.
+//!
+//! This crate holds the engine: machine descriptions, the memmap, zones with
+//! buddy lists indexed by freetype, per-CPU lists, the bulk API and the
+//! kernel-format views. It has no CLI, plotting or terminal dependencies.
+//!
+//! ```
+//! use pageframe::{Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, CpuId};
+//!
+//! let machine = MachineDesc::uniform(1 << 30, 1, 2).unwrap();
+//! let allocator = LocalPageAllocator::boot(&machine).unwrap();
+//! let cpu = allocator.cpu(CpuId(0)).unwrap();
+//! let page = cpu.alloc_pages(Gfp::KERNEL, Order(2), NodeId(0)).unwrap();
+//! cpu.free_pages(page, Order(2)).unwrap();
+//! assert!(cpu.free_pages(page, Order(2)).is_err()); // a double free is an error
+//! allocator.check_invariants().unwrap();
+//! ```
+//!
+//! Layers, each using only those above it: `types`, `machine`, `memmap` and
+//! `pageblock` (together `frames`), `freetype`, `gfp`, `sync`, `zone`, `pcp`,
+//! `page_alloc`, `proc`.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod frames;
+pub mod freetype;
+pub mod gfp;
+pub mod machine;
+pub mod memmap;
+pub mod page_alloc;
+pub mod pageblock;
+pub mod pcp;
+pub mod proc;
+pub mod rng;
+pub mod sync;
+pub mod types;
+pub mod zone;
+
+pub use error::{AllocError, CpuError, DescError, FreeError, InvariantError};
+pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
+pub use gfp::Gfp;
+pub use machine::{MachineDesc, MachineLayout};
+pub use page_alloc::{
+    AllocOptions, CpuHandle, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, VmEvent,
+    ZoneSnapshot,
+};
+pub use rng::MachineRng;
+pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};

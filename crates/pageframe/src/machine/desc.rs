@@ -1,0 +1,413 @@
+//! The user's description of a machine, before validation.
+
+use super::size::format_size;
+use crate::error::DescError;
+use crate::types::CpuId;
+
+/// SLIT distance of a node to itself (`LOCAL_DISTANCE`).
+pub const LOCAL_DISTANCE: u8 = 10;
+/// SLIT distance between two nodes when none is given (`REMOTE_DISTANCE`).
+pub const REMOTE_DISTANCE: u8 = 20;
+
+/// A range of physical memory, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemRange {
+    /// Physical start address.
+    pub start: u64,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+impl MemRange {
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        self.start.saturating_add(self.size)
+    }
+}
+
+/// One NUMA node: its memory ranges (holes between them are allowed) and CPUs.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct NodeDesc {
+    /// Physical memory ranges of the node.
+    pub ranges: Vec<MemRange>,
+    /// CPUs of the node; a node may have none (a memory-only node).
+    pub cpus: Vec<CpuId>,
+}
+
+/// A whole machine as the user describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineDesc {
+    /// log2 of the page size (12: 4 KiB pages).
+    pub page_shift: u8,
+    /// MAX_PAGE_ORDER: the largest buddy order, inclusive.
+    pub max_order: u8,
+    /// pageblock_order: the granule of migratetypes.
+    pub pageblock_order: u8,
+    /// The nodes, node `i` at index `i`.
+    pub nodes: Vec<NodeDesc>,
+    /// SLIT distances, `distances[from][to]`; `None` gives 10 local, 20 remote.
+    pub distances: Option<Vec<Vec<u8>>>,
+    /// Put memory below 4 GiB in a DMA32 zone.
+    pub dma32: bool,
+    /// `movablecore=`: bytes of ZONE_MOVABLE, spread over the nodes.
+    pub movablecore: Option<u64>,
+    /// `kernelcore=`: bytes not in ZONE_MOVABLE, spread over the nodes.
+    pub kernelcore: Option<u64>,
+    /// `mem=`: use only the first this many bytes of memory.
+    pub mem_limit: Option<u64>,
+}
+
+impl Default for MachineDesc {
+    /// One node of 4 GiB with 2 CPUs, 4 KiB pages, orders as on x86-64.
+    fn default() -> MachineDesc {
+        MachineDesc::uniform(4 << 30, 1, 2).expect("the default machine is valid")
+    }
+}
+
+impl MachineDesc {
+    /// `nr_nodes` nodes sharing `mem_bytes` contiguously from address 0, with
+    /// `nr_cpus` CPUs spread over them in blocks (as `--mem --nodes --cpus`).
+    /// Each node gets an equal pageblock-aligned share; the last one the rest.
+    pub fn uniform(
+        mem_bytes: u64,
+        nr_nodes: usize,
+        nr_cpus: usize,
+    ) -> Result<MachineDesc, DescError> {
+        let mut desc = MachineDesc {
+            page_shift: 12,
+            max_order: 10,
+            pageblock_order: 9,
+            nodes: Vec::new(),
+            distances: None,
+            dma32: false,
+            movablecore: None,
+            kernelcore: None,
+            mem_limit: None,
+        };
+        if nr_nodes == 0 {
+            return Err(DescError::new("nodes", "a machine needs at least one node"));
+        }
+        if nr_nodes > crate::types::MAX_NUMNODES {
+            return Err(DescError::new(
+                "nodes",
+                format!(
+                    "{nr_nodes} nodes, at most {} are supported",
+                    crate::types::MAX_NUMNODES
+                ),
+            ));
+        }
+        if nr_cpus == 0 {
+            return Err(DescError::new("cpus", "a machine needs at least one CPU"));
+        }
+        if nr_cpus > u16::MAX as usize {
+            return Err(DescError::new(
+                "cpus",
+                format!("{nr_cpus} CPUs, at most 65535 are supported"),
+            ));
+        }
+        let block = desc.pageblock_bytes();
+        let share = (mem_bytes / nr_nodes as u64) / block * block;
+        let mut start = 0;
+        for node in 0..nr_nodes {
+            let size = if node + 1 == nr_nodes {
+                (mem_bytes - start) / block * block
+            } else {
+                share
+            };
+            let cpus = (node * nr_cpus / nr_nodes..(node + 1) * nr_cpus / nr_nodes)
+                .map(|cpu| CpuId(cpu as u16))
+                .collect();
+            desc.nodes.push(NodeDesc {
+                ranges: vec![MemRange { start, size }],
+                cpus,
+            });
+            start += size;
+        }
+        Ok(desc)
+    }
+
+    /// Bytes in a page.
+    pub fn page_bytes(&self) -> u64 {
+        1u64 << self.page_shift
+    }
+
+    /// Bytes in a pageblock.
+    pub fn pageblock_bytes(&self) -> u64 {
+        1u64 << (self.page_shift as u32 + self.pageblock_order as u32)
+    }
+
+    /// Number of CPUs over all nodes.
+    pub fn nr_cpus(&self) -> usize {
+        self.nodes.iter().map(|node| node.cpus.len()).sum()
+    }
+
+    /// Bytes of memory over all nodes (before `mem=`).
+    pub fn total_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .flat_map(|node| node.ranges.iter())
+            .fold(0u64, |sum, range| sum.saturating_add(range.size))
+    }
+
+    /// Checks everything that does not depend on the zone layout; the first
+    /// problem found is returned, naming its field.
+    pub(super) fn validate(&self) -> Result<(), DescError> {
+        if !(12..=16).contains(&self.page_shift) {
+            return Err(DescError::new(
+                "page_size",
+                format!(
+                    "{} is not a power of two from 4K to 64K",
+                    format_size(self.page_bytes())
+                ),
+            ));
+        }
+        if self.max_order > 20 {
+            return Err(DescError::new(
+                "max_order",
+                format!("{} is above 20", self.max_order),
+            ));
+        }
+        if self.pageblock_order > self.max_order {
+            return Err(DescError::new(
+                "pageblock_order",
+                format!(
+                    "{} is above max_order {}",
+                    self.pageblock_order, self.max_order
+                ),
+            ));
+        }
+        if self.nodes.is_empty() {
+            return Err(DescError::new("nodes", "a machine needs at least one node"));
+        }
+        if self.nodes.len() > crate::types::MAX_NUMNODES {
+            return Err(DescError::new(
+                "nodes",
+                format!(
+                    "{} nodes, at most {} are supported",
+                    self.nodes.len(),
+                    crate::types::MAX_NUMNODES
+                ),
+            ));
+        }
+        self.validate_ranges()?;
+        self.validate_cpus()?;
+        self.validate_distances()
+    }
+
+    fn validate_ranges(&self) -> Result<(), DescError> {
+        let block = self.pageblock_bytes();
+        let max_block = 1u64 << (self.page_shift as u32 + self.max_order as u32);
+        let mut all = Vec::new();
+        for (node, desc) in self.nodes.iter().enumerate() {
+            let field = format!("node[{node}].mem");
+            let bytes: u64 = desc.ranges.iter().map(|range| range.size).sum();
+            if bytes == 0 {
+                return Err(DescError::new(field, "zero memory"));
+            }
+            if bytes < max_block {
+                return Err(DescError::new(
+                    field,
+                    format!(
+                        "{} is smaller than one max_order {} block ({})",
+                        format_size(bytes),
+                        self.max_order,
+                        format_size(max_block)
+                    ),
+                ));
+            }
+            for range in &desc.ranges {
+                if range.size == 0 {
+                    return Err(DescError::new(field, "a range of zero bytes"));
+                }
+                if range.start % block != 0 || range.size % block != 0 {
+                    return Err(DescError::new(
+                        field,
+                        format!(
+                            "range {:#x}+{} is not aligned to the pageblock size {}",
+                            range.start,
+                            format_size(range.size),
+                            format_size(block)
+                        ),
+                    ));
+                }
+                let limit = (u32::MAX as u64 - 1) << self.page_shift;
+                if range.end() > limit || range.start.checked_add(range.size).is_none() {
+                    return Err(DescError::new(
+                        field,
+                        format!(
+                            "range ends above {} (2^32 pages)",
+                            format_size(limit + self.page_bytes())
+                        ),
+                    ));
+                }
+                all.push((range.start, range.end(), node));
+            }
+        }
+        all.sort_unstable();
+        for pair in all.windows(2) {
+            let ((_, end_a, node_a), (start_b, _, node_b)) = (pair[0], pair[1]);
+            if start_b < end_a {
+                return Err(DescError::new(
+                    format!("node[{node_b}].mem"),
+                    format!("range at {start_b:#x} overlaps a range of node {node_a}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_cpus(&self) -> Result<(), DescError> {
+        let Some(highest) = self.nodes.iter().flat_map(|node| node.cpus.iter()).max() else {
+            return Err(DescError::new("cpus", "a machine needs at least one CPU"));
+        };
+        let nr_cpus = highest.index() + 1;
+        let mut owner = vec![None; nr_cpus];
+        for (node, desc) in self.nodes.iter().enumerate() {
+            for cpu in &desc.cpus {
+                let slot = &mut owner[cpu.index()];
+                if let Some(other) = *slot {
+                    return Err(DescError::new(
+                        format!("node[{node}].cpus"),
+                        format!("CPU {cpu} is on node {other} too"),
+                    ));
+                }
+                *slot = Some(node);
+            }
+        }
+        match owner.iter().position(Option::is_none) {
+            Some(cpu) => Err(DescError::new("cpus", format!("CPU {cpu} is on no node"))),
+            None => Ok(()),
+        }
+    }
+
+    fn validate_distances(&self) -> Result<(), DescError> {
+        let Some(matrix) = &self.distances else {
+            return Ok(());
+        };
+        let nr_nodes = self.nodes.len();
+        if matrix.len() != nr_nodes || matrix.iter().any(|row| row.len() != nr_nodes) {
+            return Err(DescError::new(
+                "distance",
+                format!("the matrix must be {nr_nodes}x{nr_nodes}, one row and column per node"),
+            ));
+        }
+        for (from, row) in matrix.iter().enumerate() {
+            for (to, &distance) in row.iter().enumerate() {
+                let field = format!("distance[{from}][{to}]");
+                if from == to && distance != LOCAL_DISTANCE {
+                    return Err(DescError::new(
+                        field,
+                        format!("a node's distance to itself must be {LOCAL_DISTANCE}"),
+                    ));
+                }
+                if from != to && distance <= LOCAL_DISTANCE {
+                    return Err(DescError::new(
+                        field,
+                        format!("{distance}: remote distances must be above {LOCAL_DISTANCE}"),
+                    ));
+                }
+                if distance == u8::MAX {
+                    return Err(DescError::new(
+                        field,
+                        "255 means unreachable and is not supported",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The SLIT distance from one node to another.
+    pub fn distance(&self, from: usize, to: usize) -> u8 {
+        match &self.distances {
+            Some(matrix) => matrix[from][to],
+            None if from == to => LOCAL_DISTANCE,
+            None => REMOTE_DISTANCE,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_splits_memory_and_cpus() {
+        let desc = MachineDesc::uniform(64 << 30, 4, 8).unwrap();
+        assert_eq!(desc.nodes.len(), 4);
+        assert!(desc
+            .nodes
+            .iter()
+            .all(|node| node.ranges[0].size == 16 << 30 && node.cpus.len() == 2));
+        assert_eq!(desc.nodes[3].ranges[0].start, 48 << 30);
+        desc.validate().unwrap();
+    }
+
+    #[test]
+    fn rejects_bad_descriptions_naming_the_field() {
+        let cases: Vec<(MachineDesc, &str)> = vec![
+            (
+                {
+                    let mut desc = MachineDesc::default();
+                    desc.nodes[0].ranges[0].size = 0;
+                    desc
+                },
+                "node[0].mem",
+            ),
+            (
+                {
+                    let mut desc = MachineDesc::uniform(8 << 30, 2, 2).unwrap();
+                    desc.nodes[1].ranges[0].start = 2 << 30;
+                    desc
+                },
+                "node[1].mem",
+            ),
+            (
+                {
+                    let mut desc = MachineDesc::uniform(8 << 30, 2, 2).unwrap();
+                    desc.distances = Some(vec![vec![10, 20]]);
+                    desc
+                },
+                "distance",
+            ),
+            (
+                {
+                    let mut desc = MachineDesc::uniform(8 << 30, 2, 2).unwrap();
+                    desc.nodes[1].cpus = vec![CpuId(0), CpuId(1)];
+                    desc
+                },
+                "node[1].cpus",
+            ),
+            (
+                {
+                    let mut desc = MachineDesc::uniform(8 << 30, 2, 4).unwrap();
+                    desc.nodes[1].cpus.remove(0);
+                    desc
+                },
+                "cpus",
+            ),
+            (
+                {
+                    let mut desc = MachineDesc {
+                        max_order: 12,
+                        ..MachineDesc::default()
+                    };
+                    desc.nodes[0].ranges[0].size = 8 << 20;
+                    desc
+                },
+                "node[0].mem",
+            ),
+            (
+                MachineDesc {
+                    pageblock_order: 11,
+                    ..MachineDesc::default()
+                },
+                "pageblock_order",
+            ),
+        ];
+        for (desc, field) in cases {
+            let err = desc.validate().unwrap_err();
+            assert_eq!(err.field, field, "{err}");
+        }
+    }
+}

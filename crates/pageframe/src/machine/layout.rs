@@ -1,0 +1,418 @@
+//! From a validated description to zone spans: mirrors free_area_init(),
+//! find_zone_movable_pfns_for_nodes() and adjust_zone_range_for_zone_movable().
+
+use super::desc::MachineDesc;
+use super::size::format_size;
+use crate::error::DescError;
+use crate::types::{CpuId, NodeId, Pfn, ZoneType};
+
+/// A half-open range of PFNs `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfnRange {
+    /// First PFN.
+    pub start: Pfn,
+    /// One past the last PFN.
+    pub end: Pfn,
+}
+
+impl PfnRange {
+    /// Number of pages in the range.
+    pub fn len(&self) -> u64 {
+        self.end.0 - self.start.0
+    }
+
+    /// True when the range holds no page.
+    pub fn is_empty(&self) -> bool {
+        self.end.0 <= self.start.0
+    }
+
+    /// True when `pfn` is in the range.
+    pub fn contains(&self, pfn: Pfn) -> bool {
+        self.start <= pfn && pfn < self.end
+    }
+}
+
+/// One zone of one node: its span and the present memory in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneLayout {
+    /// The node.
+    pub node: NodeId,
+    /// The zone type.
+    pub zone_type: ZoneType,
+    /// The span `[zone_start_pfn, zone_end_pfn)`; empty for an unpopulated zone.
+    pub span: PfnRange,
+    /// Present memory inside the span, sorted; holes are what is missing.
+    pub present: Vec<PfnRange>,
+}
+
+impl ZoneLayout {
+    /// Pages the span covers, holes included (`spanned_pages`).
+    pub fn spanned_pages(&self) -> u64 {
+        self.span.len()
+    }
+
+    /// Pages of memory in the zone (`present_pages`).
+    pub fn present_pages(&self) -> u64 {
+        self.present.iter().map(PfnRange::len).sum()
+    }
+
+    /// True when the zone has memory.
+    pub fn is_populated(&self) -> bool {
+        self.present_pages() > 0
+    }
+}
+
+/// One node: CPUs and zones, lowest zone first (every configured zone type,
+/// populated or not, as /proc/zoneinfo lists them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeLayout {
+    /// The node.
+    pub id: NodeId,
+    /// Its CPUs.
+    pub cpus: Vec<CpuId>,
+    /// Its zones.
+    pub zones: Vec<ZoneLayout>,
+}
+
+/// A bootable machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineLayout {
+    /// log2 of the page size.
+    pub page_shift: u8,
+    /// MAX_PAGE_ORDER, inclusive.
+    pub max_order: u8,
+    /// pageblock_order.
+    pub pageblock_order: u8,
+    /// The nodes.
+    pub nodes: Vec<NodeLayout>,
+    /// SLIT distances.
+    pub distance: Vec<Vec<u8>>,
+    /// The node of each CPU.
+    pub cpu_node: Vec<NodeId>,
+    /// One past the highest PFN of the machine.
+    pub end_pfn: Pfn,
+}
+
+impl MachineLayout {
+    /// Every zone of every node, node by node, lowest zone first.
+    pub fn zones(&self) -> impl Iterator<Item = &ZoneLayout> {
+        self.nodes.iter().flat_map(|node| node.zones.iter())
+    }
+
+    /// Pages of memory in the machine.
+    pub fn present_pages(&self) -> u64 {
+        self.zones().map(ZoneLayout::present_pages).sum()
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.cpu_node.len()
+    }
+}
+
+impl MachineDesc {
+    /// Validates the description and lays out its zones.
+    pub fn layout(&self) -> Result<MachineLayout, DescError> {
+        self.validate()?;
+        let shift = self.page_shift as u32;
+        let mut node_ranges: Vec<Vec<PfnRange>> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut ranges: Vec<PfnRange> = node
+                    .ranges
+                    .iter()
+                    .map(|range| PfnRange {
+                        start: Pfn(range.start >> shift),
+                        end: Pfn(range.end() >> shift),
+                    })
+                    .collect();
+                ranges.sort_unstable_by_key(|range| range.start);
+                ranges
+            })
+            .collect();
+        if let Some(limit) = self.mem_limit {
+            apply_mem_limit(&mut node_ranges, limit >> shift, self.pageblock_order)?;
+        }
+        let total_pages: u64 = node_ranges.iter().flatten().map(PfnRange::len).sum();
+        let dma32_end = if self.dma32 {
+            Pfn(1u64 << (32 - shift))
+        } else {
+            Pfn(0)
+        };
+        let movable_start = self.zone_movable_pfns(&node_ranges, total_pages, dma32_end)?;
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for (index, ranges) in node_ranges.iter().enumerate() {
+            let node = NodeId(index as u16);
+            let node_end = ranges.last().map_or(Pfn(0), |range| range.end);
+            let node_start = ranges.first().map_or(Pfn(0), |range| range.start);
+            let normal_end = movable_start[index].unwrap_or(node_end);
+            let mut bounds = Vec::new();
+            if self.dma32 {
+                bounds.push((ZoneType::Dma32, node_start, dma32_end.min(normal_end)));
+            }
+            bounds.push((ZoneType::Normal, node_start.max(dma32_end), normal_end));
+            bounds.push((ZoneType::Movable, normal_end, node_end));
+            let zones = bounds
+                .into_iter()
+                .map(|(zone_type, start, end)| zone_layout(node, zone_type, start, end, ranges))
+                .collect();
+            nodes.push(NodeLayout {
+                id: node,
+                cpus: self.nodes[index].cpus.clone(),
+                zones,
+            });
+        }
+        let mut cpu_node = vec![NodeId(0); self.nr_cpus()];
+        for (index, node) in self.nodes.iter().enumerate() {
+            for cpu in &node.cpus {
+                cpu_node[cpu.index()] = NodeId(index as u16);
+            }
+        }
+        let distance = (0..self.nodes.len())
+            .map(|from| {
+                (0..self.nodes.len())
+                    .map(|to| self.distance(from, to))
+                    .collect()
+            })
+            .collect();
+        let end_pfn = node_ranges
+            .iter()
+            .flatten()
+            .map(|range| range.end)
+            .max()
+            .unwrap_or(Pfn(0));
+        Ok(MachineLayout {
+            page_shift: self.page_shift,
+            max_order: self.max_order,
+            pageblock_order: self.pageblock_order,
+            nodes,
+            distance,
+            cpu_node,
+            end_pfn,
+        })
+    }
+
+    /// Start of ZONE_MOVABLE per node, `None` where a node has none.
+    /// mirrors find_zone_movable_pfns_for_nodes(): kernelcore is spread evenly
+    /// over the nodes, memory below the Normal zone counts as kernelcore, and
+    /// the result is rounded up to a MAX_PAGE_ORDER block.
+    fn zone_movable_pfns(
+        &self,
+        node_ranges: &[Vec<PfnRange>],
+        total_pages: u64,
+        usable_start: Pfn,
+    ) -> Result<Vec<Option<Pfn>>, DescError> {
+        let shift = self.page_shift as u32;
+        let max_block = 1u64 << self.max_order;
+        let mut required_kernelcore = 0u64;
+        if let Some(bytes) = self.movablecore {
+            let movable = (bytes >> shift).div_ceil(max_block) * max_block;
+            if movable >= total_pages {
+                return Err(DescError::new(
+                    "movablecore",
+                    format!(
+                        "{} leaves no memory outside ZONE_MOVABLE",
+                        format_size(bytes)
+                    ),
+                ));
+            }
+            required_kernelcore = total_pages - movable;
+        }
+        if let Some(bytes) = self.kernelcore {
+            if bytes == 0 {
+                return Err(DescError::new("kernelcore", "must be above zero"));
+            }
+            required_kernelcore = required_kernelcore.max(bytes >> shift);
+        }
+        if required_kernelcore == 0 || required_kernelcore >= total_pages {
+            return Ok(vec![None; node_ranges.len()]);
+        }
+        let mut movable_pfn = vec![0u64; node_ranges.len()];
+        let mut usable_nodes = node_ranges.len() as u64;
+        loop {
+            let mut kernelcore_node = required_kernelcore / usable_nodes;
+            for (node, ranges) in node_ranges.iter().enumerate() {
+                if required_kernelcore < kernelcore_node {
+                    kernelcore_node = required_kernelcore / usable_nodes;
+                }
+                let mut remaining = kernelcore_node;
+                for range in ranges {
+                    let mut start = range.start.0.max(movable_pfn[node]);
+                    let end = range.end.0;
+                    if start >= end {
+                        continue;
+                    }
+                    if start < usable_start.0 {
+                        let kernel_pages = end.min(usable_start.0) - start;
+                        remaining -= kernel_pages.min(remaining);
+                        required_kernelcore -= kernel_pages.min(required_kernelcore);
+                        if end <= usable_start.0 {
+                            movable_pfn[node] = end;
+                            continue;
+                        }
+                        start = usable_start.0;
+                    }
+                    let size = (end - start).min(remaining);
+                    movable_pfn[node] = start + size;
+                    required_kernelcore -= size.min(required_kernelcore);
+                    remaining -= size;
+                    if remaining == 0 {
+                        break;
+                    }
+                }
+            }
+            usable_nodes -= 1;
+            if usable_nodes == 0 || required_kernelcore <= usable_nodes {
+                break;
+            }
+        }
+        Ok(node_ranges
+            .iter()
+            .zip(movable_pfn)
+            .map(|(ranges, pfn)| {
+                let rounded = pfn.div_ceil(max_block) * max_block;
+                let node_end = ranges.last().map_or(0, |range| range.end.0);
+                (rounded < node_end).then_some(Pfn(rounded))
+            })
+            .collect())
+    }
+}
+
+/// `mem=`: keeps only the lowest `limit_pages` pages of memory.
+fn apply_mem_limit(
+    node_ranges: &mut [Vec<PfnRange>],
+    limit_pages: u64,
+    pageblock_order: u8,
+) -> Result<(), DescError> {
+    let block = 1u64 << pageblock_order;
+    let mut all: Vec<(Pfn, usize, usize)> = node_ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(node, ranges)| {
+            ranges
+                .iter()
+                .enumerate()
+                .map(move |(at, range)| (range.start, node, at))
+        })
+        .collect();
+    all.sort_unstable();
+    let mut left = limit_pages / block * block;
+    for (_, node, at) in all {
+        let range = &mut node_ranges[node][at];
+        let keep = range.len().min(left);
+        range.end = Pfn(range.start.0 + keep);
+        left -= keep;
+    }
+    for ranges in node_ranges.iter_mut() {
+        ranges.retain(|range| !range.is_empty());
+    }
+    if let Some(node) = node_ranges.iter().position(Vec::is_empty) {
+        return Err(DescError::new(
+            "mem",
+            format!(
+                "the limit leaves node {node} without memory; give fewer nodes or a larger mem="
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn zone_layout(
+    node: NodeId,
+    zone_type: ZoneType,
+    start: Pfn,
+    end: Pfn,
+    ranges: &[PfnRange],
+) -> ZoneLayout {
+    let present: Vec<PfnRange> = ranges
+        .iter()
+        .map(|range| PfnRange {
+            start: range.start.max(start),
+            end: range.end.min(end),
+        })
+        .filter(|range| !range.is_empty())
+        .collect();
+    let span = match (present.first(), present.last()) {
+        (Some(first), Some(last)) => PfnRange {
+            start: first.start,
+            end: last.end,
+        },
+        _ => PfnRange {
+            start: Pfn(0),
+            end: Pfn(0),
+        },
+    };
+    ZoneLayout {
+        node,
+        zone_type,
+        span,
+        present,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::MemRange;
+
+    #[test]
+    fn movablecore_is_spread_over_nodes_and_rounded() {
+        let mut desc = MachineDesc::uniform(16 << 30, 2, 2).unwrap();
+        desc.movablecore = Some(4 << 30);
+        let layout = desc.layout().unwrap();
+        for node in &layout.nodes {
+            let movable = &node.zones[1];
+            assert_eq!(movable.zone_type, ZoneType::Movable);
+            assert_eq!(
+                movable.present_pages(),
+                (2u64 << 30) >> 12,
+                "node {}",
+                node.id
+            );
+            assert!(movable.span.start.is_aligned(crate::types::Order(10)));
+        }
+    }
+
+    #[test]
+    fn dma32_takes_memory_below_4g_and_holes_are_kept() {
+        let mut desc = MachineDesc::uniform(8 << 30, 1, 1).unwrap();
+        desc.dma32 = true;
+        desc.nodes[0].ranges = vec![
+            MemRange {
+                start: 0,
+                size: 2 << 30,
+            },
+            MemRange {
+                start: 3 << 30,
+                size: 6 << 30,
+            },
+        ];
+        let layout = desc.layout().unwrap();
+        let zones = &layout.nodes[0].zones;
+        assert_eq!(zones[0].zone_type, ZoneType::Dma32);
+        assert_eq!(zones[0].present_pages(), (3u64 << 30) >> 12);
+        assert_eq!(zones[0].spanned_pages(), (4u64 << 30) >> 12);
+        assert_eq!(zones[1].present_pages(), (5u64 << 30) >> 12);
+        assert!(!zones[2].is_populated());
+    }
+
+    #[test]
+    fn mem_limit_clips_from_the_top() {
+        let mut desc = MachineDesc::uniform(16 << 30, 2, 2).unwrap();
+        desc.mem_limit = Some(12 << 30);
+        let layout = desc.layout().unwrap();
+        assert_eq!(layout.present_pages(), (12u64 << 30) >> 12);
+        desc.mem_limit = Some(4 << 30);
+        assert_eq!(desc.layout().unwrap_err().field, "mem");
+    }
+
+    #[test]
+    fn movablecore_larger_than_memory_is_an_error() {
+        let desc = MachineDesc {
+            movablecore: Some(8 << 30),
+            ..MachineDesc::default()
+        };
+        assert_eq!(desc.layout().unwrap_err().field, "movablecore");
+    }
+}

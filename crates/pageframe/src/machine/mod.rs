@@ -1,0 +1,18 @@
+//! What a machine is: its nodes, memory ranges, CPUs, distances and the
+//! allocator's geometry (page size, MAX_PAGE_ORDER, pageblock order).
+//!
+//! [`MachineDesc`] is what a user writes (TOML, flags, kernel command line);
+//! [`MachineDesc::layout`] validates it and computes the [`MachineLayout`] the
+//! allocator boots from: every zone's span and present ranges in PFNs.
+//! Invariant of a layout: ranges are pageblock-aligned, sorted, disjoint, and
+//! each lies in exactly one zone of one node.
+
+mod cmdline;
+mod desc;
+mod layout;
+mod size;
+
+pub use cmdline::apply_cmdline;
+pub use desc::{MachineDesc, MemRange, NodeDesc, LOCAL_DISTANCE, REMOTE_DISTANCE};
+pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout};
+pub use size::{format_size, parse_size};

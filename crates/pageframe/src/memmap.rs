@@ -1,0 +1,226 @@
+//! The memmap: one 12-byte [`PageRecord`] per PFN, like `struct page` cut to
+//! what the page allocator needs.
+//!
+//! The table is allocated zeroed and never initialised page by page: an
+//! all-zero record means "not tracked" (a hole, a page inside a larger free or
+//! allocated block, or a page not yet handed to the allocator). Only the first
+//! page of a block carries state, so booting touches one record per
+//! MAX_PAGE_ORDER block and a simulated TiB costs virtual memory, not time.
+//!
+//! Fields are atomics accessed with `Relaxed` ordering: a record belongs to one
+//! owner at a time (the zone lock for buddy pages, a per-CPU lock for pcp
+//! pages, the caller for allocated pages), and those locks order the accesses.
+//! The atomics only make concurrent access defined; they add no fences.
+//!
+//! Invariants (checked by the allocator's `check_invariants()`):
+//! - state Buddy: the record is the head of a free block of `order` on the
+//!   free list of freetype index `freetype`, linked by `next`/`prev`.
+//! - state Pcp: the head of a block of `order` on some CPU's per-CPU list.
+//! - state Allocated: the head of a block of `order` owned by a caller;
+//!   `freetype` is the migratetype it was allocated as.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use crate::types::{Order, Pfn};
+
+/// End of a free list (`next`/`prev` of the last/first entry).
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// What the allocator knows about a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PageState {
+    /// Not the head of any block the allocator tracks.
+    Untracked = 0,
+    /// Head of a free block in the buddy lists (`PageBuddy`).
+    Buddy = 1,
+    /// Head of a free block on a per-CPU list.
+    Pcp = 2,
+    /// Head of an allocated block.
+    Allocated = 3,
+    /// Head of an allocated block whose free is in progress (shared allocator).
+    Freeing = 4,
+}
+
+/// The packed `state | order << 8 | freetype << 16` word of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageInfo(u32);
+
+impl PageInfo {
+    /// The untracked (all-zero) word.
+    pub const UNTRACKED: PageInfo = PageInfo(0);
+
+    /// Packs a state, order and freetype index.
+    #[inline]
+    pub fn new(state: PageState, order: Order, freetype: usize) -> PageInfo {
+        PageInfo(state as u32 | (order.0 as u32) << 8 | (freetype as u32) << 16)
+    }
+
+    /// The state.
+    #[inline]
+    pub fn state(self) -> PageState {
+        match self.0 & 0xff {
+            1 => PageState::Buddy,
+            2 => PageState::Pcp,
+            3 => PageState::Allocated,
+            4 => PageState::Freeing,
+            _ => PageState::Untracked,
+        }
+    }
+
+    /// The block order.
+    #[inline]
+    pub fn order(self) -> Order {
+        Order((self.0 >> 8) as u8)
+    }
+
+    /// The freetype index (list of a buddy page, migratetype of an allocation).
+    #[inline]
+    pub fn freetype(self) -> usize {
+        (self.0 >> 16 & 0xff) as usize
+    }
+
+    /// The raw word.
+    #[inline]
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// One page's record. All-zero bytes are a valid, untracked record.
+#[repr(C)]
+pub struct PageRecord {
+    next: AtomicU32,
+    prev: AtomicU32,
+    info: AtomicU32,
+}
+
+/// The per-PFN table for PFNs `0..len`.
+pub struct MemMap {
+    records: NonNull<PageRecord>,
+    len: usize,
+}
+
+// SAFETY: the records are atomics, so shared access from several threads is
+// data-race free; the table owns its allocation.
+unsafe impl Send for MemMap {}
+// SAFETY: as above: every access goes through an atomic.
+unsafe impl Sync for MemMap {}
+
+impl MemMap {
+    /// A zeroed table for PFNs `0..len`; `None` if the memory cannot be had.
+    pub fn new(len: usize) -> Option<MemMap> {
+        let layout = Layout::array::<PageRecord>(len.max(1)).ok()?;
+        // SAFETY: the layout has a non-zero size (at least one record).
+        let raw = unsafe { alloc_zeroed(layout) } as *mut PageRecord;
+        NonNull::new(raw).map(|records| MemMap { records, len })
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the table has no record.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of metadata per page.
+    pub const RECORD_BYTES: usize = std::mem::size_of::<PageRecord>();
+
+    #[inline]
+    fn record(&self, pfn: u32) -> &PageRecord {
+        assert!((pfn as usize) < self.len, "PFN {pfn} outside the memmap");
+        // SAFETY: the index is in bounds (checked above); the allocation holds
+        // `len` records initialised to zero, a valid bit pattern for atomics,
+        // and lives as long as `self`.
+        unsafe { &*self.records.as_ptr().add(pfn as usize) }
+    }
+
+    /// The record's state word.
+    #[inline]
+    pub fn info(&self, pfn: u32) -> PageInfo {
+        PageInfo(self.record(pfn).info.load(Relaxed))
+    }
+
+    /// Sets the record's state word.
+    #[inline]
+    pub fn set_info(&self, pfn: u32, info: PageInfo) {
+        self.record(pfn).info.store(info.0, Relaxed)
+    }
+
+    /// Atomically replaces `current` by `new`; false if the word was not `current`.
+    #[inline]
+    pub fn exchange_info(&self, pfn: u32, current: PageInfo, new: PageInfo) -> bool {
+        self.record(pfn)
+            .info
+            .compare_exchange(current.0, new.0, Relaxed, Relaxed)
+            .is_ok()
+    }
+
+    /// The next entry on the record's free list.
+    #[inline]
+    pub fn next(&self, pfn: u32) -> u32 {
+        self.record(pfn).next.load(Relaxed)
+    }
+
+    /// The previous entry on the record's free list.
+    #[inline]
+    pub fn prev(&self, pfn: u32) -> u32 {
+        self.record(pfn).prev.load(Relaxed)
+    }
+
+    /// Sets the next link.
+    #[inline]
+    pub fn set_next(&self, pfn: u32, next: u32) {
+        self.record(pfn).next.store(next, Relaxed)
+    }
+
+    /// Sets the previous link.
+    #[inline]
+    pub fn set_prev(&self, pfn: u32, prev: u32) {
+        self.record(pfn).prev.store(prev, Relaxed)
+    }
+
+    /// True when the PFN has a record.
+    #[inline]
+    pub fn covers(&self, pfn: Pfn) -> bool {
+        pfn.0 < self.len as u64
+    }
+}
+
+impl Drop for MemMap {
+    fn drop(&mut self) {
+        let layout =
+            Layout::array::<PageRecord>(self.len.max(1)).expect("layout was valid at allocation");
+        // SAFETY: allocated in `new` with this same layout, and not freed since.
+        unsafe { dealloc(self.records.as_ptr() as *mut u8, layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_at_most_16_bytes() {
+        assert!(std::mem::size_of::<PageRecord>() <= 16);
+        assert_eq!(MemMap::RECORD_BYTES, 12);
+    }
+
+    #[test]
+    fn records_start_untracked_and_pack_their_fields() {
+        let memmap = MemMap::new(1024).unwrap();
+        assert_eq!(memmap.info(1023), PageInfo::UNTRACKED);
+        let info = PageInfo::new(PageState::Buddy, Order(9), 5);
+        memmap.set_info(7, info);
+        assert_eq!(memmap.info(7).state(), PageState::Buddy);
+        assert_eq!(memmap.info(7).order(), Order(9));
+        assert_eq!(memmap.info(7).freetype(), 5);
+        assert!(memmap.exchange_info(7, info, PageInfo::UNTRACKED));
+        assert!(!memmap.exchange_info(7, info, PageInfo::UNTRACKED));
+    }
+}

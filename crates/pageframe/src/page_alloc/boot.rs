@@ -1,0 +1,167 @@
+//! Booting a machine: zones from the layout, watermarks, lowmem reserves,
+//! per-CPU list sizes, then every present page freed into the buddy lists.
+//! mirrors free_area_init(), init_per_zone_wmark_min(),
+//! zone_set_pageset_high_and_batch(), build_all_zonelists() and
+//! memblock_free_all()/__free_pages_memory().
+
+use super::events::CpuEvents;
+use super::zonelist::Zonelists;
+use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
+use crate::error::DescError;
+use crate::frames::Frames;
+use crate::machine::{MachineDesc, MachineLayout};
+use crate::pcp::PerCpuPages;
+use crate::sync::{LockFamily, StatCounter};
+use crate::types::{Pfn, ZoneType};
+use crate::zone::watermark::{
+    lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
+    WATERMARK_SCALE_FACTOR,
+};
+use crate::zone::Zone;
+use std::sync::atomic::AtomicBool;
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// Boots the machine a description describes, with default options.
+    pub fn boot(desc: &MachineDesc) -> Result<PageAllocator<L>, DescError> {
+        PageAllocator::boot_with(desc, AllocOptions::default())
+    }
+
+    /// Boots with explicit options.
+    pub fn boot_with(
+        desc: &MachineDesc,
+        options: AllocOptions,
+    ) -> Result<PageAllocator<L>, DescError> {
+        let layout = desc.layout()?;
+        PageAllocator::boot_layout(layout, options)
+    }
+
+    /// Boots a validated layout.
+    pub fn boot_layout(
+        layout: MachineLayout,
+        options: AllocOptions,
+    ) -> Result<PageAllocator<L>, DescError> {
+        let frames = Frames::new(layout.end_pfn, layout.pageblock_order).ok_or_else(|| {
+            DescError::new(
+                "mem",
+                format!(
+                    "cannot allocate a memmap for {} pages ({} bytes)",
+                    layout.end_pfn.0,
+                    layout.end_pfn.0 * crate::memmap::MemMap::RECORD_BYTES as u64
+                ),
+            )
+        })?;
+        let page_kb = (1u64 << layout.page_shift) >> 10;
+        let lowmem_kbytes: u64 = layout
+            .zones()
+            .filter(|zone| zone.zone_type <= ZoneType::Normal)
+            .map(|zone| zone.present_pages() * page_kb)
+            .sum();
+        let min_free_kbytes = min_free_kbytes(lowmem_kbytes);
+        let pages_min = min_free_kbytes / page_kb.max(1);
+        let lowmem_pages = layout.present_pages();
+
+        let mut zones = Vec::new();
+        for node in &layout.nodes {
+            let mut managed = [0u64; ZoneType::COUNT];
+            for zone in &node.zones {
+                managed[zone.zone_type.index()] = zone.present_pages();
+            }
+            let reserves = lowmem_reserves(&managed);
+            for zone in &node.zones {
+                let index = zones.len() as u16;
+                for range in &zone.present {
+                    let mut block = range.start.0;
+                    while block < range.end.0 {
+                        frames.blocks.set_zone(Pfn(block), index);
+                        block += 1 << layout.pageblock_order;
+                    }
+                }
+                let mut buddy =
+                    Zone::new(index, zone.span, layout.max_order, layout.pageblock_order);
+                buddy.add_managed(zone.present_pages());
+                zones.push(ZoneSlot {
+                    node: zone.node,
+                    zone_type: zone.zone_type,
+                    present_pages: zone.present_pages(),
+                    spanned_pages: zone.spanned_pages(),
+                    start_pfn: zone.span.start.0,
+                    watermarks: zone_watermarks(
+                        pages_min,
+                        zone.present_pages(),
+                        lowmem_pages,
+                        WATERMARK_SCALE_FACTOR,
+                    ),
+                    lowmem_reserve: reserves[zone.zone_type.index()],
+                    buddy: L::new(buddy),
+                    free_pages: StatCounter::default(),
+                    reserved_highatomic: StatCounter::default(),
+                    lock_acquired: StatCounter::default(),
+                    lock_contended: StatCounter::default(),
+                });
+            }
+        }
+
+        let page_bytes = 1u64 << layout.page_shift;
+        let nr_cpus = layout.nr_cpus();
+        let cpus = layout
+            .cpu_node
+            .iter()
+            .map(|&node| CpuSlot {
+                node,
+                pcp: zones
+                    .iter()
+                    .map(|zone| {
+                        let (high, batch) = if zone.present_pages == 0 {
+                            (0, 1)
+                        } else {
+                            let batch = zone_batchsize(zone.present_pages, page_bytes);
+                            let local_cpus = layout.nodes[zone.node.index()].cpus.len();
+                            (
+                                zone_highsize(zone.watermarks.low, batch, local_cpus, nr_cpus),
+                                batch,
+                            )
+                        };
+                        L::new(PerCpuPages::new(high, batch, layout.pageblock_order))
+                    })
+                    .collect(),
+                events: CpuEvents::new(zones.len()),
+                registered: AtomicBool::new(false),
+            })
+            .collect();
+
+        let zonelists = Zonelists::build_all(&layout, &zones);
+        let allocator = PageAllocator {
+            layout,
+            frames,
+            zones: zones.into_boxed_slice(),
+            cpus,
+            zonelists,
+            options,
+            min_free_kbytes,
+        };
+        allocator.free_boot_memory();
+        Ok(allocator)
+    }
+
+    /// Frees every present page into the buddy lists, in the largest aligned
+    /// blocks, to the tail. mirrors __free_pages_memory().
+    fn free_boot_memory(&self) {
+        let max_order = self.layout.max_order;
+        for (index, zone) in self.layout.zones().enumerate() {
+            let mut buddy = self.lock_zone(index);
+            for range in &zone.present {
+                let (mut start, end) = (range.start.0, range.end.0);
+                while start < end {
+                    let mut order = (start.trailing_zeros() as u8).min(max_order);
+                    while start + (1u64 << order) > end {
+                        order -= 1;
+                    }
+                    let freetype = self.frames.blocks.freetype(Pfn(start));
+                    buddy.free_one_page(&self.frames, start as u32, order, freetype, true);
+                    start += 1u64 << order;
+                }
+            }
+            self.publish(index, &buddy);
+        }
+    }
+}

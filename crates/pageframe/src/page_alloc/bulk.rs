@@ -1,0 +1,182 @@
+//! The bulk API: many order-0 pages under one pcp-lock acquisition.
+//! mirrors __alloc_pages_bulk() and free_unref_page_list() (Linux 6.1).
+
+use super::events::VmEvent;
+use super::handle::Page;
+use super::PageAllocator;
+use crate::error::{AllocError, FreeError};
+use crate::freetype::MigrateType;
+use crate::gfp::Gfp;
+use crate::memmap::{PageInfo, PageState};
+use crate::pcp::PerCpuPages;
+use crate::sync::LockFamily;
+use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// Fills the empty slots of `pages` with order-0 pages. Returns the number
+    /// of slots populated counting from the start (the kernel's return value):
+    /// it may be fewer than asked; once one page is allocated the call never
+    /// fails as a whole. Arguments that are invalid are errors and change nothing.
+    pub(crate) fn alloc_pages_bulk_on(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+        pages: &mut [Option<Page>],
+    ) -> Result<usize, AllocError> {
+        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
+        let nr_pages = pages.len();
+        let mut nr_populated = pages.iter().take_while(|slot| slot.is_some()).count();
+        if nr_populated == nr_pages {
+            return Ok(nr_populated);
+        }
+        if nr_pages - nr_populated == 1 {
+            return Ok(self.bulk_fallback_single(
+                cpu,
+                gfp,
+                preferred,
+                nodemask,
+                pages,
+                nr_populated,
+            ));
+        }
+        let ac = self.prepare_alloc(&request, preferred, nodemask);
+        let flags = gfp.fastpath_alloc_flags();
+        let Some(preferred_zone) = ac.preferred_zone else {
+            return Ok(nr_populated);
+        };
+        let preferred_node = self.zones[preferred_zone as usize].node;
+        let mut chosen = None;
+        for zone in ac.eligible(&self.zones) {
+            if self.layout.nodes.len() > 1
+                && zone != preferred_zone
+                && self.zones[zone as usize].node != preferred_node
+            {
+                break;
+            }
+            let mark = self.zones[zone as usize]
+                .watermarks
+                .get(flags.watermark_index())
+                + nr_pages as u64;
+            if self.zone_watermark_ok(zone, 0, mark, &ac, flags) {
+                chosen = Some(zone);
+                break;
+            }
+        }
+        let Some(zone) = chosen else {
+            return Ok(self.bulk_fallback_single(
+                cpu,
+                gfp,
+                preferred,
+                nodemask,
+                pages,
+                nr_populated,
+            ));
+        };
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize]) else {
+            self.count_event(cpu, zone as usize, VmEvent::PcpTrylockFail, 1);
+            return Ok(self.bulk_fallback_single(
+                cpu,
+                gfp,
+                preferred,
+                nodemask,
+                pages,
+                nr_populated,
+            ));
+        };
+        let pindex = PerCpuPages::pindex(ac.migratetype.index(), 0);
+        let allocated = PageInfo::new(PageState::Allocated, Order(0), ac.migratetype.index());
+        let mut nr_account = 0u64;
+        while nr_populated < nr_pages {
+            if pages[nr_populated].is_some() {
+                nr_populated += 1;
+                continue;
+            }
+            let Some(pfn) =
+                self.rmqueue_pcp_list(&mut pcp, zone as usize, pindex, 0, ac.migratetype, flags)
+            else {
+                if nr_account == 0 {
+                    drop(pcp);
+                    return Ok(self.bulk_fallback_single(
+                        cpu,
+                        gfp,
+                        preferred,
+                        nodemask,
+                        pages,
+                        nr_populated,
+                    ));
+                }
+                break;
+            };
+            self.frames.memmap.set_info(pfn, allocated);
+            pages[nr_populated] = Some(Page::from_pfn(Pfn(pfn as u64)));
+            nr_account += 1;
+            nr_populated += 1;
+        }
+        drop(pcp);
+        self.count_event(cpu, zone as usize, VmEvent::Pgalloc, nr_account);
+        self.zone_statistics(cpu, preferred_zone, zone, nr_account);
+        Ok(nr_populated)
+    }
+
+    /// The bulk call's `failed:` path: one page through the normal allocator.
+    fn bulk_fallback_single(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+        pages: &mut [Option<Page>],
+        nr_populated: usize,
+    ) -> usize {
+        match self.alloc_pages_on(cpu, gfp, Order(0), preferred, nodemask) {
+            Ok(pfn) => {
+                pages[nr_populated] = Some(Page::from_pfn(Pfn(pfn as u64)));
+                nr_populated + 1
+            }
+            Err(_) => nr_populated,
+        }
+    }
+
+    /// Frees order-0 pages, taking each zone's pcp lock once per run of
+    /// pages from that zone. Every page is checked first: if any free would
+    /// fail, none happens and the error names the first bad page.
+    /// mirrors free_unref_page_list() (without its IRQ-latency relock every
+    /// SWAP_CLUSTER_MAX pages, which has no meaning in user space).
+    pub(crate) fn free_pages_bulk_on(&self, cpu: CpuId, pages: &[Page]) -> Result<(), FreeError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(FreeError::NoSuchCpu(cpu));
+        }
+        for (done, page) in pages.iter().enumerate() {
+            if let Err(err) = self.claim_for_free(page.pfn(), Order(0)) {
+                for undo in &pages[..done] {
+                    self.unclaim(undo.pfn(), Order(0));
+                }
+                return Err(err);
+            }
+        }
+        let mut locked: Option<(usize, L::Guard<'_, PerCpuPages>)> = None;
+        for page in pages {
+            let pfn = page.pfn();
+            let zone = self.zone_of(pfn).expect("claimed pages are memory");
+            self.count_event(cpu, zone, VmEvent::Pgfree, 1);
+            let mut migratetype = self.frames.blocks.migratetype(pfn);
+            if migratetype == MigrateType::Isolate {
+                self.free_one_page(zone, pfn.0 as u32, 0);
+                continue;
+            }
+            if !migratetype.is_pcptype() {
+                migratetype = MigrateType::Movable;
+            }
+            if locked.as_ref().is_none_or(|(held, _)| *held != zone) {
+                // Release the previous zone's pcp lock before taking the next.
+                drop(locked.take());
+                locked = Some((zone, L::lock(&self.cpus[cpu.index()].pcp[zone]).0));
+            }
+            let (_, pcp) = locked.as_mut().expect("locked above");
+            self.free_unref_page_commit(pcp, zone, pfn.0 as u32, 0, migratetype);
+        }
+        Ok(())
+    }
+}

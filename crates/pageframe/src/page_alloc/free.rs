@@ -1,0 +1,179 @@
+//! The free paths: checks that make a bad free an error rather than
+//! corruption, then the per-CPU lists for small orders and the buddy lists
+//! for the rest. mirrors free_pages(), __free_pages_ok(), free_unref_page(),
+//! free_unref_page_commit(), free_pcppages_bulk() and drain_pages_zone().
+
+use super::events::VmEvent;
+use super::PageAllocator;
+use crate::error::FreeError;
+use crate::freetype::MigrateType;
+use crate::memmap::{PageInfo, PageState};
+use crate::pcp::PerCpuPages;
+use crate::sync::LockFamily;
+use crate::types::{CpuId, Order, Pfn};
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// Validates a free and marks the block Freeing, so that a second free
+    /// of the same block (from this call's batch, or another thread) fails.
+    /// Nothing changes on error. Returns the zone index.
+    pub(crate) fn claim_for_free(&self, pfn: Pfn, order: Order) -> Result<usize, FreeError> {
+        let zone = self.zone_of(pfn).ok_or(FreeError::NotMemory(pfn))?;
+        if order.0 > self.layout.max_order || !pfn.is_aligned(order) {
+            return Err(self.describe_bad_free(pfn, order));
+        }
+        let index = pfn.0 as u32;
+        let info = self.frames.memmap.info(index);
+        if !self.options.free_checks {
+            return Ok(zone);
+        }
+        if info.state() != PageState::Allocated || info.order() != order {
+            return Err(self.describe_bad_free(pfn, order));
+        }
+        let freeing = PageInfo::new(PageState::Freeing, order, info.freetype());
+        if L::CONCURRENT {
+            if !self.frames.memmap.exchange_info(index, info, freeing) {
+                return Err(FreeError::DoubleFree(pfn));
+            }
+        } else {
+            self.frames.memmap.set_info(index, freeing);
+        }
+        Ok(zone)
+    }
+
+    /// Undoes [`Self::claim_for_free`] (a batch that failed part-way).
+    pub(crate) fn unclaim(&self, pfn: Pfn, order: Order) {
+        if !self.options.free_checks {
+            return;
+        }
+        let index = pfn.0 as u32;
+        let info = self.frames.memmap.info(index);
+        self.frames.memmap.set_info(
+            index,
+            PageInfo::new(PageState::Allocated, order, info.freetype()),
+        );
+    }
+
+    fn describe_bad_free(&self, pfn: Pfn, order: Order) -> FreeError {
+        let info = self.frames.memmap.info(pfn.0 as u32);
+        match info.state() {
+            PageState::Buddy | PageState::Pcp | PageState::Freeing => FreeError::DoubleFree(pfn),
+            PageState::Allocated => FreeError::WrongOrder {
+                pfn,
+                allocated: info.order(),
+                freed: order,
+            },
+            PageState::Untracked => FreeError::NotAllocated(pfn),
+        }
+    }
+
+    /// The zone of a PFN, if it is memory of this machine.
+    #[inline]
+    pub(crate) fn zone_of(&self, pfn: Pfn) -> Option<usize> {
+        if !self.frames.memmap.covers(pfn) {
+            return None;
+        }
+        self.frames.blocks.zone(pfn)
+    }
+
+    /// Frees a claimed block on `cpu`.
+    pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, zone: usize) {
+        self.count_event(cpu, zone, VmEvent::Pgfree, order.nr_pages());
+        if PerCpuPages::allowed_order(order.0, self.layout.pageblock_order) {
+            self.free_unref_page(cpu, zone, pfn.0 as u32, order.0);
+        } else {
+            self.free_one_page(zone, pfn.0 as u32, order.0);
+        }
+    }
+
+    /// Returns a block straight to the buddy lists under the zone lock.
+    /// mirrors free_one_page().
+    pub(crate) fn free_one_page(&self, zone: usize, pfn: u32, order: u8) {
+        let mut buddy = self.lock_zone(zone);
+        let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
+        buddy.free_one_page(&self.frames, pfn, order, freetype, false);
+        self.publish(zone, &buddy);
+    }
+
+    /// mirrors free_unref_page(): HIGHATOMIC pages go on the MOVABLE list,
+    /// isolated ones straight to the buddy lists, and a contended pcp lock
+    /// sends the page to the buddy lists too.
+    fn free_unref_page(&self, cpu: CpuId, zone: usize, pfn: u32, order: u8) {
+        let mut migratetype = self.frames.blocks.migratetype(Pfn(pfn as u64));
+        if !migratetype.is_pcptype() {
+            if migratetype == MigrateType::Isolate {
+                self.free_one_page(zone, pfn, order);
+                return;
+            }
+            migratetype = MigrateType::Movable;
+        }
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone]) else {
+            self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
+            self.free_one_page(zone, pfn, order);
+            return;
+        };
+        self.free_unref_page_commit(&mut pcp, zone, pfn, order, migratetype);
+    }
+
+    /// Puts a page on a per-CPU list and drains a batch when the list count
+    /// reaches `high`. mirrors free_unref_page_commit().
+    #[inline]
+    pub(crate) fn free_unref_page_commit(
+        &self,
+        pcp: &mut PerCpuPages,
+        zone: usize,
+        pfn: u32,
+        order: u8,
+        migratetype: MigrateType,
+    ) {
+        let pindex = PerCpuPages::pindex(migratetype.index(), order);
+        self.frames.memmap.set_info(
+            pfn,
+            PageInfo::new(PageState::Pcp, Order(order), migratetype.index()),
+        );
+        pcp.push(pindex, pfn);
+        let free_high = pcp.free_high(order);
+        let high = pcp.effective_high(free_high);
+        if pcp.count() >= high {
+            let count = pcp.nr_to_free(high, free_high);
+            self.free_pcppages_bulk(pcp, zone, count, pindex);
+        }
+    }
+
+    /// Returns `count` pages from the per-CPU lists to the buddy lists under
+    /// one zone-lock acquisition. mirrors free_pcppages_bulk().
+    pub(crate) fn free_pcppages_bulk(
+        &self,
+        pcp: &mut PerCpuPages,
+        zone: usize,
+        count: u32,
+        pindex: usize,
+    ) {
+        let mut buddy = self.lock_zone(zone);
+        let mut drained = 0u64;
+        pcp.drain(count, pindex, |pfn, order| {
+            let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
+            buddy.free_one_page(&self.frames, pfn, order, freetype, false);
+            drained += 1 << order;
+        });
+        buddy.events_mut().pcp_drain_pages += drained;
+        self.publish(zone, &buddy);
+    }
+
+    /// Empties one CPU's lists of every zone. mirrors drain_local_pages().
+    pub(crate) fn drain_cpu(&self, cpu: usize) {
+        for zone in 0..self.zones.len() {
+            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone]);
+            if pcp.count() > 0 {
+                let count = pcp.count();
+                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
+            }
+        }
+    }
+
+    /// Empties every CPU's lists. mirrors drain_all_pages(NULL).
+    pub fn drain_all_pages(&self) {
+        for cpu in 0..self.cpus.len() {
+            self.drain_cpu(cpu);
+        }
+    }
+}

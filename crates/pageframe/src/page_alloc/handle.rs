@@ -1,0 +1,219 @@
+//! Pages and CPU handles: the public face of the allocator.
+//!
+//! Every allocation and free runs on a CPU. A [`CpuHandle`] names one: on a
+//! single-threaded allocator any number may exist ([`PageAllocator::cpu`]); on
+//! a shared one a CPU has at most one registered handle at a time
+//! ([`PageAllocator::register_cpu`]), which is what makes its per-CPU counters
+//! single-writer. A handle can move to another thread but not be shared.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::PageAllocator;
+use crate::error::{AllocError, CpuError, FreeError};
+use crate::gfp::Gfp;
+use crate::sync::{Local, LockFamily, Shared};
+use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
+
+/// A block of pages, named by its first PFN. Copyable like `struct page *`:
+/// freeing a copy twice is a double free, reported as an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Page(Pfn);
+
+impl Page {
+    /// The page with this PFN.
+    pub fn from_pfn(pfn: Pfn) -> Page {
+        Page(pfn)
+    }
+
+    /// Its page frame number.
+    #[inline]
+    pub fn pfn(self) -> Pfn {
+        self.0
+    }
+}
+
+/// Allocation and free on one CPU of an allocator held through `A`
+/// (`&PageAllocator` or `Arc<PageAllocator>`).
+pub struct CpuHandle<A, L>
+where
+    A: Deref<Target = PageAllocator<L>>,
+    L: LockFamily,
+{
+    allocator: A,
+    cpu: CpuId,
+    not_sync: PhantomData<Cell<()>>,
+}
+
+impl PageAllocator<Local> {
+    /// A handle for `cpu` of this single-threaded allocator.
+    pub fn cpu(&self, cpu: CpuId) -> Result<CpuHandle<&PageAllocator<Local>, Local>, CpuError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(CpuError::NoSuchCpu(cpu));
+        }
+        Ok(CpuHandle {
+            allocator: self,
+            cpu,
+            not_sync: PhantomData,
+        })
+    }
+}
+
+impl PageAllocator<Shared> {
+    /// Registers the calling thread as `cpu`; EBUSY while another handle
+    /// holds it. The registration ends when the handle is dropped.
+    pub fn register_cpu(
+        &self,
+        cpu: CpuId,
+    ) -> Result<CpuHandle<&PageAllocator<Shared>, Shared>, CpuError> {
+        self.claim_cpu(cpu)?;
+        Ok(CpuHandle {
+            allocator: self,
+            cpu,
+            not_sync: PhantomData,
+        })
+    }
+
+    /// [`Self::register_cpu`] for an allocator in an `Arc`: the handle keeps
+    /// the allocator alive and can be moved into a spawned thread.
+    pub fn register_cpu_arc(
+        self: &Arc<Self>,
+        cpu: CpuId,
+    ) -> Result<CpuHandle<Arc<PageAllocator<Shared>>, Shared>, CpuError> {
+        self.claim_cpu(cpu)?;
+        Ok(CpuHandle {
+            allocator: Arc::clone(self),
+            cpu,
+            not_sync: PhantomData,
+        })
+    }
+
+    fn claim_cpu(&self, cpu: CpuId) -> Result<(), CpuError> {
+        let slot = self.cpus.get(cpu.index()).ok_or(CpuError::NoSuchCpu(cpu))?;
+        slot.registered
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| ())
+            .map_err(|_| CpuError::Busy(cpu))
+    }
+}
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// Empties `cpu`'s per-CPU lists into the buddy lists (`drain_local_pages()`
+    /// run for that CPU); may be called for any CPU, as the kernel's drain
+    /// workers do.
+    pub fn drain_pcp(&self, cpu: CpuId) -> Result<(), CpuError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(CpuError::NoSuchCpu(cpu));
+        }
+        self.drain_cpu(cpu.index());
+        Ok(())
+    }
+}
+
+impl<A, L> CpuHandle<A, L>
+where
+    A: Deref<Target = PageAllocator<L>>,
+    L: LockFamily,
+{
+    /// The CPU this handle runs on.
+    pub fn cpu(&self) -> CpuId {
+        self.cpu
+    }
+
+    /// The allocator.
+    pub fn allocator(&self) -> &PageAllocator<L> {
+        &self.allocator
+    }
+
+    /// Allocates `1 << order` contiguous pages (`alloc_pages_node()`).
+    #[inline]
+    pub fn alloc_pages(
+        &self,
+        gfp: Gfp,
+        order: Order,
+        preferred_node: NodeId,
+    ) -> Result<Page, AllocError> {
+        self.allocator
+            .alloc_pages_on(self.cpu, gfp, order, preferred_node, None)
+            .map(|pfn| Page(Pfn(pfn as u64)))
+    }
+
+    /// Allocates from the nodes of `nodemask` only (`__alloc_pages()` with a nodemask).
+    pub fn alloc_pages_nodemask(
+        &self,
+        gfp: Gfp,
+        order: Order,
+        preferred_node: NodeId,
+        nodemask: &Nodemask,
+    ) -> Result<Page, AllocError> {
+        self.allocator
+            .alloc_pages_on(self.cpu, gfp, order, preferred_node, Some(nodemask))
+            .map(|pfn| Page(Pfn(pfn as u64)))
+    }
+
+    /// Frees a block allocated with `order` (`__free_pages()`).
+    #[inline]
+    pub fn free_pages(&self, page: Page, order: Order) -> Result<(), FreeError> {
+        let zone = self.allocator.claim_for_free(page.pfn(), order)?;
+        self.allocator
+            .free_claimed(self.cpu, page.pfn(), order, zone);
+        Ok(())
+    }
+
+    /// Fills the empty slots of `pages` with order-0 pages and returns how
+    /// many slots, from the start, are populated (`alloc_pages_bulk_array()`).
+    #[inline]
+    pub fn alloc_pages_bulk(
+        &self,
+        gfp: Gfp,
+        preferred_node: NodeId,
+        nodemask: Option<&Nodemask>,
+        pages: &mut [Option<Page>],
+    ) -> Result<usize, AllocError> {
+        self.allocator
+            .alloc_pages_bulk_on(self.cpu, gfp, preferred_node, nodemask, pages)
+    }
+
+    /// Appends up to `nr_pages` order-0 pages to `out` (the kernel's list
+    /// variant); returns how many were added.
+    pub fn alloc_pages_bulk_vec(
+        &self,
+        gfp: Gfp,
+        preferred_node: NodeId,
+        nr_pages: usize,
+        out: &mut Vec<Page>,
+    ) -> Result<usize, AllocError> {
+        let mut slots = vec![None; nr_pages];
+        let populated = self.alloc_pages_bulk(gfp, preferred_node, None, &mut slots)?;
+        out.extend(slots.into_iter().take(populated).flatten());
+        Ok(populated)
+    }
+
+    /// Frees order-0 pages; all or nothing.
+    #[inline]
+    pub fn free_pages_bulk(&self, pages: &[Page]) -> Result<(), FreeError> {
+        self.allocator.free_pages_bulk_on(self.cpu, pages)
+    }
+
+    /// Empties this CPU's per-CPU lists.
+    pub fn drain_pcp(&self) {
+        self.allocator.drain_cpu(self.cpu.index());
+    }
+}
+
+impl<A, L> Drop for CpuHandle<A, L>
+where
+    A: Deref<Target = PageAllocator<L>>,
+    L: LockFamily,
+{
+    fn drop(&mut self) {
+        if L::CONCURRENT {
+            self.allocator.cpus[self.cpu.index()]
+                .registered
+                .store(false, Ordering::Release);
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The allocator's invariants as code: each zone's lists, each CPU's lists,
+//! and a walk of the memmap proving that every present page belongs to
+//! exactly one block (free, on a per-CPU list, or allocated), so that
+//! `free + isolated + pcp + allocated == managed` per zone.
+
+use super::PageAllocator;
+use crate::error::InvariantError;
+use crate::memmap::{PageInfo, PageState};
+use crate::sync::LockFamily;
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// Checks every invariant; the first broken one is returned. Costs a walk
+    /// of every present page: for tests and debugging, not hot paths.
+    pub fn check_invariants(&self) -> Result<(), InvariantError> {
+        for (index, zone) in self.layout.zones().enumerate() {
+            let mut pcp_pages = 0u64;
+            for cpu in self.cpus.iter() {
+                let (pcp, _) = L::lock(&cpu.pcp[index]);
+                pcp_pages += pcp.check_invariants(&self.frames)?;
+            }
+            let (buddy, _) = L::lock(&self.zones[index].buddy);
+            let listed_free = buddy.check_invariants(&self.frames)?;
+            if self.zones[index].free_pages.get() != buddy.nr_free() {
+                return Err(InvariantError(format!(
+                    "zone {index}: published free pages {} but the zone has {}",
+                    self.zones[index].free_pages.get(),
+                    buddy.nr_free()
+                )));
+            }
+            let mut walked = [0u64; 4];
+            for range in &zone.present {
+                let mut pfn = range.start.0;
+                while pfn < range.end.0 {
+                    let info = self.frames.memmap.info(pfn as u32);
+                    let kind = match info.state() {
+                        PageState::Buddy => 0,
+                        PageState::Pcp => 1,
+                        PageState::Allocated | PageState::Freeing => 2,
+                        PageState::Untracked => {
+                            return Err(InvariantError(format!(
+                                "zone {index}: PFN {pfn} is in no block (neither free, pcp nor allocated)"
+                            )))
+                        }
+                    };
+                    let pages = info.order().nr_pages();
+                    if pfn + pages > range.end.0 {
+                        return Err(InvariantError(format!(
+                            "zone {index}: order-{} block at PFN {pfn} runs past its memory range",
+                            info.order()
+                        )));
+                    }
+                    if let Some(inner) = (pfn + 1..pfn + pages)
+                        .find(|&p| self.frames.memmap.info(p as u32) != PageInfo::UNTRACKED)
+                    {
+                        return Err(InvariantError(format!(
+                            "zone {index}: PFN {inner} has state inside the order-{} block at {pfn}",
+                            info.order()
+                        )));
+                    }
+                    if self.frames.blocks.zone(crate::types::Pfn(pfn)) != Some(index) {
+                        return Err(InvariantError(format!(
+                            "zone {index}: PFN {pfn} has another zone in its pageblock"
+                        )));
+                    }
+                    walked[kind] += pages;
+                    pfn += pages;
+                }
+            }
+            let [buddy_pages, pcp_walked, allocated, _] = walked;
+            if buddy_pages != listed_free || pcp_walked != pcp_pages {
+                return Err(InvariantError(format!(
+                    "zone {index}: memmap has {buddy_pages} buddy / {pcp_walked} pcp pages, lists have {listed_free} / {pcp_pages}"
+                )));
+            }
+            if buddy_pages + pcp_walked + allocated != buddy.managed() {
+                return Err(InvariantError(format!(
+                    "zone {index}: free {buddy_pages} + pcp {pcp_walked} + allocated {allocated} != managed {}",
+                    buddy.managed()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Pages allocated (held by callers) over the whole machine, from the memmap.
+    pub fn nr_allocated_pages(&self) -> u64 {
+        self.layout
+            .zones()
+            .flat_map(|zone| zone.present.iter())
+            .map(|range| {
+                let mut pfn = range.start.0;
+                let mut allocated = 0;
+                while pfn < range.end.0 {
+                    let info = self.frames.memmap.info(pfn as u32);
+                    match info.state() {
+                        PageState::Untracked => pfn += 1,
+                        PageState::Allocated | PageState::Freeing => {
+                            allocated += info.order().nr_pages();
+                            pfn += info.order().nr_pages();
+                        }
+                        _ => pfn += info.order().nr_pages(),
+                    }
+                }
+                allocated
+            })
+            .sum()
+    }
+}

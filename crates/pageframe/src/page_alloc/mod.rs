@@ -1,0 +1,165 @@
+//! The page allocator facade: `alloc_pages`, `free_pages`, `alloc_pages_bulk`,
+//! `free_pages_bulk`, `drain_pcp`, over every zone of every node.
+//!
+//! [`PageAllocator`] owns the frames (memmap, pageblock flags), one
+//! [`Zone`] per (node, zone type) behind a zone lock, and per CPU one
+//! [`PerCpuPages`] per zone behind a pcp lock. With [`Local`] locks it is a
+//! single-threaded simulator; with [`Shared`] locks ([`SharedPageAllocator`])
+//! real threads use it through [`CpuHandle`]s, one per CPU id.
+//!
+//! Lock order: pcp lock, then zone lock. Per-CPU event counters are written
+//! only by the owner of the CPU (the one handle registered for it).
+//!
+//! Invariant (per zone, checked by [`PageAllocator::check_invariants`]):
+//! `free + isolated + pcp + allocated == managed`.
+
+mod alloc;
+mod boot;
+mod bulk;
+mod events;
+mod free;
+mod handle;
+mod invariants;
+mod snapshot;
+mod zonelist;
+
+pub use events::VmEvent;
+pub use handle::{CpuHandle, Page};
+pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
+
+use crate::frames::Frames;
+use crate::machine::MachineLayout;
+use crate::pcp::PerCpuPages;
+use crate::sync::{Local, LockFamily, Shared, StatCounter};
+use crate::types::{NodeId, ZoneType};
+use crate::zone::watermark::Watermarks;
+use crate::zone::Zone;
+use events::CpuEvents;
+use std::sync::atomic::AtomicBool;
+use zonelist::Zonelists;
+
+/// A single-threaded page allocator (a simulated machine).
+pub type LocalPageAllocator = PageAllocator<Local>;
+/// A page allocator shared by threads: `Send + Sync`.
+pub type SharedPageAllocator = PageAllocator<Shared>;
+
+/// Run-time options of the allocator. Defaults are the kernel's behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocOptions {
+    /// Count vm events (pgalloc, pgfree, numa_*) on every allocation and free.
+    /// bulk-page-allocator.txt discusses skipping them on the bulk path.
+    pub vm_events: bool,
+    /// Check each free for double frees and wrong orders. Off trusts the
+    /// caller completely (as a kernel without CONFIG_DEBUG_VM trusts its
+    /// callers): a bad free then corrupts the allocator.
+    pub free_checks: bool,
+}
+
+impl Default for AllocOptions {
+    fn default() -> AllocOptions {
+        AllocOptions {
+            vm_events: true,
+            free_checks: true,
+        }
+    }
+}
+
+/// Static facts of a zone and what it publishes for lockless readers.
+pub(crate) struct ZoneSlot<L: LockFamily> {
+    pub(crate) node: NodeId,
+    pub(crate) zone_type: ZoneType,
+    pub(crate) present_pages: u64,
+    pub(crate) spanned_pages: u64,
+    pub(crate) start_pfn: u64,
+    pub(crate) watermarks: Watermarks,
+    pub(crate) lowmem_reserve: [u64; ZoneType::COUNT],
+    pub(crate) buddy: L::Lock<Zone>,
+    /// `NR_FREE_PAGES`, published after each zone-locked operation.
+    pub(crate) free_pages: StatCounter,
+    /// `nr_reserved_highatomic`, published likewise.
+    pub(crate) reserved_highatomic: StatCounter,
+    /// Zone lock acquisitions and how many had to wait, written under the lock.
+    pub(crate) lock_acquired: StatCounter,
+    pub(crate) lock_contended: StatCounter,
+}
+
+/// One CPU: its node, its per-CPU lists (one per zone) and its counters.
+pub(crate) struct CpuSlot<L: LockFamily> {
+    pub(crate) node: NodeId,
+    pub(crate) pcp: Box<[L::Lock<PerCpuPages>]>,
+    pub(crate) events: CpuEvents,
+    pub(crate) registered: AtomicBool,
+}
+
+/// The page allocator of one machine.
+pub struct PageAllocator<L: LockFamily = Local> {
+    pub(crate) layout: MachineLayout,
+    pub(crate) frames: Frames,
+    pub(crate) zones: Box<[ZoneSlot<L>]>,
+    pub(crate) cpus: Box<[CpuSlot<L>]>,
+    pub(crate) zonelists: Box<[Zonelists]>,
+    pub(crate) options: AllocOptions,
+    pub(crate) min_free_kbytes: u64,
+}
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// The machine's layout.
+    pub fn layout(&self) -> &MachineLayout {
+        &self.layout
+    }
+
+    /// The run-time options.
+    pub fn options(&self) -> AllocOptions {
+        self.options
+    }
+
+    /// `min_free_kbytes` as computed at boot.
+    pub fn min_free_kbytes(&self) -> u64 {
+        self.min_free_kbytes
+    }
+
+    /// Number of zones (over all nodes, populated or not).
+    pub fn nr_zones(&self) -> usize {
+        self.zones.len()
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Number of nodes.
+    pub fn nr_nodes(&self) -> usize {
+        self.layout.nodes.len()
+    }
+
+    /// The frames (memmap and pageblock flags).
+    pub fn frames(&self) -> &Frames {
+        &self.frames
+    }
+
+    /// Free pages of the whole machine, pcp lists excluded.
+    pub fn nr_free_pages(&self) -> u64 {
+        self.zones.iter().map(|zone| zone.free_pages.get()).sum()
+    }
+
+    /// Locks a zone, counting the acquisition and any contention.
+    #[inline]
+    pub(crate) fn lock_zone(&self, zone: usize) -> L::Guard<'_, Zone> {
+        let slot = &self.zones[zone];
+        let (guard, contended) = L::lock(&slot.buddy);
+        slot.lock_acquired.add(1);
+        if contended {
+            slot.lock_contended.add(1);
+        }
+        guard
+    }
+
+    /// Publishes a zone's lockless-readable state; call with the lock held.
+    #[inline]
+    pub(crate) fn publish(&self, zone: usize, buddy: &Zone) {
+        let slot = &self.zones[zone];
+        slot.free_pages.set(buddy.nr_free());
+        slot.reserved_highatomic.set(buddy.nr_reserved_highatomic());
+    }
+}

@@ -1,0 +1,165 @@
+//! Consistent copies of a zone's state for reports (/proc views, tests):
+//! taken under the zone lock and each pcp lock in turn.
+
+use super::events::VmEvent;
+use super::PageAllocator;
+use crate::freetype::{MIGRATE_TYPES, NR_FREETYPES};
+use crate::sync::LockFamily;
+use crate::types::{NodeId, Order, Pfn, ZoneType};
+use crate::zone::watermark::Watermarks;
+use crate::zone::ZoneEvents;
+
+/// `/proc/pagetypeinfo` caps each list walk at this many entries.
+pub const PAGETYPEINFO_CAP: u64 = 100_000;
+
+/// One CPU's lists for one zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PcpSnapshot {
+    /// Pages listed.
+    pub count: u32,
+    /// The drain threshold.
+    pub high: u32,
+    /// The refill/drain batch.
+    pub batch: u32,
+}
+
+/// A zone at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneSnapshot {
+    /// Node.
+    pub node: NodeId,
+    /// Zone type.
+    pub zone_type: ZoneType,
+    /// First PFN of the span.
+    pub start_pfn: u64,
+    /// Pages spanned, holes included.
+    pub spanned: u64,
+    /// Pages present.
+    pub present: u64,
+    /// Pages managed by the allocator.
+    pub managed: u64,
+    /// `NR_FREE_PAGES`.
+    pub free: u64,
+    /// Watermarks.
+    pub watermarks: Watermarks,
+    /// `lowmem_reserve[]` against each zone type.
+    pub lowmem_reserve: [u64; ZoneType::COUNT],
+    /// `free_area[order].nr_free`.
+    pub nr_free_blocks: Vec<u64>,
+    /// Blocks per (freetype index, order), capped at [`PAGETYPEINFO_CAP`].
+    pub list_blocks: Vec<Vec<u64>>,
+    /// Pageblocks of each migratetype.
+    pub pageblocks: [u64; MIGRATE_TYPES],
+    /// Per CPU, in CPU order.
+    pub pcp: Vec<PcpSnapshot>,
+    /// Event counters summed over the CPUs.
+    pub vm_events: [u64; VmEvent::COUNT],
+    /// Zone-lock counters.
+    pub zone_events: ZoneEvents,
+    /// Zone lock acquisitions.
+    pub lock_acquired: u64,
+    /// Zone lock acquisitions that had to wait.
+    pub lock_contended: u64,
+    /// Pages in the HIGHATOMIC reserve.
+    pub reserved_highatomic: u64,
+}
+
+impl ZoneSnapshot {
+    /// The zone's name (`Normal`, `Movable`, `DMA32`).
+    pub fn name(&self) -> &'static str {
+        self.zone_type.name()
+    }
+
+    /// True when the zone has memory.
+    pub fn is_populated(&self) -> bool {
+        self.present > 0
+    }
+
+    /// Pages on the per-CPU lists of every CPU.
+    pub fn pcp_pages(&self) -> u64 {
+        self.pcp.iter().map(|pcp| pcp.count as u64).sum()
+    }
+
+    /// An event counter summed over the CPUs.
+    pub fn event(&self, event: VmEvent) -> u64 {
+        self.vm_events[event as usize]
+    }
+}
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// A snapshot of zone `index` (zones are numbered node by node, lowest
+    /// zone type first); `None` when there is no such zone.
+    pub fn zone_snapshot(&self, index: usize) -> Option<ZoneSnapshot> {
+        let slot = self.zones.get(index)?;
+        let pcp = self
+            .cpus
+            .iter()
+            .map(|cpu| {
+                let (pcp, _) = L::lock(&cpu.pcp[index]);
+                PcpSnapshot {
+                    count: pcp.count(),
+                    high: pcp.high(),
+                    batch: pcp.batch(),
+                }
+            })
+            .collect();
+        let mut vm_events = [0u64; VmEvent::COUNT];
+        for cpu in self.cpus.iter() {
+            for event in VmEvent::ALL {
+                vm_events[event as usize] += cpu.events.get(index, event);
+            }
+        }
+        let (buddy, _) = L::lock(&slot.buddy);
+        let orders = 0..=self.layout.max_order;
+        let nr_free_blocks = orders
+            .clone()
+            .map(|order| buddy.nr_free_blocks(Order(order)))
+            .collect();
+        let list_blocks = (0..NR_FREETYPES)
+            .map(|freetype| {
+                orders
+                    .clone()
+                    .map(|order| {
+                        buddy.list_len(&self.frames, Order(order), freetype, PAGETYPEINFO_CAP)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut pageblocks = [0u64; MIGRATE_TYPES];
+        let block_pages = 1u64 << self.layout.pageblock_order;
+        let mut block = slot.start_pfn;
+        while block < slot.start_pfn + slot.spanned_pages {
+            if self.frames.blocks.zone(Pfn(block)) == Some(index) {
+                pageblocks[self.frames.blocks.migratetype(Pfn(block)).index()] += 1;
+            }
+            block += block_pages;
+        }
+        Some(ZoneSnapshot {
+            node: slot.node,
+            zone_type: slot.zone_type,
+            start_pfn: slot.start_pfn,
+            spanned: slot.spanned_pages,
+            present: slot.present_pages,
+            managed: buddy.managed(),
+            free: buddy.nr_free(),
+            watermarks: slot.watermarks,
+            lowmem_reserve: slot.lowmem_reserve,
+            nr_free_blocks,
+            list_blocks,
+            pageblocks,
+            pcp,
+            vm_events,
+            zone_events: buddy.events(),
+            lock_acquired: slot.lock_acquired.get(),
+            lock_contended: slot.lock_contended.get(),
+            reserved_highatomic: buddy.nr_reserved_highatomic(),
+        })
+    }
+
+    /// Snapshots of every zone, in zone order.
+    pub fn zone_snapshots(&self) -> Vec<ZoneSnapshot> {
+        (0..self.zones.len())
+            .filter_map(|index| self.zone_snapshot(index))
+            .collect()
+    }
+}

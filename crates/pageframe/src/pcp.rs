@@ -1,0 +1,307 @@
+//! Per-CPU page lists (`struct per_cpu_pages`): one list per (order up to
+//! PAGE_ALLOC_COSTLY_ORDER, pcp migratetype), plus one for the THP order.
+//!
+//! A list is a deque of PFNs: allocation and free work at the front (the most
+//! recently freed, cache-hot page goes out first), draining takes from the
+//! back (the oldest), as the kernel's list_add()/list_first_entry() and
+//! list_last_entry() do.
+//!
+//! Invariants: `count` is the pages on all lists; every PFN listed has a Pcp
+//! record of the list's order. `count` stays below `high` after a free; a
+//! refill may overshoot by at most one batch (as in the kernel), so the
+//! checked bound is `count <= high + max_refill_pages`.
+
+use std::collections::VecDeque;
+
+use crate::error::InvariantError;
+use crate::frames::Frames;
+use crate::freetype::MIGRATE_PCPTYPES;
+use crate::memmap::PageState;
+
+/// `PAGE_ALLOC_COSTLY_ORDER`: orders above this are "costly".
+pub const PAGE_ALLOC_COSTLY_ORDER: u8 = 3;
+/// Lists for orders 0..=3 of each pcp type (`NR_LOWORDER_PCP_LISTS`).
+pub const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER as usize + 1);
+/// All lists, the THP list last (`NR_PCP_LISTS`).
+pub const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 1;
+
+/// The per-CPU lists of one CPU for one zone.
+pub struct PerCpuPages {
+    lists: [VecDeque<u32>; NR_PCP_LISTS],
+    count: u32,
+    high: u32,
+    batch: u32,
+    free_factor: u8,
+    thp_order: u8,
+}
+
+impl PerCpuPages {
+    /// Empty lists with the given `high` and `batch`; `thp_order` is the order
+    /// of the THP list (pageblock_order).
+    pub(crate) fn new(high: u32, batch: u32, thp_order: u8) -> PerCpuPages {
+        PerCpuPages {
+            lists: Default::default(),
+            count: 0,
+            high,
+            batch,
+            free_factor: 0,
+            thp_order,
+        }
+    }
+
+    /// Orders that use the per-CPU lists (`pcp_allowed_order()`).
+    #[inline]
+    pub fn allowed_order(order: u8, thp_order: u8) -> bool {
+        order <= PAGE_ALLOC_COSTLY_ORDER || order == thp_order
+    }
+
+    /// The list index of (migratetype, order) (`order_to_pindex()`).
+    #[inline]
+    pub fn pindex(migratetype: usize, order: u8) -> usize {
+        if order > PAGE_ALLOC_COSTLY_ORDER {
+            NR_LOWORDER_PCP_LISTS
+        } else {
+            MIGRATE_PCPTYPES * order as usize + migratetype
+        }
+    }
+
+    /// The order of a list (`pindex_to_order()`).
+    #[inline]
+    pub fn pindex_order(&self, pindex: usize) -> u8 {
+        if pindex == NR_LOWORDER_PCP_LISTS {
+            self.thp_order
+        } else {
+            (pindex / MIGRATE_PCPTYPES) as u8
+        }
+    }
+
+    /// Pages on all lists.
+    #[inline]
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The `high` limit.
+    pub fn high(&self) -> u32 {
+        self.high
+    }
+
+    /// The refill/drain `batch`.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// Pops the hottest page of a list.
+    #[inline]
+    pub(crate) fn pop(&mut self, pindex: usize) -> Option<u32> {
+        let pfn = self.lists[pindex].pop_front()?;
+        self.count -= 1 << self.pindex_order(pindex);
+        Some(pfn)
+    }
+
+    /// Pushes a freed page at the hot end of a list.
+    #[inline]
+    pub(crate) fn push(&mut self, pindex: usize, pfn: u32) {
+        self.lists[pindex].push_front(pfn);
+        self.count += 1 << self.pindex_order(pindex);
+    }
+
+    /// Appends refilled pages behind those already listed (`list_add_tail()`
+    /// in rmqueue_bulk()).
+    #[inline]
+    pub(crate) fn push_refill(&mut self, pindex: usize, pfn: u32) {
+        self.lists[pindex].push_back(pfn);
+        self.count += 1 << self.pindex_order(pindex);
+    }
+
+    /// True when a list is empty.
+    #[inline]
+    pub(crate) fn list_is_empty(&self, pindex: usize) -> bool {
+        self.lists[pindex].is_empty()
+    }
+
+    /// On allocation, halve the free batching factor (rmqueue_pcplist()).
+    #[inline]
+    pub(crate) fn note_alloc(&mut self) {
+        self.free_factor >>= 1;
+    }
+
+    /// The pages to take when refilling a list of `order` (__rmqueue_pcplist()).
+    #[inline]
+    pub(crate) fn refill_count(&self, order: u8) -> u32 {
+        if self.batch > 1 {
+            (self.batch >> order).max(2)
+        } else {
+            self.batch
+        }
+    }
+
+    /// The high limit in force (`nr_pcp_high()`): 0 when batch-freeing
+    /// high-order pages.
+    #[inline]
+    pub(crate) fn effective_high(&self, free_high: bool) -> u32 {
+        if free_high {
+            0
+        } else {
+            self.high
+        }
+    }
+
+    /// True when a free of `order` should flush everything: repeated frees of
+    /// high (but not costly) orders without allocations in between.
+    #[inline]
+    pub(crate) fn free_high(&self, order: u8) -> bool {
+        self.free_factor > 0 && order > 0 && order <= PAGE_ALLOC_COSTLY_ORDER
+    }
+
+    /// How many pages to drain after a free took `count` to `high` or more:
+    /// at least a batch, doubling with each further free without an
+    /// allocation, leaving at least a batch. mirrors nr_pcp_free().
+    pub(crate) fn nr_to_free(&mut self, high: u32, free_high: bool) -> u32 {
+        if free_high {
+            return self.count;
+        }
+        if high < self.batch {
+            return 1;
+        }
+        let min_nr_free = self.batch;
+        let max_nr_free = high - self.batch;
+        let batch = self
+            .batch
+            .checked_shl(self.free_factor as u32)
+            .unwrap_or(u32::MAX);
+        if batch < max_nr_free {
+            self.free_factor += 1;
+        }
+        batch.clamp(min_nr_free, max_nr_free.max(min_nr_free))
+    }
+
+    /// Removes up to `count` pages from the lists, round-robin from
+    /// `first_pindex`, oldest first, as free_pcppages_bulk() picks them, and
+    /// hands each (pfn, order) to `free` (which returns it to the zone).
+    pub(crate) fn drain(&mut self, count: u32, first_pindex: usize, mut free: impl FnMut(u32, u8)) {
+        let mut count = count.min(self.count) as i64;
+        let (mut min_pindex, mut max_pindex) = (0usize, NR_PCP_LISTS - 1);
+        let mut pindex = first_pindex.wrapping_sub(1);
+        while count > 0 {
+            loop {
+                pindex = pindex.wrapping_add(1);
+                if pindex > max_pindex {
+                    pindex = min_pindex;
+                }
+                if !self.lists[pindex].is_empty() {
+                    break;
+                }
+                if pindex == max_pindex {
+                    max_pindex -= 1;
+                }
+                if pindex == min_pindex {
+                    min_pindex += 1;
+                }
+            }
+            let order = self.pindex_order(pindex);
+            let nr_pages = 1i64 << order;
+            while count > 0 {
+                let Some(pfn) = self.lists[pindex].pop_back() else {
+                    break;
+                };
+                count -= nr_pages;
+                self.count -= nr_pages as u32;
+                free(pfn, order);
+            }
+        }
+    }
+
+    /// Largest overshoot of `high` a refill can cause.
+    fn max_refill_pages(&self) -> u32 {
+        (0..=PAGE_ALLOC_COSTLY_ORDER)
+            .chain(std::iter::once(self.thp_order))
+            .map(|order| self.refill_count(order) << order)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Checks the lists against the memmap. Returns the pages listed.
+    pub fn check_invariants(&self, frames: &Frames) -> Result<u64, InvariantError> {
+        let mut pages = 0u64;
+        for (pindex, list) in self.lists.iter().enumerate() {
+            let order = self.pindex_order(pindex);
+            for &pfn in list {
+                let info = frames.memmap.info(pfn);
+                if info.state() != PageState::Pcp || info.order().0 != order {
+                    return Err(InvariantError(format!(
+                        "pcp list {pindex}: PFN {pfn} has record {:?} order {}",
+                        info.state(),
+                        info.order()
+                    )));
+                }
+                if pfn & ((1u32 << order) - 1) != 0 {
+                    return Err(InvariantError(format!(
+                        "pcp list {pindex}: PFN {pfn} not aligned to order {order}"
+                    )));
+                }
+                pages += 1 << order;
+            }
+        }
+        if pages != self.count as u64 {
+            return Err(InvariantError(format!(
+                "pcp count {} but lists hold {pages}",
+                self.count
+            )));
+        }
+        if self.count > self.high + self.max_refill_pages() {
+            return Err(InvariantError(format!(
+                "pcp count {} above high {} plus one refill",
+                self.count, self.high
+            )));
+        }
+        Ok(pages)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pindex_layout_matches_the_kernel() {
+        assert_eq!(PerCpuPages::pindex(0, 0), 0);
+        assert_eq!(PerCpuPages::pindex(2, 0), 2);
+        assert_eq!(PerCpuPages::pindex(1, 3), 10);
+        assert_eq!(PerCpuPages::pindex(1, 9), 12);
+        assert_eq!(NR_PCP_LISTS, 13);
+        let pcp = PerCpuPages::new(252, 63, 9);
+        assert_eq!(pcp.pindex_order(12), 9);
+        assert_eq!(pcp.pindex_order(10), 3);
+    }
+
+    #[test]
+    fn nr_to_free_doubles_then_clamps() {
+        let mut pcp = PerCpuPages::new(1000, 63, 9);
+        pcp.count = 1000;
+        assert_eq!(pcp.nr_to_free(1000, false), 63);
+        assert_eq!(pcp.nr_to_free(1000, false), 126);
+        assert_eq!(pcp.nr_to_free(1000, false), 252);
+        assert_eq!(pcp.nr_to_free(1000, false), 504);
+        assert_eq!(pcp.nr_to_free(1000, false), 937);
+        pcp.note_alloc();
+        assert_eq!(pcp.free_factor, 2);
+    }
+
+    #[test]
+    fn drain_takes_oldest_round_robin() {
+        let mut pcp = PerCpuPages::new(100, 4, 9);
+        for pfn in [10, 11, 12] {
+            pcp.push(0, pfn);
+        }
+        pcp.push(1, 20);
+        let mut out = Vec::new();
+        pcp.drain(3, 0, |pfn, order| out.push((pfn, order)));
+        assert_eq!(out, vec![(10, 0), (11, 0), (12, 0)]);
+        assert_eq!(pcp.count(), 1);
+        out.clear();
+        let all = pcp.count();
+        pcp.drain(all, 0, |pfn, order| out.push((pfn, order)));
+        assert_eq!(out, vec![(20, 0)]);
+    }
+}

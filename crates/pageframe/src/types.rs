@@ -1,0 +1,239 @@
+//! Newtypes for the spaces the allocator works in: page frame numbers, orders,
+//! nodes, CPUs, zone types and node masks. Nothing here allocates or locks.
+//!
+//! Invariant: a value of one space is never used as another; conversions are
+//! explicit (`Pfn::index`, `NodeId::index`, ...).
+
+use std::fmt;
+
+/// A page frame number: the physical address divided by the page size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Pfn(pub u64);
+
+impl Pfn {
+    /// The PFN as an index into per-page tables.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The PFN `nr` pages further on.
+    #[inline]
+    pub fn offset(self, nr: u64) -> Pfn {
+        Pfn(self.0 + nr)
+    }
+
+    /// True when the PFN is a multiple of `1 << order`.
+    #[inline]
+    pub fn is_aligned(self, order: Order) -> bool {
+        self.0 & (order.nr_pages() - 1) == 0
+    }
+}
+
+impl fmt::Display for Pfn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// A block size as a power of two of pages: order `n` is `1 << n` pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Order(pub u8);
+
+impl Order {
+    /// Number of pages in a block of this order.
+    #[inline]
+    pub fn nr_pages(self) -> u64 {
+        1u64 << self.0
+    }
+
+    /// The order as an index into per-order tables.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A NUMA node number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct NodeId(pub u16);
+
+impl NodeId {
+    /// The node as an index into per-node tables.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A CPU number. The caller decides what a CPU is: a simulated CPU, or a
+/// thread registered with the shared allocator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct CpuId(pub u16);
+
+impl CpuId {
+    /// The CPU as an index into per-CPU tables.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for CpuId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Zone types, lowest first, as in `enum zone_type` (without HIGHMEM and
+/// DEVICE, which x86-64 does not populate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ZoneType {
+    /// Memory below 4 GiB, for devices with 32-bit DMA. Optional.
+    Dma32 = 0,
+    /// Memory for every kind of allocation.
+    Normal = 1,
+    /// Memory only for movable allocations (`movablecore=`, `kernelcore=`).
+    Movable = 2,
+}
+
+impl ZoneType {
+    /// Number of zone types.
+    pub const COUNT: usize = 3;
+    /// All zone types, lowest first.
+    pub const ALL: [ZoneType; 3] = [ZoneType::Dma32, ZoneType::Normal, ZoneType::Movable];
+
+    /// The kernel's zone name, as printed in /proc views.
+    pub fn name(self) -> &'static str {
+        match self {
+            ZoneType::Dma32 => "DMA32",
+            ZoneType::Normal => "Normal",
+            ZoneType::Movable => "Movable",
+        }
+    }
+
+    /// The zone type as an index into per-zone-type tables.
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Largest node count a [`Nodemask`] holds.
+pub const MAX_NUMNODES: usize = 256;
+
+/// A set of nodes, as `nodemask_t`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Nodemask {
+    bits: [u64; MAX_NUMNODES / 64],
+}
+
+impl Nodemask {
+    /// The empty mask.
+    pub const NONE: Nodemask = Nodemask {
+        bits: [0; MAX_NUMNODES / 64],
+    };
+
+    /// The mask of nodes `0..nr_nodes`.
+    pub fn first(nr_nodes: usize) -> Nodemask {
+        let mut mask = Nodemask::NONE;
+        for node in 0..nr_nodes.min(MAX_NUMNODES) {
+            mask.set(NodeId(node as u16));
+        }
+        mask
+    }
+
+    /// The mask holding one node.
+    pub fn of(node: NodeId) -> Nodemask {
+        let mut mask = Nodemask::NONE;
+        mask.set(node);
+        mask
+    }
+
+    /// Adds a node; nodes at or above [`MAX_NUMNODES`] are ignored.
+    pub fn set(&mut self, node: NodeId) {
+        if node.index() < MAX_NUMNODES {
+            self.bits[node.index() / 64] |= 1 << (node.index() % 64);
+        }
+    }
+
+    /// Removes a node.
+    pub fn clear(&mut self, node: NodeId) {
+        if node.index() < MAX_NUMNODES {
+            self.bits[node.index() / 64] &= !(1 << (node.index() % 64));
+        }
+    }
+
+    /// True when the node is in the mask.
+    #[inline]
+    pub fn contains(&self, node: NodeId) -> bool {
+        node.index() < MAX_NUMNODES
+            && self.bits[node.index() / 64] & (1 << (node.index() % 64)) != 0
+    }
+
+    /// True when no node is set.
+    pub fn is_empty(&self) -> bool {
+        self.bits.iter().all(|&word| word == 0)
+    }
+
+    /// Number of nodes in the mask.
+    pub fn weight(&self) -> usize {
+        self.bits
+            .iter()
+            .map(|word| word.count_ones() as usize)
+            .sum()
+    }
+
+    /// The nodes in the mask, lowest first.
+    pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..MAX_NUMNODES)
+            .filter(|&node| self.contains(NodeId(node as u16)))
+            .map(|node| NodeId(node as u16))
+    }
+}
+
+impl fmt::Debug for Nodemask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set()
+            .entries(self.iter().map(|node| node.0))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodemask_set_clear_and_iterate() {
+        let mut mask = Nodemask::NONE;
+        assert!(mask.is_empty());
+        mask.set(NodeId(3));
+        mask.set(NodeId(70));
+        assert!(mask.contains(NodeId(3)) && mask.contains(NodeId(70)));
+        assert_eq!(mask.weight(), 2);
+        assert_eq!(mask.iter().collect::<Vec<_>>(), vec![NodeId(3), NodeId(70)]);
+        mask.clear(NodeId(3));
+        assert!(!mask.contains(NodeId(3)));
+        assert_eq!(Nodemask::first(4).weight(), 4);
+    }
+
+    #[test]
+    fn pfn_alignment() {
+        assert!(Pfn(1024).is_aligned(Order(10)));
+        assert!(!Pfn(1536).is_aligned(Order(10)));
+        assert_eq!(Order(9).nr_pages(), 512);
+    }
+}

@@ -1,0 +1,145 @@
+//! Split and merge: mirrors expand(), __rmqueue_smallest(), __free_one_page()
+//! and buddy_merge_likely() of mm/page_alloc.c.
+//!
+//! ```text
+//!  order 2 block at PFN 8, split for an order-0 request:
+//!  | 8 | 9 |10 |11 |      8 is returned,
+//!  |ret|o0 |  o1   |      10..11 goes to the order-1 list head, 9 to order-0's
+//! ```
+
+use super::Zone;
+use crate::frames::Frames;
+use crate::freetype::FreeType;
+use crate::types::Pfn;
+
+impl Zone {
+    /// Splits the block at `pfn` from order `high` down to `low`, putting each
+    /// upper half at the head of its order's list. mirrors expand().
+    #[inline]
+    pub(crate) fn expand(
+        &mut self,
+        frames: &Frames,
+        pfn: u32,
+        low: u8,
+        mut high: u8,
+        freetype: usize,
+    ) {
+        while high > low {
+            high -= 1;
+            self.add_to_free_list(frames, pfn + (1 << high), high, freetype, false);
+        }
+    }
+
+    /// Takes the smallest free block of `freetype` that fits `order` and splits
+    /// it down. mirrors __rmqueue_smallest().
+    #[inline]
+    pub(crate) fn rmqueue_smallest(
+        &mut self,
+        frames: &Frames,
+        order: u8,
+        freetype: usize,
+    ) -> Option<u32> {
+        for current in order..=self.max_order {
+            if let Some(pfn) = self.first_on_list(current as usize, freetype) {
+                self.del_from_free_list(frames, pfn, current, freetype);
+                self.expand(frames, pfn, order, current, freetype);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// Returns a block to the buddy lists, merging it with free buddies up to
+    /// MAX_PAGE_ORDER. `freetype` is the freetype of the block's pageblock.
+    /// `to_tail` forces the tail (FPI_TO_TAIL); otherwise the kernel's
+    /// buddy_merge_likely() heuristic picks head or tail.
+    /// mirrors __free_one_page().
+    pub(crate) fn free_one_page(
+        &mut self,
+        frames: &Frames,
+        pfn: u32,
+        order: u8,
+        freetype: FreeType,
+        to_tail: bool,
+    ) {
+        let list = freetype
+            .index()
+            .expect("a pageblock always has a valid freetype");
+        let migratetype = freetype.migratetype;
+        let (mut pfn, mut order) = (pfn, order);
+        while order < self.max_order {
+            let buddy = pfn ^ (1 << order);
+            let Some(buddy_list) = self.free_buddy(frames, buddy, order) else {
+                break;
+            };
+            if order >= self.pageblock_order {
+                // Never merge across pageblocks when one of them is isolated or
+                // a HIGHATOMIC reserve: those must keep their own blocks.
+                let buddy_type = frames.blocks.freetype(Pfn(buddy as u64));
+                if buddy_type.migratetype != migratetype
+                    && (!migratetype.is_mergeable() || !buddy_type.migratetype.is_mergeable())
+                {
+                    break;
+                }
+                if buddy_type != freetype {
+                    // The merged block goes to our list: keep the buddy's
+                    // pageblocks in step with the list it will be on.
+                    self.set_blocks_freetype(frames, buddy, order, freetype);
+                }
+            }
+            self.del_from_free_list(frames, buddy, order, buddy_list);
+            pfn &= buddy;
+            order += 1;
+        }
+        let tail = to_tail || self.buddy_merge_likely(frames, pfn, order);
+        self.add_to_free_list(frames, pfn, order, list, tail);
+    }
+
+    /// The list of the buddy at `buddy` if it is a free block of exactly
+    /// `order` in this zone (page_is_buddy()).
+    #[inline]
+    fn free_buddy(&self, frames: &Frames, buddy: u32, order: u8) -> Option<usize> {
+        let pfn = Pfn(buddy as u64);
+        if !self.span.contains(pfn) {
+            return None;
+        }
+        let info = frames.memmap.info(buddy);
+        if info.state() != crate::memmap::PageState::Buddy || info.order().0 != order {
+            return None;
+        }
+        if order >= self.pageblock_order && frames.blocks.zone(pfn) != Some(self.index as usize) {
+            return None;
+        }
+        Some(info.freetype())
+    }
+
+    /// If the block we just freed could merge with its buddy one order up once
+    /// that buddy's own buddy is freed, put it at the tail so that it is not
+    /// handed out again soon. mirrors buddy_merge_likely().
+    #[inline]
+    fn buddy_merge_likely(&self, frames: &Frames, pfn: u32, order: u8) -> bool {
+        if order + 1 >= self.max_order {
+            return false;
+        }
+        let higher = pfn & !(1 << order);
+        let higher_buddy = higher ^ (1 << (order + 1));
+        self.free_buddy(frames, higher_buddy, order + 1).is_some()
+    }
+
+    /// Sets the freetype of every pageblock of the block at `pfn`.
+    pub(crate) fn set_blocks_freetype(
+        &self,
+        frames: &Frames,
+        pfn: u32,
+        order: u8,
+        freetype: FreeType,
+    ) {
+        let first = pfn as u64;
+        let last = first + (1u64 << order.max(self.pageblock_order));
+        let mut block = first;
+        while block < last {
+            frames.blocks.set_freetype(Pfn(block), freetype);
+            block += self.pageblock_nr_pages();
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The zone's invariants as code (see the module header of `zone`).
+
+use super::Zone;
+use crate::error::InvariantError;
+use crate::frames::Frames;
+use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
+use crate::memmap::{PageState, NIL};
+use crate::types::Pfn;
+
+impl Zone {
+    /// Walks every free list and checks the zone's invariants. Returns the
+    /// number of free pages found (ISOLATE included).
+    pub fn check_invariants(&self, frames: &Frames) -> Result<u64, InvariantError> {
+        let fail = |what: String| Err(InvariantError(format!("zone {}: {what}", self.index)));
+        let mut total = 0u64;
+        let mut isolated = 0u64;
+        for (order, area) in self.free_area.iter().enumerate() {
+            let mut blocks = 0u64;
+            for freetype in 0..NR_FREETYPES {
+                let list = &area.lists[freetype];
+                let mut prev = NIL;
+                let mut pfn = list.head;
+                while pfn != NIL {
+                    let info = frames.memmap.info(pfn);
+                    if info.state() != PageState::Buddy
+                        || info.order().index() != order
+                        || info.freetype() != freetype
+                    {
+                        return fail(format!(
+                            "PFN {pfn} on list order {order} type {freetype} has record {:?}/{}/{}",
+                            info.state(),
+                            info.order(),
+                            info.freetype()
+                        ));
+                    }
+                    if pfn & ((1u32 << order) - 1) != 0 {
+                        return fail(format!(
+                            "PFN {pfn} on the order-{order} list is not aligned"
+                        ));
+                    }
+                    let end = Pfn(pfn as u64 + (1u64 << order) - 1);
+                    if !self.span.contains(Pfn(pfn as u64)) || !self.span.contains(end) {
+                        return fail(format!(
+                            "order-{order} block at PFN {pfn} is outside the zone span"
+                        ));
+                    }
+                    let block_type = frames.blocks.freetype(Pfn(pfn as u64));
+                    if block_type.index() != Some(freetype) {
+                        return fail(format!(
+                            "PFN {pfn} is on the {} list but its pageblock is {block_type}",
+                            FreeType::from_index(freetype).map_or("?".into(), |ft| ft.to_string())
+                        ));
+                    }
+                    if frames.memmap.prev(pfn) != prev {
+                        return fail(format!("PFN {pfn} has a broken prev link"));
+                    }
+                    self.check_unmerged_buddy(frames, pfn, order as u8)
+                        .map_err(|what| InvariantError(format!("zone {}: {what}", self.index)))?;
+                    blocks += 1;
+                    if freetype == MigrateType::Isolate.index() {
+                        isolated += 1 << order;
+                    } else {
+                        total += 1 << order;
+                    }
+                    prev = pfn;
+                    pfn = frames.memmap.next(pfn);
+                }
+                if list.tail != prev {
+                    return fail(format!(
+                        "order {order} type {freetype}: tail is not the last entry"
+                    ));
+                }
+            }
+            if blocks != area.nr_free {
+                return fail(format!(
+                    "order {order}: nr_free {} but {blocks} blocks listed",
+                    area.nr_free
+                ));
+            }
+        }
+        if total != self.nr_free || isolated != self.nr_isolated_free {
+            return fail(format!(
+                "nr_free {} / isolated {} but lists hold {total} / {isolated}",
+                self.nr_free, self.nr_isolated_free
+            ));
+        }
+        Ok(total + isolated)
+    }
+
+    /// A free block and its free buddy of the same order must have merged,
+    /// unless the merge was refused (MAX_PAGE_ORDER, or across pageblocks where
+    /// one side is HIGHATOMIC or ISOLATE).
+    fn check_unmerged_buddy(&self, frames: &Frames, pfn: u32, order: u8) -> Result<(), String> {
+        if order >= self.max_order {
+            return Ok(());
+        }
+        let buddy = pfn ^ (1 << order);
+        if !self.span.contains(Pfn(buddy as u64)) {
+            return Ok(());
+        }
+        let info = frames.memmap.info(buddy);
+        if info.state() != PageState::Buddy || info.order().0 != order {
+            return Ok(());
+        }
+        if order >= self.pageblock_order {
+            if frames.blocks.zone(Pfn(buddy as u64)) != Some(self.index as usize) {
+                return Ok(());
+            }
+            let mine = frames.blocks.migratetype(Pfn(pfn as u64));
+            let theirs = frames.blocks.migratetype(Pfn(buddy as u64));
+            if mine != theirs && (!mine.is_mergeable() || !theirs.is_mergeable()) {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "free buddies {pfn} and {buddy} of order {order} are not merged"
+        ))
+    }
+}

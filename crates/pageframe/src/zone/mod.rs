@@ -1,0 +1,199 @@
+//! A zone's buddy allocator: `free_area[order].free_list[freetype]`, split and
+//! merge, fallback claim and steal, the high-order atomic reserve.
+//!
+//! A [`Zone`] is the state the kernel guards with `zone->lock`; every method
+//! takes `&mut self` and the [`Frames`] (memmap and pageblock flags). Locking
+//! is the caller's business (see `sync`). What is read without the lock
+//! (free page count, watermarks) is published by the caller after each call.
+//!
+//! Invariants (checked by [`Zone::check_invariants`]):
+//! - `free_area[o].nr_free` equals the total length of the order-`o` lists;
+//! - every listed block is aligned to its order, lies in the zone's span, has
+//!   a Buddy record of that order and freetype, and sits on the list of its
+//!   pageblock's freetype;
+//! - no two free buddies of the same order (below MAX_PAGE_ORDER) are both on
+//!   mergeable lists unmerged;
+//! - `nr_free` equals the pages on all lists but ISOLATE's.
+
+mod buddy;
+mod fallback;
+mod free_list;
+mod highatomic;
+mod invariants;
+pub mod watermark;
+
+pub use fallback::RmqueueMode;
+
+use crate::frames::Frames;
+use crate::freetype::{MigrateType, NR_FREETYPES};
+use crate::machine::PfnRange;
+use crate::memmap::NIL;
+use crate::types::Order;
+
+/// One free list, linked through the memmap records.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FreeList {
+    head: u32,
+    tail: u32,
+}
+
+impl FreeList {
+    const EMPTY: FreeList = FreeList {
+        head: NIL,
+        tail: NIL,
+    };
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+}
+
+/// The free lists of one order (`struct free_area`).
+#[derive(Clone, Debug)]
+pub(crate) struct FreeArea {
+    lists: [FreeList; NR_FREETYPES],
+    nr_free: u64,
+}
+
+/// Counters of zone-lock-protected events, shown in /proc/vmstat.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneEvents {
+    /// Fallback allocations that claimed a whole pageblock for the requested type.
+    pub extfrag_claim: u64,
+    /// Fallback allocations that took pages without converting the block.
+    pub extfrag_steal: u64,
+    /// Pageblocks moved to the HIGHATOMIC reserve.
+    pub highatomic_reserved: u64,
+    /// Pageblocks released from the HIGHATOMIC reserve.
+    pub highatomic_unreserved: u64,
+    /// Per-CPU list refills (`rmqueue_bulk()` calls).
+    pub pcp_refill: u64,
+    /// Pages returned from per-CPU lists to the buddy lists.
+    pub pcp_drain_pages: u64,
+}
+
+/// The buddy state of one zone.
+pub struct Zone {
+    index: u16,
+    span: PfnRange,
+    max_order: u8,
+    pageblock_order: u8,
+    free_area: Box<[FreeArea]>,
+    nr_free: u64,
+    nr_isolated_free: u64,
+    nr_reserved_highatomic: u64,
+    managed: u64,
+    events: ZoneEvents,
+}
+
+impl Zone {
+    /// An empty zone with index `index` over `span`.
+    pub(crate) fn new(index: u16, span: PfnRange, max_order: u8, pageblock_order: u8) -> Zone {
+        let area = FreeArea {
+            lists: [FreeList::EMPTY; NR_FREETYPES],
+            nr_free: 0,
+        };
+        Zone {
+            index,
+            span,
+            max_order,
+            pageblock_order,
+            free_area: vec![area; max_order as usize + 1].into_boxed_slice(),
+            nr_free: 0,
+            nr_isolated_free: 0,
+            nr_reserved_highatomic: 0,
+            managed: 0,
+            events: ZoneEvents::default(),
+        }
+    }
+
+    /// Free pages on all lists but ISOLATE's (`NR_FREE_PAGES`).
+    #[inline]
+    pub fn nr_free(&self) -> u64 {
+        self.nr_free
+    }
+
+    /// Free pages on the ISOLATE lists.
+    pub fn nr_isolated_free(&self) -> u64 {
+        self.nr_isolated_free
+    }
+
+    /// Pages in HIGHATOMIC pageblocks (`nr_reserved_highatomic`).
+    #[inline]
+    pub fn nr_reserved_highatomic(&self) -> u64 {
+        self.nr_reserved_highatomic
+    }
+
+    /// Pages the allocator manages in this zone.
+    pub fn managed(&self) -> u64 {
+        self.managed
+    }
+
+    /// Adds pages to the managed count (boot, hotplug).
+    pub(crate) fn add_managed(&mut self, pages: u64) {
+        self.managed += pages;
+    }
+
+    /// Number of free blocks of an order (`free_area[order].nr_free`).
+    pub fn nr_free_blocks(&self, order: Order) -> u64 {
+        self.free_area
+            .get(order.index())
+            .map_or(0, |area| area.nr_free)
+    }
+
+    /// True when the list of `freetype` at `order` is empty (`free_area_empty()`).
+    #[inline]
+    pub(crate) fn list_is_empty(&self, order: usize, freetype: usize) -> bool {
+        self.free_area[order].lists[freetype].is_empty()
+    }
+
+    /// Number of blocks on one list, walking it (for /proc/pagetypeinfo).
+    pub fn list_len(&self, frames: &Frames, order: Order, freetype: usize, cap: u64) -> u64 {
+        let mut count = 0;
+        let mut pfn = self.free_area[order.index()].lists[freetype].head;
+        while pfn != NIL && count < cap {
+            count += 1;
+            pfn = frames.memmap.next(pfn);
+        }
+        count
+    }
+
+    /// The counters of this zone.
+    pub fn events(&self) -> ZoneEvents {
+        self.events
+    }
+
+    pub(crate) fn events_mut(&mut self) -> &mut ZoneEvents {
+        &mut self.events
+    }
+
+    /// The zone's span.
+    pub fn span(&self) -> PfnRange {
+        self.span
+    }
+
+    /// The largest order.
+    pub fn max_order(&self) -> Order {
+        Order(self.max_order)
+    }
+
+    /// Pages per pageblock.
+    #[inline]
+    pub(crate) fn pageblock_nr_pages(&self) -> u64 {
+        1u64 << self.pageblock_order
+    }
+
+    /// True when any list of a pcp migratetype (or HIGHATOMIC, if allowed) at
+    /// `order` or above has a block: the second half of __zone_watermark_ok().
+    pub(crate) fn has_block_at_or_above(&self, order: usize, highatomic_allowed: bool) -> bool {
+        self.free_area[order..].iter().any(|area| {
+            area.nr_free > 0
+                && (MigrateType::ALL[..crate::freetype::MIGRATE_PCPTYPES]
+                    .iter()
+                    .any(|mt| !area.lists[mt.index()].is_empty())
+                    || (highatomic_allowed
+                        && !area.lists[MigrateType::HighAtomic.index()].is_empty()))
+        })
+    }
+}
