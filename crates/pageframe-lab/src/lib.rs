@@ -1,1 +1,8 @@
-//! The pageframe laboratory.
+//! The pageframe laboratory: experiments that reproduce the source
+//! documents' results on pageframe, the workloads they run, machine
+//! descriptions from files and flags, and reports in the output contract's
+//! formats. The `pageframe` command is a thin layer over this crate.
+
+pub mod experiments;
+pub mod report;
+pub mod timing;

@@ -91,27 +91,27 @@ impl PerCpuPages {
         self.batch
     }
 
-    /// Pops the hottest page of a list.
+    /// Pops the hottest page of list `pindex`, whose blocks are of `order`.
     #[inline]
-    pub(crate) fn pop(&mut self, pindex: usize) -> Option<u32> {
+    pub(crate) fn pop(&mut self, pindex: usize, order: u8) -> Option<u32> {
         let pfn = self.lists[pindex].pop_front()?;
-        self.count -= 1 << self.pindex_order(pindex);
+        self.count -= 1 << order;
         Some(pfn)
     }
 
-    /// Pushes a freed page at the hot end of a list.
+    /// Pushes a freed block of `order` at the hot end of list `pindex`.
     #[inline]
-    pub(crate) fn push(&mut self, pindex: usize, pfn: u32) {
+    pub(crate) fn push(&mut self, pindex: usize, order: u8, pfn: u32) {
         self.lists[pindex].push_front(pfn);
-        self.count += 1 << self.pindex_order(pindex);
+        self.count += 1 << order;
     }
 
-    /// Appends refilled pages behind those already listed (`list_add_tail()`
+    /// Appends refilled blocks behind those already listed (`list_add_tail()`
     /// in rmqueue_bulk()).
     #[inline]
-    pub(crate) fn push_refill(&mut self, pindex: usize, pfn: u32) {
+    pub(crate) fn push_refill(&mut self, pindex: usize, order: u8, pfn: u32) {
         self.lists[pindex].push_back(pfn);
-        self.count += 1 << self.pindex_order(pindex);
+        self.count += 1 << order;
     }
 
     /// True when a list is empty.
@@ -292,9 +292,9 @@ mod tests {
     fn drain_takes_oldest_round_robin() {
         let mut pcp = PerCpuPages::new(100, 4, 9);
         for pfn in [10, 11, 12] {
-            pcp.push(0, pfn);
+            pcp.push(0, 0, pfn);
         }
-        pcp.push(1, 20);
+        pcp.push(1, 0, 20);
         let mut out = Vec::new();
         pcp.drain(3, 0, |pfn, order| out.push((pfn, order)));
         assert_eq!(out, vec![(10, 0), (11, 0), (12, 0)]);

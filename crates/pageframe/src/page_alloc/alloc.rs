@@ -89,7 +89,10 @@ impl<L: LockFamily> PageAllocator<L> {
             migratetype: request.freetype.migratetype,
             preferred_zone: None,
         };
-        let preferred_zone = ac.eligible(&self.zones).next();
+        let preferred_zone = match nodemask {
+            None => lists.first_eligible(request.this_node, request.highest_zone),
+            Some(_) => ac.eligible(&self.zones).next(),
+        };
         ac.preferred_zone = preferred_zone;
         ac
     }
@@ -128,43 +131,48 @@ impl<L: LockFamily> PageAllocator<L> {
         }
     }
 
-    /// mirrors zone_statistics(): NUMA hit/miss/foreign and local/other.
+    /// Counts an allocation of `pages` pages in `calls` calls: `pgalloc` and,
+    /// as zone_statistics() does, NUMA hit/miss/foreign and local/other.
     #[inline]
-    pub(crate) fn zone_statistics(&self, cpu: CpuId, preferred_zone: u16, zone: u16, nr: u64) {
+    pub(crate) fn account_alloc(
+        &self,
+        cpu: CpuId,
+        preferred_zone: u16,
+        zone: u16,
+        pages: u64,
+        calls: u64,
+    ) {
         if !self.options.vm_events {
             return;
         }
-        let events = &self.cpus[cpu.index()].events;
+        let cpu_slot = &self.cpus[cpu.index()];
+        let counters = cpu_slot.events.zone(zone as usize);
         let node = self.zones[zone as usize].node;
+        counters.add(VmEvent::Pgalloc, pages);
         if node == self.zones[preferred_zone as usize].node {
-            events.add(zone as usize, VmEvent::NumaHit, nr);
+            counters.add(VmEvent::NumaHit, calls);
         } else {
-            events.add(zone as usize, VmEvent::NumaMiss, nr);
-            events.add(preferred_zone as usize, VmEvent::NumaForeign, nr);
+            counters.add(VmEvent::NumaMiss, calls);
+            cpu_slot
+                .events
+                .add(preferred_zone as usize, VmEvent::NumaForeign, calls);
         }
-        let local = if node == self.cpus[cpu.index()].node {
+        let local = if node == cpu_slot.node {
             VmEvent::NumaLocal
         } else {
             VmEvent::NumaOther
         };
-        events.add(zone as usize, local, nr);
+        counters.add(local, calls);
     }
 
-    /// mirrors alloc_flags_nofragment(): on x86-64 ZONE_DMA32 always exists,
-    /// populated or not, so a Normal preferred zone avoids fragmenting
-    /// pageblocks unless the node has no DMA32 memory and there are other nodes.
+    /// mirrors alloc_flags_nofragment(), decided per zone at boot.
+    #[inline]
     fn alloc_flags_nofragment(&self, preferred_zone: u16) -> AllocFlags {
-        let slot = &self.zones[preferred_zone as usize];
-        if slot.zone_type != ZoneType::Normal {
-            return AllocFlags::empty();
+        if self.zones[preferred_zone as usize].nofragment {
+            AllocFlags::NOFRAGMENT
+        } else {
+            AllocFlags::empty()
         }
-        let dma32_populated = self.zones.iter().any(|zone| {
-            zone.node == slot.node && zone.zone_type == ZoneType::Dma32 && zone.present_pages > 0
-        });
-        if self.layout.nodes.len() > 1 && !dma32_populated {
-            return AllocFlags::empty();
-        }
-        AllocFlags::NOFRAGMENT
     }
 
     /// mirrors zone_watermark_fast() and __zone_watermark_ok().
@@ -255,6 +263,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Takes a block from one zone: its per-CPU list for small orders, else
     /// the buddy lists. mirrors rmqueue().
+    #[inline]
     fn rmqueue(
         &self,
         cpu: CpuId,
@@ -276,13 +285,13 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn,
             PageInfo::new(PageState::Allocated, Order(order), migratetype.index()),
         );
-        self.count_event(cpu, zone as usize, VmEvent::Pgalloc, 1 << order);
-        self.zone_statistics(cpu, preferred_zone, zone, 1);
+        self.account_alloc(cpu, preferred_zone, zone, 1 << order, 1);
         Some(pfn)
     }
 
     /// mirrors rmqueue_pcplist(): try-lock this CPU's lists; a contended lock
     /// sends the caller to the buddy lists.
+    #[inline]
     fn rmqueue_pcplist(
         &self,
         cpu: CpuId,
@@ -326,12 +335,12 @@ impl<L: LockFamily> PageAllocator<L> {
                     pfn,
                     PageInfo::new(PageState::Pcp, Order(order), migratetype.index()),
                 );
-                pcp.push_refill(pindex, pfn);
+                pcp.push_refill(pindex, order, pfn);
             }
             buddy.events_mut().pcp_refill += 1;
             self.publish(zone, &buddy);
         }
-        pcp.pop(pindex)
+        pcp.pop(pindex, order)
     }
 
     /// mirrors rmqueue_buddy(): the zone lock, the HIGHATOMIC reserve first

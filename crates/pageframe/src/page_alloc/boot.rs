@@ -92,6 +92,7 @@ impl<L: LockFamily> PageAllocator<L> {
                         WATERMARK_SCALE_FACTOR,
                     ),
                     lowmem_reserve: reserves[zone.zone_type.index()],
+                    nofragment: nofragment(&layout, zone.node, zone.zone_type),
                     buddy: L::new(buddy),
                     free_pages: StatCounter::default(),
                     reserved_highatomic: StatCounter::default(),
@@ -164,4 +165,19 @@ impl<L: LockFamily> PageAllocator<L> {
             self.publish(index, &buddy);
         }
     }
+}
+
+/// mirrors alloc_flags_nofragment(): on x86-64 ZONE_DMA32 always exists,
+/// populated or not, so allocations preferring a Normal zone avoid mixing
+/// pageblocks (first trying other zones of the node, then other nodes),
+/// unless the node has no DMA32 memory and there are other nodes.
+fn nofragment(layout: &MachineLayout, node: crate::types::NodeId, zone_type: ZoneType) -> bool {
+    if zone_type != ZoneType::Normal {
+        return false;
+    }
+    let dma32_populated = layout.nodes[node.index()]
+        .zones
+        .iter()
+        .any(|zone| zone.zone_type == ZoneType::Dma32 && zone.is_populated());
+    layout.nodes.len() == 1 || dma32_populated
 }

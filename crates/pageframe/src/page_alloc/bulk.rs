@@ -115,8 +115,7 @@ impl<L: LockFamily> PageAllocator<L> {
             nr_populated += 1;
         }
         drop(pcp);
-        self.count_event(cpu, zone as usize, VmEvent::Pgalloc, nr_account);
-        self.zone_statistics(cpu, preferred_zone, zone, nr_account);
+        self.account_alloc(cpu, preferred_zone, zone, nr_account, nr_account);
         Ok(nr_populated)
     }
 
@@ -149,7 +148,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return Err(FreeError::NoSuchCpu(cpu));
         }
         for (done, page) in pages.iter().enumerate() {
-            if let Err(err) = self.claim_for_free(page.pfn(), Order(0)) {
+            if let Err(err) = self.claim_for_free(page.pfn(), Order(0), true) {
                 for undo in &pages[..done] {
                     self.unclaim(undo.pfn(), Order(0));
                 }

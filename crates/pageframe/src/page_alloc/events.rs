@@ -60,9 +60,21 @@ impl VmEvent {
     }
 }
 
+/// One CPU's counters for one zone.
+#[derive(Default)]
+pub(crate) struct ZoneCounters([StatCounter; VmEvent::COUNT]);
+
+impl ZoneCounters {
+    /// Adds to a counter. Only the CPU's owner calls this.
+    #[inline]
+    pub(crate) fn add(&self, event: VmEvent, delta: u64) {
+        self.0[event as usize].add(delta);
+    }
+}
+
 /// One CPU's counters, `[zone][event]`.
 pub(crate) struct CpuEvents {
-    counters: Box<[[StatCounter; VmEvent::COUNT]]>,
+    counters: Box<[ZoneCounters]>,
 }
 
 impl CpuEvents {
@@ -72,14 +84,20 @@ impl CpuEvents {
         }
     }
 
+    /// The counters of one zone.
+    #[inline]
+    pub(crate) fn zone(&self, zone: usize) -> &ZoneCounters {
+        &self.counters[zone]
+    }
+
     /// Adds to a counter. Only the CPU's owner calls this.
     #[inline]
     pub(crate) fn add(&self, zone: usize, event: VmEvent, delta: u64) {
-        self.counters[zone][event as usize].add(delta);
+        self.counters[zone].add(event, delta);
     }
 
     /// Reads a counter.
     pub(crate) fn get(&self, zone: usize, event: VmEvent) -> u64 {
-        self.counters[zone][event as usize].get()
+        self.counters[zone].0[event as usize].get()
     }
 }

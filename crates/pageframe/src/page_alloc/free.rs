@@ -13,10 +13,17 @@ use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn};
 
 impl<L: LockFamily> PageAllocator<L> {
-    /// Validates a free and marks the block Freeing, so that a second free
-    /// of the same block (from this call's batch, or another thread) fails.
-    /// Nothing changes on error. Returns the zone index.
-    pub(crate) fn claim_for_free(&self, pfn: Pfn, order: Order) -> Result<usize, FreeError> {
+    /// Validates a free and, when `mark` is set or other threads may free
+    /// the same block, marks it Freeing so that a second free of it (later
+    /// in the same batch, or from another thread) fails. Nothing changes on
+    /// error. Returns the zone index.
+    #[inline]
+    pub(crate) fn claim_for_free(
+        &self,
+        pfn: Pfn,
+        order: Order,
+        mark: bool,
+    ) -> Result<usize, FreeError> {
         let zone = self.zone_of(pfn).ok_or(FreeError::NotMemory(pfn))?;
         if order.0 > self.layout.max_order || !pfn.is_aligned(order) {
             return Err(self.describe_bad_free(pfn, order));
@@ -34,7 +41,7 @@ impl<L: LockFamily> PageAllocator<L> {
             if !self.frames.memmap.exchange_info(index, info, freeing) {
                 return Err(FreeError::DoubleFree(pfn));
             }
-        } else {
+        } else if mark {
             self.frames.memmap.set_info(index, freeing);
         }
         Ok(zone)
@@ -76,6 +83,7 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Frees a claimed block on `cpu`.
+    #[inline]
     pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, zone: usize) {
         self.count_event(cpu, zone, VmEvent::Pgfree, order.nr_pages());
         if PerCpuPages::allowed_order(order.0, self.layout.pageblock_order) {
@@ -130,7 +138,7 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn,
             PageInfo::new(PageState::Pcp, Order(order), migratetype.index()),
         );
-        pcp.push(pindex, pfn);
+        pcp.push(pindex, order, pfn);
         let free_high = pcp.free_high(order);
         let high = pcp.effective_high(free_high);
         if pcp.count() >= high {

@@ -157,7 +157,7 @@ where
     /// Frees a block allocated with `order` (`__free_pages()`).
     #[inline]
     pub fn free_pages(&self, page: Page, order: Order) -> Result<(), FreeError> {
-        let zone = self.allocator.claim_for_free(page.pfn(), order)?;
+        let zone = self.allocator.claim_for_free(page.pfn(), order, false)?;
         self.allocator
             .free_claimed(self.cpu, page.pfn(), order, zone);
         Ok(())

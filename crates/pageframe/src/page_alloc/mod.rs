@@ -73,6 +73,8 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     pub(crate) start_pfn: u64,
     pub(crate) watermarks: Watermarks,
     pub(crate) lowmem_reserve: [u64; ZoneType::COUNT],
+    /// Allocations preferring this zone start with ALLOC_NOFRAGMENT.
+    pub(crate) nofragment: bool,
     pub(crate) buddy: L::Lock<Zone>,
     /// `NR_FREE_PAGES`, published after each zone-locked operation.
     pub(crate) free_pages: StatCounter,

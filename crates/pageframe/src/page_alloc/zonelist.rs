@@ -7,6 +7,7 @@
 use super::ZoneSlot;
 use crate::machine::MachineLayout;
 use crate::sync::LockFamily;
+use crate::types::ZoneType;
 
 /// `PENALTY_FOR_NODE_WITH_CPUS`.
 const PENALTY_FOR_NODE_WITH_CPUS: i64 = 1;
@@ -17,9 +18,18 @@ pub(crate) struct Zonelists {
     pub(crate) fallback: Box<[u16]>,
     /// `ZONELIST_NOFALLBACK`: this node's zones only.
     pub(crate) this_node: Box<[u16]>,
+    /// First zone of each list an allocation with no nodemask may use, per
+    /// highest zone type: `[fallback, this_node][highest_zone]`.
+    first_eligible: [[Option<u16>; ZoneType::COUNT]; 2],
 }
 
 impl Zonelists {
+    /// The preferred zone of an allocation without a nodemask.
+    #[inline]
+    pub(crate) fn first_eligible(&self, this_node: bool, highest_zone: ZoneType) -> Option<u16> {
+        self.first_eligible[this_node as usize][highest_zone.index()]
+    }
+
     /// Builds every node's zonelists, in node order (the node_load[] state
     /// carries from one node to the next, as in the kernel).
     pub(crate) fn build_all<L: LockFamily>(
@@ -41,9 +51,20 @@ impl Zonelists {
         (0..nr_nodes)
             .map(|local| {
                 let order = node_order(layout, local, &mut node_load);
+                let fallback: Box<[u16]> =
+                    order.iter().flat_map(|&node| node_zones(node)).collect();
+                let this_node = node_zones(local).into_boxed_slice();
+                let first = |list: &[u16], highest: ZoneType| {
+                    list.iter()
+                        .copied()
+                        .find(|&zone| zones[zone as usize].zone_type <= highest)
+                };
+                let first_eligible = [&fallback, &this_node]
+                    .map(|list| ZoneType::ALL.map(|highest| first(list, highest)));
                 Zonelists {
-                    fallback: order.iter().flat_map(|&node| node_zones(node)).collect(),
-                    this_node: node_zones(local).into_boxed_slice(),
+                    fallback,
+                    this_node,
+                    first_eligible,
                 }
             })
             .collect()

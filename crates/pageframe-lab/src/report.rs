@@ -1,0 +1,234 @@
+//! Experiment results and their three output formats (DESIGN.md's output
+//! contract): a table for people, one JSON object, or CSV.
+//!
+//! A [`Report`] is a list of rows; a row is an ordered list of named values.
+//! The table shows every column; a `reference` column (the source document's
+//! figure) sits beside ours wherever the document has one.
+
+use serde_json::{Map, Value};
+use std::fmt::Write;
+
+/// How to print a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned columns with a header, for a terminal.
+    Table,
+    /// One JSON object per report.
+    Json,
+    /// A header line and one line per row.
+    Csv,
+}
+
+impl Format {
+    /// Parses `table`, `json` or `csv`.
+    pub fn parse(text: &str) -> Option<Format> {
+        match text {
+            "table" => Some(Format::Table),
+            "json" => Some(Format::Json),
+            "csv" => Some(Format::Csv),
+            _ => None,
+        }
+    }
+}
+
+/// One row: column names and values, in column order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    cells: Vec<(String, Value)>,
+}
+
+impl Row {
+    /// An empty row.
+    pub fn new() -> Row {
+        Row::default()
+    }
+
+    /// Adds a column (builder style).
+    pub fn with(mut self, name: &str, value: impl Into<Value>) -> Row {
+        self.cells.push((name.to_string(), value.into()));
+        self
+    }
+
+    /// Adds a float rounded to `decimals` places, so that output is stable
+    /// and readable.
+    pub fn with_f64(self, name: &str, value: f64, decimals: i32) -> Row {
+        let scale = 10f64.powi(decimals);
+        self.with(name, (value * scale).round() / scale)
+    }
+
+    /// A column's value.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.cells.iter().find(|(column, _)| column == name).map(|(_, value)| value)
+    }
+
+    /// The cells.
+    pub fn cells(&self) -> &[(String, Value)] {
+        &self.cells
+    }
+}
+
+/// The result of one experiment run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Experiment name.
+    pub experiment: String,
+    /// The seed of the run.
+    pub seed: u64,
+    /// `quick` or `full`.
+    pub scale: String,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// Lines printed under the table (what the numbers mean, the machine).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Renders the report.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Json => self.to_json().to_string() + "\n",
+            Format::Csv => self.to_csv(),
+            Format::Table => self.to_table(),
+        }
+    }
+
+    /// The JSON object of the output contract.
+    pub fn to_json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|row| Value::Object(row.cells.iter().cloned().collect::<Map<String, Value>>()))
+            .collect();
+        let mut object = Map::new();
+        object.insert("experiment".into(), self.experiment.clone().into());
+        object.insert("seed".into(), self.seed.into());
+        object.insert("scale".into(), self.scale.clone().into());
+        object.insert("rows".into(), Value::Array(rows));
+        Value::Object(object)
+    }
+
+    /// Every column name, in first-seen order.
+    pub fn columns(&self) -> Vec<String> {
+        let mut columns: Vec<String> = Vec::new();
+        for row in &self.rows {
+            for (name, _) in &row.cells {
+                if !columns.contains(name) {
+                    columns.push(name.clone());
+                }
+            }
+        }
+        columns
+    }
+
+    fn to_csv(&self) -> String {
+        let columns = self.columns();
+        let mut out = columns.join(",") + "\n";
+        for row in &self.rows {
+            let line: Vec<String> = columns
+                .iter()
+                .map(|column| row.get(column).map(csv_cell).unwrap_or_default())
+                .collect();
+            out += &line.join(",");
+            out.push('\n');
+        }
+        out
+    }
+
+    fn to_table(&self) -> String {
+        let columns = self.columns();
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|row| {
+                columns
+                    .iter()
+                    .map(|column| row.get(column).map(table_cell).unwrap_or_else(|| "-".into()))
+                    .collect()
+            })
+            .collect();
+        let widths: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(at, column)| cells.iter().map(|row| row[at].len()).chain([column.len()]).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        let _ = writeln!(out, "# {} (seed {}, scale {})", self.experiment, self.seed, self.scale);
+        let header: Vec<String> = columns
+            .iter()
+            .zip(&widths)
+            .map(|(column, width)| format!("{column:>width$}"))
+            .collect();
+        let _ = writeln!(out, "{}", header.join("  "));
+        for row in &cells {
+            let line: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:>width$}")).collect();
+            let _ = writeln!(out, "{}", line.join("  "));
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "{note}");
+        }
+        out
+    }
+}
+
+fn table_cell(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn csv_cell(value: &Value) -> String {
+    match value {
+        Value::String(text) if text.contains([',', '"', '\n']) => format!("\"{}\"", text.replace('"', "\"\"")),
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Report {
+        Report {
+            experiment: "bulk".into(),
+            seed: 42,
+            scale: "quick".into(),
+            rows: vec![
+                Row::new().with("batch", 0).with_f64("ns_per_page", 12.3456, 2).with("reference_cycles", 158),
+                Row::new().with("batch", 32).with_f64("ns_per_page", 3.21, 2).with("note", "a,b"),
+            ],
+            notes: vec!["note line".into()],
+        }
+    }
+
+    #[test]
+    fn json_follows_the_output_contract() {
+        let json = sample().to_json();
+        assert_eq!(json["experiment"], "bulk");
+        assert_eq!(json["seed"], 42);
+        assert_eq!(json["scale"], "quick");
+        assert_eq!(json["rows"][0]["ns_per_page"], 12.35);
+        assert_eq!(json["rows"][1]["batch"], 32);
+    }
+
+    #[test]
+    fn csv_has_every_column_and_quotes() {
+        let csv = sample().render(Format::Csv);
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("batch,ns_per_page,reference_cycles,note"));
+        assert_eq!(lines.next(), Some("0,12.35,158,"));
+        assert_eq!(lines.next(), Some("32,3.21,,\"a,b\""));
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let table = sample().render(Format::Table);
+        assert!(table.starts_with("# bulk (seed 42, scale quick)\n"));
+        assert!(table.contains("note line"));
+        let widths: Vec<usize> = table.lines().skip(1).take(3).map(str::len).collect();
+        assert!(widths.windows(2).all(|pair| pair[0] == pair[1]), "{table}");
+    }
+}
