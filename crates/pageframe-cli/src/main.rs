@@ -1,1 +1,60 @@
-fn main() {}
+//! `pageframe`: the command line over the laboratory. This file is glue:
+//! parse the arguments ([`args`]), turn them into a validated [`plan::Plan`]
+//! (names checked, sizes parsed, machine laid out, config file read), then
+//! execute it. Every error is one line, `pageframe: <message>`, on stderr,
+//! with exit status 2; `--help` and `--version` exit 0.
+
+mod args;
+mod error;
+mod info;
+mod plan;
+mod proc_views;
+mod run;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use error::CliError;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Exit status of every error, usage errors included (as clap's).
+const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            // Help and version go to stdout; a closed stdout is not an error here.
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            return fail(&CliError::Usage(
+                "a command is required: run, proc or info (see 'pageframe --help')".to_string(),
+            ))
+        }
+        Err(err) => return fail(&CliError::Usage(args::one_line(&err))),
+    };
+    let outcome = plan::Plan::from_args(cli).and_then(|plan| {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        plan.execute(&mut out)?;
+        out.flush().map_err(CliError::from)
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(err) => fail(&err),
+    }
+}
+
+/// Prints the error as one line and returns the error status.
+fn fail(err: &CliError) -> ExitCode {
+    eprintln!("pageframe: {err}");
+    ExitCode::from(EXIT_ERROR)
+}

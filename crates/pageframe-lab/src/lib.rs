@@ -3,6 +3,9 @@
 //! descriptions from files and flags, and reports in the output contract's
 //! formats. The `pageframe` command is a thin layer over this crate.
 
+pub mod churn;
 pub mod experiments;
+pub mod machine_args;
+pub mod peers;
 pub mod report;
 pub mod timing;

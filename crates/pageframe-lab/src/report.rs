@@ -58,7 +58,10 @@ impl Row {
 
     /// A column's value.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.cells.iter().find(|(column, _)| column == name).map(|(_, value)| value)
+        self.cells
+            .iter()
+            .find(|(column, _)| column == name)
+            .map(|(_, value)| value)
     }
 
     /// The cells.
@@ -142,17 +145,32 @@ impl Report {
             .map(|row| {
                 columns
                     .iter()
-                    .map(|column| row.get(column).map(table_cell).unwrap_or_else(|| "-".into()))
+                    .map(|column| {
+                        row.get(column)
+                            .map(table_cell)
+                            .unwrap_or_else(|| "-".into())
+                    })
                     .collect()
             })
             .collect();
         let widths: Vec<usize> = columns
             .iter()
             .enumerate()
-            .map(|(at, column)| cells.iter().map(|row| row[at].len()).chain([column.len()]).max().unwrap_or(0))
+            .map(|(at, column)| {
+                cells
+                    .iter()
+                    .map(|row| row[at].len())
+                    .chain([column.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
         let mut out = String::new();
-        let _ = writeln!(out, "# {} (seed {}, scale {})", self.experiment, self.seed, self.scale);
+        let _ = writeln!(
+            out,
+            "# {} (seed {}, scale {})",
+            self.experiment, self.seed, self.scale
+        );
         let header: Vec<String> = columns
             .iter()
             .zip(&widths)
@@ -160,7 +178,11 @@ impl Report {
             .collect();
         let _ = writeln!(out, "{}", header.join("  "));
         for row in &cells {
-            let line: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:>width$}")).collect();
+            let line: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:>width$}"))
+                .collect();
             let _ = writeln!(out, "{}", line.join("  "));
         }
         for note in &self.notes {
@@ -180,7 +202,9 @@ fn table_cell(value: &Value) -> String {
 
 fn csv_cell(value: &Value) -> String {
     match value {
-        Value::String(text) if text.contains([',', '"', '\n']) => format!("\"{}\"", text.replace('"', "\"\"")),
+        Value::String(text) if text.contains([',', '"', '\n']) => {
+            format!("\"{}\"", text.replace('"', "\"\""))
+        }
         Value::String(text) => text.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
@@ -197,8 +221,14 @@ mod tests {
             seed: 42,
             scale: "quick".into(),
             rows: vec![
-                Row::new().with("batch", 0).with_f64("ns_per_page", 12.3456, 2).with("reference_cycles", 158),
-                Row::new().with("batch", 32).with_f64("ns_per_page", 3.21, 2).with("note", "a,b"),
+                Row::new()
+                    .with("batch", 0)
+                    .with_f64("ns_per_page", 12.3456, 2)
+                    .with("reference_cycles", 158),
+                Row::new()
+                    .with("batch", 32)
+                    .with_f64("ns_per_page", 3.21, 2)
+                    .with("note", "a,b"),
             ],
             notes: vec!["note line".into()],
         }
@@ -218,7 +248,10 @@ mod tests {
     fn csv_has_every_column_and_quotes() {
         let csv = sample().render(Format::Csv);
         let mut lines = csv.lines();
-        assert_eq!(lines.next(), Some("batch,ns_per_page,reference_cycles,note"));
+        assert_eq!(
+            lines.next(),
+            Some("batch,ns_per_page,reference_cycles,note")
+        );
         assert_eq!(lines.next(), Some("0,12.35,158,"));
         assert_eq!(lines.next(), Some("32,3.21,,\"a,b\""));
     }

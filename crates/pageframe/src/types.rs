@@ -56,7 +56,9 @@ impl Order {
 
 impl fmt::Display for Order {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        // Forward to the integer so that width and alignment apply:
+        // /proc/pagetypeinfo prints nodes with `Node %4d`.
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -74,7 +76,9 @@ impl NodeId {
 
 impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        // Forward to the integer so that width and alignment apply:
+        // /proc/pagetypeinfo prints nodes with `Node %4d`.
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -93,7 +97,9 @@ impl CpuId {
 
 impl fmt::Display for CpuId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        // Forward to the integer so that width and alignment apply:
+        // /proc/pagetypeinfo prints nodes with `Node %4d`.
+        fmt::Display::fmt(&self.0, f)
     }
 }
 

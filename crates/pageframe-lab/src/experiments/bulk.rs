@@ -4,98 +4,73 @@
 //! batch sizes 1 to 256, measured on this machine in TSC cycles and
 //! nanoseconds, beside the kernel figures of the document.
 //!
+//! In the same run: the peers a user could pick instead (see `peers`), at
+//! order 0 and, where they can, orders 3 and 9; and the two knobs the
+//! document discusses for the bulk path: statistics updates and safety checks
+//! (`variant` column). `ratio` is each row's cost over pageframe's default
+//! cost at the same batch and order.
+//!
 //! Like the document's page_bench, one CPU allocates and frees in a tight
 //! loop on a warm allocator; every figure is the median over rounds.
 
 use super::{ExperimentError, RunOptions, Scale};
+use crate::peers::{BuddyAllocCrate, BuddySystem, PeerAllocator, VecStack};
 use crate::report::{Report, Row};
 use crate::timing::{cycles_per_ns, median, read_cycles};
 use pageframe::sync::Local;
-use pageframe::{CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page, PageAllocator};
-use std::time::Duration;
+use pageframe::{
+    AllocOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page,
+    PageAllocator,
+};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 /// Batch sizes of the document's table.
 pub const BATCHES: [usize; 10] = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256];
-
-/// The document's figures in cycles: single page, then per batch size.
+/// The document's single-page cost in cycles.
 pub const REFERENCE_SINGLE_CYCLES: u64 = 158;
 /// Per-page cycles of the kernel's bulk API at [`BATCHES`].
 pub const REFERENCE_BULK_CYCLES: [u64; 10] = [128, 107, 100, 95, 91, 88, 85, 85, 84, 115];
-/// The document's nanoseconds: single page, then per batch size.
+/// The document's single-page cost in nanoseconds.
 pub const REFERENCE_SINGLE_NS: f64 = 39.593;
 /// Per-page nanoseconds of the kernel's bulk API at [`BATCHES`].
-pub const REFERENCE_BULK_NS: [f64; 10] = [32.134, 26.783, 25.047, 23.988, 22.823, 22.093, 21.338, 21.315, 21.214, 28.979];
+pub const REFERENCE_BULK_NS: [f64; 10] = [
+    32.134, 26.783, 25.047, 23.988, 22.823, 22.093, 21.338, 21.315, 21.214, 28.979,
+];
 
 type Handle<'a> = CpuHandle<&'a PageAllocator<Local>, Local>;
 
-struct Plan {
-    pages_per_round: usize,
-    rounds: usize,
-}
-
-impl Plan {
-    fn for_scale(scale: Scale) -> Plan {
-        match scale {
-            Scale::Quick => Plan {
-                pages_per_round: 1 << 20,
-                rounds: 7,
-            },
-            Scale::Full => Plan {
-                pages_per_round: 1 << 23,
-                rounds: 21,
-            },
-        }
-    }
-}
-
-/// Runs the experiment.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    let plan = Plan::for_scale(options.scale);
-    let machine = MachineDesc::uniform(4 << 30, 1, 2)?;
-    let allocator = LocalPageAllocator::boot(&machine)?;
-    let cpu = allocator
-        .cpu(CpuId(0))
-        .map_err(|err| ExperimentError::Failed(err.to_string()))?;
-    let rate = cycles_per_ns(Duration::from_millis(50));
-    let mut rows = Vec::new();
-
-    let single = measure(&plan, || single_round(&cpu, plan.pages_per_round))?;
-    rows.push(row(0, single, REFERENCE_SINGLE_CYCLES, REFERENCE_SINGLE_NS));
-    let mut slots: Vec<Option<Page>> = Vec::with_capacity(256);
-    let mut pages: Vec<Page> = Vec::with_capacity(256);
-    for (at, &batch) in BATCHES.iter().enumerate() {
-        let per_page = measure(&plan, || bulk_round(&cpu, batch, plan.pages_per_round, &mut slots, &mut pages))?;
-        rows.push(row(batch, per_page, REFERENCE_BULK_CYCLES[at], REFERENCE_BULK_NS[at]));
-    }
-    allocator
-        .check_invariants()
-        .map_err(|err| ExperimentError::Failed(err.to_string()))?;
-    Ok(Report {
-        experiment: "bulk".into(),
-        seed: options.seed,
-        scale: options.scale.name().into(),
-        rows,
-        notes: vec![
-            format!(
-                "batch 0 = one page at a time through the per-CPU lists; reference = kernel figures of bulk-page-allocator.txt; TSC {rate:.3} cycles/ns"
-            ),
-            format!(
-                "median of {} rounds of {} pages, order 0, GFP_KERNEL, one CPU of a 4 GiB single-node simulated machine",
-                plan.rounds, plan.pages_per_round
-            ),
-        ],
-    })
-}
-
-fn row(batch: usize, cost: Cost, reference_cycles: u64, reference_ns: f64) -> Row {
-    Row::new()
-        .with("allocator", "pageframe")
-        .with("batch", batch)
-        .with_f64("ns_per_page", cost.ns, 2)
-        .with_f64("cycles_per_page", cost.cycles, 1)
-        .with("reference_cycles", reference_cycles)
-        .with_f64("reference_ns", reference_ns, 3)
-}
+/// The knob settings measured, by the `variant` name of their rows.
+const VARIANTS: [(&str, AllocOptions); 4] = [
+    (
+        "default",
+        AllocOptions {
+            vm_events: true,
+            free_checks: true,
+        },
+    ),
+    (
+        "no-stats",
+        AllocOptions {
+            vm_events: false,
+            free_checks: true,
+        },
+    ),
+    (
+        "no-checks",
+        AllocOptions {
+            vm_events: true,
+            free_checks: false,
+        },
+    ),
+    (
+        "no-stats-no-checks",
+        AllocOptions {
+            vm_events: false,
+            free_checks: false,
+        },
+    ),
+];
 
 /// Per-page cost of one measurement: medians over rounds.
 #[derive(Clone, Copy, Debug)]
@@ -106,30 +81,226 @@ pub struct Cost {
     pub cycles: f64,
 }
 
-/// Runs `rounds` rounds (after one warm-up) and returns the median cost per page.
-fn measure(plan: &Plan, mut round: impl FnMut() -> Result<usize, ExperimentError>) -> Result<Cost, ExperimentError> {
-    round()?;
-    let mut ns = Vec::with_capacity(plan.rounds);
-    let mut cycles = Vec::with_capacity(plan.rounds);
-    for _ in 0..plan.rounds {
-        let clock = std::time::Instant::now();
-        let start = read_cycles();
-        let pages = round()? as f64;
-        cycles.push((read_cycles() - start) as f64 / pages);
-        ns.push(clock.elapsed().as_nanos() as f64 / pages);
+struct Plan {
+    pages_per_round: usize,
+    rounds: usize,
+}
+
+impl Plan {
+    fn for_scale(scale: Scale) -> Plan {
+        match scale {
+            Scale::Quick => Plan {
+                pages_per_round: 1 << 19,
+                rounds: 7,
+            },
+            Scale::Full => Plan {
+                pages_per_round: 1 << 22,
+                rounds: 21,
+            },
+        }
     }
-    Ok(Cost {
-        ns: median(&mut ns),
-        cycles: median(&mut cycles),
+
+    /// Runs `rounds` rounds after one warm-up; median cost per page.
+    fn measure(
+        &self,
+        mut round: impl FnMut(usize) -> Result<usize, ExperimentError>,
+    ) -> Result<Cost, ExperimentError> {
+        round(self.pages_per_round)?;
+        let mut ns = Vec::with_capacity(self.rounds);
+        let mut cycles = Vec::with_capacity(self.rounds);
+        for _ in 0..self.rounds {
+            let clock = Instant::now();
+            let start = read_cycles();
+            let pages = round(self.pages_per_round)? as f64;
+            cycles.push((read_cycles() - start) as f64 / pages);
+            ns.push(clock.elapsed().as_nanos() as f64 / pages);
+        }
+        Ok(Cost {
+            ns: median(&mut ns),
+            cycles: median(&mut cycles),
+        })
+    }
+}
+
+/// One measured row before ratios are known.
+struct Measured {
+    allocator: &'static str,
+    variant: &'static str,
+    order: u8,
+    batch: usize,
+    cost: Cost,
+    reference: Option<(u64, f64)>,
+}
+
+/// Runs the experiment.
+pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
+    let plan = Plan::for_scale(options.scale);
+    let rate = cycles_per_ns(Duration::from_millis(50));
+    let mut measured = Vec::new();
+    for (variant, alloc_options) in VARIANTS {
+        measure_pageframe(&plan, variant, alloc_options, &mut measured)?;
+    }
+    measure_peers(&plan, &mut measured)?;
+    let rows = measured.iter().map(|row| to_row(row, &measured)).collect();
+    Ok(Report {
+        experiment: "bulk".into(),
+        seed: options.seed,
+        scale: options.scale.name().into(),
+        rows,
+        notes: vec![
+            format!("batch 0 = one block at a time (pageframe: through the per-CPU lists); reference = kernel figures of bulk-page-allocator.txt; TSC {rate:.3} cycles/ns"),
+            format!(
+                "median of {} rounds of {} pages; pageframe on one CPU of a 4 GiB single-node simulated machine, GFP_KERNEL; ratio = cost / pageframe default cost at the same order and batch",
+                plan.rounds, plan.pages_per_round
+            ),
+        ],
     })
 }
 
-fn single_round(cpu: &Handle<'_>, pages: usize) -> Result<usize, ExperimentError> {
-    for _ in 0..pages {
-        let page = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).map_err(failed)?;
-        cpu.free_pages(std::hint::black_box(page), Order(0)).map_err(failed)?;
+fn to_row(row: &Measured, all: &[Measured]) -> Row {
+    let baseline = all
+        .iter()
+        .find(|other| {
+            other.allocator == "pageframe"
+                && other.variant == "default"
+                && other.order == row.order
+                && other.batch == row.batch
+        })
+        .map(|other| other.cost.ns);
+    let mut out = Row::new()
+        .with("allocator", row.allocator)
+        .with("variant", row.variant)
+        .with("order", row.order)
+        .with("batch", row.batch)
+        .with_f64("ns_per_page", row.cost.ns, 2)
+        .with_f64("cycles_per_page", row.cost.cycles, 1);
+    out = match baseline {
+        Some(ns) => out.with_f64("ratio", row.cost.ns / ns, 2),
+        None => out.with("ratio", serde_json::Value::Null),
+    };
+    match row.reference {
+        Some((cycles, ns)) => out
+            .with("reference_cycles", cycles)
+            .with_f64("reference_ns", ns, 3),
+        None => out
+            .with("reference_cycles", serde_json::Value::Null)
+            .with("reference_ns", serde_json::Value::Null),
     }
-    Ok(pages)
+}
+
+fn measure_pageframe(
+    plan: &Plan,
+    variant: &'static str,
+    alloc_options: AllocOptions,
+    out: &mut Vec<Measured>,
+) -> Result<(), ExperimentError> {
+    let machine = MachineDesc::uniform(4 << 30, 1, 2)?;
+    let allocator = LocalPageAllocator::boot_with(&machine, alloc_options)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+    let is_default = variant == "default";
+    let orders: &[u8] = if is_default { &[0, 3, 9] } else { &[0] };
+    for &order in orders {
+        let cost = plan.measure(|pages| single_round(&cpu, order, pages))?;
+        let reference =
+            (order == 0 && is_default).then_some((REFERENCE_SINGLE_CYCLES, REFERENCE_SINGLE_NS));
+        out.push(Measured {
+            allocator: "pageframe",
+            variant,
+            order,
+            batch: 0,
+            cost,
+            reference,
+        });
+    }
+    let mut slots: Vec<Option<Page>> = Vec::with_capacity(256);
+    let mut pages: Vec<Page> = Vec::with_capacity(256);
+    for (at, &batch) in BATCHES.iter().enumerate() {
+        if !is_default && batch != 32 {
+            continue;
+        }
+        let cost = plan.measure(|total| bulk_round(&cpu, batch, total, &mut slots, &mut pages))?;
+        out.push(Measured {
+            allocator: "pageframe",
+            variant,
+            order: 0,
+            batch,
+            cost,
+            reference: is_default.then_some((REFERENCE_BULK_CYCLES[at], REFERENCE_BULK_NS[at])),
+        });
+    }
+    allocator.check_invariants().map_err(failed)
+}
+
+fn measure_peers(plan: &Plan, out: &mut Vec<Measured>) -> Result<(), ExperimentError> {
+    let buddy_alloc =
+        BuddyAllocCrate::new().ok_or_else(|| failed("cannot allocate buddy-alloc's buffer"))?;
+    let mut peers: Vec<(Box<dyn PeerAllocator>, &[u8])> = vec![
+        (Box::new(BuddySystem::new()), &[0, 3, 9]),
+        (Box::new(buddy_alloc), &[0]),
+        (Box::new(VecStack::new()), &[0]),
+    ];
+    for (peer, orders) in peers.iter_mut() {
+        for &order in orders.iter() {
+            let cost = plan.measure(|pages| peer_round(peer.as_mut(), order, pages))?;
+            out.push(Measured {
+                allocator: peer.name(),
+                variant: "default",
+                order,
+                batch: 0,
+                cost,
+                reference: None,
+            });
+        }
+    }
+    let mut stack = VecStack::new();
+    let mut pfns = vec![0u32; 256];
+    for &batch in &BATCHES {
+        let cost = plan.measure(|total| {
+            let mut done = 0;
+            while done < total {
+                let got = stack.pop_bulk(&mut pfns[..batch]);
+                stack.push_bulk(black_box(&pfns[..got]));
+                done += batch;
+            }
+            Ok(done)
+        })?;
+        out.push(Measured {
+            allocator: "vec-stack",
+            variant: "default",
+            order: 0,
+            batch,
+            cost,
+            reference: None,
+        });
+    }
+    Ok(())
+}
+
+fn single_round(cpu: &Handle<'_>, order: u8, pages: usize) -> Result<usize, ExperimentError> {
+    let blocks = (pages >> order).max(1);
+    for _ in 0..blocks {
+        let page = cpu
+            .alloc_pages(Gfp::KERNEL, Order(order), NodeId(0))
+            .map_err(failed)?;
+        cpu.free_pages(black_box(page), Order(order))
+            .map_err(failed)?;
+    }
+    Ok(blocks)
+}
+
+fn peer_round(
+    peer: &mut dyn PeerAllocator,
+    order: u8,
+    pages: usize,
+) -> Result<usize, ExperimentError> {
+    let blocks = (pages >> order).max(1);
+    for _ in 0..blocks {
+        let block = peer
+            .alloc(order)
+            .ok_or_else(|| failed(format!("{} is out of memory", peer.name())))?;
+        peer.free(black_box(block), order);
+    }
+    Ok(blocks)
 }
 
 fn bulk_round(
@@ -143,13 +314,17 @@ fn bulk_round(
     while done < total {
         slots.clear();
         slots.resize(batch, None);
-        let got = cpu.alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, slots).map_err(failed)?;
+        let got = cpu
+            .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, slots)
+            .map_err(failed)?;
         if got != batch {
-            return Err(ExperimentError::Failed(format!("bulk allocation returned {got} of {batch} pages")));
+            return Err(failed(format!(
+                "bulk allocation returned {got} of {batch} pages"
+            )));
         }
         pages.clear();
         pages.extend(slots.iter().flatten());
-        cpu.free_pages_bulk(std::hint::black_box(pages)).map_err(failed)?;
+        cpu.free_pages_bulk(black_box(pages)).map_err(failed)?;
         done += batch;
     }
     Ok(done)

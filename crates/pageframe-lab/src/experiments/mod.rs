@@ -2,6 +2,7 @@
 //! result and computes every number it prints from a run.
 
 pub mod bulk;
+pub mod scaling;
 
 use crate::report::Report;
 use thiserror::Error;
@@ -58,12 +59,13 @@ pub enum ExperimentError {
 }
 
 /// Every experiment, in the order `run all` runs them.
-pub const NAMES: [&str; 1] = ["bulk"];
+pub const NAMES: [&str; 2] = ["bulk", "scaling"];
 
 /// Runs one experiment by name.
 pub fn run(name: &str, options: &RunOptions) -> Result<Report, ExperimentError> {
     match name {
         "bulk" => bulk::run(options),
+        "scaling" => scaling::run(options),
         _ => Err(ExperimentError::Unknown(name.to_string())),
     }
 }

@@ -379,6 +379,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// `__GFP_MEMALLOC`, then (for callers that may reclaim) unreserving the
     /// HIGHATOMIC blocks and draining every CPU's lists before giving up.
     fn alloc_slowpath(&self, cpu: CpuId, gfp: Gfp, order: u8, ac: &AllocContext) -> Option<u32> {
+        // No eligible zone (a node mask without a node of this machine):
+        // give up before draining or unreserving anything, as the kernel's
+        // `if (!ac->preferred_zoneref->zone) goto nopage;` does.
+        ac.preferred_zone?;
         let flags = gfp.slowpath_alloc_flags(order);
         if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, ac) {
             return Some(pfn);

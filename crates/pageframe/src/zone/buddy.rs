@@ -10,6 +10,7 @@
 use super::Zone;
 use crate::frames::Frames;
 use crate::freetype::FreeType;
+use crate::memmap::PageInfo;
 use crate::types::Pfn;
 
 impl Zone {
@@ -66,6 +67,11 @@ impl Zone {
             .index()
             .expect("a pageblock always has a valid freetype");
         let migratetype = freetype.migratetype;
+        // Only block heads carry state. The freed block's record (Freeing or
+        // Pcp) is cleared now: if the block merges with a lower buddy it
+        // becomes an inner page of the merged block, and add_to_free_list()
+        // below re-marks whichever page ends up the head.
+        frames.memmap.set_info(pfn, PageInfo::UNTRACKED);
         let (mut pfn, mut order) = (pfn, order);
         while order < self.max_order {
             let buddy = pfn ^ (1 << order);

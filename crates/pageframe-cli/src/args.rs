@@ -1,0 +1,129 @@
+//! The command line as clap sees it: subcommands, flags and their help.
+//! Values stay strings where the lab has its own parser (sizes, formats,
+//! scales, view and experiment names), so that a bad value gets the lab's
+//! one-line message; [`crate::plan`] checks them.
+
+use clap::{Args, Parser, Subcommand};
+use pageframe_lab::machine_args::MachineArgs;
+use std::path::PathBuf;
+
+/// The pageframe laboratory: the Linux page allocator, simulated.
+#[derive(Debug, Parser)]
+#[command(name = "pageframe", version)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment (or `all`) and print its report.
+    Run(RunArgs),
+    /// Boot a machine, churn it if asked, and print kernel-format views.
+    Proc(ProcArgs),
+    /// Boot a machine and print its zones, CPUs, boot time and memory costs.
+    Info(InfoArgs),
+}
+
+/// `pageframe run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The experiment to run, or `all`.
+    #[arg(help = format!(
+        "Experiment: {}; or `all` for every one in that order",
+        pageframe_lab::experiments::NAMES.join(", ")
+    ))]
+    pub experiment: String,
+    /// Size of the run: quick or full.
+    #[arg(long, default_value = "quick")]
+    pub scale: String,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Output format: table, json or csv.
+    #[arg(long, default_value = "table")]
+    pub format: String,
+}
+
+/// `pageframe proc`.
+#[derive(Debug, Args)]
+pub struct ProcArgs {
+    /// Views, comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat.
+    pub views: String,
+    /// The machine.
+    #[command(flatten)]
+    pub machine: MachineOptions,
+    /// Age the machine with this many random operations before printing.
+    #[arg(long, value_name = "OPS")]
+    pub churn: Option<u64>,
+    /// Seed of the churn.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// `pageframe info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The machine.
+    #[command(flatten)]
+    pub machine: MachineOptions,
+}
+
+/// The machine options shared by `proc` and `info`. Later sources win:
+/// the file, then these flags, then the command line.
+#[derive(Debug, Args)]
+pub struct MachineOptions {
+    /// A TOML machine description (see examples/machines/).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Memory of the machine (4096, 64K, 2M, 16G, 1T); default 4G.
+    #[arg(long, value_name = "SIZE")]
+    pub mem: Option<String>,
+    /// NUMA nodes sharing the memory equally; default 1.
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<usize>,
+    /// CPUs, spread over the nodes; default 2.
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<usize>,
+    /// Kernel command line: mem=, movablecore=, kernelcore=.
+    #[arg(long, value_name = "STR")]
+    pub cmdline: Option<String>,
+    /// Put memory below 4 GiB in a DMA32 zone.
+    #[arg(long)]
+    pub dma32: bool,
+    /// MAX_PAGE_ORDER, inclusive; default 10.
+    #[arg(long, value_name = "N")]
+    pub max_order: Option<u8>,
+    /// pageblock_order; default 9.
+    #[arg(long, value_name = "N")]
+    pub pageblock_order: Option<u8>,
+    /// Page size, a power of two from 4K to 64K; default 4K.
+    #[arg(long, value_name = "SIZE")]
+    pub page_size: Option<String>,
+}
+
+impl From<MachineOptions> for MachineArgs {
+    fn from(options: MachineOptions) -> MachineArgs {
+        MachineArgs {
+            config: options.config,
+            mem: options.mem,
+            nodes: options.nodes,
+            cpus: options.cpus,
+            cmdline: options.cmdline,
+            dma32: options.dma32,
+            max_order: options.max_order,
+            pageblock_order: options.pageblock_order,
+            page_size: options.page_size,
+        }
+    }
+}
+
+/// clap's message for a usage error, without its `error:` prefix, usage
+/// block and tips: the first line is the whole story.
+pub fn one_line(err: &clap::Error) -> String {
+    let rendered = err.to_string();
+    let first = rendered.lines().next().unwrap_or_default().trim();
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}

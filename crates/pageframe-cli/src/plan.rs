@@ -1,0 +1,131 @@
+//! From parsed arguments to a validated plan: every name known, every size
+//! parsed, the machine description read and laid out — so that nothing a
+//! user typed can fail once execution starts (an experiment still can).
+
+use crate::args::{Cli, Command};
+use crate::error::CliError;
+use crate::{info, proc_views, run};
+use pageframe::MachineDesc;
+use pageframe_lab::experiments::{self, ExperimentError, RunOptions, Scale};
+use pageframe_lab::machine_args::MachineArgs;
+use pageframe_lab::report::Format;
+use std::io::Write;
+
+/// A command ready to run.
+#[derive(Debug)]
+pub enum Plan {
+    /// Run experiments and print their reports.
+    Run(RunPlan),
+    /// Boot, churn, print views.
+    Proc(ProcPlan),
+    /// Boot and describe the machine.
+    Info(InfoPlan),
+}
+
+/// `pageframe run`, validated.
+#[derive(Debug)]
+pub struct RunPlan {
+    /// Experiment names, in run order.
+    pub experiments: Vec<&'static str>,
+    /// Scale and seed.
+    pub options: RunOptions,
+    /// How to print each report.
+    pub format: Format,
+}
+
+/// `pageframe proc`, validated.
+#[derive(Debug)]
+pub struct ProcPlan {
+    /// The machine to boot.
+    pub machine: MachineDesc,
+    /// View names, each one of `pageframe::proc::VIEWS`.
+    pub views: Vec<&'static str>,
+    /// Random operations before printing, and their seed.
+    pub churn: Option<(u64, u64)>,
+}
+
+/// `pageframe info`, validated.
+#[derive(Debug)]
+pub struct InfoPlan {
+    /// The machine to boot.
+    pub machine: MachineDesc,
+}
+
+impl Plan {
+    /// Checks everything the user gave.
+    pub fn from_args(cli: Cli) -> Result<Plan, CliError> {
+        match cli.command {
+            Command::Run(args) => {
+                let scale = Scale::parse(&args.scale).ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "unknown scale '{}' (known: quick, full)",
+                        args.scale
+                    ))
+                })?;
+                let format = Format::parse(&args.format).ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "unknown format '{}' (known: table, json, csv)",
+                        args.format
+                    ))
+                })?;
+                let experiments = match args.experiment.as_str() {
+                    "all" => experiments::NAMES.to_vec(),
+                    name => match experiments::NAMES.iter().find(|known| **known == name) {
+                        Some(known) => vec![*known],
+                        None => {
+                            let unknown = ExperimentError::Unknown(name.to_string());
+                            return Err(CliError::Invalid(unknown.to_string()));
+                        }
+                    },
+                };
+                Ok(Plan::Run(RunPlan {
+                    experiments,
+                    options: RunOptions {
+                        scale,
+                        seed: args.seed,
+                    },
+                    format,
+                }))
+            }
+            Command::Proc(args) => {
+                let views = parse_views(&args.views)?;
+                let machine = MachineArgs::from(args.machine).to_desc()?;
+                Ok(Plan::Proc(ProcPlan {
+                    machine,
+                    views,
+                    churn: args.churn.map(|ops| (ops, args.seed)),
+                }))
+            }
+            Command::Info(args) => Ok(Plan::Info(InfoPlan {
+                machine: MachineArgs::from(args.machine).to_desc()?,
+            })),
+        }
+    }
+
+    /// Runs the plan, writing its output to `out`.
+    pub fn execute(self, out: &mut dyn Write) -> Result<(), CliError> {
+        match self {
+            Plan::Run(plan) => run::execute(&plan, out),
+            Plan::Proc(plan) => proc_views::execute(&plan, out),
+            Plan::Info(plan) => info::execute(&plan, out),
+        }
+    }
+}
+
+/// `buddyinfo,vmstat` into known view names, in the order given.
+fn parse_views(text: &str) -> Result<Vec<&'static str>, CliError> {
+    text.split(',')
+        .map(|name| {
+            pageframe::proc::VIEWS
+                .iter()
+                .find(|view| **view == name.trim())
+                .copied()
+                .ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "unknown view '{name}' (known: {})",
+                        pageframe::proc::VIEWS.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}

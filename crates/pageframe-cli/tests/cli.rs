@@ -1,0 +1,193 @@
+//! The real `pageframe` binary, run as a user runs it: output, determinism,
+//! and the error contract (one line on stderr, exit status 2).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn pageframe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args(args)
+        .output()
+        .expect("the pageframe binary runs")
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let output = pageframe(args);
+    assert!(
+        output.status.success(),
+        "pageframe {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("output is UTF-8")
+}
+
+/// Asserts the error contract and returns the message.
+fn error_of(args: &[&str]) -> String {
+    let output = pageframe(args);
+    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "pageframe {args:?}: {stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "pageframe {args:?}: {stderr}");
+    assert!(
+        stderr.starts_with("pageframe: "),
+        "pageframe {args:?}: {stderr}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "pageframe {args:?} printed to stdout"
+    );
+    stderr
+}
+
+/// A machine file in the temp directory, unique per test.
+fn config_file(name: &str, text: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("pageframe-cli-{}-{name}.toml", std::process::id()));
+    std::fs::write(&path, text).expect("temp dir is writable");
+    path
+}
+
+const CHURNED_BUDDYINFO: [&str; 9] = [
+    "proc",
+    "buddyinfo",
+    "--mem",
+    "4G",
+    "--nodes",
+    "2",
+    "--churn",
+    "100000",
+    "--seed",
+];
+
+#[test]
+fn churned_buddyinfo_is_deterministic_per_seed() {
+    let with_seed = |seed: &str| {
+        let mut args = CHURNED_BUDDYINFO.to_vec();
+        args.push(seed);
+        stdout_of(&args)
+    };
+    let first = with_seed("1");
+    let lines: Vec<&str> = first.lines().collect();
+    assert_eq!(lines.len(), 2, "{first}");
+    assert!(lines[0].starts_with("Node 0, zone   Normal "), "{first}");
+    assert!(lines[1].starts_with("Node 1, zone   Normal "), "{first}");
+    assert_eq!(first, with_seed("1"));
+    assert_ne!(first, with_seed("2"));
+}
+
+#[test]
+fn proc_prints_several_views_with_headers() {
+    let out = stdout_of(&["proc", "buddyinfo,vmstat", "--mem", "1G"]);
+    assert!(
+        out.starts_with("==> /proc/buddyinfo <==\nNode 0, zone   Normal"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n==> /proc/vmstat <==\nnr_free_pages "),
+        "{out}"
+    );
+}
+
+#[test]
+fn proc_boots_the_example_config_with_flags_on_top() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/machines/two-node.toml"
+    );
+    let out = stdout_of(&[
+        "proc",
+        "zoneinfo",
+        "--config",
+        config,
+        "--cmdline",
+        "movablecore=4G",
+    ]);
+    assert!(out.contains("Node 1, zone  Movable"), "{out}");
+}
+
+#[test]
+fn info_boots_a_terabyte() {
+    let out = stdout_of(&["info", "--mem", "1T", "--nodes", "4", "--cpus", "16"]);
+    assert!(
+        out.contains("machine: 4 node(s), 16 CPU(s), 1T present"),
+        "{out}"
+    );
+    for needle in [
+        "node 3: CPUs 12-15",
+        "zone Normal",
+        "boot time:",
+        "metadata:",
+        "resident set:",
+        "min_free_kbytes: 131072",
+    ] {
+        assert!(out.contains(needle), "{needle} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn help_exits_zero() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["proc", "--help"],
+        &["info", "--help"],
+    ] {
+        let out = stdout_of(args);
+        assert!(out.contains("Usage:"), "{out}");
+    }
+}
+
+#[test]
+fn bad_machines_are_one_line_errors() {
+    assert!(error_of(&["info", "--mem", "0"]).contains("node[0].mem"));
+    assert!(error_of(&["info", "--mem", "12X"]).contains("--mem: '12X' is not a size"));
+    assert!(error_of(&["info", "--nodes", "0"]).contains("--nodes"));
+    assert!(error_of(&["proc", "buddyinfo", "--cmdline", "bogus=1"])
+        .contains("unknown parameter 'bogus'"));
+    assert!(error_of(&["info", "--page-size", "3K"]).contains("--page-size"));
+    assert!(error_of(&["info", "--nodes", "many"]).contains("--nodes"));
+}
+
+#[test]
+fn bad_config_files_are_one_line_errors() {
+    let unknown_key = config_file(
+        "unknown-key",
+        "[[node]]\nmem = \"1G\"\ncpus = 1\nbogus = 2\n",
+    );
+    let message = error_of(&["info", "--config", unknown_key.to_str().unwrap()]);
+    assert!(
+        message.contains("config node[0].bogus: unknown key"),
+        "{message}"
+    );
+    let wrong_shape = config_file(
+        "wrong-shape",
+        "distance = [[10, 20]]\n[[node]]\nmem = \"1G\"\ncpus = 1\n[[node]]\nmem = \"1G\"\n",
+    );
+    let message = error_of(&["info", "--config", wrong_shape.to_str().unwrap()]);
+    assert!(
+        message.contains("distance: the matrix must be 2x2"),
+        "{message}"
+    );
+    let message = error_of(&["info", "--config", "/nonexistent/pageframe.toml"]);
+    assert!(
+        message.contains("cannot read /nonexistent/pageframe.toml"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_names_are_one_line_errors() {
+    assert!(error_of(&["proc", "nosuchview"]).contains("unknown view 'nosuchview'"));
+    assert!(error_of(&["proc", "buddyinfo,"]).contains("unknown view ''"));
+    assert!(
+        error_of(&["run", "nosuchexperiment"]).contains("unknown experiment 'nosuchexperiment'")
+    );
+    assert!(error_of(&["run", "all", "--format", "xml"]).contains("unknown format 'xml'"));
+    assert!(error_of(&["run", "all", "--scale", "huge"]).contains("unknown scale 'huge'"));
+    assert!(error_of(&["run", "all", "--seed", "x"]).contains("for '--seed <SEED>'"));
+    error_of(&["nosuchcommand"]);
+    error_of(&[]);
+}

@@ -1,0 +1,765 @@
+//! Machine descriptions from the three places a user gives them: a TOML
+//! file, flags (`--mem 64G --nodes 4 --cpus 8`), and a kernel command line
+//! (`movablecore=2G mem=16G`). Later sources win: file < flags < cmdline.
+//!
+//! This module owns the TOML format and the merge; it does not validate
+//! memory layouts, CPU sets or distances — [`MachineDesc::layout`] does, and
+//! [`MachineArgs::to_desc`] runs it so that every problem surfaces as one
+//! [`DescError`] naming its field. No clap here: [`MachineArgs`] is plain data
+//! that any front end fills in.
+//!
+//! The file format (every key optional except a node's memory):
+//!
+//! ```toml
+//! page_size = "4K"
+//! max_order = 10
+//! pageblock_order = 9
+//! dma32 = false
+//! cmdline = "movablecore=2G"
+//! distance = [[10, 20], [20, 10]]
+//! [[node]]
+//! mem = "8G"        # contiguous, placed after the previous node's end
+//! cpus = [0, 1]     # explicit ids, or a count numbered after the previous CPUs
+//! [[node]]
+//! ranges = [{ start = "8G", size = "4G" }, { start = "16G", size = "4G" }]
+//! cpus = 2
+//! ```
+//!
+//! Errors in the file name their key path with a `config` prefix
+//! (`config node[1].bogus: unknown key ...`), found from the error's byte
+//! span in the document.
+
+use pageframe::machine::{apply_cmdline, parse_size, MemRange, NodeDesc};
+use pageframe::{CpuId, DescError, MachineDesc};
+use serde::Deserialize;
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// Memory of the machine when neither a file nor `--mem` gives it.
+pub const DEFAULT_MEM_BYTES: u64 = 4 << 30;
+/// Nodes when neither a file nor `--nodes` gives them.
+pub const DEFAULT_NODES: usize = 1;
+/// CPUs when neither a file nor `--cpus` gives them.
+pub const DEFAULT_CPUS: usize = 2;
+
+/// Everything a user may say about a machine, unparsed. `None` (or `false`)
+/// means "not given here": the file's value, or the default, stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MachineArgs {
+    /// A TOML machine file (`--config`).
+    pub config: Option<PathBuf>,
+    /// Total memory (`--mem 64G`); with `nodes`/`cpus`, replaces the file's nodes.
+    pub mem: Option<String>,
+    /// Number of nodes (`--nodes 4`), sharing the memory equally.
+    pub nodes: Option<usize>,
+    /// Number of CPUs (`--cpus 8`), spread over the nodes in blocks.
+    pub cpus: Option<usize>,
+    /// A kernel command line (`--cmdline "movablecore=2G mem=16G"`).
+    pub cmdline: Option<String>,
+    /// `--dma32`: put memory below 4 GiB in a DMA32 zone. `false` leaves the
+    /// file's choice.
+    pub dma32: bool,
+    /// MAX_PAGE_ORDER (`--max-order`).
+    pub max_order: Option<u8>,
+    /// pageblock_order (`--pageblock-order`).
+    pub pageblock_order: Option<u8>,
+    /// Page size (`--page-size 4K`), a power of two.
+    pub page_size: Option<String>,
+}
+
+impl MachineArgs {
+    /// Merges the file, the flags and the command line into a description,
+    /// and validates it by laying it out. The first problem is returned,
+    /// naming its field (`--mem`, `config node[1].mem`, `distance`, ...).
+    pub fn to_desc(&self) -> Result<MachineDesc, DescError> {
+        let (mut desc, file_cmdline) = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|err| {
+                    DescError::new("config", format!("cannot read {}: {err}", path.display()))
+                })?;
+                let file = parse_machine_file(&text)?;
+                (file.desc, file.cmdline)
+            }
+            None => (
+                MachineDesc::uniform(DEFAULT_MEM_BYTES, DEFAULT_NODES, DEFAULT_CPUS)?,
+                None,
+            ),
+        };
+        self.apply_flags(&mut desc)?;
+        if let Some(cmdline) = &file_cmdline {
+            apply_cmdline(&mut desc, cmdline).map_err(|err| prefixed("config ", err))?;
+        }
+        if let Some(cmdline) = &self.cmdline {
+            apply_cmdline(&mut desc, cmdline)?;
+        }
+        desc.layout()?;
+        Ok(desc)
+    }
+
+    /// Geometry flags override the file's; `--mem`/`--nodes`/`--cpus`
+    /// replace the nodes with a uniform layout, taking what they do not give
+    /// from the file's nodes (or the defaults).
+    fn apply_flags(&self, desc: &mut MachineDesc) -> Result<(), DescError> {
+        if let Some(text) = &self.page_size {
+            desc.page_shift = page_shift("--page-size", text)?;
+        }
+        if let Some(order) = self.max_order {
+            desc.max_order = order;
+        }
+        if let Some(order) = self.pageblock_order {
+            desc.pageblock_order = order;
+        }
+        if self.dma32 {
+            desc.dma32 = true;
+        }
+        if self.mem.is_none() && self.nodes.is_none() && self.cpus.is_none() {
+            return Ok(());
+        }
+        let has_nodes = !desc.nodes.is_empty();
+        let mem = match &self.mem {
+            Some(text) => parse_size("--mem", text)?,
+            None if has_nodes => desc.total_bytes(),
+            None => DEFAULT_MEM_BYTES,
+        };
+        let nr_nodes = self.nodes.unwrap_or(if has_nodes {
+            desc.nodes.len()
+        } else {
+            DEFAULT_NODES
+        });
+        let nr_cpus = self.cpus.unwrap_or(if has_nodes {
+            desc.nr_cpus()
+        } else {
+            DEFAULT_CPUS
+        });
+        let uniform =
+            MachineDesc::uniform(mem, nr_nodes, nr_cpus).map_err(|err| prefixed("--", err))?;
+        if desc.nodes.len() != nr_nodes {
+            desc.distances = None;
+        }
+        desc.nodes = uniform.nodes;
+        // An impossible geometry (page or pageblock far too large) keeps the
+        // default alignment; the layout reports the geometry.
+        let block_shift = desc.page_shift as u32 + desc.pageblock_order as u32;
+        if let Some(block) = 1u64.checked_shl(block_shift) {
+            spread_memory(&mut desc.nodes, mem, block);
+        }
+        Ok(())
+    }
+}
+
+/// The same error with its field prefixed (`config `, `--`).
+fn prefixed(prefix: &str, err: DescError) -> DescError {
+    DescError::new(format!("{prefix}{}", err.field), err.message)
+}
+
+/// log2 of a page size given as a size string.
+fn page_shift(field: &str, text: &str) -> Result<u8, DescError> {
+    let bytes = parse_size(field, text)?;
+    if !bytes.is_power_of_two() {
+        return Err(DescError::new(
+            field,
+            format!("'{}' is not a power of two", text.trim()),
+        ));
+    }
+    Ok(bytes.trailing_zeros() as u8)
+}
+
+/// Gives the nodes equal contiguous shares of `mem` from address 0, aligned
+/// to `block` bytes, the last node taking the rest — as
+/// [`MachineDesc::uniform`] does, but for the description's own pageblock
+/// size rather than the default one.
+fn spread_memory(nodes: &mut [NodeDesc], mem: u64, block: u64) {
+    let nr_nodes = nodes.len() as u64;
+    let share = (mem / nr_nodes) / block * block;
+    let mut start = 0;
+    for (index, node) in nodes.iter_mut().enumerate() {
+        let size = if index as u64 + 1 == nr_nodes {
+            (mem - start) / block * block
+        } else {
+            share
+        };
+        node.ranges = vec![MemRange { start, size }];
+        start += size;
+    }
+}
+
+/// A machine file, parsed: the description and the command line it carries,
+/// which is applied after the flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineFile {
+    /// The description, before any command line.
+    pub desc: MachineDesc,
+    /// The file's `cmdline` key.
+    pub cmdline: Option<String>,
+}
+
+/// Parses the text of a TOML machine file. Errors are one line naming the
+/// key path (`config node[1].bogus: unknown key, ...`).
+pub fn parse_machine_file(text: &str) -> Result<MachineFile, DescError> {
+    let file: FileRoot = toml::from_str(text).map_err(|err| toml_error(text, &err))?;
+    let defaults = MachineDesc::default();
+    let mut desc = MachineDesc {
+        page_shift: match &file.page_size {
+            Some(size) => page_shift("config page_size", &size.to_text())?,
+            None => defaults.page_shift,
+        },
+        max_order: file.max_order.unwrap_or(defaults.max_order),
+        pageblock_order: file.pageblock_order.unwrap_or(defaults.pageblock_order),
+        nodes: Vec::with_capacity(file.node.len()),
+        distances: file.distance,
+        dma32: file.dma32.unwrap_or(false),
+        movablecore: None,
+        kernelcore: None,
+        mem_limit: None,
+    };
+    let mut next_start = 0u64;
+    let mut next_cpu = 0u32;
+    for (index, node) in file.node.iter().enumerate() {
+        let field = |key: &str| format!("config node[{index}].{key}");
+        let ranges = match (&node.mem, &node.ranges) {
+            (Some(_), Some(_)) => {
+                return Err(DescError::new(
+                    format!("config node[{index}]"),
+                    "give mem or ranges, not both",
+                ))
+            }
+            (Some(mem), None) => vec![MemRange {
+                start: next_start,
+                size: parse_size(&field("mem"), &mem.to_text())?,
+            }],
+            (None, Some(ranges)) => ranges
+                .iter()
+                .enumerate()
+                .map(|(at, range)| {
+                    let range_field = |key: &str| field(&format!("ranges[{at}].{key}"));
+                    Ok(MemRange {
+                        start: parse_size(&range_field("start"), &range.start.to_text())?,
+                        size: parse_size(&range_field("size"), &range.size.to_text())?,
+                    })
+                })
+                .collect::<Result<_, DescError>>()?,
+            (None, None) => Vec::new(),
+        };
+        next_start = ranges.iter().map(MemRange::end).fold(next_start, u64::max);
+        let cpus: Vec<CpuId> = match &node.cpus {
+            None => Vec::new(),
+            Some(CpusValue::Ids(ids)) => ids.iter().map(|&id| CpuId(id)).collect(),
+            Some(CpusValue::Count(count)) => {
+                let end = next_cpu.checked_add(*count).filter(|&end| end <= 1 << 16);
+                let end =
+                    end.ok_or_else(|| DescError::new(field("cpus"), "CPU ids would pass 65535"))?;
+                (next_cpu..end).map(|id| CpuId(id as u16)).collect()
+            }
+        };
+        next_cpu = cpus
+            .iter()
+            .map(|cpu| cpu.0 as u32 + 1)
+            .fold(next_cpu, u32::max);
+        desc.nodes.push(NodeDesc { ranges, cpus });
+    }
+    Ok(MachineFile {
+        desc,
+        cmdline: file.cmdline,
+    })
+}
+
+/// The top level of a machine file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRoot {
+    page_size: Option<SizeValue>,
+    max_order: Option<u8>,
+    pageblock_order: Option<u8>,
+    dma32: Option<bool>,
+    cmdline: Option<String>,
+    distance: Option<Vec<Vec<u8>>>,
+    #[serde(default)]
+    node: Vec<FileNode>,
+}
+
+/// One `[[node]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileNode {
+    mem: Option<SizeValue>,
+    ranges: Option<Vec<FileRange>>,
+    cpus: Option<CpusValue>,
+}
+
+/// One `{ start = ..., size = ... }` of a node's `ranges`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRange {
+    start: SizeValue,
+    size: SizeValue,
+}
+
+/// A size: `"8G"` or a plain number of bytes.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a size such as \"8G\" or a number of bytes")]
+enum SizeValue {
+    Text(String),
+    Bytes(u64),
+}
+
+impl SizeValue {
+    fn to_text(&self) -> String {
+        match self {
+            SizeValue::Text(text) => text.clone(),
+            SizeValue::Bytes(bytes) => bytes.to_string(),
+        }
+    }
+}
+
+/// A node's CPUs: a count, or explicit ids.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a CPU count or a list of CPU ids")]
+enum CpusValue {
+    Count(u32),
+    Ids(Vec<u16>),
+}
+
+/// One line for a TOML syntax or schema error: the key path when the error's
+/// span falls on a key or value, else the line number.
+fn toml_error(text: &str, err: &toml::de::Error) -> DescError {
+    let message = err
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let message = match message.strip_prefix("unknown field `") {
+        Some(rest) => match rest.split_once("`, ") {
+            Some((_, expected)) => format!("unknown key, {expected}"),
+            None => "unknown key".to_string(),
+        },
+        None => message,
+    };
+    let Some(span) = err.span() else {
+        return DescError::new("config", message);
+    };
+    match key_path_at(text, span.start) {
+        Some(path) => DescError::new(format!("config {path}"), message),
+        None => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&byte| byte == b'\n').count() + 1;
+            DescError::new("config", format!("line {line}: {message}"))
+        }
+    }
+}
+
+/// The dotted path (`node[1].ranges[0].start`) of the innermost key or value
+/// whose span holds `offset`; `None` when the text does not parse or nothing
+/// holds it.
+fn key_path_at(text: &str, offset: usize) -> Option<String> {
+    let document = toml_edit::ImDocument::parse(text).ok()?;
+    path_in_table(document.as_table(), offset, "")
+}
+
+fn holds(span: Option<Range<usize>>, offset: usize) -> bool {
+    span.is_some_and(|span| span.contains(&offset))
+}
+
+fn join_key(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn path_in_table(table: &toml_edit::Table, offset: usize, path: &str) -> Option<String> {
+    table.iter().find_map(|(key, item)| {
+        let child = join_key(path, key);
+        let on_key = table
+            .get_key_value(key)
+            .is_some_and(|(key, _)| holds(key.span(), offset));
+        if on_key {
+            return Some(child);
+        }
+        path_in_item(item, offset, &child)
+    })
+}
+
+fn path_in_item(item: &toml_edit::Item, offset: usize, path: &str) -> Option<String> {
+    match item {
+        toml_edit::Item::None => None,
+        toml_edit::Item::Value(value) => path_in_value(value, offset, path),
+        toml_edit::Item::Table(table) => path_in_table(table, offset, path)
+            .or_else(|| holds(table.span(), offset).then(|| path.to_string())),
+        toml_edit::Item::ArrayOfTables(tables) => {
+            tables.iter().enumerate().find_map(|(index, table)| {
+                let element = format!("{path}[{index}]");
+                path_in_table(table, offset, &element)
+                    .or_else(|| holds(table.span(), offset).then_some(element))
+            })
+        }
+    }
+}
+
+fn path_in_value(value: &toml_edit::Value, offset: usize, path: &str) -> Option<String> {
+    let inner = match value {
+        toml_edit::Value::Array(array) => array.iter().enumerate().find_map(|(index, element)| {
+            path_in_value(element, offset, &format!("{path}[{index}]"))
+        }),
+        toml_edit::Value::InlineTable(table) => table.iter().find_map(|(key, element)| {
+            let child = join_key(path, key);
+            let on_key = table
+                .get_key_value(key)
+                .is_some_and(|(key, _)| holds(key.span(), offset));
+            if on_key {
+                Some(child)
+            } else {
+                path_in_value(element, offset, &child)
+            }
+        }),
+        _ => None,
+    };
+    inner.or_else(|| holds(value.span(), offset).then(|| path.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pageframe::{LocalPageAllocator, ZoneType};
+
+    fn flags() -> MachineArgs {
+        MachineArgs::default()
+    }
+
+    fn error_field(args: &MachineArgs) -> String {
+        args.to_desc().unwrap_err().field
+    }
+
+    fn file_error(text: &str) -> String {
+        parse_machine_file(text).unwrap_err().to_string()
+    }
+
+    /// A file in the temp directory, unique per test.
+    fn temp_file(name: &str, text: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "pageframe-machine-args-{}-{name}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    const TWO_NODES: &str = r#"
+        dma32 = false
+        cmdline = "movablecore=2G"
+        distance = [[10, 21], [21, 10]]
+        [[node]]
+        mem = "8G"
+        cpus = [0, 1]
+        [[node]]
+        ranges = [{ start = "8G", size = "4G" }, { start = "16G", size = "4G" }]
+        cpus = 2
+    "#;
+
+    #[test]
+    fn nothing_given_is_the_default_machine() {
+        assert_eq!(
+            flags().to_desc().unwrap(),
+            MachineDesc::uniform(4 << 30, 1, 2).unwrap()
+        );
+    }
+
+    #[test]
+    fn flags_build_a_uniform_machine() {
+        let args = MachineArgs {
+            mem: Some("64G".into()),
+            nodes: Some(4),
+            cpus: Some(8),
+            ..flags()
+        };
+        assert_eq!(
+            args.to_desc().unwrap(),
+            MachineDesc::uniform(64 << 30, 4, 8).unwrap()
+        );
+    }
+
+    #[test]
+    fn geometry_flags_are_applied_and_memory_realigned() {
+        let args = MachineArgs {
+            mem: Some("3G".into()),
+            nodes: Some(2),
+            page_size: Some("64K".into()),
+            max_order: Some(11),
+            pageblock_order: Some(10),
+            dma32: true,
+            ..flags()
+        };
+        let desc = args.to_desc().unwrap();
+        assert_eq!(
+            (desc.page_shift, desc.max_order, desc.pageblock_order),
+            (16, 11, 10)
+        );
+        assert!(desc.dma32);
+        let block = 64u64 << 20;
+        for node in &desc.nodes {
+            assert!(node
+                .ranges
+                .iter()
+                .all(|r| r.start % block == 0 && r.size % block == 0));
+        }
+        assert_eq!(desc.nodes[0].ranges[0].size, 1536 << 20);
+    }
+
+    #[test]
+    fn cmdline_is_applied_last() {
+        let args = MachineArgs {
+            mem: Some("32G".into()),
+            cmdline: Some("movablecore=2G mem=16G".into()),
+            ..flags()
+        };
+        let desc = args.to_desc().unwrap();
+        assert_eq!(desc.total_bytes(), 32 << 30);
+        assert_eq!(
+            (desc.movablecore, desc.mem_limit),
+            (Some(2 << 30), Some(16 << 30))
+        );
+    }
+
+    #[test]
+    fn flag_errors_name_the_flag() {
+        let bad_size = MachineArgs {
+            mem: Some("12X".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&bad_size), "--mem");
+        assert_eq!(
+            error_field(&MachineArgs {
+                nodes: Some(0),
+                ..flags()
+            }),
+            "--nodes"
+        );
+        assert_eq!(
+            error_field(&MachineArgs {
+                cpus: Some(0),
+                ..flags()
+            }),
+            "--cpus"
+        );
+        let odd_page = MachineArgs {
+            page_size: Some("5000".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&odd_page), "--page-size");
+        let huge_page = MachineArgs {
+            page_size: Some("1M".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&huge_page), "page_size");
+        let zero = MachineArgs {
+            mem: Some("0".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&zero), "node[0].mem");
+        let order = MachineArgs {
+            pageblock_order: Some(11),
+            ..flags()
+        };
+        assert_eq!(error_field(&order), "pageblock_order");
+        let absurd = MachineArgs {
+            mem: Some("1G".into()),
+            page_size: Some("1P".into()),
+            pageblock_order: Some(255),
+            ..flags()
+        };
+        assert_eq!(error_field(&absurd), "page_size");
+        let big_order = MachineArgs {
+            mem: Some("2M".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&big_order), "node[0].mem");
+    }
+
+    #[test]
+    fn cmdline_errors_name_the_parameter() {
+        let bogus = MachineArgs {
+            cmdline: Some("bogus=1".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&bogus), "cmdline");
+        let bad = MachineArgs {
+            cmdline: Some("mem=1Q".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&bad), "cmdline mem");
+        let too_much = MachineArgs {
+            cmdline: Some("movablecore=8G".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&too_much), "movablecore");
+    }
+
+    #[test]
+    fn file_describes_nodes_ranges_and_cpus() {
+        let file = parse_machine_file(TWO_NODES).unwrap();
+        assert_eq!(file.cmdline.as_deref(), Some("movablecore=2G"));
+        let desc = file.desc;
+        assert_eq!(
+            desc.nodes[0].ranges,
+            vec![MemRange {
+                start: 0,
+                size: 8 << 30
+            }]
+        );
+        assert_eq!(desc.nodes[1].ranges.len(), 2);
+        assert_eq!(desc.nodes[1].cpus, vec![CpuId(2), CpuId(3)]);
+        assert_eq!(desc.distance(0, 1), 21);
+    }
+
+    #[test]
+    fn mem_nodes_follow_each_other_and_counts_follow_ids() {
+        let desc = parse_machine_file(
+            "[[node]]\nmem = \"2G\"\ncpus = 1\n[[node]]\nmem = 1073741824\n[[node]]\nmem = \"1G\"\ncpus = 2\n",
+        )
+        .unwrap()
+        .desc;
+        assert_eq!(
+            desc.nodes[1].ranges[0],
+            MemRange {
+                start: 2 << 30,
+                size: 1 << 30
+            }
+        );
+        assert_eq!(desc.nodes[2].ranges[0].start, 3 << 30);
+        assert!(desc.nodes[1].cpus.is_empty());
+        assert_eq!(desc.nodes[2].cpus, vec![CpuId(1), CpuId(2)]);
+    }
+
+    #[test]
+    fn file_errors_name_their_key() {
+        assert_eq!(
+            file_error("[[node]]\nmem = \"1G\"\n[[node]]\nmem = \"1G\"\nbogus = 3\n"),
+            "config node[1].bogus: unknown key, expected one of `mem`, `ranges`, `cpus`"
+        );
+        assert!(file_error("colour = 1\n").starts_with("config colour: unknown key"));
+        assert!(file_error("max_order = \"ten\"\n").starts_with("config max_order: invalid type"));
+        assert!(file_error("[[node]]\nmem = \"12X\"\n").starts_with("config node[0].mem: '12X'"));
+        assert!(file_error("[[node]]\nmem = true\n").starts_with("config node[0].mem: a size"));
+        assert!(
+            file_error("[[node]]\nranges = [{ start = 0, size = \"1G\", x = 1 }]\n")
+                .starts_with("config node[0].ranges[0].x: unknown key")
+        );
+        assert!(file_error("[[node]]\nranges = [{ start = 0 }]\n")
+            .starts_with("config node[0].ranges[0]: missing field `size`"));
+        assert!(file_error("distance = [[10, 300]]\n").starts_with("config distance[0][1]:"));
+        assert!(file_error("[[node]]\ncpus = \"two\"\n")
+            .starts_with("config node[0].cpus: a CPU count"));
+        assert!(file_error("[[node]\n").starts_with("config: line 1:"));
+        assert!(file_error("[[node]]\nmem = \"1G\"\nranges = []\n")
+            .starts_with("config node[0]: give mem"));
+        assert!(file_error("page_size = \"3K\"\n").starts_with("config page_size: '3K'"));
+        for text in [TWO_NODES, "[[node]]\nmem = \"1G\"\nbogus = 3\n"] {
+            assert_eq!(
+                parse_machine_file(text)
+                    .map_err(|e| e.to_string().lines().count())
+                    .err()
+                    .unwrap_or(1),
+                1
+            );
+        }
+    }
+
+    #[test]
+    fn file_values_are_validated_by_the_layout() {
+        let wrong_shape = temp_file(
+            "shape",
+            "distance = [[10]]\n[[node]]\nmem = \"1G\"\ncpus = 1\n[[node]]\nmem = \"1G\"\n",
+        );
+        let args = MachineArgs {
+            config: Some(wrong_shape),
+            ..flags()
+        };
+        assert_eq!(error_field(&args), "distance");
+        let overlap = temp_file(
+            "overlap",
+            "[[node]]\nmem = \"2G\"\ncpus = 1\n[[node]]\nranges = [{ start = \"1G\", size = \"2G\" }]\n",
+        );
+        assert_eq!(
+            error_field(&MachineArgs {
+                config: Some(overlap),
+                ..flags()
+            }),
+            "node[1].mem"
+        );
+        let no_cpu = temp_file("nocpu", "[[node]]\nmem = \"1G\"\ncpus = [1]\n");
+        assert_eq!(
+            error_field(&MachineArgs {
+                config: Some(no_cpu),
+                ..flags()
+            }),
+            "cpus"
+        );
+        let bad_cmdline = temp_file(
+            "cmdline",
+            "cmdline = \"bogus=1\"\n[[node]]\nmem = \"1G\"\ncpus = 1\n",
+        );
+        assert_eq!(
+            error_field(&MachineArgs {
+                config: Some(bad_cmdline),
+                ..flags()
+            }),
+            "config cmdline"
+        );
+        let missing = MachineArgs {
+            config: Some("/nonexistent/machine.toml".into()),
+            ..flags()
+        };
+        assert_eq!(error_field(&missing), "config");
+    }
+
+    #[test]
+    fn flags_override_the_file_and_cmdline_overrides_both() {
+        let path = temp_file("override", TWO_NODES);
+        let args = MachineArgs {
+            config: Some(path.clone()),
+            cpus: Some(8),
+            cmdline: Some("movablecore=4G".into()),
+            ..flags()
+        };
+        let desc = args.to_desc().unwrap();
+        assert_eq!(desc.nr_cpus(), 8);
+        assert_eq!(desc.nodes.len(), 2);
+        assert_eq!(desc.total_bytes(), 16 << 30);
+        assert_eq!(
+            desc.distance(0, 1),
+            21,
+            "same node count keeps the distances"
+        );
+        assert_eq!(desc.movablecore, Some(4 << 30));
+        let regrown = MachineArgs {
+            config: Some(path),
+            nodes: Some(4),
+            ..flags()
+        };
+        let desc = regrown.to_desc().unwrap();
+        assert_eq!((desc.nodes.len(), desc.distances.clone()), (4, None));
+    }
+
+    #[test]
+    fn example_two_node_file_parses_and_boots() {
+        let path = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/machines/two-node.toml"
+        ));
+        let desc = MachineArgs {
+            config: Some(path),
+            ..flags()
+        }
+        .to_desc()
+        .unwrap();
+        assert_eq!(desc.nodes.len(), 2);
+        let allocator = LocalPageAllocator::boot(&desc).unwrap();
+        assert!(allocator
+            .zone_snapshots()
+            .iter()
+            .any(|zone| zone.zone_type == ZoneType::Movable && zone.is_populated()));
+        allocator.check_invariants().unwrap();
+    }
+}

@@ -1,0 +1,173 @@
+//! Helpers shared by the integration tests: small machines whose invariant
+//! walk is cheap, the four /proc views captured together (to prove that a
+//! refused call changed nothing, byte for byte), where a PFN lives, and the
+//! conservation check `free + pcp + allocated == managed`.
+//!
+//! Every test binary compiles this module and uses a different subset of it.
+#![allow(dead_code)]
+
+use pageframe::machine::MemRange;
+use pageframe::page_alloc::ZoneSnapshot;
+use pageframe::proc;
+use pageframe::sync::LockFamily;
+use pageframe::{
+    LocalPageAllocator, MachineDesc, NodeId, Order, Page, PageAllocator, Pfn, ZoneType,
+};
+
+/// Bytes in a MiB.
+pub const MIB: u64 = 1 << 20;
+
+/// A one-node machine of `mem_mib` MiB with `cpus` CPUs.
+pub fn one_node(mem_mib: u64, cpus: usize) -> MachineDesc {
+    MachineDesc::uniform(mem_mib * MIB, 1, cpus).unwrap()
+}
+
+/// Boots a description as a single-threaded allocator and checks it.
+pub fn boot(desc: &MachineDesc) -> LocalPageAllocator {
+    let allocator = LocalPageAllocator::boot(desc).unwrap();
+    allocator.check_invariants().unwrap();
+    allocator
+}
+
+/// One node whose memory has a hole: `[0, 16M)` and `[32M, 48M)`.
+///
+/// ```text
+///  PFN 0          4096          8192         12288
+///  |   memory     |    hole      |   memory    |
+/// ```
+pub fn holey_machine() -> MachineDesc {
+    let mut desc = one_node(32, 2);
+    desc.nodes[0].ranges = vec![
+        MemRange {
+            start: 0,
+            size: 16 * MIB,
+        },
+        MemRange {
+            start: 32 * MIB,
+            size: 16 * MIB,
+        },
+    ];
+    desc
+}
+
+/// The four kernel-format views of an allocator at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcViews {
+    pub buddyinfo: String,
+    pub pagetypeinfo: String,
+    pub zoneinfo: String,
+    pub vmstat: String,
+}
+
+impl ProcViews {
+    pub fn capture<L: LockFamily>(allocator: &PageAllocator<L>) -> ProcViews {
+        ProcViews {
+            buddyinfo: proc::buddyinfo(allocator),
+            pagetypeinfo: proc::pagetypeinfo(allocator),
+            zoneinfo: proc::zoneinfo(allocator),
+            vmstat: proc::vmstat(allocator),
+        }
+    }
+}
+
+/// Asserts that `refused` leaves every view byte-for-byte unchanged and the
+/// invariants intact, and returns what it returned.
+pub fn assert_unchanged<L: LockFamily, T>(
+    allocator: &PageAllocator<L>,
+    refused: impl FnOnce() -> T,
+) -> T {
+    let before = ProcViews::capture(allocator);
+    let result = refused();
+    allocator.check_invariants().unwrap();
+    let after = ProcViews::capture(allocator);
+    assert_eq!(before.buddyinfo, after.buddyinfo, "buddyinfo changed");
+    assert_eq!(
+        before.pagetypeinfo, after.pagetypeinfo,
+        "pagetypeinfo changed"
+    );
+    assert_eq!(before.zoneinfo, after.zoneinfo, "zoneinfo changed");
+    assert_eq!(before.vmstat, after.vmstat, "vmstat changed");
+    result
+}
+
+/// A counter of /proc/vmstat by name.
+pub fn vmstat_value<L: LockFamily>(allocator: &PageAllocator<L>, name: &str) -> u64 {
+    proc::vmstat_counters(allocator)
+        .into_iter()
+        .find(|(counter, _)| counter == name)
+        .unwrap_or_else(|| panic!("no vmstat counter {name}"))
+        .1
+}
+
+/// The index (in `zone_snapshots()` order) of the zone holding `pfn`.
+pub fn zone_index_of<L: LockFamily>(allocator: &PageAllocator<L>, pfn: Pfn) -> usize {
+    allocator
+        .layout()
+        .zones()
+        .position(|zone| zone.present.iter().any(|range| range.contains(pfn)))
+        .unwrap_or_else(|| panic!("PFN {pfn} is in no zone"))
+}
+
+/// The node and zone type holding `pfn`.
+pub fn placement_of<L: LockFamily>(allocator: &PageAllocator<L>, pfn: Pfn) -> (NodeId, ZoneType) {
+    let zone = allocator
+        .layout()
+        .zones()
+        .nth(zone_index_of(allocator, pfn))
+        .unwrap();
+    (zone.node, zone.zone_type)
+}
+
+/// Asserts that a block of `order` at `page` is aligned and lies wholly in
+/// one present range.
+pub fn assert_block_in_memory<L: LockFamily>(
+    allocator: &PageAllocator<L>,
+    page: Page,
+    order: Order,
+) {
+    let pfn = page.pfn();
+    assert!(
+        pfn.is_aligned(order),
+        "PFN {pfn} not aligned to order {order}"
+    );
+    let last = pfn.offset(order.nr_pages() - 1);
+    assert!(
+        allocator
+            .layout()
+            .zones()
+            .flat_map(|zone| zone.present.iter())
+            .any(|range| range.contains(pfn) && range.contains(last)),
+        "order-{order} block at {pfn} is not inside one memory range"
+    );
+}
+
+/// Checks the invariants and that exactly `allocated` pages are held, and
+/// that every zone's pages add up: `free + pcp + allocated == managed`.
+pub fn assert_conserved<L: LockFamily>(allocator: &PageAllocator<L>, allocated: u64) {
+    allocator.check_invariants().unwrap();
+    assert_eq!(allocator.nr_allocated_pages(), allocated);
+    let zones = allocator.zone_snapshots();
+    let free: u64 = zones.iter().map(|zone| zone.free).sum();
+    let pcp: u64 = zones.iter().map(ZoneSnapshot::pcp_pages).sum();
+    let managed: u64 = zones.iter().map(|zone| zone.managed).sum();
+    assert_eq!(free, allocator.nr_free_pages());
+    assert_eq!(free + pcp + allocated, managed);
+}
+
+/// Pages of a list of held blocks.
+pub fn pages_held(held: &[(Page, Order)]) -> u64 {
+    held.iter().map(|(_, order)| order.nr_pages()).sum()
+}
+
+/// The snapshot of the first populated zone of type `zone_type` on `node`.
+pub fn zone_of_type<L: LockFamily>(
+    allocator: &PageAllocator<L>,
+    node: NodeId,
+    zone_type: ZoneType,
+) -> ZoneSnapshot {
+    allocator
+        .zone_snapshots()
+        .into_iter()
+        .find(|zone| zone.node == node && zone.zone_type == zone_type && zone.is_populated())
+        .unwrap_or_else(|| panic!("node {node} has no populated {zone_type:?} zone"))
+}

@@ -1,0 +1,309 @@
+//! Per-CPU lists and the bulk API. Per-CPU lists: a refill takes one batch
+//! scaled by order, the count stays below `high` after every free and a
+//! drain leaves at least a batch, a high-order free after a drain flushes
+//! the lists, and `drain_pcp` empties exactly one CPU. Bulk API: only empty
+//! slots are filled, the return value counts the populated prefix, every
+//! batch size from 1 to 256 works, fewer pages come back under pressure,
+//! node preference and masks are honoured, and a bulk free is one call.
+
+mod common;
+
+use common::{assert_conserved, assert_unchanged, boot, one_node, placement_of, vmstat_value, MIB};
+use pageframe::page_alloc::PcpSnapshot;
+use pageframe::{proc, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Nodemask, Order, Page};
+use std::collections::BTreeSet;
+
+fn pcp_of(allocator: &LocalPageAllocator, cpu: usize) -> PcpSnapshot {
+    allocator.zone_snapshots()[0].pcp[cpu]
+}
+
+#[test]
+fn refill_takes_a_batch_scaled_by_order() {
+    // 256 MiB: batch 15 (zone_batchsize), high = low watermark / 2 CPUs.
+    let allocator = boot(&one_node(256, 2));
+    let zone = &allocator.zone_snapshots()[0];
+    let PcpSnapshot { batch, high, .. } = zone.pcp[0];
+    assert_eq!(batch, 15);
+    assert_eq!(high as u64, zone.watermarks.low / 2);
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut held = Vec::new();
+    let mut expected_count = 0;
+    // (order, blocks per refill): max(batch >> order, 2), and the THP order.
+    for (order, refill_blocks) in [(0u8, 15u32), (1, 7), (3, 2), (9, 2)] {
+        let refills = vmstat_value(&allocator, "pcp_refill");
+        let page = cpu
+            .alloc_pages(Gfp::KERNEL, Order(order), NodeId(0))
+            .unwrap();
+        allocator.check_invariants().unwrap();
+        held.push((page, Order(order)));
+        expected_count += (refill_blocks - 1) << order;
+        assert_eq!(pcp_of(&allocator, 0).count, expected_count, "order {order}");
+        assert_eq!(vmstat_value(&allocator, "pcp_refill"), refills + 1);
+    }
+    // The THP refill overshoots high by less than one refill, as in the kernel.
+    assert!(expected_count > high);
+    for (page, order) in held {
+        cpu.free_pages(page, order).unwrap();
+        allocator.check_invariants().unwrap();
+    }
+    cpu.drain_pcp();
+    assert_eq!(pcp_of(&allocator, 0).count, 0);
+    assert_conserved(&allocator, 0);
+}
+
+#[test]
+fn count_stays_below_high_drains_keep_a_batch_and_drain_pcp_is_per_cpu() {
+    let allocator = boot(&one_node(256, 2));
+    let boot_buddyinfo = proc::buddyinfo(&allocator);
+    let PcpSnapshot { batch, high, .. } = pcp_of(&allocator, 0);
+    let cpu0 = allocator.cpu(CpuId(0)).unwrap();
+    let cpu1 = allocator.cpu(CpuId(1)).unwrap();
+
+    // CPU 1 parks a few pages on its lists.
+    let parked: Vec<Page> = (0..5)
+        .map(|_| cpu1.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
+        .collect();
+    cpu1.free_pages_bulk(&parked).unwrap();
+    let parked_count = pcp_of(&allocator, 1).count;
+    assert_eq!(parked_count, batch);
+
+    // Allocating only ever refills an empty list: the count stays under a batch.
+    let order1 = cpu0.alloc_pages(Gfp::KERNEL, Order(1), NodeId(0)).unwrap();
+    cpu0.drain_pcp();
+    let mut pages = Vec::new();
+    for _ in 0..3 * high {
+        pages.push(cpu0.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap());
+        allocator.check_invariants().unwrap();
+        assert!(pcp_of(&allocator, 0).count < batch);
+    }
+
+    // Freeing: +1 per page until the count reaches high, then a drain that
+    // leaves at least one batch behind.
+    let drained_before = vmstat_value(&allocator, "pcp_drain_pages");
+    let mut drains = 0;
+    for page in pages {
+        let before = pcp_of(&allocator, 0).count;
+        cpu0.free_pages(page, Order(0)).unwrap();
+        allocator.check_invariants().unwrap();
+        let after = pcp_of(&allocator, 0).count;
+        assert!(after < high, "count {after} at high {high}");
+        if before + 1 < high {
+            assert_eq!(after, before + 1);
+        } else {
+            assert!(
+                after >= batch && after <= high - batch,
+                "drained to {after}"
+            );
+            drains += 1;
+        }
+    }
+    assert!(drains >= 2);
+    assert!(vmstat_value(&allocator, "pcp_drain_pages") > drained_before);
+    assert_eq!(
+        pcp_of(&allocator, 1).count,
+        parked_count,
+        "CPU 1 was drained"
+    );
+
+    // drain_pcp empties one CPU only.
+    allocator.drain_pcp(CpuId(1)).unwrap();
+    allocator.check_invariants().unwrap();
+    assert_eq!(pcp_of(&allocator, 1).count, 0);
+    assert!(pcp_of(&allocator, 0).count >= batch);
+
+    // Freeing a high-order page after drains without allocations in
+    // between flushes the whole list (free_high in free_unref_page_commit()).
+    cpu0.free_pages(order1, Order(1)).unwrap();
+    allocator.check_invariants().unwrap();
+    assert_eq!(pcp_of(&allocator, 0).count, 0);
+    assert_conserved(&allocator, 0);
+    assert_eq!(proc::buddyinfo(&allocator), boot_buddyinfo);
+}
+
+/// Asserts the slots hold distinct allocated order-0 pages.
+fn assert_distinct(slots: &[Option<Page>]) -> Vec<Page> {
+    let pages: Vec<Page> = slots.iter().flatten().copied().collect();
+    let unique: BTreeSet<Page> = pages.iter().copied().collect();
+    assert_eq!(unique.len(), pages.len(), "a page was handed out twice");
+    pages
+}
+
+#[test]
+fn bulk_fills_every_batch_size_from_1_to_256() {
+    let allocator = boot(&one_node(64, 2));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    for size in 1..=256usize {
+        let allocated_before = vmstat_value(&allocator, "pgalloc_normal");
+        let mut slots = vec![None; size];
+        let filled = cpu
+            .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut slots)
+            .unwrap();
+        assert_eq!(filled, size);
+        let pages = assert_distinct(&slots);
+        assert_eq!(pages.len(), size);
+        assert_conserved(&allocator, size as u64);
+        assert_eq!(
+            vmstat_value(&allocator, "pgalloc_normal"),
+            allocated_before + size as u64
+        );
+        cpu.free_pages_bulk(&pages).unwrap();
+        assert_conserved(&allocator, 0);
+    }
+}
+
+#[test]
+fn bulk_fills_only_empty_slots_and_counts_the_populated_prefix() {
+    let allocator = boot(&one_node(64, 2));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mine: Vec<Page> = (0..3)
+        .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
+        .collect();
+
+    // Holes between pre-populated slots are filled; the others are kept.
+    let mut slots = vec![
+        Some(mine[0]),
+        None,
+        Some(mine[1]),
+        None,
+        None,
+        Some(mine[2]),
+        None,
+    ];
+    let filled = cpu
+        .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut slots)
+        .unwrap();
+    assert_eq!(filled, 7);
+    assert_eq!(
+        (slots[0], slots[2], slots[5]),
+        (Some(mine[0]), Some(mine[1]), Some(mine[2]))
+    );
+    let pages = assert_distinct(&slots);
+    assert_conserved(&allocator, 7);
+
+    // A full array allocates nothing and changes nothing.
+    let mut full = slots.clone();
+    let filled = assert_unchanged(&allocator, || {
+        cpu.alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut full)
+    });
+    assert_eq!((filled, &full), (Ok(7), &slots));
+
+    // One empty slot after a populated prefix: a single allocation.
+    let mut one_left = vec![Some(mine[0]), Some(mine[1]), None];
+    let filled = cpu
+        .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut one_left)
+        .unwrap();
+    assert_eq!(filled, 3);
+    let extra = one_left[2].unwrap();
+    assert!(!pages.contains(&extra));
+    assert_conserved(&allocator, 8);
+
+    // The list variant appends to what the vector holds.
+    let mut list = vec![extra];
+    assert_eq!(
+        cpu.alloc_pages_bulk_vec(Gfp::KERNEL, NodeId(0), 10, &mut list),
+        Ok(10)
+    );
+    assert_eq!(list.len(), 11);
+    assert_eq!(list[0], extra);
+    assert_conserved(&allocator, 18);
+
+    let mut all: BTreeSet<Page> = pages.into_iter().collect();
+    all.extend(list);
+    assert_eq!(all.len(), 18);
+    cpu.free_pages_bulk(&all.into_iter().collect::<Vec<_>>())
+        .unwrap();
+    assert_conserved(&allocator, 0);
+}
+
+#[test]
+fn bulk_returns_fewer_pages_under_pressure_and_none_when_memory_is_gone() {
+    // 16 MiB: low watermark 160. A bulk call needs low + nr_pages free in
+    // the zone; otherwise it falls back to one ordinary allocation.
+    let allocator = boot(&one_node(16, 1));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut held = Vec::new();
+    while let Ok(page) = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)) {
+        allocator.check_invariants().unwrap();
+        held.push(page);
+    }
+    let returned: Vec<Page> = held.drain(..40).collect();
+    cpu.free_pages_bulk(&returned).unwrap();
+    allocator.drain_all_pages();
+    let zone = &allocator.zone_snapshots()[0];
+    assert!(zone.free > zone.watermarks.low && zone.free <= zone.watermarks.low + 64);
+    assert_conserved(&allocator, held.len() as u64);
+
+    let mut slots = vec![None; 64];
+    let filled = cpu
+        .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut slots)
+        .unwrap();
+    assert_eq!(filled, 1);
+    assert!(slots[0].is_some() && slots[1..].iter().all(Option::is_none));
+    held.push(slots[0].unwrap());
+
+    // The count is of the populated prefix: a page in a later slot does
+    // not count when the slot before it stays empty.
+    let mut gapped = vec![None; 64];
+    gapped[5] = Some(held[0]);
+    let filled = cpu
+        .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut gapped)
+        .unwrap();
+    assert_eq!(filled, 1);
+    assert!(gapped[0].is_some() && gapped[1..5].iter().all(Option::is_none));
+    assert_eq!(gapped[5], Some(held[0]));
+    held.push(gapped[0].unwrap());
+    assert_conserved(&allocator, held.len() as u64);
+
+    // With every page gone the call succeeds and populates nothing.
+    while let Ok(page) = cpu.alloc_pages(Gfp::KERNEL | Gfp::MEMALLOC, Order(0), NodeId(0)) {
+        allocator.check_invariants().unwrap();
+        held.push(page);
+    }
+    let mut empty = vec![None; 8];
+    assert_eq!(
+        cpu.alloc_pages_bulk(Gfp::ATOMIC, NodeId(0), None, &mut empty),
+        Ok(0)
+    );
+    assert!(empty.iter().all(Option::is_none));
+    assert_conserved(&allocator, held.len() as u64);
+    cpu.free_pages_bulk(&held).unwrap();
+    assert_conserved(&allocator, 0);
+}
+
+#[test]
+fn bulk_follows_the_preferred_node_and_the_nodemask() {
+    let allocator = boot(&MachineDesc::uniform(64 * MIB, 2, 2).unwrap());
+    let cpu0 = allocator.cpu(CpuId(0)).unwrap();
+    let mut held = Vec::new();
+    for (preferred, mask, expected) in [
+        (NodeId(0), None, NodeId(0)),
+        (NodeId(1), None, NodeId(1)),
+        (NodeId(0), Some(Nodemask::of(NodeId(1))), NodeId(1)),
+        (NodeId(1), Some(Nodemask::of(NodeId(0))), NodeId(0)),
+    ] {
+        let mut slots = vec![None; 100];
+        let filled = cpu0
+            .alloc_pages_bulk(Gfp::KERNEL, preferred, mask.as_ref(), &mut slots)
+            .unwrap();
+        allocator.check_invariants().unwrap();
+        assert_eq!(filled, 100);
+        for page in assert_distinct(&slots) {
+            assert_eq!(placement_of(&allocator, page.pfn()).0, expected);
+            held.push(page);
+        }
+    }
+    assert_eq!(vmstat_value(&allocator, "numa_hit"), 400);
+    assert_eq!(vmstat_value(&allocator, "numa_local"), 200);
+
+    // One bulk free of pages from both nodes' zones, on another CPU.
+    let cpu1 = allocator.cpu(CpuId(1)).unwrap();
+    cpu1.free_pages_bulk(&held).unwrap();
+    assert_conserved(&allocator, 0);
+    assert_eq!(vmstat_value(&allocator, "pgfree"), 400);
+    let pcp_pages: u64 = allocator
+        .zone_snapshots()
+        .iter()
+        .map(|zone| zone.pcp[1].count as u64)
+        .sum();
+    assert!(pcp_pages > 0, "the bulk free bypassed CPU 1's lists");
+}
