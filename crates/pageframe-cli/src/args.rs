@@ -25,6 +25,19 @@ pub enum Command {
     Proc(ProcArgs),
     /// Boot a machine and print its zones, CPUs, boot time and memory costs.
     Info(InfoArgs),
+    /// Run `bulk` and `scaling` and print the README's performance section.
+    PerfTable(PerfTableArgs),
+}
+
+/// `pageframe perf-table`.
+#[derive(Debug, Args)]
+pub struct PerfTableArgs {
+    /// Also write the section into this file, between its perf-table markers.
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Size of the runs: quick or full.
+    #[arg(long, default_value = "quick")]
+    pub scale: String,
 }
 
 /// `pageframe run`.

@@ -7,6 +7,7 @@
 mod args;
 mod error;
 mod info;
+mod perf_table;
 mod plan;
 mod proc_views;
 mod run;

@@ -4,7 +4,7 @@
 
 use crate::args::{Cli, Command};
 use crate::error::CliError;
-use crate::{info, proc_views, run};
+use crate::{info, perf_table, proc_views, run};
 use pageframe::MachineDesc;
 use pageframe_lab::experiments::{self, ExperimentError, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
@@ -20,6 +20,17 @@ pub enum Plan {
     Proc(ProcPlan),
     /// Boot and describe the machine.
     Info(InfoPlan),
+    /// Regenerate the performance section.
+    PerfTable(PerfTablePlan),
+}
+
+/// `pageframe perf-table`, validated.
+#[derive(Debug)]
+pub struct PerfTablePlan {
+    /// Scale of the runs (seed 42).
+    pub options: RunOptions,
+    /// The file to update and its current text (checked for markers).
+    pub target: Option<(std::path::PathBuf, String)>,
 }
 
 /// `pageframe run`, validated.
@@ -56,12 +67,7 @@ impl Plan {
     pub fn from_args(cli: Cli) -> Result<Plan, CliError> {
         match cli.command {
             Command::Run(args) => {
-                let scale = Scale::parse(&args.scale).ok_or_else(|| {
-                    CliError::Invalid(format!(
-                        "unknown scale '{}' (known: quick, full)",
-                        args.scale
-                    ))
-                })?;
+                let scale = parse_scale(&args.scale)?;
                 let format = Format::parse(&args.format).ok_or_else(|| {
                     CliError::Invalid(format!(
                         "unknown format '{}' (known: table, json, csv)",
@@ -99,6 +105,30 @@ impl Plan {
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
             })),
+            Command::PerfTable(args) => {
+                let scale = parse_scale(&args.scale)?;
+                let target = match args.write {
+                    None => None,
+                    Some(path) => {
+                        let text = std::fs::read_to_string(&path).map_err(|err| {
+                            CliError::Invalid(format!("cannot read {}: {err}", path.display()))
+                        })?;
+                        if pageframe_lab::perf_table::splice(&text, "").is_none() {
+                            return Err(CliError::Invalid(format!(
+                                "{} has no '{}' ... '{}' markers",
+                                path.display(),
+                                pageframe_lab::perf_table::BEGIN_MARKER,
+                                pageframe_lab::perf_table::END_MARKER
+                            )));
+                        }
+                        Some((path, text))
+                    }
+                };
+                Ok(Plan::PerfTable(PerfTablePlan {
+                    options: RunOptions { scale, seed: 42 },
+                    target,
+                }))
+            }
         }
     }
 
@@ -108,8 +138,15 @@ impl Plan {
             Plan::Run(plan) => run::execute(&plan, out),
             Plan::Proc(plan) => proc_views::execute(&plan, out),
             Plan::Info(plan) => info::execute(&plan, out),
+            Plan::PerfTable(plan) => perf_table::execute(&plan, out),
         }
     }
+}
+
+/// `quick` or `full`.
+fn parse_scale(text: &str) -> Result<Scale, CliError> {
+    Scale::parse(text)
+        .ok_or_else(|| CliError::Invalid(format!("unknown scale '{text}' (known: quick, full)")))
 }
 
 /// `buddyinfo,vmstat` into known view names, in the order given.

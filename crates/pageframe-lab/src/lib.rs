@@ -7,5 +7,6 @@ pub mod churn;
 pub mod experiments;
 pub mod machine_args;
 pub mod peers;
+pub mod perf_table;
 pub mod report;
 pub mod timing;

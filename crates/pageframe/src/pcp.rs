@@ -25,7 +25,9 @@ pub const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_O
 /// All lists, the THP list last (`NR_PCP_LISTS`).
 pub const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 1;
 
-/// The per-CPU lists of one CPU for one zone.
+/// The per-CPU lists of one CPU for one zone. Cache-line aligned (with its
+/// lock) so that two CPUs' lists never share a line.
+#[repr(align(64))]
 pub struct PerCpuPages {
     lists: [VecDeque<u32>; NR_PCP_LISTS],
     count: u32,

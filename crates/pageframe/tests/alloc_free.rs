@@ -6,35 +6,14 @@
 
 mod common;
 
-use common::{assert_block_in_memory, assert_conserved, boot, one_node, pages_held, vmstat_value};
-use pageframe::{proc, AllocError, CpuId, Gfp, LocalPageAllocator, NodeId, Order, Page, Pfn};
+use common::{
+    allocate_until_oom, assert_block_in_memory, assert_conserved, boot, one_node, pages_held,
+    vmstat_value,
+};
+use pageframe::{
+    proc, AllocError, AllocOptions, CpuId, Gfp, LocalPageAllocator, NodeId, Order, Page, Pfn,
+};
 use std::collections::BTreeMap;
-
-/// Allocates with `gfp` at `order` on `cpu` until the allocator says
-/// `NoMemory`, checking the invariants after every call.
-fn allocate_until_oom(
-    allocator: &LocalPageAllocator,
-    cpu: CpuId,
-    gfp: Gfp,
-    order: Order,
-) -> Vec<Page> {
-    let handle = allocator.cpu(cpu).unwrap();
-    let mut pages = Vec::new();
-    loop {
-        match handle.alloc_pages(gfp, order, NodeId(0)) {
-            Ok(page) => {
-                assert_block_in_memory(allocator, page, order);
-                pages.push(page);
-            }
-            Err(err) => {
-                assert_eq!(err, AllocError::NoMemory { order });
-                allocator.check_invariants().unwrap();
-                return pages;
-            }
-        }
-        allocator.check_invariants().unwrap();
-    }
-}
 
 /// Asserts that no two blocks overlap.
 fn assert_disjoint(blocks: &[(Page, Order)]) {
@@ -143,13 +122,33 @@ fn every_order_up_to_max_allocates_an_aligned_block_that_merges_back() {
 }
 
 #[test]
+fn trusted_frees_without_checks_still_split_and_merge() {
+    let options = AllocOptions {
+        vm_events: true,
+        free_checks: false,
+    };
+    let allocator = LocalPageAllocator::boot_with(&one_node(16, 2), options).unwrap();
+    let boot_buddyinfo = proc::buddyinfo(&allocator);
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut held = Vec::new();
+    for order in (0..=10).map(Order) {
+        let page = cpu.alloc_pages(Gfp::MOVABLE, order, NodeId(0)).unwrap();
+        assert_block_in_memory(&allocator, page, order);
+        held.push((page, order));
+        assert_conserved(&allocator, pages_held(&held));
+    }
+    assert_disjoint(&held);
+    free_all_and_expect(&allocator, CpuId(1), &held, &boot_buddyinfo);
+}
+
+#[test]
 fn exhausting_each_order_ends_in_no_memory_and_everything_comes_back() {
     // 16 MiB (4096 pages) keeps the invariant walk after every call cheap.
     let allocator = boot(&one_node(16, 2));
     let boot_buddyinfo = proc::buddyinfo(&allocator);
     let min = allocator.zone_snapshots()[0].watermarks.min;
     for order in (0..=10).map(Order) {
-        let pages = allocate_until_oom(&allocator, CpuId(0), Gfp::KERNEL, order);
+        let pages = allocate_until_oom(&allocator, CpuId(0), Gfp::KERNEL, order, NodeId(0));
         assert!(!pages.is_empty(), "no order-{order} block at all");
         let held: Vec<(Page, Order)> = pages.iter().map(|&page| (page, order)).collect();
         assert_disjoint(&held);
@@ -173,7 +172,7 @@ fn order_ten_exhaustion_counts_blocks_exactly() {
     // free - 1023 > 128, so only while two blocks are free: three succeed.
     let allocator = boot(&one_node(16, 1));
     assert_eq!(allocator.zone_snapshots()[0].watermarks.min, 128);
-    let pages = allocate_until_oom(&allocator, CpuId(0), Gfp::KERNEL, Order(10));
+    let pages = allocate_until_oom(&allocator, CpuId(0), Gfp::KERNEL, Order(10), NodeId(0));
     assert_eq!(pages.len(), 3);
     assert_eq!(allocator.zone_snapshots()[0].free, 1024);
 }
@@ -206,7 +205,7 @@ fn slow_path_drains_pages_parked_on_another_cpu_and_memory_comes_back() {
     let drained_before = vmstat_value(&allocator, "pcp_drain_pages");
     let mut first_run = 0;
     for round in 0..2 {
-        let pages = allocate_until_oom(&allocator, CpuId(0), Gfp::KERNEL, Order(0));
+        let pages = allocate_until_oom(&allocator, CpuId(0), Gfp::KERNEL, Order(0), NodeId(0));
         let zone = &allocator.zone_snapshots()[0];
         assert_eq!(zone.pcp_pages(), 0, "a per-CPU list kept pages at OOM");
         assert!(
@@ -229,7 +228,13 @@ fn slow_path_drains_pages_parked_on_another_cpu_and_memory_comes_back() {
 /// The zone's free pages after allocating order-0 pages with `gfp` until
 /// it fails; `NoMemory` is the only acceptable error.
 fn free_after_exhausting(allocator: &LocalPageAllocator, gfp: Gfp, held: &mut Vec<Page>) -> u64 {
-    held.extend(allocate_until_oom(allocator, CpuId(0), gfp, Order(0)));
+    held.extend(allocate_until_oom(
+        allocator,
+        CpuId(0),
+        gfp,
+        Order(0),
+        NodeId(0),
+    ));
     assert_conserved(allocator, held.len() as u64);
     allocator.zone_snapshots()[0].free
 }
@@ -287,6 +292,7 @@ fn each_gfp_class_stops_at_its_own_watermark() {
         CpuId(0),
         Gfp::KERNEL | Gfp::MEMALLOC,
         Order(0),
+        NodeId(0),
     ));
     let zone = &allocator.zone_snapshots()[0];
     assert_eq!((zone.free, zone.pcp_pages()), (0, 0));

@@ -8,7 +8,8 @@
 mod common;
 
 use common::{
-    assert_conserved, boot, one_node, pages_held, placement_of, vmstat_value, zone_of_type, MIB,
+    allocate_until_oom, assert_conserved, boot, one_node, pages_held, placement_of, vmstat_value,
+    zone_of_type, MIB,
 };
 use pageframe::machine::{apply_cmdline, MemRange};
 use pageframe::{
@@ -16,22 +17,9 @@ use pageframe::{
     Order, Page, ZoneType,
 };
 
-/// Order-0 allocations with `gfp` on `cpu`, preferring `node`, until
-/// `NoMemory`; the invariants are checked after each.
+/// Order-0 allocations until `NoMemory`, invariants checked after each.
 fn exhaust(allocator: &LocalPageAllocator, cpu: CpuId, gfp: Gfp, node: NodeId) -> Vec<Page> {
-    let handle = allocator.cpu(cpu).unwrap();
-    let mut pages = Vec::new();
-    loop {
-        let result = handle.alloc_pages(gfp, Order(0), node);
-        allocator.check_invariants().unwrap();
-        match result {
-            Ok(page) => pages.push(page),
-            Err(err) => {
-                assert_eq!(err, AllocError::NoMemory { order: Order(0) });
-                return pages;
-            }
-        }
-    }
+    allocate_until_oom(allocator, cpu, gfp, Order(0), node)
 }
 
 fn pageblocks(allocator: &LocalPageAllocator) -> [u64; 5] {

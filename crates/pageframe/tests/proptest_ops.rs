@@ -24,11 +24,14 @@ use std::collections::BTreeMap;
 const NR_CPUS: u16 = 3;
 const NR_NODES: u16 = 2;
 const MAX_ORDER: u8 = 10;
+/// One past the machine's last PFN.
+const END_PFN: u64 = (32 * MIB) >> 12;
 
-/// Two nodes of 32 MiB, each with 8 MiB of ZONE_MOVABLE, three CPUs.
+/// Two nodes of 16 MiB, each with 4 MiB of ZONE_MOVABLE, three CPUs: small
+/// enough that random sequences run out of memory now and then.
 fn machine() -> MachineDesc {
-    let mut desc = MachineDesc::uniform(64 * MIB, NR_NODES as usize, NR_CPUS as usize).unwrap();
-    apply_cmdline(&mut desc, "movablecore=16M").unwrap();
+    let mut desc = MachineDesc::uniform(32 * MIB, NR_NODES as usize, NR_CPUS as usize).unwrap();
+    apply_cmdline(&mut desc, "movablecore=8M").unwrap();
     desc
 }
 
@@ -102,13 +105,19 @@ enum Op {
         pfn: u64,
         order: u8,
     },
+    /// Allocates until the allocator refuses: out of memory, or bad input.
+    Exhaust {
+        cpu: u16,
+        gfp: usize,
+        order: u8,
+    },
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
     let cpu = 0..NR_CPUS;
     let gfp = 0..gfp_choices().len();
     let order =
-        prop_oneof![6 => Just(0u8), 3 => 1u8..=3, 2 => 4u8..=MAX_ORDER, 1 => Just(MAX_ORDER + 1)];
+        prop_oneof![5 => Just(0u8), 2 => 1u8..=3, 4 => 4u8..=MAX_ORDER, 1 => Just(MAX_ORDER + 1)];
     let node = prop_oneof![9 => 0..NR_NODES, 1 => Just(NR_NODES)];
     prop_oneof![
         8 => (cpu.clone(), gfp.clone(), order.clone(), node.clone())
@@ -116,7 +125,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (cpu.clone(), gfp.clone(), order, node.clone(), 0u8..8).prop_map(
             |(cpu, gfp, order, node, mask)| Op::AllocMasked { cpu, gfp, order, node, mask }
         ),
-        6 => (cpu.clone(), any::<usize>()).prop_map(|(cpu, pick)| Op::Free { cpu, pick }),
+        4 => (cpu.clone(), any::<usize>()).prop_map(|(cpu, pick)| Op::Free { cpu, pick }),
         3 => (cpu.clone(), gfp, node, 1usize..=64, any::<u64>()).prop_map(
             |(cpu, gfp, node, len, prefill)| Op::BulkAlloc { cpu, gfp, node, len, prefill }
         ),
@@ -126,8 +135,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => (cpu.clone(), any::<usize>()).prop_map(|(cpu, pick)| Op::DoubleFree { cpu, pick }),
         1 => (cpu.clone(), any::<usize>(), 1u8..=3)
             .prop_map(|(cpu, pick, delta)| Op::WrongOrderFree { cpu, pick, delta }),
-        1 => (cpu, 0u64..20_000, 0u8..=MAX_ORDER + 1)
+        1 => (cpu.clone(), 0..END_PFN + 2048, 0u8..=MAX_ORDER + 1)
             .prop_map(|(cpu, pfn, order)| Op::StrayFree { cpu, pfn, order }),
+        1 => (cpu, 0..gfp_choices().len(), 0u8..=MAX_ORDER)
+            .prop_map(|(cpu, gfp, order)| Op::Exhaust { cpu, gfp, order }),
     ]
 }
 
@@ -252,14 +263,14 @@ fn check_alloc<L: LockFamily>(
     (gfp, order, node): (usize, u8, u16),
     no_eligible_zone: bool,
     call: impl FnOnce() -> Result<Page, AllocError>,
-) {
+) -> bool {
     if let Some(expected) = expected_alloc_error(gfp, order, node) {
         let err = assert_unchanged(allocator, call).unwrap_err();
         assert!(
             same_error(&err, &expected),
             "{err:?}, expected {expected:?}"
         );
-        return;
+        return false;
     }
     if no_eligible_zone {
         let result = assert_unchanged(allocator, call);
@@ -269,16 +280,22 @@ fn check_alloc<L: LockFamily>(
                 order: Order(order)
             })
         );
-        return;
+        return false;
     }
     match call() {
-        Ok(page) => model.take(page, Order(order)),
-        Err(err) => assert_eq!(
-            err,
-            AllocError::NoMemory {
-                order: Order(order)
-            }
-        ),
+        Ok(page) => {
+            model.take(page, Order(order));
+            true
+        }
+        Err(err) => {
+            assert_eq!(
+                err,
+                AllocError::NoMemory {
+                    order: Order(order)
+                }
+            );
+            false
+        }
     }
 }
 
@@ -300,6 +317,15 @@ fn step<L: LockFamily>(
             check_alloc(allocator, model, (gfp, order, node), dma32(gfp), || {
                 handle.alloc_pages(gfp_choices()[gfp].0, Order(order), NodeId(node))
             });
+        }
+        Op::Exhaust { cpu, gfp, order } => {
+            let handle = &handles[cpu as usize];
+            let attempt = || handle.alloc_pages(gfp_choices()[gfp].0, Order(order), NodeId(0));
+            let mut allocations = 0;
+            while check_alloc(allocator, model, (gfp, order, 0), dma32(gfp), attempt) {
+                allocations += 1;
+                assert!(allocations <= END_PFN, "allocated more blocks than pages");
+            }
         }
         Op::AllocMasked {
             cpu,
@@ -418,7 +444,7 @@ fn step<L: LockFamily>(
             let result = assert_unchanged(allocator, || {
                 handles[cpu as usize].free_pages(page, Order(order))
             });
-            if pfn >= 16384 {
+            if pfn >= END_PFN {
                 assert_eq!(result, Err(FreeError::NotMemory(Pfn(pfn))));
             } else {
                 assert!(result.is_err());
@@ -456,9 +482,11 @@ fn bulk_alloc<L: LockFamily>(
     let populated = call(&mut slots).unwrap();
     assert!(populated <= len);
     assert!(slots[..populated].iter().all(Option::is_some));
+    // The count is an index: the slot it points at was not filled by this
+    // call (it may hold a page the caller put there).
     if populated < len {
         assert!(
-            slots[populated].is_none(),
+            slots[populated] == before[populated],
             "slot {populated} filled but not counted"
         );
     }

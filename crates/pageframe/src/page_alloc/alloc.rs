@@ -309,9 +309,8 @@ impl<L: LockFamily> PageAllocator<L> {
         self.rmqueue_pcp_list(&mut pcp, zone, pindex, order, migratetype, flags)
     }
 
-    /// Pops a page from a per-CPU list, refilling it with a batch from the
-    /// buddy lists under one zone-lock acquisition when it is empty.
-    /// mirrors __rmqueue_pcplist() and rmqueue_bulk().
+    /// Pops a page from a per-CPU list, refilling it first when it is empty.
+    /// mirrors __rmqueue_pcplist().
     #[inline]
     pub(crate) fn rmqueue_pcp_list(
         &self,
@@ -323,24 +322,37 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
     ) -> Option<u32> {
         if pcp.list_is_empty(pindex) {
-            let batch = pcp.refill_count(order);
-            let mut buddy = self.lock_zone(zone);
-            let mut mode = RmqueueMode::Normal;
-            for _ in 0..batch {
-                let Some(pfn) = buddy.rmqueue(&self.frames, order, migratetype, flags, &mut mode)
-                else {
-                    break;
-                };
-                self.frames.memmap.set_info(
-                    pfn,
-                    PageInfo::new(PageState::Pcp, Order(order), migratetype.index()),
-                );
-                pcp.push_refill(pindex, order, pfn);
-            }
-            buddy.events_mut().pcp_refill += 1;
-            self.publish(zone, &buddy);
+            self.refill_pcp_list(pcp, zone, pindex, order, migratetype, flags);
         }
         pcp.pop(pindex, order)
+    }
+
+    /// Moves a batch of blocks from the buddy lists to a per-CPU list under
+    /// one zone-lock acquisition. mirrors rmqueue_bulk().
+    #[inline(never)]
+    pub(crate) fn refill_pcp_list(
+        &self,
+        pcp: &mut PerCpuPages,
+        zone: usize,
+        pindex: usize,
+        order: u8,
+        migratetype: MigrateType,
+        flags: AllocFlags,
+    ) {
+        let batch = pcp.refill_count(order);
+        let mut buddy = self.lock_zone(zone);
+        let mut mode = RmqueueMode::Normal;
+        let listed = PageInfo::new(PageState::Pcp, Order(order), migratetype.index());
+        for _ in 0..batch {
+            let Some(pfn) = buddy.rmqueue(&self.frames, order, migratetype, flags, &mut mode)
+            else {
+                break;
+            };
+            self.frames.memmap.set_info(pfn, listed);
+            pcp.push_refill(pindex, order, pfn);
+        }
+        buddy.events_mut().pcp_refill += 1;
+        self.publish(zone, &buddy);
     }
 
     /// mirrors rmqueue_buddy(): the zone lock, the HIGHATOMIC reserve first

@@ -147,21 +147,33 @@ impl<L: LockFamily> PageAllocator<L> {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
         }
+        // Pass 1: check every page and mark it Freeing, so that nothing is
+        // freed unless everything can be; note whether one zone holds them all.
+        let mut single_zone = None;
         for (done, page) in pages.iter().enumerate() {
-            if let Err(err) = self.claim_for_free(page.pfn(), Order(0), true) {
-                for undo in &pages[..done] {
-                    self.unclaim(undo.pfn(), Order(0));
+            match self.claim_for_free(page.pfn(), Order(0), true) {
+                Ok(zone) if done == 0 || single_zone == Some(zone) => single_zone = Some(zone),
+                Ok(_) => single_zone = None,
+                Err(err) => {
+                    for undo in &pages[..done] {
+                        self.unclaim(undo.pfn(), Order(0));
+                    }
+                    return Err(err);
                 }
-                return Err(err);
             }
         }
+        // Pass 2: the frees, one pcp-lock acquisition per run of pages of a zone.
         let mut locked: Option<(usize, L::Guard<'_, PerCpuPages>)> = None;
+        let mut run_pages = 0u64;
         for page in pages {
             let pfn = page.pfn();
-            let zone = self.zone_of(pfn).expect("claimed pages are memory");
-            self.count_event(cpu, zone, VmEvent::Pgfree, 1);
+            let zone = match single_zone {
+                Some(zone) => zone,
+                None => self.zone_of(pfn).expect("claimed pages are memory"),
+            };
             let mut migratetype = self.frames.blocks.migratetype(pfn);
             if migratetype == MigrateType::Isolate {
+                self.count_event(cpu, zone, VmEvent::Pgfree, 1);
                 self.free_one_page(zone, pfn.0 as u32, 0);
                 continue;
             }
@@ -169,12 +181,21 @@ impl<L: LockFamily> PageAllocator<L> {
                 migratetype = MigrateType::Movable;
             }
             if locked.as_ref().is_none_or(|(held, _)| *held != zone) {
-                // Release the previous zone's pcp lock before taking the next.
-                drop(locked.take());
+                if let Some((held, guard)) = locked.take() {
+                    // Release the previous zone's pcp lock before taking the next.
+                    drop(guard);
+                    self.count_event(cpu, held, VmEvent::Pgfree, run_pages);
+                    run_pages = 0;
+                }
                 locked = Some((zone, L::lock(&self.cpus[cpu.index()].pcp[zone]).0));
             }
             let (_, pcp) = locked.as_mut().expect("locked above");
             self.free_unref_page_commit(pcp, zone, pfn.0 as u32, 0, migratetype);
+            run_pages += 1;
+        }
+        if let Some((held, guard)) = locked {
+            drop(guard);
+            self.count_event(cpu, held, VmEvent::Pgfree, run_pages);
         }
         Ok(())
     }

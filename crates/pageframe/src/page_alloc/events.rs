@@ -60,8 +60,10 @@ impl VmEvent {
     }
 }
 
-/// One CPU's counters for one zone.
+/// One CPU's counters for one zone, cache-line aligned so that CPUs never
+/// write the same line.
 #[derive(Default)]
+#[repr(align(64))]
 pub(crate) struct ZoneCounters([StatCounter; VmEvent::COUNT]);
 
 impl ZoneCounters {

@@ -11,7 +11,8 @@ use pageframe::page_alloc::ZoneSnapshot;
 use pageframe::proc;
 use pageframe::sync::LockFamily;
 use pageframe::{
-    LocalPageAllocator, MachineDesc, NodeId, Order, Page, PageAllocator, Pfn, ZoneType,
+    AllocError, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page, PageAllocator,
+    Pfn, ZoneType,
 };
 
 /// Bytes in a MiB.
@@ -170,4 +171,32 @@ pub fn zone_of_type<L: LockFamily>(
         .into_iter()
         .find(|zone| zone.node == node && zone.zone_type == zone_type && zone.is_populated())
         .unwrap_or_else(|| panic!("node {node} has no populated {zone_type:?} zone"))
+}
+
+/// Allocates blocks of `order` with `gfp` on `cpu`, preferring `node`,
+/// until the allocator says `NoMemory`; checks the invariants after every
+/// call and that each block lies in memory.
+pub fn allocate_until_oom(
+    allocator: &LocalPageAllocator,
+    cpu: CpuId,
+    gfp: Gfp,
+    order: Order,
+    node: NodeId,
+) -> Vec<Page> {
+    let handle = allocator.cpu(cpu).unwrap();
+    let mut pages = Vec::new();
+    loop {
+        let result = handle.alloc_pages(gfp, order, node);
+        allocator.check_invariants().unwrap();
+        match result {
+            Ok(page) => {
+                assert_block_in_memory(allocator, page, order);
+                pages.push(page);
+            }
+            Err(err) => {
+                assert_eq!(err, AllocError::NoMemory { order });
+                return pages;
+            }
+        }
+    }
 }

@@ -1,0 +1,31 @@
+//! `pageframe perf-table`: runs `bulk` and `scaling`, prints the README's
+//! performance section, and with `--write` splices it into the file.
+
+use crate::error::CliError;
+use crate::plan::PerfTablePlan;
+use pageframe_lab::experiments;
+use pageframe_lab::perf_table::{host_description, render, splice, today_utc};
+use std::io::Write;
+
+/// Runs the experiments and prints (and writes) the section.
+pub fn execute(plan: &PerfTablePlan, out: &mut dyn Write) -> Result<(), CliError> {
+    let run = |name: &str| {
+        experiments::run(name, &plan.options)
+            .map_err(|err| CliError::Invalid(format!("{name}: {err}")))
+    };
+    let section = render(
+        &run("bulk")?,
+        &run("scaling")?,
+        &host_description(),
+        &today_utc(),
+    );
+    out.write_all(section.as_bytes())?;
+    if let Some((path, text)) = &plan.target {
+        let updated = splice(text, &section).ok_or_else(|| {
+            CliError::Invalid(format!("{} lost its perf-table markers", path.display()))
+        })?;
+        std::fs::write(path, updated)
+            .map_err(|err| CliError::Invalid(format!("cannot write {}: {err}", path.display())))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! The README's performance section, regenerated from a run: the `bulk`
+//! report (pageframe beside the kernel's figures, the peers, the knobs) and
+//! the `scaling` report, with the machine and date they were measured on.
+//! [`splice`] puts the section between the README's markers.
+
+use crate::report::{Report, Row};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Marks the start of the generated section in a document.
+pub const BEGIN_MARKER: &str = "<!-- perf-table:begin -->";
+/// Marks its end.
+pub const END_MARKER: &str = "<!-- perf-table:end -->";
+
+fn text(row: &Row, column: &str) -> String {
+    match row.get(column) {
+        Some(Value::String(value)) => value.clone(),
+        Some(Value::Null) | None => "–".to_string(),
+        Some(value) => value.to_string(),
+    }
+}
+
+fn rows_where<'a>(
+    report: &'a Report,
+    column: &'a str,
+    value: &'a str,
+) -> impl Iterator<Item = &'a Row> + 'a {
+    report
+        .rows
+        .iter()
+        .filter(move |row| text(row, column) == value)
+}
+
+/// Renders the section (without markers).
+pub fn render(bulk: &Report, scaling: &Report, machine: &str, date: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Measured on {machine}, {date}, `pageframe run bulk` and `pageframe run scaling` at {} scale \
+         (regenerate with `cargo run --release -- perf-table --write README.md`).\n",
+        bulk.scale
+    );
+    let _ = writeln!(
+        out,
+        "Order-0 cost per page, one CPU, beside the kernel's figures (bulk-page-allocator.txt):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| batch | pageframe ns | pageframe cycles | kernel ns | kernel cycles |"
+    );
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|");
+    for row in rows_where(bulk, "allocator", "pageframe")
+        .filter(|row| text(row, "variant") == "default" && text(row, "order") == "0")
+    {
+        let batch = text(row, "batch");
+        let label = if batch == "0" {
+            "single".to_string()
+        } else {
+            batch
+        };
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} | {} |",
+            text(row, "ns_per_page"),
+            text(row, "cycles_per_page"),
+            text(row, "reference_ns"),
+            text(row, "reference_cycles")
+        );
+    }
+    let _ = writeln!(out, "\nPeers in the same run, one block at a time (ratio = cost / pageframe's at the same order):\n");
+    let _ = writeln!(out, "| allocator | order | ns per block | ratio |");
+    let _ = writeln!(out, "|---|---:|---:|---:|");
+    for row in bulk
+        .rows
+        .iter()
+        .filter(|row| text(row, "batch") == "0" && text(row, "variant") == "default")
+    {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            text(row, "allocator"),
+            text(row, "order"),
+            text(row, "ns_per_page"),
+            text(row, "ratio")
+        );
+    }
+    let _ = writeln!(out, "\nBulk at batch 32 against the `Vec<u32>` floor, and the document's knobs (statistics, checks):\n");
+    let _ = writeln!(out, "| allocator | variant | batch | ns per page | ratio |");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|");
+    for row in bulk.rows.iter().filter(|row| {
+        text(row, "batch") == "32"
+            || (text(row, "variant") != "default" && text(row, "batch") == "0")
+    }) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            text(row, "allocator"),
+            text(row, "variant"),
+            text(row, "batch"),
+            text(row, "ns_per_page"),
+            text(row, "ratio")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nThreads (`SharedPageAllocator`, one registered CPU per thread):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| pattern | threads | Mpages/s | zone lock taken | contended |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    for row in &scaling.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            text(row, "pattern"),
+            text(row, "threads"),
+            text(row, "mpages_per_s"),
+            text(row, "zone_lock_acquired"),
+            text(row, "zone_lock_contended")
+        );
+    }
+    out
+}
+
+/// Replaces what lies between the markers of `document` with `section`;
+/// `None` when the markers are missing or out of order.
+pub fn splice(document: &str, section: &str) -> Option<String> {
+    let begin = document.find(BEGIN_MARKER)? + BEGIN_MARKER.len();
+    let end = document.find(END_MARKER)?;
+    (begin <= end).then(|| format!("{}\n{}{}", &document[..begin], section, &document[end..]))
+}
+
+/// The CPU model and core count of this host, from /proc/cpuinfo.
+pub fn host_description() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|model| model.trim().to_string())
+        })
+        .unwrap_or_else(|| "an unknown CPU".to_string());
+    let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
+    format!("{model} ({cores} cores)")
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub fn today_utc() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs() / 86_400) as i64;
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(name: &str, rows: Vec<Row>) -> Report {
+        Report {
+            experiment: name.into(),
+            seed: 1,
+            scale: "quick".into(),
+            rows,
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn section_carries_the_measured_numbers() {
+        let bulk = report(
+            "bulk",
+            vec![Row::new()
+                .with("allocator", "pageframe")
+                .with("variant", "default")
+                .with("order", 0)
+                .with("batch", 32)
+                .with("ns_per_page", 4.25)
+                .with("cycles_per_page", 11.0)
+                .with("ratio", 1.0)
+                .with("reference_cycles", 85)
+                .with("reference_ns", 21.338)],
+        );
+        let scaling = report(
+            "scaling",
+            vec![Row::new()
+                .with("pattern", "local")
+                .with("threads", 2)
+                .with("mpages_per_s", 70.5)],
+        );
+        let section = render(&bulk, &scaling, "a test CPU", "2026-11-22");
+        assert!(
+            section.contains("| 32 | 4.25 | 11.0 | 21.338 | 85 |"),
+            "{section}"
+        );
+        assert!(section.contains("| local | 2 | 70.5 |"), "{section}");
+        assert!(section.contains("a test CPU, 2026-11-22"));
+    }
+
+    #[test]
+    fn splice_replaces_only_between_markers() {
+        let document = format!("head\n{BEGIN_MARKER}\nold\n{END_MARKER}\ntail\n");
+        let spliced = splice(&document, "new\n").unwrap();
+        assert_eq!(
+            spliced,
+            format!("head\n{BEGIN_MARKER}\nnew\n{END_MARKER}\ntail\n")
+        );
+        assert_eq!(splice("no markers", "x"), None);
+    }
+
+    #[test]
+    fn dates_from_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}
