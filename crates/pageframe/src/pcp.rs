@@ -1,17 +1,17 @@
 //! Per-CPU page lists (`struct per_cpu_pages`): one list per (order up to
 //! PAGE_ALLOC_COSTLY_ORDER, pcp migratetype), plus one for the THP order.
 //!
-//! A list is a deque of PFNs: allocation and free work at the front (the most
-//! recently freed, cache-hot page goes out first), draining takes from the
-//! back (the oldest), as the kernel's list_add()/list_first_entry() and
-//! list_last_entry() do.
+//! A list is a vector of PFNs used as a stack: allocation and free work at
+//! its end (the most recently freed, cache-hot page goes out first), draining
+//! takes from its start (the oldest), as the kernel's list_add(),
+//! list_first_entry() and list_last_entry() do. A drain shifts what remains,
+//! which costs less over a batch than a deque's index arithmetic on every
+//! allocation and free.
 //!
 //! Invariants: `count` is the pages on all lists; every PFN listed has a Pcp
 //! record of the list's order. `count` stays below `high` after a free; a
 //! refill may overshoot by at most one batch (as in the kernel), so the
 //! checked bound is `count <= high + max_refill_pages`.
-
-use std::collections::VecDeque;
 
 use crate::error::InvariantError;
 use crate::frames::Frames;
@@ -29,7 +29,7 @@ pub const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 1;
 /// lock) so that two CPUs' lists never share a line.
 #[repr(align(64))]
 pub struct PerCpuPages {
-    lists: [VecDeque<u32>; NR_PCP_LISTS],
+    lists: [Vec<u32>; NR_PCP_LISTS],
     count: u32,
     high: u32,
     batch: u32,
@@ -96,7 +96,7 @@ impl PerCpuPages {
     /// Pops the hottest page of list `pindex`, whose blocks are of `order`.
     #[inline]
     pub(crate) fn pop(&mut self, pindex: usize, order: u8) -> Option<u32> {
-        let pfn = self.lists[pindex].pop_front()?;
+        let pfn = self.lists[pindex].pop()?;
         self.count -= 1 << order;
         Some(pfn)
     }
@@ -104,16 +104,20 @@ impl PerCpuPages {
     /// Pushes a freed block of `order` at the hot end of list `pindex`.
     #[inline]
     pub(crate) fn push(&mut self, pindex: usize, order: u8, pfn: u32) {
-        self.lists[pindex].push_front(pfn);
+        self.lists[pindex].push(pfn);
         self.count += 1 << order;
     }
 
-    /// Appends refilled blocks behind those already listed (`list_add_tail()`
-    /// in rmqueue_bulk()).
+    /// Fills an empty list with a refill batch, in the order the buddy
+    /// lists gave the blocks: the first one goes out first (rmqueue_bulk()
+    /// adds each at the list tail).
     #[inline]
-    pub(crate) fn push_refill(&mut self, pindex: usize, order: u8, pfn: u32) {
-        self.lists[pindex].push_back(pfn);
-        self.count += 1 << order;
+    pub(crate) fn fill_empty(&mut self, pindex: usize, order: u8, pfns: impl Iterator<Item = u32>) {
+        let list = &mut self.lists[pindex];
+        debug_assert!(list.is_empty());
+        list.extend(pfns);
+        list.reverse();
+        self.count += (list.len() as u32) << order;
     }
 
     /// True when a list is empty.
@@ -203,14 +207,13 @@ impl PerCpuPages {
             }
             let order = self.pindex_order(pindex);
             let nr_pages = 1i64 << order;
-            while count > 0 {
-                let Some(pfn) = self.lists[pindex].pop_back() else {
-                    break;
-                };
-                count -= nr_pages;
-                self.count -= nr_pages as u32;
+            let list = &mut self.lists[pindex];
+            let take = (((count + nr_pages - 1) / nr_pages) as usize).min(list.len());
+            for pfn in list.drain(..take) {
                 free(pfn, order);
             }
+            count -= take as i64 * nr_pages;
+            self.count -= (take as u32) << order;
         }
     }
 
@@ -297,6 +300,8 @@ mod tests {
             pcp.push(0, 0, pfn);
         }
         pcp.push(1, 0, 20);
+        assert_eq!(pcp.pop(0, 0), Some(12));
+        pcp.push(0, 0, 12);
         let mut out = Vec::new();
         pcp.drain(3, 0, |pfn, order| out.push((pfn, order)));
         assert_eq!(out, vec![(10, 0), (11, 0), (12, 0)]);

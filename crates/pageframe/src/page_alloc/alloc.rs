@@ -107,6 +107,12 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
     ) -> Result<u32, AllocError> {
         let request = self.validate_alloc(cpu, gfp, order, preferred)?;
+        if nodemask.is_none() {
+            if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, &request, order.0, preferred)
+            {
+                return Ok(pfn);
+            }
+        }
         let ac = self.prepare_alloc(&request, preferred, nodemask);
         if let Some(pfn) =
             self.get_page_from_freelist(cpu, order.0, gfp.fastpath_alloc_flags(), &ac)
@@ -122,6 +128,49 @@ impl<L: LockFamily> PageAllocator<L> {
                 Err(AllocError::NoMemory { order })
             }
         }
+    }
+
+    /// The first step of get_page_from_freelist() in its most common case,
+    /// without the general loop: no nodemask, an order the per-CPU lists
+    /// serve, the preferred zone above its low watermark and its list not
+    /// empty. Anything else returns `None` having changed nothing, and the
+    /// general path takes over (and decides exactly as it would have).
+    #[inline]
+    fn alloc_from_preferred_pcp(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        order: u8,
+        preferred: NodeId,
+    ) -> Option<u32> {
+        if !PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
+            return None;
+        }
+        let zone = self.zonelists[preferred.index()]
+            .first_eligible(request.this_node, request.highest_zone)?;
+        let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
+        let mark = self.zones[zone as usize]
+            .watermarks
+            .get(flags.watermark_index());
+        if !self.zone_watermark_ok(zone, order, mark, request.highest_zone, flags) {
+            return None;
+        }
+        let migratetype = request.freetype.migratetype;
+        let pindex = PerCpuPages::pindex(migratetype.index(), order);
+        let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize])?;
+        if pcp.list_is_empty(pindex) {
+            return None;
+        }
+        pcp.note_alloc();
+        let pfn = pcp.pop(pindex, order)?;
+        drop(pcp);
+        self.frames.memmap.set_info(
+            pfn,
+            PageInfo::new(PageState::Allocated, Order(order), migratetype.index()),
+        );
+        self.account_alloc(cpu, zone, zone, 1 << order, 1);
+        Some(pfn)
     }
 
     #[inline]
@@ -181,14 +230,14 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: u16,
         order: u8,
         mark: u64,
-        ac: &AllocContext,
+        highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
         let slot = &self.zones[zone as usize];
         let free = ZoneFree {
             free_pages: slot.free_pages.get(),
             reserved_highatomic: slot.reserved_highatomic.get(),
-            lowmem_reserve: slot.lowmem_reserve[ac.highest_zone.index()],
+            lowmem_reserve: slot.lowmem_reserve[highest_zone.index()],
         };
         if order == 0 {
             let reserved = if flags.intersects(AllocFlags::RESERVES) {
@@ -238,7 +287,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 }
                 let mark = slot.watermarks.get(flags.watermark_index());
                 if !flags.contains(AllocFlags::NO_WATERMARKS)
-                    && !self.zone_watermark_ok(zone, order, mark, ac, flags)
+                    && !self.zone_watermark_ok(zone, order, mark, ac.highest_zone, flags)
                 {
                     continue;
                 }
@@ -343,14 +392,12 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
         let listed = PageInfo::new(PageState::Pcp, Order(order), migratetype.index());
-        for _ in 0..batch {
-            let Some(pfn) = buddy.rmqueue(&self.frames, order, migratetype, flags, &mut mode)
-            else {
-                break;
-            };
+        let taken = (0..batch).map_while(|_| {
+            let pfn = buddy.rmqueue(&self.frames, order, migratetype, flags, &mut mode)?;
             self.frames.memmap.set_info(pfn, listed);
-            pcp.push_refill(pindex, order, pfn);
-        }
+            Some(pfn)
+        });
+        pcp.fill_empty(pindex, order, taken);
         buddy.events_mut().pcp_refill += 1;
         self.publish(zone, &buddy);
     }

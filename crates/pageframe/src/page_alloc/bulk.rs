@@ -59,7 +59,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 .watermarks
                 .get(flags.watermark_index())
                 + nr_pages as u64;
-            if self.zone_watermark_ok(zone, 0, mark, &ac, flags) {
+            if self.zone_watermark_ok(zone, 0, mark, ac.highest_zone, flags) {
                 chosen = Some(zone);
                 break;
             }
