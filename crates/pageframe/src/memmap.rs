@@ -53,7 +53,7 @@ impl PageInfo {
     pub const UNTRACKED: PageInfo = PageInfo(0);
 
     /// Packs a state, order and freetype index.
-    #[inline]
+    #[inline(always)]
     pub fn new(state: PageState, order: Order, freetype: usize) -> PageInfo {
         PageInfo(state as u32 | (order.0 as u32) << 8 | (freetype as u32) << 16)
     }

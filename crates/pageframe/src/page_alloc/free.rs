@@ -60,6 +60,7 @@ impl<L: LockFamily> PageAllocator<L> {
         );
     }
 
+    #[cold]
     fn describe_bad_free(&self, pfn: Pfn, order: Order) -> FreeError {
         let info = self.frames.memmap.info(pfn.0 as u32);
         match info.state() {
@@ -123,7 +124,8 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Puts a page on a per-CPU list and drains a batch when the list count
-    /// reaches `high`. mirrors free_unref_page_commit().
+    /// reaches `high`. mirrors free_unref_page_commit(). The drain stays out
+    /// of line so that this inlines into every free loop.
     #[inline]
     pub(crate) fn free_unref_page_commit(
         &self,
@@ -142,9 +144,21 @@ impl<L: LockFamily> PageAllocator<L> {
         let free_high = pcp.free_high(order);
         let high = pcp.effective_high(free_high);
         if pcp.count() >= high {
-            let count = pcp.nr_to_free(high, free_high);
-            self.free_pcppages_bulk(pcp, zone, count, pindex);
+            self.drain_above_high(pcp, zone, high, free_high, pindex);
         }
+    }
+
+    #[inline(never)]
+    fn drain_above_high(
+        &self,
+        pcp: &mut PerCpuPages,
+        zone: usize,
+        high: u32,
+        free_high: bool,
+        pindex: usize,
+    ) {
+        let count = pcp.nr_to_free(high, free_high);
+        self.free_pcppages_bulk(pcp, zone, count, pindex);
     }
 
     /// Returns `count` pages from the per-CPU lists to the buddy lists under
