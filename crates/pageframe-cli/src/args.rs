@@ -27,6 +27,19 @@ pub enum Command {
     Info(InfoArgs),
     /// Run `bulk` and `scaling` and print the README's performance section.
     PerfTable(PerfTableArgs),
+    /// Print an experiment's parameters (or every one's, with `all`) as
+    /// commented TOML with the defaults, to edit and pass to `run --config`.
+    Config(ConfigArgs),
+}
+
+/// `pageframe config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The experiment, or `all`.
+    pub experiment: String,
+    /// Print the defaults of this scale: quick or full.
+    #[arg(long, default_value = "quick")]
+    pub scale: String,
 }
 
 /// `pageframe perf-table`.
@@ -58,12 +71,30 @@ pub struct RunArgs {
     /// Output format: table, json or csv.
     #[arg(long, default_value = "table")]
     pub format: String,
+    /// Also write each experiment's JSON, CSV and plots (SVG, PNG) and one
+    /// report page, DIR/index.html, into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Experiment parameters from a TOML file, one [experiment] table each
+    /// (`pageframe config <experiment>` prints the defaults).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// After each experiment, print these views of its machine,
+    /// comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat.
+    #[arg(long = "proc", value_name = "VIEWS")]
+    pub proc_views: Option<String>,
+    /// No progress bars (they are off anyway when stdout is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `pageframe proc`.
 #[derive(Debug, Args)]
 pub struct ProcArgs {
-    /// Views, comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat.
+    /// Views, comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat,
+    /// shuffle (Y or N);
+    /// slabinfo and zs-classes run a seeded slab / zsmalloc workload of
+    /// --churn operations (default 20000) first.
     pub views: String,
     /// The machine.
     #[command(flatten)]
@@ -100,7 +131,8 @@ pub struct MachineOptions {
     /// CPUs, spread over the nodes; default 2.
     #[arg(long, value_name = "N")]
     pub cpus: Option<usize>,
-    /// Kernel command line: mem=, movablecore=, kernelcore=.
+    /// Kernel command line: mem=, movablecore=, kernelcore=,
+    /// page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=N[U].
     #[arg(long, value_name = "STR")]
     pub cmdline: Option<String>,
     /// Put memory below 4 GiB in a DMA32 zone.

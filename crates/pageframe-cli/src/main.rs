@@ -10,6 +10,7 @@ mod info;
 mod perf_table;
 mod plan;
 mod proc_views;
+mod progress;
 mod run;
 
 use clap::error::ErrorKind;

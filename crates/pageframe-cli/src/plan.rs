@@ -22,6 +22,8 @@ pub enum Plan {
     Info(InfoPlan),
     /// Regenerate the performance section.
     PerfTable(PerfTablePlan),
+    /// Print parameters as commented TOML.
+    Config(String),
 }
 
 /// `pageframe perf-table`, validated.
@@ -42,6 +44,15 @@ pub struct RunPlan {
     pub options: RunOptions,
     /// How to print each report.
     pub format: Format,
+    /// Parameters of each experiment, in run order (`--config` over the
+    /// scale's defaults).
+    pub params: Vec<pageframe_lab::params::Params>,
+    /// Where to write the results and the report page.
+    pub out: Option<std::path::PathBuf>,
+    /// Machine views to print after each experiment.
+    pub views: Vec<&'static str>,
+    /// No progress bars.
+    pub quiet: bool,
 }
 
 /// `pageframe proc`, validated.
@@ -53,6 +64,8 @@ pub struct ProcPlan {
     pub views: Vec<&'static str>,
     /// Random operations before printing, and their seed.
     pub churn: Option<(u64, u64)>,
+    /// Seed of the object-allocator workloads (slabinfo, zs-classes).
+    pub seed: u64,
 }
 
 /// `pageframe info`, validated.
@@ -84,15 +97,37 @@ impl Plan {
                         }
                     },
                 };
+                let options = RunOptions {
+                    scale,
+                    seed: args.seed,
+                };
+                let params = run::params_of(&experiments, scale, args.config.as_deref())?;
+                let views = match &args.proc_views {
+                    Some(text) => run::parse_machine_views(text)?,
+                    None => Vec::new(),
+                };
+                if let Some(dir) = &args.out {
+                    if dir.exists() && !dir.is_dir() {
+                        return Err(CliError::Invalid(format!(
+                            "--out {}: not a directory",
+                            dir.display()
+                        )));
+                    }
+                }
                 Ok(Plan::Run(RunPlan {
                     experiments,
-                    options: RunOptions {
-                        scale,
-                        seed: args.seed,
-                    },
+                    options,
                     format,
+                    params,
+                    out: args.out,
+                    views,
+                    quiet: args.quiet,
                 }))
             }
+            Command::Config(args) => Ok(Plan::Config(run::commented_defaults(
+                &args.experiment,
+                parse_scale(&args.scale)?,
+            )?)),
             Command::Proc(args) => {
                 let views = parse_views(&args.views)?;
                 let machine = MachineArgs::from(args.machine).to_desc()?;
@@ -100,6 +135,7 @@ impl Plan {
                     machine,
                     views,
                     churn: args.churn.map(|ops| (ops, args.seed)),
+                    seed: args.seed,
                 }))
             }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
@@ -139,6 +175,7 @@ impl Plan {
             Plan::Proc(plan) => proc_views::execute(&plan, out),
             Plan::Info(plan) => info::execute(&plan, out),
             Plan::PerfTable(plan) => perf_table::execute(&plan, out),
+            Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
         }
     }
 }
@@ -155,12 +192,14 @@ fn parse_views(text: &str) -> Result<Vec<&'static str>, CliError> {
         .map(|name| {
             pageframe::proc::VIEWS
                 .iter()
+                .chain(pageframe_lab::object_views::VIEWS.iter())
                 .find(|view| **view == name.trim())
                 .copied()
                 .ok_or_else(|| {
                     CliError::Invalid(format!(
-                        "unknown view '{name}' (known: {})",
-                        pageframe::proc::VIEWS.join(", ")
+                        "unknown view '{name}' (known: {}, {})",
+                        pageframe::proc::VIEWS.join(", "),
+                        pageframe_lab::object_views::VIEWS.join(", ")
                     ))
                 })
         })

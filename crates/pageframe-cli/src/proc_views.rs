@@ -10,7 +10,14 @@ use std::io::Write;
 
 /// Boots, churns and prints.
 pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
-    let allocator = LocalPageAllocator::boot(&plan.machine)?;
+    let mut allocator = LocalPageAllocator::boot_seeded(
+        &plan.machine,
+        pageframe::AllocOptions::default(),
+        plan.seed,
+    )?;
+    allocator
+        .apply_hotplug(&plan.machine.hotplug)
+        .map_err(|(step, err)| CliError::Invalid(format!("config hotplug[{step}]: {err}")))?;
     if let Some((ops, seed)) = plan.churn {
         churn(&allocator, ops, seed);
     }
@@ -22,8 +29,15 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
             }
             writeln!(out, "==> /proc/{view} <==")?;
         }
-        let text = pageframe::proc::render(&allocator, view)
-            .ok_or_else(|| CliError::Invalid(format!("unknown view '{view}'")))?;
+        let object_ops = plan
+            .churn
+            .map_or(pageframe_lab::object_views::DEFAULT_OPS, |(ops, _)| ops);
+        let text =
+            match pageframe_lab::object_views::render(&allocator, view, object_ops, plan.seed) {
+                Some(rendered) => rendered.map_err(CliError::Invalid)?,
+                None => pageframe::proc::render(&allocator, view)
+                    .ok_or_else(|| CliError::Invalid(format!("unknown view '{view}'")))?,
+            };
         out.write_all(text.as_bytes())?;
     }
     Ok(())

@@ -1,23 +1,199 @@
 //! `pageframe run`: experiments in order, each report printed as soon as it
 //! is done. JSON gives one object per line; tables and CSV are separated by
-//! a blank line.
+//! a blank line. With several experiments, the table format ends with the
+//! summary (headline numbers beside the documents'). `--out DIR` also writes
+//! the files and report page of `pageframe_lab::site`; `--proc` prints the
+//! experiment's machine views after its report (on stderr with JSON, so that
+//! stdout stays one object per line).
 
 use crate::error::CliError;
 use crate::plan::RunPlan;
-use pageframe_lab::experiments;
+use crate::progress::Progress;
+use pageframe_lab::catalog;
+use pageframe_lab::experiments::{self, Scale};
+use pageframe_lab::observe::{self, Observer};
+use pageframe_lab::params::{self, ConfigFile, Params};
 use pageframe_lab::report::Format;
-use std::io::Write;
+use pageframe_lab::site::{self, RunInfo, Site};
+use pageframe_lab::summary::{self, SummaryLine};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Instant;
 
 /// Runs every experiment of the plan.
 pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {
+    let progress = Progress::new(
+        !plan.quiet && std::io::stdout().is_terminal(),
+        &plan.experiments,
+    );
+    let mut site = match &plan.out {
+        Some(dir) => Some(
+            Site::create(
+                dir,
+                RunInfo {
+                    command: std::env::args().collect::<Vec<_>>().join(" "),
+                    seed: plan.options.seed,
+                    scale: plan.options.scale.name().into(),
+                    machine: site::host_description(),
+                    date: site::utc_now(),
+                },
+            )
+            .map_err(CliError::Invalid)?,
+        ),
+        None => None,
+    };
+    let mut summary_lines: Vec<SummaryLine> = Vec::new();
     for (index, name) in plan.experiments.iter().enumerate() {
-        let report = experiments::run(name, &plan.options)
-            .map_err(|err| CliError::Invalid(format!("{name}: {err}")))?;
-        if index > 0 && plan.format != Format::Json {
-            writeln!(out)?;
+        let params = &plan.params[index];
+        let observer = Observer {
+            on_progress: progress.start(index),
+            views: plan.views.clone(),
+            rendered: Vec::new(),
+        };
+        let started = Instant::now();
+        let (result, views) =
+            observe::observed(observer, || catalog::run(name, &plan.options, Some(params)));
+        let seconds = started.elapsed().as_secs_f64();
+        let report = result.map_err(|err| {
+            progress.fail(index);
+            CliError::Invalid(format!("{name}: {err}"))
+        })?;
+        let headline = catalog::headline(&report);
+        progress.finish(
+            index,
+            match &headline {
+                Some(headline) => format!(
+                    "{seconds:.1}s  {}: {} (document {})",
+                    headline.metric, headline.ours, headline.document
+                ),
+                None => format!("{seconds:.1}s"),
+            },
+        );
+        progress.suspend(|| -> Result<(), CliError> {
+            if index > 0 && plan.format != Format::Json {
+                writeln!(out)?;
+            }
+            out.write_all(report.render(plan.format).as_bytes())?;
+            print_views(plan, name, &views, out)?;
+            out.flush()?;
+            Ok(())
+        })?;
+        if let Some(site) = site.as_mut() {
+            site.add(&report, params, views, seconds)
+                .map_err(CliError::Invalid)?;
         }
-        out.write_all(report.render(plan.format).as_bytes())?;
-        out.flush()?;
+        summary_lines.push((name.to_string(), headline));
+    }
+    progress.clear();
+    if plan.format == Format::Table && plan.experiments.len() > 1 {
+        progress.suspend(|| -> Result<(), CliError> {
+            writeln!(out)?;
+            out.write_all(summary::render(&summary_lines).as_bytes())?;
+            Ok(())
+        })?;
+    }
+    if let Some(site) = &site {
+        if !plan.quiet {
+            eprintln!("pageframe: report page {}", site.index().display());
+        }
     }
     Ok(())
+}
+
+fn print_views(
+    plan: &RunPlan,
+    name: &str,
+    views: &[(String, &'static str, String)],
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    if plan.views.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    if views.is_empty() {
+        text += &format!("# {name}: this experiment does not show its machine (no views)\n");
+    }
+    for (label, view, body) in views {
+        text += &format!("\n==> /proc/{view} ({name}: {label}) <==\n{body}");
+    }
+    if plan.format == Format::Json {
+        eprint!("{text}");
+    } else {
+        out.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `buddyinfo,vmstat` into machine view names (`pageframe::proc::VIEWS`).
+pub fn parse_machine_views(text: &str) -> Result<Vec<&'static str>, CliError> {
+    text.split(',')
+        .map(|name| {
+            pageframe::proc::VIEWS
+                .iter()
+                .find(|view| **view == name.trim())
+                .copied()
+                .ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "--proc: unknown view '{name}' (known: {})",
+                        pageframe::proc::VIEWS.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The parameters of each experiment: the scale's defaults, overridden by
+/// the config file. Every table of the file is checked, not only those of
+/// the experiments run.
+pub fn params_of(
+    experiments: &[&str],
+    scale: Scale,
+    config: Option<&Path>,
+) -> Result<Vec<Params>, CliError> {
+    let Some(path) = config else {
+        return Ok(experiments
+            .iter()
+            .map(|name| Params::defaults(&(catalog::entry(name).params)(scale)))
+            .collect());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| CliError::Invalid(format!("cannot read {}: {err}", path.display())))?;
+    let file = ConfigFile::parse(&path.display().to_string(), &text, &experiments::NAMES)
+        .map_err(|err| CliError::Invalid(err.to_string()))?;
+    let params_of = |name: &str| {
+        file.params(name, &(catalog::entry(name).params)(scale))
+            .map_err(|err| CliError::Invalid(err.to_string()))
+    };
+    for name in experiments::NAMES {
+        params_of(name)?;
+    }
+    experiments.iter().map(|name| params_of(name)).collect()
+}
+
+/// `pageframe config <experiment|all>`: the defaults as commented TOML.
+pub fn commented_defaults(name: &str, scale: Scale) -> Result<String, CliError> {
+    let names: Vec<&str> = match name {
+        "all" => experiments::NAMES.to_vec(),
+        name => match experiments::NAMES.iter().find(|known| **known == name) {
+            Some(known) => vec![*known],
+            None => {
+                return Err(CliError::Invalid(
+                    experiments::ExperimentError::Unknown(name.to_string()).to_string(),
+                ))
+            }
+        },
+    };
+    let tables: Vec<String> = names
+        .iter()
+        .map(|name| {
+            let entry = catalog::entry(name);
+            let about = match (entry.about, entry.source) {
+                ("", _) => "parameters".to_string(),
+                (about, "") => about.to_string(),
+                (about, source) => format!("{about} ({source})"),
+            };
+            params::commented_defaults(name, &about, scale.name(), &(entry.params)(scale))
+        })
+        .collect();
+    Ok(tables.join("\n"))
 }

@@ -191,3 +191,36 @@ fn bad_names_are_one_line_errors() {
     error_of(&["nosuchcommand"]);
     error_of(&[]);
 }
+
+#[test]
+fn proc_shuffle_prints_y_or_n_and_hotplug_steps_apply() {
+    assert_eq!(stdout_of(&["proc", "shuffle"]), "N\n");
+    assert_eq!(
+        stdout_of(&["proc", "shuffle", "--cmdline", "page_alloc.shuffle=1"]),
+        "Y\n"
+    );
+    assert_eq!(
+        stdout_of(&[
+            "proc",
+            "shuffle",
+            "--cmdline",
+            "page_alloc.shuffle=0 page_alloc.shuffle=1"
+        ]),
+        "N\n"
+    );
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/machines/hotplug.toml"
+    );
+    let buddyinfo = stdout_of(&["proc", "buddyinfo", "--config", example]);
+    assert!(buddyinfo.contains("Node 1, zone  Movable"), "{buddyinfo}");
+    let overlap = config_file(
+        "hotplug-overlap",
+        "[[node]]\nmem = \"1G\"\ncpus = 1\n[[hotplug]]\naction = \"online\"\nstart = \"512M\"\nsize = \"512M\"\n",
+    );
+    let message = error_of(&["proc", "buddyinfo", "--config", overlap.to_str().unwrap()]);
+    assert!(
+        message.contains("hotplug[0]") && message.contains("EINVAL"),
+        "{message}"
+    );
+}

@@ -3,10 +3,20 @@
 //! descriptions from files and flags, and reports in the output contract's
 //! formats. The `pageframe` command is a thin layer over this crate.
 
+pub mod cache_model;
+pub mod catalog;
 pub mod churn;
 pub mod experiments;
 pub mod machine_args;
+pub mod object_views;
+pub mod observe;
+pub mod params;
 pub mod peers;
 pub mod perf_table;
+pub mod plots;
+pub mod pmbench;
 pub mod report;
+pub mod site;
+pub mod summary;
 pub mod timing;
+pub mod workloads;

@@ -23,6 +23,12 @@
 //! [[node]]
 //! ranges = [{ start = "8G", size = "4G" }, { start = "16G", size = "4G" }]
 //! cpus = 2
+//! [[hotplug]]       # after boot, in order (memory hotplug)
+//! action = "online" # or "offline"
+//! start = "20G"
+//! size = "8G"
+//! node = 1
+//! zone = "movable"  # or "normal"
 //! ```
 //!
 //! Errors in the file name their key path with a `config` prefix
@@ -211,6 +217,7 @@ pub fn parse_machine_file(text: &str) -> Result<MachineFile, DescError> {
         movablecore: None,
         kernelcore: None,
         mem_limit: None,
+        ..defaults.clone()
     };
     let mut next_start = 0u64;
     let mut next_cpu = 0u32;
@@ -257,6 +264,36 @@ pub fn parse_machine_file(text: &str) -> Result<MachineFile, DescError> {
             .fold(next_cpu, u32::max);
         desc.nodes.push(NodeDesc { ranges, cpus });
     }
+    for (index, step) in file.hotplug.iter().enumerate() {
+        let field = |key: &str| format!("config hotplug[{index}].{key}");
+        let online = match step.action.as_str() {
+            "online" => true,
+            "offline" => false,
+            other => {
+                return Err(DescError::new(
+                    field("action"),
+                    format!("'{other}' is not online or offline"),
+                ))
+            }
+        };
+        let zone = match step.zone.as_deref().unwrap_or("movable") {
+            "normal" | "Normal" => pageframe::ZoneType::Normal,
+            "movable" | "Movable" => pageframe::ZoneType::Movable,
+            other => {
+                return Err(DescError::new(
+                    field("zone"),
+                    format!("'{other}' is not normal or movable"),
+                ))
+            }
+        };
+        desc.hotplug.push(pageframe::machine::HotplugStep {
+            online,
+            start: parse_size(&field("start"), &step.start.to_text())?,
+            size: parse_size(&field("size"), &step.size.to_text())?,
+            node: step.node.unwrap_or(0),
+            zone,
+        });
+    }
     Ok(MachineFile {
         desc,
         cmdline: file.cmdline,
@@ -275,6 +312,20 @@ struct FileRoot {
     distance: Option<Vec<Vec<u8>>>,
     #[serde(default)]
     node: Vec<FileNode>,
+    #[serde(default)]
+    hotplug: Vec<FileHotplug>,
+}
+
+/// One `[[hotplug]]` step: `action = "online"`, `start`, `size`, `node`,
+/// `zone = "movable"|"normal"` (online only).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHotplug {
+    action: String,
+    start: SizeValue,
+    size: SizeValue,
+    node: Option<usize>,
+    zone: Option<String>,
 }
 
 /// One `[[node]]`.

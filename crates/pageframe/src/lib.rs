@@ -29,15 +29,23 @@ pub mod gfp;
 pub mod machine;
 pub mod memmap;
 pub mod page_alloc;
+pub mod page_source;
 pub mod pageblock;
 pub mod pcp;
+pub mod policies;
 pub mod proc;
 pub mod rng;
+pub mod slab;
 pub mod sync;
 pub mod types;
+pub mod vm;
 pub mod zone;
+pub mod zpool;
 
-pub use error::{AllocError, CpuError, DescError, FreeError, InvariantError};
+pub use error::Errno;
+pub use error::{
+    AllocError, CpuError, DescError, FreeError, InvariantError, SlabError, ZpoolError,
+};
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{MachineDesc, MachineLayout};
@@ -45,5 +53,6 @@ pub use page_alloc::{
     AllocOptions, CpuHandle, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, VmEvent,
     ZoneSnapshot,
 };
+pub use policies::{HotplugError, ShuffleStats};
 pub use rng::MachineRng;
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};

@@ -185,6 +185,24 @@ impl MemMap {
         self.record(pfn).prev.store(prev, Relaxed)
     }
 
+    /// A copy of the table grown to `len` records (memory hotplug of PFNs
+    /// beyond the boot memmap); new records are untracked. `None` if the
+    /// memory cannot be had or `len` is smaller than the table.
+    pub fn grown(&self, len: usize) -> Option<MemMap> {
+        if len < self.len {
+            return None;
+        }
+        let grown = MemMap::new(len)?;
+        for pfn in 0..self.len as u32 {
+            let record = self.record(pfn);
+            let copy = grown.record(pfn);
+            copy.next.store(record.next.load(Relaxed), Relaxed);
+            copy.prev.store(record.prev.load(Relaxed), Relaxed);
+            copy.info.store(record.info.load(Relaxed), Relaxed);
+        }
+        Some(grown)
+    }
+
     /// True when the PFN has a record.
     #[inline]
     pub fn covers(&self, pfn: Pfn) -> bool {

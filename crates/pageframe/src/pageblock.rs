@@ -117,6 +117,24 @@ impl PageblockTable {
         }
     }
 
+    /// A copy of the table for PFNs `0..end_pfn` (memory hotplug); blocks
+    /// beyond the old end start MOVABLE and in no zone.
+    pub fn grown(&self, end_pfn: Pfn) -> PageblockTable {
+        let grown = PageblockTable::new(end_pfn, self.order);
+        for (block, (bits, zone)) in self.bits.iter().zip(self.zone.iter()).enumerate() {
+            if block < grown.bits.len() {
+                grown.bits[block].store(bits.load(Relaxed), Relaxed);
+                grown.zone[block].store(zone.load(Relaxed), Relaxed);
+            }
+        }
+        grown
+    }
+
+    /// Takes the block holding `pfn` out of every zone (memory offline).
+    pub fn clear_zone(&self, pfn: Pfn) {
+        self.zone[self.block(pfn)].store(NO_ZONE, Relaxed);
+    }
+
     /// Puts the block holding `pfn` in zone `zone`.
     pub fn set_zone(&self, pfn: Pfn, zone: u16) {
         self.zone[self.block(pfn)].store(zone, Relaxed);

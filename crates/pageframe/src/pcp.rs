@@ -51,6 +51,12 @@ impl PerCpuPages {
         }
     }
 
+    /// Sets `high` and `batch` (zone_pcp_update() after memory hotplug).
+    pub(crate) fn set_high_and_batch(&mut self, high: u32, batch: u32) {
+        self.high = high;
+        self.batch = batch;
+    }
+
     /// Orders that use the per-CPU lists (`pcp_allowed_order()`).
     #[inline]
     pub fn allowed_order(order: u8, thp_order: u8) -> bool {

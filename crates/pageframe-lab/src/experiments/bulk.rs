@@ -14,6 +14,8 @@
 //! loop on a warm allocator; every figure is the median over rounds.
 
 use super::{ExperimentError, RunOptions, Scale};
+use crate::observe;
+use crate::params::{Param, Params};
 use crate::peers::{BuddyAllocCrate, BuddySystem, PeerAllocator, VecStack};
 use crate::report::{Report, Row};
 use crate::timing::{cycles_per_ns, median, read_cycles};
@@ -86,19 +88,43 @@ struct Plan {
     rounds: usize,
 }
 
+/// The parameters of `bulk` (config file keys) with their defaults.
+pub fn params(scale: Scale) -> Vec<Param> {
+    // Many short rounds: the median then ignores slow spells of a shared
+    // host that would swallow a few long rounds whole.
+    let (pages_per_round, rounds) = match scale {
+        Scale::Quick => (1 << 16, 41),
+        Scale::Full => (1 << 18, 201),
+    };
+    vec![
+        Param::int(
+            "pages_per_round",
+            "Pages allocated and freed in one timed round",
+            pages_per_round,
+            256,
+            1 << 24,
+        ),
+        Param::int(
+            "rounds",
+            "Timed rounds per measurement; each figure is their median",
+            rounds,
+            1,
+            100_001,
+        ),
+        Param::bool(
+            "knobs",
+            "Also measure the variants without statistics and/or checks",
+            true,
+        ),
+        Param::bool("peers", "Also measure the peer allocators", true),
+    ]
+}
+
 impl Plan {
-    fn for_scale(scale: Scale) -> Plan {
-        match scale {
-            // Many short rounds: the median then ignores slow spells of a
-            // shared host that would swallow a few long rounds whole.
-            Scale::Quick => Plan {
-                pages_per_round: 1 << 16,
-                rounds: 41,
-            },
-            Scale::Full => Plan {
-                pages_per_round: 1 << 18,
-                rounds: 201,
-            },
+    fn from_params(params: &Params) -> Plan {
+        Plan {
+            pages_per_round: params.int("pages_per_round") as usize,
+            rounds: params.int("rounds") as usize,
         }
     }
 
@@ -134,15 +160,31 @@ struct Measured {
     reference: Option<(u64, f64)>,
 }
 
-/// Runs the experiment.
+/// Runs the experiment with the scale's default parameters.
 pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    let plan = Plan::for_scale(options.scale);
+    run_with(options, &Params::defaults(&params(options.scale)))
+}
+
+/// Runs the experiment with the given parameters (see [`params`]).
+pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    let plan = Plan::from_params(params);
     let rate = cycles_per_ns(Duration::from_millis(50));
     let mut measured = Vec::new();
-    for (variant, alloc_options) in VARIANTS {
-        measure_pageframe(&plan, variant, alloc_options, &mut measured)?;
+    let variants = if params.bool("knobs") {
+        &VARIANTS[..]
+    } else {
+        &VARIANTS[..1]
+    };
+    let steps = variants.len() as u64 + u64::from(params.bool("peers"));
+    for (step, (variant, alloc_options)) in variants.iter().enumerate() {
+        observe::progress(step as u64, steps);
+        measure_pageframe(&plan, variant, *alloc_options, &mut measured)?;
     }
-    measure_peers(&plan, &mut measured)?;
+    if params.bool("peers") {
+        observe::progress(steps - 1, steps);
+        measure_peers(&plan, &mut measured)?;
+    }
+    observe::progress(steps, steps);
     let rows = measured.iter().map(|row| to_row(row, &measured)).collect();
     Ok(Report {
         experiment: "bulk".into(),
@@ -229,6 +271,12 @@ fn measure_pageframe(
             cost,
             reference: is_default.then_some((REFERENCE_BULK_CYCLES[at], REFERENCE_BULK_NS[at])),
         });
+    }
+    if is_default {
+        observe::machine(
+            "pageframe, default variant, after its measurements",
+            &allocator,
+        );
     }
     allocator.check_invariants().map_err(failed)
 }

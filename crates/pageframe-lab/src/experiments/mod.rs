@@ -2,7 +2,9 @@
 //! result and computes every number it prints from a run.
 
 pub mod bulk;
+pub mod numa_balancing;
 pub mod scaling;
+pub mod shuffle_cache;
 
 use crate::report::Report;
 use thiserror::Error;
@@ -59,13 +61,15 @@ pub enum ExperimentError {
 }
 
 /// Every experiment, in the order `run all` runs them.
-pub const NAMES: [&str; 2] = ["bulk", "scaling"];
+pub const NAMES: [&str; 4] = ["bulk", "scaling", "shuffle-cache", "numa-balancing"];
 
 /// Runs one experiment by name.
 pub fn run(name: &str, options: &RunOptions) -> Result<Report, ExperimentError> {
     match name {
         "bulk" => bulk::run(options),
         "scaling" => scaling::run(options),
+        "shuffle-cache" => shuffle_cache::run(options),
+        "numa-balancing" => numa_balancing::run(options),
         _ => Err(ExperimentError::Unknown(name.to_string())),
     }
 }

@@ -7,6 +7,8 @@
 //! Rows report pages per second and the zone-lock and pcp-lock counters.
 
 use super::{ExperimentError, RunOptions, Scale};
+use crate::observe;
+use crate::params::{Param, Params};
 use crate::report::{Report, Row};
 use pageframe::proc::vmstat_counters;
 use pageframe::{CpuId, Gfp, MachineDesc, NodeId, Order, Page, SharedPageAllocator};
@@ -19,18 +21,53 @@ pub const THREADS: [usize; 3] = [1, 2, 4];
 /// Pages a thread hands to its neighbour at a time in `remote-free`.
 const HANDOFF: usize = 1024;
 
-/// Runs the experiment.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    let pages_per_thread: usize = match options.scale {
+/// The parameters of `scaling` (config file keys) with their defaults.
+pub fn params(scale: Scale) -> Vec<Param> {
+    let pages_per_thread = match scale {
         Scale::Quick => 1 << 21,
         Scale::Full => 1 << 24,
     };
+    vec![
+        Param::int(
+            "pages_per_thread",
+            "Order-0 pages each thread allocates and frees",
+            pages_per_thread,
+            HANDOFF as i64,
+            1 << 30,
+        ),
+        Param::int(
+            "max_threads",
+            "Largest thread count; counts are 1, 2, 4, ... up to it",
+            *THREADS.last().unwrap_or(&4) as i64,
+            1,
+            64,
+        ),
+    ]
+}
+
+/// Runs the experiment with the scale's default parameters.
+pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
+    run_with(options, &Params::defaults(&params(options.scale)))
+}
+
+/// Runs the experiment with the given parameters (see [`params`]).
+pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    // Whole hand-offs, so that every thread receives what it waits for.
+    let pages_per_thread = (params.int("pages_per_thread") as usize).div_ceil(HANDOFF) * HANDOFF;
+    let max_threads = params.int("max_threads") as usize;
+    let counts: Vec<usize> = (0..)
+        .map(|power| 1usize << power)
+        .take_while(|threads| *threads <= max_threads)
+        .collect();
     let mut rows = Vec::new();
+    let steps = 2 * counts.len() as u64;
     for pattern in ["local", "remote-free"] {
-        for threads in THREADS {
+        for &threads in &counts {
+            observe::progress(rows.len() as u64, steps);
             rows.push(measure(pattern, threads, pages_per_thread)?);
         }
     }
+    observe::progress(steps, steps);
     Ok(Report {
         experiment: "scaling".into(),
         seed: options.seed,
@@ -48,7 +85,7 @@ fn measure(
     threads: usize,
     pages_per_thread: usize,
 ) -> Result<Row, ExperimentError> {
-    let machine = MachineDesc::uniform(4 << 30, 1, 4)?;
+    let machine = MachineDesc::uniform(4 << 30, 1, threads.max(4))?;
     let allocator = Arc::new(SharedPageAllocator::boot(&machine)?);
     let barrier = Arc::new(Barrier::new(threads + 1));
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..threads)
@@ -110,6 +147,10 @@ fn measure(
             .map_err(ExperimentError::Failed)?;
     }
     let seconds = start.elapsed().as_secs_f64();
+    observe::machine(
+        &format!("{pattern}, {threads} threads, after the run"),
+        &allocator,
+    );
     allocator
         .check_invariants()
         .map_err(|err| ExperimentError::Failed(err.to_string()))?;

@@ -1,12 +1,13 @@
 //! Kernel command-line parameters that shape the machine, parsed as the
 //! kernel's early_param handlers do.
 
-use super::desc::MachineDesc;
+use super::desc::{MachineDesc, NumaFake};
 use super::size::parse_size;
 use crate::error::DescError;
 
 /// Applies a kernel command line (`"movablecore=2G mem=16G"`) to a
-/// description. Known parameters: `mem=`, `movablecore=`, `kernelcore=`.
+/// description. Known parameters: `mem=`, `movablecore=`, `kernelcore=`,
+/// `page_alloc.shuffle=`, `page_alloc.shuffle_order=`, `numa=fake=`.
 /// Any other parameter is an error naming it, and the description is left
 /// unchanged on error.
 pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescError> {
@@ -20,16 +21,79 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
                 updated.movablecore = Some(parse_percent_or_size(&field, value, desc)?)
             }
             "kernelcore" => updated.kernelcore = Some(parse_percent_or_size(&field, value, desc)?),
+            // mirrors page_alloc_shuffle(): SHUFFLE_FORCE_DISABLE sticks and
+            // clears any enable; an enable is ignored once disabled.
+            "page_alloc.shuffle" => match parse_bool(value) {
+                Some(true) => updated.shuffle.enable = !updated.shuffle.force_disable,
+                Some(false) => {
+                    updated.shuffle.force_disable = true;
+                    updated.shuffle.enable = false;
+                }
+                None => {
+                    return Err(DescError::new(
+                        field,
+                        format!("'{value}' is not a boolean (Y, N, 1, 0)"),
+                    ))
+                }
+            },
+            "page_alloc.shuffle_order" => {
+                let order = value
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|&order| order <= updated.max_order)
+                    .ok_or_else(|| {
+                        DescError::new(
+                            &field,
+                            format!("'{value}' is not an order from 0 to {}", updated.max_order),
+                        )
+                    })?;
+                updated.shuffle.order = Some(order);
+            }
+            "numa" => updated.numa_fake = Some(parse_numa_fake(&field, value)?),
             _ => {
                 return Err(DescError::new(
                     "cmdline",
-                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=)"),
+                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=)"),
                 ))
             }
         }
     }
     *desc = updated;
     Ok(())
+}
+
+/// A kernel boolean parameter (param_set_bool(): y/Y/1/n/N/0, and on/off).
+fn parse_bool(value: &str) -> Option<bool> {
+    match value {
+        "y" | "Y" | "1" | "on" | "" => Some(true),
+        "n" | "N" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// `numa=fake=N` or `numa=fake=NU`. mirrors numa_emu_cmdline().
+fn parse_numa_fake(field: &str, value: &str) -> Result<NumaFake, DescError> {
+    let bad = || {
+        DescError::new(
+            field,
+            format!("'{value}' is not fake=N or fake=NU with N from 1 to 1024"),
+        )
+    };
+    let spec = value.strip_prefix("fake=").ok_or_else(bad)?;
+    let (digits, uniform) = match spec.strip_suffix(['U', 'u']) {
+        Some(digits) => (digits, true),
+        None => (spec, false),
+    };
+    let count: u16 = digits
+        .parse()
+        .ok()
+        .filter(|count| (1..=1024).contains(count))
+        .ok_or_else(bad)?;
+    Ok(if uniform {
+        NumaFake::Uniform(count)
+    } else {
+        NumaFake::Interleave(count)
+    })
 }
 
 /// `kernelcore=`/`movablecore=` take a size or a percentage of memory
@@ -63,6 +127,48 @@ mod tests {
         assert_eq!(desc.mem_limit, Some(2 << 30));
         apply_cmdline(&mut desc, "kernelcore=50%").unwrap();
         assert_eq!(desc.kernelcore, Some(2 << 30));
+    }
+
+    #[test]
+    fn shuffle_force_disable_wins_in_either_order() {
+        let mut desc = MachineDesc::default();
+        apply_cmdline(&mut desc, "page_alloc.shuffle=1").unwrap();
+        assert!(desc.shuffle_enabled());
+        apply_cmdline(&mut desc, "page_alloc.shuffle=0 page_alloc.shuffle=Y").unwrap();
+        assert!(!desc.shuffle_enabled());
+        let mut cached = MachineDesc {
+            memory_side_cache: Some(crate::machine::MemorySideCache {
+                size: 1 << 30,
+                line: 64,
+                per_node: false,
+            }),
+            ..MachineDesc::default()
+        };
+        assert!(cached.shuffle_enabled(), "a memory-side cache enables it");
+        apply_cmdline(
+            &mut cached,
+            "page_alloc.shuffle=N page_alloc.shuffle_order=9",
+        )
+        .unwrap();
+        assert!(!cached.shuffle_enabled());
+        assert_eq!(cached.shuffle_order(), 9);
+        assert!(apply_cmdline(&mut cached, "page_alloc.shuffle_order=11").is_err());
+        assert!(apply_cmdline(&mut cached, "page_alloc.shuffle=maybe").is_err());
+    }
+
+    #[test]
+    fn numa_fake_forms() {
+        let mut desc = MachineDesc::default();
+        apply_cmdline(&mut desc, "numa=fake=4U").unwrap();
+        assert_eq!(desc.numa_fake, Some(NumaFake::Uniform(4)));
+        apply_cmdline(&mut desc, "numa=fake=2").unwrap();
+        assert_eq!(desc.numa_fake, Some(NumaFake::Interleave(2)));
+        for bad in ["numa=fake=", "numa=fake=0", "numa=on", "numa=fake=xU"] {
+            assert_eq!(
+                apply_cmdline(&mut desc, bad).unwrap_err().field,
+                "cmdline numa"
+            );
+        }
     }
 
     #[test]

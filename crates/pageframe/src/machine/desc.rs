@@ -34,6 +34,59 @@ pub struct NodeDesc {
     pub cpus: Vec<CpuId>,
 }
 
+/// A direct-mapped memory-side cache in front of memory (ACPI HMAT
+/// "memory side cache"): DRAM caching persistent memory, or HBM caching DRAM.
+/// Its presence is what auto-enables free-list shuffling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemorySideCache {
+    /// Capacity in bytes (per node when `per_node`, else for the machine).
+    pub size: u64,
+    /// Line size in bytes (64 by default).
+    pub line: u64,
+    /// One cache per node, indexed by the address within the node; else one
+    /// cache for the whole machine indexed by physical address.
+    pub per_node: bool,
+}
+
+/// `page_alloc.shuffle=` and `page_alloc.shuffle_order=` as given, before the
+/// machine decides. mirrors the two bits of `shuffle_state` in the source
+/// document's mm/shuffle.c: a force-disable wins over any enable, given
+/// before or after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShuffleParam {
+    /// `page_alloc.shuffle=1` was given (SHUFFLE_ENABLE).
+    pub enable: bool,
+    /// `page_alloc.shuffle=0` was given (SHUFFLE_FORCE_DISABLE).
+    pub force_disable: bool,
+    /// `page_alloc.shuffle_order=`: `None` is SHUFFLE_ORDER (MAX_PAGE_ORDER).
+    pub order: Option<u8>,
+}
+
+/// `numa=fake=` on the kernel command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumaFake {
+    /// `numa=fake=N`: N nodes interleaved over the physical nodes.
+    Interleave(u16),
+    /// `numa=fake=NU`: every physical node split uniformly into N nodes.
+    Uniform(u16),
+}
+
+/// One memory-hotplug step, applied after boot in order
+/// (`PageAllocator::apply_hotplug`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotplugStep {
+    /// True: online the range; false: offline it.
+    pub online: bool,
+    /// Physical start address.
+    pub start: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The node (online only).
+    pub node: usize,
+    /// The zone (online only): Normal or Movable.
+    pub zone: crate::types::ZoneType,
+}
+
 /// A whole machine as the user describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineDesc {
@@ -55,6 +108,14 @@ pub struct MachineDesc {
     pub kernelcore: Option<u64>,
     /// `mem=`: use only the first this many bytes of memory.
     pub mem_limit: Option<u64>,
+    /// A direct-mapped memory-side cache, if the platform has one.
+    pub memory_side_cache: Option<MemorySideCache>,
+    /// `page_alloc.shuffle=` / `page_alloc.shuffle_order=`.
+    pub shuffle: ShuffleParam,
+    /// `numa=fake=`: NUMA emulation, applied when the layout is computed.
+    pub numa_fake: Option<NumaFake>,
+    /// Memory-hotplug steps to apply after boot (not part of the layout).
+    pub hotplug: Vec<HotplugStep>,
 }
 
 impl Default for MachineDesc {
@@ -83,6 +144,10 @@ impl MachineDesc {
             movablecore: None,
             kernelcore: None,
             mem_limit: None,
+            memory_side_cache: None,
+            shuffle: ShuffleParam::default(),
+            numa_fake: None,
+            hotplug: Vec::new(),
         };
         if nr_nodes == 0 {
             return Err(DescError::new("nodes", "a machine needs at least one node"));
@@ -191,7 +256,50 @@ impl MachineDesc {
         }
         self.validate_ranges()?;
         self.validate_cpus()?;
-        self.validate_distances()
+        self.validate_distances()?;
+        self.validate_shuffle_and_cache()
+    }
+
+    /// Whether the free lists are shuffled: a force-disable wins, else an
+    /// enable from the command line or a detected memory-side cache.
+    /// mirrors page_alloc_shuffle() of the source document.
+    pub fn shuffle_enabled(&self) -> bool {
+        !self.shuffle.force_disable && (self.shuffle.enable || self.memory_side_cache.is_some())
+    }
+
+    /// The order shuffled: `page_alloc.shuffle_order=` or MAX_PAGE_ORDER.
+    pub fn shuffle_order(&self) -> u8 {
+        self.shuffle.order.unwrap_or(self.max_order)
+    }
+
+    fn validate_shuffle_and_cache(&self) -> Result<(), DescError> {
+        if let Some(order) = self.shuffle.order {
+            if order > self.max_order {
+                return Err(DescError::new(
+                    "cmdline page_alloc.shuffle_order",
+                    format!("{order} is above max_order {}", self.max_order),
+                ));
+            }
+        }
+        if let Some(cache) = &self.memory_side_cache {
+            if cache.line == 0 || !cache.line.is_power_of_two() || cache.line > 1 << 20 {
+                return Err(DescError::new(
+                    "memory_side_cache.line",
+                    format!("{} is not a power of two up to 1M", cache.line),
+                ));
+            }
+            if cache.size < cache.line || cache.size % cache.line != 0 {
+                return Err(DescError::new(
+                    "memory_side_cache.size",
+                    format!(
+                        "{} is not a positive multiple of the line size {}",
+                        format_size(cache.size),
+                        cache.line
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn validate_ranges(&self) -> Result<(), DescError> {

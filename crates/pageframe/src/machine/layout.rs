@@ -91,6 +91,12 @@ pub struct MachineLayout {
     pub cpu_node: Vec<NodeId>,
     /// One past the highest PFN of the machine.
     pub end_pfn: Pfn,
+    /// The free lists are shuffled (`page_alloc.shuffle`, resolved).
+    pub shuffle: bool,
+    /// The order whose free blocks are shuffled (SHUFFLE_ORDER).
+    pub shuffle_order: u8,
+    /// The physical parent of each node (itself without `numa=fake=`).
+    pub physical_node: Vec<NodeId>,
 }
 
 impl MachineLayout {
@@ -114,6 +120,16 @@ impl MachineDesc {
     /// Validates the description and lays out its zones.
     pub fn layout(&self) -> Result<MachineLayout, DescError> {
         self.validate()?;
+        if self.numa_fake.is_none() {
+            return self.layout_validated((0..self.nodes.len()).collect());
+        }
+        let (emulated, parents) = super::numa_emulation::emulate_numa(self)?;
+        emulated.layout_validated(parents)
+    }
+
+    /// Lays out a description already validated (or built by emulation,
+    /// whose sibling distances of 10 the user-input check would refuse).
+    fn layout_validated(&self, parents: Vec<usize>) -> Result<MachineLayout, DescError> {
         let shift = self.page_shift as u32;
         let mut node_ranges: Vec<Vec<PfnRange>> = self
             .nodes
@@ -190,6 +206,12 @@ impl MachineDesc {
             distance,
             cpu_node,
             end_pfn,
+            shuffle: self.shuffle_enabled(),
+            shuffle_order: self.shuffle_order(),
+            physical_node: parents
+                .into_iter()
+                .map(|node| NodeId(node as u16))
+                .collect(),
         })
     }
 

@@ -10,9 +10,14 @@
 mod cmdline;
 mod desc;
 mod layout;
+mod numa_emulation;
 mod size;
 
 pub use cmdline::apply_cmdline;
-pub use desc::{MachineDesc, MemRange, NodeDesc, LOCAL_DISTANCE, REMOTE_DISTANCE};
+pub use desc::{
+    HotplugStep, MachineDesc, MemRange, MemorySideCache, NodeDesc, NumaFake, ShuffleParam,
+    LOCAL_DISTANCE, REMOTE_DISTANCE,
+};
 pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout};
+pub use numa_emulation::{emulate_numa, FAKE_NODE_MIN_SIZE};
 pub use size::{format_size, parse_size};

@@ -35,11 +35,34 @@ impl<L: LockFamily> PageAllocator<L> {
         PageAllocator::boot_layout(layout, options)
     }
 
-    /// Boots a validated layout.
+    /// Boots with explicit options and the seed of the machine's RNG (every
+    /// random choice of the allocator, e.g. shuffling, derives from it).
+    pub fn boot_seeded(
+        desc: &MachineDesc,
+        options: AllocOptions,
+        seed: u64,
+    ) -> Result<PageAllocator<L>, DescError> {
+        let layout = desc.layout()?;
+        PageAllocator::boot_layout_seeded(layout, options, seed)
+    }
+
+    /// Boots a validated layout with seed 0.
     pub fn boot_layout(
         layout: MachineLayout,
         options: AllocOptions,
     ) -> Result<PageAllocator<L>, DescError> {
+        PageAllocator::boot_layout_seeded(layout, options, 0)
+    }
+
+    /// Boots a validated layout: zones, watermarks, per-CPU lists, every
+    /// present page freed, then the free lists shuffled if the layout says so
+    /// (page_alloc_init_late() -> shuffle_free_memory()).
+    pub fn boot_layout_seeded(
+        layout: MachineLayout,
+        options: AllocOptions,
+        seed: u64,
+    ) -> Result<PageAllocator<L>, DescError> {
+        let mut rng = crate::rng::MachineRng::new(seed);
         let frames = Frames::new(layout.end_pfn, layout.pageblock_order).ok_or_else(|| {
             DescError::new(
                 "mem",
@@ -79,6 +102,10 @@ impl<L: LockFamily> PageAllocator<L> {
                 let mut buddy =
                     Zone::new(index, zone.span, layout.max_order, layout.pageblock_order);
                 buddy.add_managed(zone.present_pages());
+                buddy.set_shuffle(
+                    layout.shuffle.then_some(layout.shuffle_order),
+                    rng.next_u64(),
+                );
                 zones.push(ZoneSlot {
                     node: zone.node,
                     zone_type: zone.zone_type,
@@ -131,7 +158,7 @@ impl<L: LockFamily> PageAllocator<L> {
             .collect();
 
         let zonelists = Zonelists::build_all(&layout, &zones);
-        let allocator = PageAllocator {
+        let mut allocator = PageAllocator {
             layout,
             frames,
             zones: zones.into_boxed_slice(),
@@ -139,8 +166,11 @@ impl<L: LockFamily> PageAllocator<L> {
             zonelists,
             options,
             min_free_kbytes,
+            rng,
+            seed,
         };
         allocator.free_boot_memory();
+        allocator.shuffle_free_memory();
         Ok(allocator)
     }
 
@@ -171,7 +201,11 @@ impl<L: LockFamily> PageAllocator<L> {
 /// populated or not, so allocations preferring a Normal zone avoid mixing
 /// pageblocks (first trying other zones of the node, then other nodes),
 /// unless the node has no DMA32 memory and there are other nodes.
-fn nofragment(layout: &MachineLayout, node: crate::types::NodeId, zone_type: ZoneType) -> bool {
+pub(crate) fn nofragment(
+    layout: &MachineLayout,
+    node: crate::types::NodeId,
+    zone_type: ZoneType,
+) -> bool {
     if zone_type != ZoneType::Normal {
         return false;
     }

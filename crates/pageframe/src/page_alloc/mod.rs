@@ -23,6 +23,7 @@ mod invariants;
 mod snapshot;
 mod zonelist;
 
+pub(crate) use boot::nofragment;
 pub use events::VmEvent;
 pub use handle::{CpuHandle, Page};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
@@ -102,6 +103,19 @@ pub struct PageAllocator<L: LockFamily = Local> {
     pub(crate) zonelists: Box<[Zonelists]>,
     pub(crate) options: AllocOptions,
     pub(crate) min_free_kbytes: u64,
+    /// The machine's one seeded RNG (shuffle passes; the per-zone pick-tail
+    /// bits are seeded from it). Used only with `&mut self`.
+    pub(crate) rng: crate::rng::MachineRng,
+    /// The seed the machine booted with.
+    pub(crate) seed: u64,
+}
+
+/// Builds every node's zonelists (boot and memory hotplug).
+pub(crate) fn build_zonelists<L: LockFamily>(
+    layout: &MachineLayout,
+    zones: &[ZoneSlot<L>],
+) -> Box<[Zonelists]> {
+    Zonelists::build_all(layout, zones)
 }
 
 impl<L: LockFamily> PageAllocator<L> {
@@ -113,6 +127,11 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The run-time options.
     pub fn options(&self) -> AllocOptions {
         self.options
+    }
+
+    /// The seed of the machine's RNG.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// `min_free_kbytes` as computed at boot.

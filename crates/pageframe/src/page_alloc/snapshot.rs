@@ -163,3 +163,15 @@ impl<L: LockFamily> PageAllocator<L> {
             .collect()
     }
 }
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// `NR_FREE_PAGES` and the watermarks of zone `index`, read without any
+    /// lock (the published counter, as `zone_page_state()` reads it); `None`
+    /// when there is no such zone. Cheap enough for per-page decisions such
+    /// as NUMA balancing's "is the target node above its high watermark"
+    /// (`migrate_balanced_pgdat()`), where a full [`ZoneSnapshot`] is not.
+    pub fn zone_free_pages(&self, index: usize) -> Option<(u64, Watermarks)> {
+        let slot = self.zones.get(index)?;
+        Some((slot.free_pages.get(), slot.watermarks))
+    }
+}

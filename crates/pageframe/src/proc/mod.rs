@@ -13,8 +13,18 @@ pub use pagetypeinfo::pagetypeinfo;
 pub use vmstat::{vmstat, vmstat_counters};
 pub use zoneinfo::zoneinfo;
 
-/// The views by name, as `pageframe proc <view>` accepts them.
-pub const VIEWS: [&str; 4] = ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat"];
+/// The views by name, as `pageframe proc <view>` accepts them. `shuffle` is
+/// /sys/module/page_alloc/parameters/shuffle: `Y` or `N`.
+pub const VIEWS: [&str; 5] = ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat", "shuffle"];
+
+/// /sys/module/page_alloc/parameters/shuffle. mirrors shuffle_show().
+pub fn shuffle<L: crate::sync::LockFamily>(allocator: &crate::PageAllocator<L>) -> String {
+    if allocator.shuffle_enabled() {
+        "Y\n".into()
+    } else {
+        "N\n".into()
+    }
+}
 
 /// Renders a view by name; `None` for an unknown name.
 pub fn render<L: crate::sync::LockFamily>(
@@ -26,6 +36,7 @@ pub fn render<L: crate::sync::LockFamily>(
         "pagetypeinfo" => Some(pagetypeinfo(allocator)),
         "zoneinfo" => Some(zoneinfo(allocator)),
         "vmstat" => Some(vmstat(allocator)),
+        "shuffle" => Some(shuffle(allocator)),
         _ => None,
     }
 }

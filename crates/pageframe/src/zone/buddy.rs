@@ -52,8 +52,9 @@ impl Zone {
 
     /// Returns a block to the buddy lists, merging it with free buddies up to
     /// MAX_PAGE_ORDER. `freetype` is the freetype of the block's pageblock.
-    /// `to_tail` forces the tail (FPI_TO_TAIL); otherwise the kernel's
-    /// buddy_merge_likely() heuristic picks head or tail.
+    /// `to_tail` forces the tail (FPI_TO_TAIL); otherwise a block of the
+    /// shuffle order goes to a random end (shuffle_pick_tail()) and a smaller
+    /// one to the end the kernel's buddy_merge_likely() heuristic picks.
     /// mirrors __free_one_page().
     pub(crate) fn free_one_page(
         &mut self,
@@ -97,7 +98,16 @@ impl Zone {
             pfn &= buddy;
             order += 1;
         }
-        let tail = to_tail || self.buddy_merge_likely(frames, pfn, order);
+        // mirrors the to_tail choice of __free_one_page(): FPI_TO_TAIL, else
+        // a random end for shuffle-order blocks (shuffle_order is u8::MAX
+        // when shuffling is off, so this is one compare), else the merge
+        // heuristic.
+        let tail = to_tail
+            || if order >= self.shuffle_order {
+                self.pick_tail.pick()
+            } else {
+                self.buddy_merge_likely(frames, pfn, order)
+            };
         self.add_to_free_list(frames, pfn, order, list, tail);
     }
 

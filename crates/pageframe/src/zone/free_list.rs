@@ -107,4 +107,94 @@ impl Zone {
         let head = self.free_area[order].lists[freetype].head;
         (head != NIL).then_some(head)
     }
+
+    /// Exchanges the places of two blocks on the same list (`list_swap()`):
+    /// each takes the other's position, so a walk of the list meets them in
+    /// swapped order. Counts and records do not change.
+    pub(crate) fn swap_free_list_entries(
+        &mut self,
+        frames: &Frames,
+        first: u32,
+        second: u32,
+        order: u8,
+        freetype: usize,
+    ) {
+        if first == second {
+            return;
+        }
+        let memmap = &frames.memmap;
+        // Where `second` sat: after its predecessor (NIL: at the head).
+        let mut position = memmap.prev(second);
+        self.unlink(frames, second, order, freetype);
+        self.replace_on_list(frames, first, second, order, freetype);
+        if position == first {
+            position = second;
+        }
+        self.insert_after(frames, position, first, order, freetype);
+    }
+
+    fn unlink(&mut self, frames: &Frames, pfn: u32, order: u8, freetype: usize) {
+        let memmap = &frames.memmap;
+        let (next, prev) = (memmap.next(pfn), memmap.prev(pfn));
+        let list = &mut self.free_area[order as usize].lists[freetype];
+        if prev == NIL {
+            list.head = next;
+        } else {
+            memmap.set_next(prev, next);
+        }
+        if next == NIL {
+            list.tail = prev;
+        } else {
+            memmap.set_prev(next, prev);
+        }
+    }
+
+    /// Puts `new` where `old` is on the list; `old` is left unlinked.
+    fn replace_on_list(&mut self, frames: &Frames, old: u32, new: u32, order: u8, freetype: usize) {
+        let memmap = &frames.memmap;
+        let (next, prev) = (memmap.next(old), memmap.prev(old));
+        memmap.set_next(new, next);
+        memmap.set_prev(new, prev);
+        let list = &mut self.free_area[order as usize].lists[freetype];
+        if prev == NIL {
+            list.head = new;
+        } else {
+            memmap.set_next(prev, new);
+        }
+        if next == NIL {
+            list.tail = new;
+        } else {
+            memmap.set_prev(next, new);
+        }
+    }
+
+    /// Links `pfn` after `position` (NIL: at the head).
+    fn insert_after(
+        &mut self,
+        frames: &Frames,
+        position: u32,
+        pfn: u32,
+        order: u8,
+        freetype: usize,
+    ) {
+        let memmap = &frames.memmap;
+        let list = &mut self.free_area[order as usize].lists[freetype];
+        let next = if position == NIL {
+            list.head
+        } else {
+            memmap.next(position)
+        };
+        memmap.set_prev(pfn, position);
+        memmap.set_next(pfn, next);
+        if position == NIL {
+            list.head = pfn;
+        } else {
+            memmap.set_next(position, pfn);
+        }
+        if next == NIL {
+            list.tail = pfn;
+        } else {
+            memmap.set_prev(next, pfn);
+        }
+    }
 }

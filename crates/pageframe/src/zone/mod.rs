@@ -20,9 +20,11 @@ mod fallback;
 mod free_list;
 mod highatomic;
 mod invariants;
+mod pick_tail;
 pub mod watermark;
 
 pub use fallback::RmqueueMode;
+pub use pick_tail::PickTail;
 
 use crate::frames::Frames;
 use crate::freetype::{MigrateType, NR_FREETYPES};
@@ -85,6 +87,10 @@ pub struct Zone {
     nr_reserved_highatomic: u64,
     managed: u64,
     events: ZoneEvents,
+    /// Blocks of this order or above are freed to a random end of their
+    /// list; u8::MAX when the free lists are not shuffled.
+    shuffle_order: u8,
+    pick_tail: PickTail,
 }
 
 impl Zone {
@@ -105,7 +111,31 @@ impl Zone {
             nr_reserved_highatomic: 0,
             managed: 0,
             events: ZoneEvents::default(),
+            shuffle_order: u8::MAX,
+            pick_tail: PickTail::new(0),
         }
+    }
+
+    /// Turns random head/tail placement on for blocks of `order` and above
+    /// (`Some`), or off (`None`), with the seed of this zone's bits.
+    pub(crate) fn set_shuffle(&mut self, order: Option<u8>, seed: u64) {
+        self.shuffle_order = order.unwrap_or(u8::MAX);
+        self.pick_tail = PickTail::new(seed);
+    }
+
+    /// Changes the zone's span (memory hotplug).
+    pub(crate) fn set_span(&mut self, span: PfnRange) {
+        self.span = span;
+    }
+
+    /// Removes pages from the managed count (memory offline).
+    pub(crate) fn sub_managed(&mut self, pages: u64) {
+        self.managed -= pages;
+    }
+
+    /// Lowers the HIGHATOMIC reserve by `pages` that left the zone.
+    pub(crate) fn sub_reserved_highatomic(&mut self, pages: u64) {
+        self.nr_reserved_highatomic -= pages.min(self.nr_reserved_highatomic);
     }
 
     /// Free pages on all lists but ISOLATE's (`NR_FREE_PAGES`).

@@ -1,0 +1,248 @@
+//! `pageframe run --out DIR`, `--config`, `--proc` and `pageframe config`,
+//! run as a user runs them; and the report page opened in a real browser
+//! (headless Chromium, installed by .ci/run; `cargo test` skips that test,
+//! `.ci/run` runs it with `--include-ignored`).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn pageframe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args(args)
+        .output()
+        .expect("the pageframe binary runs")
+}
+
+fn succeed(args: &[&str]) -> String {
+    let output = pageframe(args);
+    assert!(
+        output.status.success(),
+        "pageframe {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("output is UTF-8")
+}
+
+/// A fresh directory in the temp directory, unique per test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pageframe-page-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    dir
+}
+
+/// Small parameters, so that the tests run in seconds.
+const SMALL: &str = "[bulk]\npages_per_round = 4096\nrounds = 3\npeers = false\n\n[scaling]\npages_per_thread = 8192\nmax_threads = 2\n";
+
+fn small_config(dir: &Path) -> String {
+    let path = dir.join("small.toml");
+    std::fs::write(&path, SMALL).expect("temp dir is writable");
+    path.display().to_string()
+}
+
+#[test]
+fn out_dir_has_json_csv_plots_and_the_page() {
+    let dir = temp_dir("out");
+    let config = small_config(&dir);
+    let site = dir.join("site");
+    let stdout = succeed(&[
+        "run",
+        "all",
+        "--config",
+        &config,
+        "--out",
+        &site.display().to_string(),
+        "--proc",
+        "buddyinfo",
+        "--quiet",
+    ]);
+    // Not a terminal: no progress bar escapes; the summary closes the run.
+    assert!(!stdout.contains('\u{1b}'), "{stdout}");
+    let summary = stdout
+        .split("# summary: ours beside the source documents\n")
+        .nth(1)
+        .expect("a summary table");
+    assert!(
+        summary.contains("bulk ") && summary.contains("matches"),
+        "{summary}"
+    );
+    assert!(stdout.contains("==> /proc/buddyinfo (bulk: "), "{stdout}");
+    for name in ["bulk", "scaling"] {
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(site.join(name).join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["experiment"], name);
+        assert!(!json["rows"].as_array().unwrap().is_empty());
+        let csv = std::fs::read_to_string(site.join(name).join(format!("{name}.csv"))).unwrap();
+        assert!(csv.lines().count() > 1);
+    }
+    for plot in ["bulk/cycles-per-page", "bulk/knobs", "scaling/throughput"] {
+        let svg = std::fs::read_to_string(site.join(format!("{plot}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{plot}");
+        let png = std::fs::read(site.join(format!("{plot}.png"))).unwrap();
+        assert_eq!(&png[1..4], b"PNG", "{plot}");
+    }
+    let page = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(
+        page.contains("pages_per_round = 4096"),
+        "the parameters used"
+    );
+    assert!(page.contains("<th>seed</th><td>42</td>"));
+    // One <img class="plot"> per plot file, all embedded.
+    let svgs = std::fs::read_dir(site.join("bulk")).unwrap().count();
+    assert!(svgs >= 4);
+    assert!(page.matches("class=\"plot\"").count() >= 3);
+    assert!(!page.contains("src=\"http"), "self-contained");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn config_prints_defaults_that_run_back() {
+    let text = succeed(&["config", "bulk"]);
+    assert!(text.starts_with("# bulk: "), "{text}");
+    assert!(text.contains("[bulk]\n"));
+    assert!(text.contains("\nrounds = 41\n"), "{text}");
+    let all = succeed(&["config", "all", "--scale", "full"]);
+    assert!(
+        all.contains("[scaling]") && all.contains("rounds = 201"),
+        "{all}"
+    );
+    // The printed defaults are a valid config file.
+    let dir = temp_dir("config");
+    let path = dir.join("defaults.toml");
+    std::fs::write(
+        &path,
+        all.replace("max_threads = 4", "max_threads = 1")
+            .replace("pages_per_thread = 16777216", "pages_per_thread = 4096"),
+    )
+    .unwrap();
+    let report = succeed(&[
+        "run",
+        "scaling",
+        "--config",
+        &path.display().to_string(),
+        "--format",
+        "json",
+    ]);
+    let json: Value = serde_json::from_str(report.trim()).unwrap();
+    assert_eq!(
+        json["rows"].as_array().unwrap().len(),
+        2,
+        "1 thread x 2 patterns"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_configs_name_the_key() {
+    let dir = temp_dir("bad");
+    let error = |text: &str| {
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        let output = pageframe(&["run", "bulk", "--config", &path.display().to_string()]);
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(output.stdout.is_empty());
+        stderr
+    };
+    assert!(error("[bulk]\nround = 3\n").contains("unknown key 'bulk.round'"));
+    assert!(error("[scaling]\nmax_threads = 0\n")
+        .contains("'scaling.max_threads': expected an integer from 1 to 64, got 0"));
+    assert!(error("[bulk]\npeers = 1\n").contains("'bulk.peers': expected true or false"));
+    assert!(error("[nosuch]\n").contains("unknown experiment table '[nosuch]'"));
+    assert!(error("[bulk\n").contains("bad.toml:1:"));
+    let output = pageframe(&["run", "bulk", "--proc", "buddyinf"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown view 'buddyinf'"));
+    let output = pageframe(&["config", "nosuch"]);
+    assert_eq!(output.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The browser: `chromium` on PATH (Debian's package).
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Loads the page in headless Chromium and returns what the page's own
+/// check script wrote into `<pre id="page-check">`.
+fn page_check(index: &Path) -> Value {
+    let browser = chromium().expect("chromium is installed (.ci/run installs it)");
+    let profile = temp_dir("chromium-profile");
+    let output = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", index.display()))
+        .output()
+        .expect("chromium runs");
+    let _ = std::fs::remove_dir_all(&profile);
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let start = dom.find("<pre id=\"page-check\"").unwrap_or_else(|| {
+        panic!(
+            "no page check in the DOM; chromium said: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let text = &dom[start..];
+    let text = &text[text.find('>').unwrap() + 1..text.find("</pre>").unwrap()];
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
+}
+
+#[test]
+#[ignore = "needs chromium; .ci/run runs it"]
+fn report_page_renders_in_chromium() {
+    let dir = temp_dir("browser");
+    let config = small_config(&dir);
+    let site = dir.join("site");
+    succeed(&[
+        "run",
+        "all",
+        "--config",
+        &config,
+        "--out",
+        &site.display().to_string(),
+        "--quiet",
+    ]);
+    let check = page_check(&site.join("index.html"));
+    let images = check["images"].as_array().expect("images");
+    let tables = check["tables"].as_array().expect("tables");
+    let experiments = succeed(&["config", "all"]).matches("\n[").count();
+    assert!(
+        images.len() >= experiments,
+        "a plot per experiment at least: {check}"
+    );
+    for image in images {
+        assert_eq!(image["loaded"], true, "plot did not load: {image}");
+        assert!(image["width"].as_u64().unwrap() > 100, "{image}");
+    }
+    assert_eq!(
+        tables.len(),
+        experiments + 1,
+        "summary and one per experiment: {check}"
+    );
+    for table in tables {
+        assert!(table["rows"].as_u64().unwrap() > 0, "empty table: {table}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,501 @@
+//! Memory hotplug: bringing a PFN range online into a zone, and taking one
+//! offline again. mirrors online_pages(), offline_pages(),
+//! move_pfn_range_to_zone(), start_isolate_page_range(),
+//! test_pages_isolated() and undo_isolate_page_range() of
+//! mm/memory_hotplug.c and mm/page_isolation.c.
+//!
+//! ```text
+//!  boot: node 0 has [0, 8G); online [8G, 16G) on node 0 as ZONE_MOVABLE
+//!  |<---- Normal (boot) ---->|<---- Movable (hotplugged) ---->|
+//!  0                        8G                               16G
+//!  online:  pageblocks ISOLATE -> pages freed (to the tail) -> types MOVABLE
+//!           -> shuffle_zone -> watermarks, lowmem reserves, pcp high/batch
+//!  offline: drain pcp -> pageblocks ISOLATE (free pages moved to the
+//!           ISOLATE lists) -> every page free? remove them : restore types
+//! ```
+//!
+//! Both take `&mut self`: no CPU handle may be alive, as the kernel holds the
+//! hotplug lock and disables the zone's per-CPU lists around both.
+//!
+//! Invariants after either call, success or failure: those of
+//! `check_invariants()`, with the zone's present ranges in the layout, its
+//! span, `present_pages`, `managed`, watermarks and pcp sizes in agreement.
+//! A failed call leaves every free list, pageblock type and counter as it
+//! was (the per-CPU lists of the zone are drained, as the kernel drains
+//! them before isolating).
+//!
+//! Deviations: ranges must be aligned to a MAX_PAGE_ORDER block (the
+//! kernel's unit is a memory block of 128 MiB or more, so it never splits a
+//! buddy); there is no page migration, so offline succeeds only when every
+//! page of the range is free; isolation saves each pageblock's exact
+//! freetype and restores it, where the kernel restores MOVABLE (a block it
+//! could isolate had only movable or free pages).
+
+use crate::freetype::{FreeType, MigrateType};
+use crate::machine::PfnRange;
+use crate::memmap::PageState;
+use crate::page_alloc::PageAllocator;
+use crate::policies::shuffle::ShuffleStats;
+use crate::sync::LockFamily;
+use crate::types::{NodeId, Pfn, ZoneType};
+use crate::zone::watermark::{
+    lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
+    WATERMARK_SCALE_FACTOR,
+};
+use thiserror::Error;
+
+/// `EINVAL`.
+pub const EINVAL: i32 = 22;
+/// `EBUSY`.
+pub const EBUSY: i32 = 16;
+/// `ENOMEM`.
+pub const ENOMEM: i32 = 12;
+
+/// Why a hotplug call failed. Nothing changed (but drained per-CPU lists).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HotplugError {
+    /// A bad range, node or zone (EINVAL).
+    #[error("EINVAL: {0}")]
+    Invalid(String),
+    /// Pages of the range are in use (EBUSY).
+    #[error("EBUSY: {in_use} pages in use in {start:#x}..{end:#x}, first at PFN {first}")]
+    Busy {
+        /// Pages allocated (or on their way to being freed) in the range.
+        in_use: u64,
+        /// The first of them.
+        first: Pfn,
+        /// The range's first PFN.
+        start: u64,
+        /// One past its last PFN.
+        end: u64,
+    },
+    /// The memmap could not be grown to cover the range (ENOMEM).
+    #[error("ENOMEM: cannot grow the memmap to PFN {0}")]
+    NoMemory(u64),
+}
+
+impl HotplugError {
+    /// The errno the kernel returns for this failure.
+    pub fn errno(&self) -> i32 {
+        match self {
+            HotplugError::Invalid(_) => EINVAL,
+            HotplugError::Busy { .. } => EBUSY,
+            HotplugError::NoMemory(_) => ENOMEM,
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> HotplugError {
+    HotplugError::Invalid(message.into())
+}
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// Applies hotplug steps in order (a machine file's `[[hotplug]]`); the
+    /// first failure is returned with the step's index, and the steps before
+    /// it stay applied.
+    pub fn apply_hotplug(
+        &mut self,
+        steps: &[crate::machine::HotplugStep],
+    ) -> Result<(), (usize, HotplugError)> {
+        let shift = self.layout.page_shift as u32;
+        for (index, step) in steps.iter().enumerate() {
+            let range = PfnRange {
+                start: Pfn(step.start >> shift),
+                end: Pfn(step.start.saturating_add(step.size) >> shift),
+            };
+            let result = if step.online {
+                self.online_pages(range, NodeId(step.node as u16), step.zone)
+                    .map(|_| ())
+            } else {
+                self.offline_pages(range).map(|_| ())
+            };
+            result.map_err(|err| (index, err))?;
+        }
+        Ok(())
+    }
+
+    /// The zone index of (node, zone type).
+    fn zone_index(&self, node: NodeId, zone_type: ZoneType) -> Option<usize> {
+        self.zones
+            .iter()
+            .position(|slot| slot.node == node && slot.zone_type == zone_type)
+    }
+
+    fn check_hotplug_range(&self, range: PfnRange) -> Result<(), HotplugError> {
+        let block = 1u64 << self.layout.max_order;
+        if range.is_empty() || range.start.0 % block != 0 || range.end.0 % block != 0 {
+            return Err(invalid(format!(
+                "PFN range {:#x}..{:#x} is empty or not aligned to {block} pages",
+                range.start.0, range.end.0
+            )));
+        }
+        if range.end.0 >= u32::MAX as u64 {
+            return Err(invalid(format!(
+                "PFN {:#x} is beyond 2^32 pages",
+                range.end.0
+            )));
+        }
+        Ok(())
+    }
+
+    /// Brings `range` online in `zone_type` of `node`: the pages join the
+    /// zone (its span grows to cover them), are freed into the buddy lists
+    /// and the zone is shuffled; watermarks, lowmem reserves, per-CPU sizes
+    /// and zonelists are recomputed. mirrors online_pages().
+    pub fn online_pages(
+        &mut self,
+        range: PfnRange,
+        node: NodeId,
+        zone_type: ZoneType,
+    ) -> Result<ShuffleStats, HotplugError> {
+        self.check_hotplug_range(range)?;
+        if node.index() >= self.layout.nodes.len() {
+            return Err(invalid(format!("node {node} does not exist")));
+        }
+        if zone_type == ZoneType::Dma32 {
+            return Err(invalid("memory is onlined to Normal or Movable, not DMA32"));
+        }
+        let zone = self
+            .zone_index(node, zone_type)
+            .ok_or_else(|| invalid(format!("node {node} has no {zone_type:?} zone")))?;
+        for other in self.layout.zones() {
+            for present in &other.present {
+                if present.start < range.end && range.start < present.end {
+                    return Err(invalid(format!(
+                        "PFN range {:#x}..{:#x} overlaps online memory of node {}",
+                        range.start.0, range.end.0, other.node
+                    )));
+                }
+            }
+        }
+        self.grow_frames(range.end)?;
+        self.drain_zone_pcp(zone);
+        let pageblock = 1u64 << self.layout.pageblock_order;
+        let isolate = FreeType::plain(MigrateType::Isolate);
+        // move_pfn_range_to_zone(..., MIGRATE_ISOLATE)
+        let mut block = range.start.0;
+        while block < range.end.0 {
+            self.frames.blocks.set_zone(Pfn(block), zone as u16);
+            self.frames.blocks.set_freetype(Pfn(block), isolate);
+            block += pageblock;
+        }
+        self.add_present(zone, range);
+        {
+            // online_pages_range(): every page freed, to the tail, in
+            // MAX_PAGE_ORDER blocks (__free_pages_core() with FPI_TO_TAIL).
+            let mut buddy = self.lock_zone(zone);
+            buddy.set_span(self.layout_zone_span(zone));
+            buddy.add_managed(range.len());
+            let max_block = 1u64 << self.layout.max_order;
+            let mut pfn = range.start.0;
+            while pfn < range.end.0 {
+                buddy.free_one_page(
+                    &self.frames,
+                    pfn as u32,
+                    self.layout.max_order,
+                    isolate,
+                    true,
+                );
+                pfn += max_block;
+            }
+            // undo_isolate_page_range(..., MIGRATE_MOVABLE)
+            self.unisolate(&mut buddy, range, |_| FreeType::plain(MigrateType::Movable));
+            self.publish(zone, &buddy);
+        }
+        let stats = self.shuffle_zone(zone);
+        self.after_hotplug();
+        Ok(stats)
+    }
+
+    /// Takes `range` offline: isolates its pageblocks, and if every page is
+    /// free removes them from the zone; otherwise restores the pageblocks
+    /// and fails with EBUSY naming the pages in use. Returns the pages
+    /// removed. mirrors offline_pages().
+    pub fn offline_pages(&mut self, range: PfnRange) -> Result<u64, HotplugError> {
+        self.check_hotplug_range(range)?;
+        let zone = self
+            .frames
+            .blocks
+            .zone(range.start)
+            .filter(|_| self.frames.memmap.covers(Pfn(range.end.0 - 1)))
+            .ok_or_else(|| invalid(format!("PFN {:#x} is not online", range.start.0)))?;
+        // test_pages_in_a_zone(): the whole range present, in one zone.
+        let zone_layout = self
+            .layout
+            .zones()
+            .nth(zone)
+            .expect("zone index from the table");
+        let covered: u64 = zone_layout
+            .present
+            .iter()
+            .map(|present| {
+                present
+                    .end
+                    .min(range.end)
+                    .0
+                    .saturating_sub(present.start.max(range.start).0)
+            })
+            .sum();
+        if covered != range.len() {
+            return Err(invalid(format!(
+                "PFN range {:#x}..{:#x} is not all online memory of one zone",
+                range.start.0, range.end.0
+            )));
+        }
+        // zone_pcp_disable(): the zone's per-CPU pages go back first.
+        self.drain_zone_pcp(zone);
+        let pageblock = 1u64 << self.layout.pageblock_order;
+        let mut buddy = self.lock_zone(zone);
+        // start_isolate_page_range(): remember each block's type, isolate it
+        // and move its free pages to the ISOLATE lists.
+        let saved: Vec<FreeType> = (range.start.0..range.end.0)
+            .step_by(pageblock as usize)
+            .map(|block| self.frames.blocks.freetype(Pfn(block)))
+            .collect();
+        let isolate = FreeType::plain(MigrateType::Isolate);
+        for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
+            self.frames.blocks.set_freetype(Pfn(block), isolate);
+        }
+        for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
+            buddy.move_freepages_block(&self.frames, block as u32, MigrateType::Isolate.index());
+        }
+        // test_pages_isolated(): every page must be in a free block.
+        let (mut in_use, mut first) = (0u64, None);
+        let mut pfn = range.start.0;
+        while pfn < range.end.0 {
+            let info = self.frames.memmap.info(pfn as u32);
+            match info.state() {
+                PageState::Buddy => pfn += info.order().nr_pages(),
+                PageState::Untracked => pfn += 1,
+                _ => {
+                    first.get_or_insert(Pfn(pfn));
+                    in_use += info.order().nr_pages();
+                    pfn += info.order().nr_pages();
+                }
+            }
+        }
+        if let Some(first) = first {
+            // undo_isolate_page_range(): the saved types come back.
+            let start = range.start.0;
+            self.unisolate(&mut buddy, range, |block| {
+                saved[((block - start) / pageblock) as usize]
+            });
+            self.publish(zone, &buddy);
+            return Err(HotplugError::Busy {
+                in_use,
+                first,
+                start: range.start.0,
+                end: range.end.0,
+            });
+        }
+        // Every page is free: take the blocks off the ISOLATE lists.
+        let mut pfn = range.start.0;
+        while pfn < range.end.0 {
+            let info = self.frames.memmap.info(pfn as u32);
+            if info.state() == PageState::Buddy {
+                buddy.del_from_free_list(&self.frames, pfn as u32, info.order().0, info.freetype());
+                pfn += info.order().nr_pages();
+            } else {
+                pfn += 1;
+            }
+        }
+        let highatomic_pages = saved
+            .iter()
+            .filter(|freetype| freetype.migratetype == MigrateType::HighAtomic)
+            .count() as u64
+            * pageblock;
+        buddy.sub_reserved_highatomic(highatomic_pages);
+        buddy.sub_managed(range.len());
+        for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
+            self.frames
+                .blocks
+                .set_freetype(Pfn(block), FreeType::plain(MigrateType::Movable));
+            self.frames.blocks.clear_zone(Pfn(block));
+        }
+        drop(buddy);
+        self.remove_present(zone, range);
+        {
+            let mut buddy = self.lock_zone(zone);
+            buddy.set_span(self.layout_zone_span(zone));
+            self.publish(zone, &buddy);
+        }
+        self.after_hotplug();
+        Ok(range.len())
+    }
+
+    /// Gives every pageblock of `range` its type back and moves its free
+    /// pages to that type's lists. mirrors undo_isolate_page_range().
+    fn unisolate(
+        &self,
+        buddy: &mut crate::zone::Zone,
+        range: PfnRange,
+        restore: impl Fn(u64) -> FreeType,
+    ) {
+        let pageblock = 1u64 << self.layout.pageblock_order;
+        for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
+            self.frames.blocks.set_freetype(Pfn(block), restore(block));
+        }
+        for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
+            let freetype = restore(block).index().expect("a saved type is valid");
+            buddy.move_freepages_block(&self.frames, block as u32, freetype);
+        }
+    }
+
+    /// Returns every CPU's per-CPU pages of `zone` to the buddy lists.
+    fn drain_zone_pcp(&self, zone: usize) {
+        for cpu in self.cpus.iter() {
+            let (mut pcp, _) = L::lock(&cpu.pcp[zone]);
+            if pcp.count() > 0 {
+                let count = pcp.count();
+                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
+            }
+        }
+    }
+
+    /// Grows the memmap and pageblock table to cover PFNs below `end`.
+    fn grow_frames(&mut self, end: Pfn) -> Result<(), HotplugError> {
+        if end.0 <= self.frames.memmap.len() as u64 {
+            return Ok(());
+        }
+        let memmap = self
+            .frames
+            .memmap
+            .grown(end.index())
+            .ok_or(HotplugError::NoMemory(end.0))?;
+        let blocks = self.frames.blocks.grown(end);
+        self.frames.memmap = memmap;
+        self.frames.blocks = blocks;
+        self.layout.end_pfn = self.layout.end_pfn.max(end);
+        Ok(())
+    }
+
+    fn layout_zone_mut(&mut self, zone: usize) -> &mut crate::machine::ZoneLayout {
+        self.layout
+            .nodes
+            .iter_mut()
+            .flat_map(|node| node.zones.iter_mut())
+            .nth(zone)
+            .expect("zone index from the table")
+    }
+
+    fn layout_zone_span(&self, zone: usize) -> PfnRange {
+        self.layout.zones().nth(zone).expect("zone index").span
+    }
+
+    /// Adds `range` to the zone's present memory and span.
+    fn add_present(&mut self, zone: usize, range: PfnRange) {
+        let layout = self.layout_zone_mut(zone);
+        layout.present.push(range);
+        layout.present.sort_unstable_by_key(|present| present.start);
+        // Coalesce touching ranges.
+        let mut merged: Vec<PfnRange> = Vec::with_capacity(layout.present.len());
+        for present in layout.present.drain(..) {
+            match merged.last_mut() {
+                Some(last) if last.end == present.start => last.end = present.end,
+                _ => merged.push(present),
+            }
+        }
+        layout.present = merged;
+        self.sync_zone_span(zone);
+    }
+
+    /// Removes `range` from the zone's present memory; the span shrinks to
+    /// what remains. mirrors shrink_zone_span().
+    fn remove_present(&mut self, zone: usize, range: PfnRange) {
+        let layout = self.layout_zone_mut(zone);
+        let mut kept = Vec::with_capacity(layout.present.len() + 1);
+        for present in layout.present.drain(..) {
+            let before = PfnRange {
+                start: present.start,
+                end: present.end.min(range.start),
+            };
+            let after = PfnRange {
+                start: present.start.max(range.end),
+                end: present.end,
+            };
+            kept.extend([before, after].into_iter().filter(|part| !part.is_empty()));
+        }
+        layout.present = kept;
+        self.sync_zone_span(zone);
+    }
+
+    fn sync_zone_span(&mut self, zone: usize) {
+        let layout = self.layout_zone_mut(zone);
+        layout.span = match (layout.present.first(), layout.present.last()) {
+            (Some(first), Some(last)) => PfnRange {
+                start: first.start,
+                end: last.end,
+            },
+            _ => PfnRange {
+                start: Pfn(0),
+                end: Pfn(0),
+            },
+        };
+        let (span, present) = (layout.span, layout.present_pages());
+        let slot = &mut self.zones[zone];
+        slot.start_pfn = span.start.0;
+        slot.spanned_pages = span.len();
+        slot.present_pages = present;
+    }
+
+    /// What every hotplug operation recomputes: min_free_kbytes and the
+    /// watermarks of every zone, lowmem reserves, per-CPU high and batch,
+    /// ALLOC_NOFRAGMENT and the zonelists. mirrors init_per_zone_wmark_min(),
+    /// zone_pcp_update() and build_all_zonelists().
+    fn after_hotplug(&mut self) {
+        let page_kb = (1u64 << self.layout.page_shift) >> 10;
+        let lowmem_kbytes: u64 = self
+            .zones
+            .iter()
+            .filter(|slot| slot.zone_type <= ZoneType::Normal)
+            .map(|slot| slot.present_pages * page_kb)
+            .sum();
+        self.min_free_kbytes = min_free_kbytes(lowmem_kbytes);
+        let pages_min = self.min_free_kbytes / page_kb.max(1);
+        let lowmem_pages: u64 = self.zones.iter().map(|slot| slot.present_pages).sum();
+        let nr_nodes = self.layout.nodes.len();
+        for node in 0..nr_nodes {
+            let mut managed = [0u64; ZoneType::COUNT];
+            for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
+                managed[slot.zone_type.index()] = slot.present_pages;
+            }
+            let reserves = lowmem_reserves(&managed);
+            for slot in self
+                .zones
+                .iter_mut()
+                .filter(|slot| slot.node.index() == node)
+            {
+                slot.lowmem_reserve = reserves[slot.zone_type.index()];
+            }
+        }
+        for index in 0..self.zones.len() {
+            let present = self.zones[index].present_pages;
+            self.zones[index].watermarks =
+                zone_watermarks(pages_min, present, lowmem_pages, WATERMARK_SCALE_FACTOR);
+            let (node, zone_type) = (self.zones[index].node, self.zones[index].zone_type);
+            self.zones[index].nofragment =
+                crate::page_alloc::nofragment(&self.layout, node, zone_type);
+        }
+        let page_bytes = 1u64 << self.layout.page_shift;
+        let nr_cpus = self.cpus.len();
+        for index in 0..self.zones.len() {
+            let slot = &self.zones[index];
+            let (high, batch) = if slot.present_pages == 0 {
+                (0, 1)
+            } else {
+                let batch = zone_batchsize(slot.present_pages, page_bytes);
+                let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
+                (
+                    zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
+                    batch,
+                )
+            };
+            for cpu in self.cpus.iter() {
+                let (mut pcp, _) = L::lock(&cpu.pcp[index]);
+                pcp.set_high_and_batch(high, batch);
+            }
+            self.drain_zone_pcp(index);
+        }
+        self.zonelists = crate::page_alloc::build_zonelists(&self.layout, &self.zones);
+    }
+}

@@ -1,0 +1,94 @@
+//! The vm layer's invariants, checked in full (for tests, after every
+//! operation): page tables agree with the memmap and pages are conserved.
+
+use std::collections::HashSet;
+
+use super::Vm;
+use crate::error::InvariantError;
+use crate::memmap::PageState;
+use crate::types::Pfn;
+
+impl Vm<'_> {
+    /// Checks, for every task: VMAs disjoint with one PTE per page;
+    /// PROT_NONE ⇒ present; every present PTE maps a distinct PFN whose
+    /// memmap record is an allocated order-0 head; per-task RSS equals its
+    /// present PTEs; and `allocated − freed == mapped == Σ present PTEs`.
+    pub fn check_invariants(&self) -> Result<(), InvariantError> {
+        let fail = |message: String| Err(InvariantError(message));
+        let memmap = &self.allocator.frames().memmap;
+        let mut seen = HashSet::new();
+        for task in self.tasks.values() {
+            let mut previous_end = 0;
+            let mut present = 0;
+            for (start, vma) in &task.mm.vmas {
+                if *start != vma.start || vma.start >= vma.end || vma.start < previous_end {
+                    return fail(format!(
+                        "pid {}: VMA {:#x}..{:#x} misplaced",
+                        task.pid.0, vma.start, vma.end
+                    ));
+                }
+                previous_end = vma.end;
+                if vma.ptes.len() as u64 != vma.end - vma.start {
+                    return fail(format!(
+                        "pid {}: VMA {:#x} has {} PTEs",
+                        task.pid.0,
+                        vma.start,
+                        vma.ptes.len()
+                    ));
+                }
+                for (index, pte) in vma.ptes.iter().enumerate() {
+                    if !pte.is_present() {
+                        if pte.is_protnone() {
+                            return fail(format!(
+                                "pid {}: page {:#x} PROT_NONE but not present",
+                                task.pid.0,
+                                vma.start + index as u64
+                            ));
+                        }
+                        continue;
+                    }
+                    present += 1;
+                    let pfn = Pfn(pte.pfn as u64);
+                    if !memmap.covers(pfn) {
+                        return fail(format!(
+                            "pid {}: PTE maps PFN {pfn} outside the memmap",
+                            task.pid.0
+                        ));
+                    }
+                    let info = memmap.info(pte.pfn);
+                    if info.state() != PageState::Allocated || info.order().0 != 0 {
+                        return fail(format!(
+                            "pid {}: PTE maps PFN {pfn} whose memmap says {:?} order {}",
+                            task.pid.0,
+                            info.state(),
+                            info.order()
+                        ));
+                    }
+                    if !seen.insert(pte.pfn) {
+                        return fail(format!("PFN {pfn} is mapped twice"));
+                    }
+                }
+            }
+            if present != task.mm.rss {
+                return fail(format!(
+                    "pid {}: rss {} but {present} present PTEs",
+                    task.pid.0, task.mm.rss
+                ));
+            }
+        }
+        if seen.len() as u64 != self.pages_mapped {
+            return fail(format!(
+                "{} pages mapped but {} present PTEs",
+                self.pages_mapped,
+                seen.len()
+            ));
+        }
+        if self.pages_allocated - self.pages_freed != self.pages_mapped {
+            return fail(format!(
+                "pages not conserved: allocated {} − freed {} ≠ mapped {}",
+                self.pages_allocated, self.pages_freed, self.pages_mapped
+            ));
+        }
+        Ok(())
+    }
+}

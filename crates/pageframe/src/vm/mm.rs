@@ -1,0 +1,249 @@
+//! Address spaces: VMAs of anonymous memory, each with its slice of the page
+//! table, and `mmap` / `munmap` (with VMA splitting).
+//!
+//! A PTE is 16 bytes and holds, beside the PFN, the per-page side state the
+//! kernel keeps in `struct page` or the PTE: PROT_NONE for NUMA hinting, the
+//! last cpupid and the scan time. Pages are never shared between address
+//! spaces, so per-PTE and per-page state coincide.
+//!
+//! Invariants: VMAs are disjoint and keyed by their first page;
+//! `vma.ptes.len() == vma.end − vma.start`; PROT_NONE ⇒ PRESENT.
+
+use std::collections::BTreeMap;
+
+use super::mempolicy::MemPolicy;
+use super::{Task, Vm};
+use crate::error::Errno;
+use crate::page_alloc::Page;
+use crate::types::{Order, Pfn};
+
+/// The PTE maps a page.
+pub const PTE_PRESENT: u8 = 1 << 0;
+/// The PTE is PROT_NONE for a NUMA hinting fault.
+pub const PTE_PROTNONE: u8 = 1 << 1;
+/// The page was written (dirty; `was_writable` for hinting faults).
+pub const PTE_WRITTEN: u8 = 1 << 2;
+
+/// `last_cpupid` of a page nobody has faulted on: every bit set.
+pub const CPUPID_UNSET: u32 = u32::MAX;
+/// Bits of the pid kept in a cpupid (`LAST__PID_SHIFT`).
+pub const CPUPID_PID_BITS: u32 = 8;
+
+/// One page-table entry with its page's side state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pte {
+    /// The PFN, when present.
+    pub pfn: u32,
+    /// `page_cpupid_last()`: CPU and low pid bits of the last hinting fault.
+    pub last_cpupid: u32,
+    /// Simulated ms at which the scanner last made it PROT_NONE.
+    pub scan_time_ms: u32,
+    /// `PTE_*` bits.
+    pub flags: u8,
+}
+
+impl Pte {
+    /// The empty entry.
+    pub const NONE: Pte = Pte {
+        pfn: 0,
+        last_cpupid: CPUPID_UNSET,
+        scan_time_ms: 0,
+        flags: 0,
+    };
+
+    /// True when a page is mapped.
+    #[inline]
+    pub fn is_present(&self) -> bool {
+        self.flags & PTE_PRESENT != 0
+    }
+
+    /// True when a NUMA hinting fault is armed.
+    #[inline]
+    pub fn is_protnone(&self) -> bool {
+        self.flags & PTE_PROTNONE != 0
+    }
+}
+
+/// An anonymous mapping `[start, end)` in pages.
+#[derive(Clone, Debug)]
+pub struct Vma {
+    /// First virtual page.
+    pub start: u64,
+    /// One past the last virtual page.
+    pub end: u64,
+    /// Page offset of `start` in the mapping (`vm_pgoff`), for interleave.
+    pub pgoff: u64,
+    /// The VMA policy (mbind); `None` falls back to the task's.
+    pub policy: Option<MemPolicy>,
+    /// One entry per page.
+    pub ptes: Vec<Pte>,
+}
+
+impl Vma {
+    /// Splits off `[at, end)` into a new VMA.
+    fn split_off(&mut self, at: u64) -> Vma {
+        let tail = self.ptes.split_off((at - self.start) as usize);
+        let vma = Vma {
+            start: at,
+            end: self.end,
+            pgoff: self.pgoff + (at - self.start),
+            policy: self.policy,
+            ptes: tail,
+        };
+        self.end = at;
+        vma
+    }
+}
+
+/// An address space (`mm_struct`).
+#[derive(Clone, Debug)]
+pub struct Mm {
+    /// VMAs by first page.
+    pub vmas: BTreeMap<u64, Vma>,
+    /// Next free virtual page for mmap.
+    pub mmap_next: u64,
+    /// Pages mapped (`get_mm_rss()`).
+    pub rss: u64,
+    /// `numa_next_scan`, simulated ms.
+    pub numa_next_scan_ms: u64,
+    /// `numa_scan_offset`, a virtual page.
+    pub numa_scan_offset: u64,
+    /// `numa_scan_seq`: completed passes over the address space.
+    pub numa_scan_seq: u32,
+}
+
+/// Largest mapping: 1 TiB of 4 KiB pages (its page table alone is 4 GiB
+/// here; the kernel's limit, TASK_SIZE, is far above what a simulation holds).
+pub const MAX_MAPPING_PAGES: u64 = 1 << 28;
+
+/// First virtual page handed out by mmap (a 1 GiB-aligned, arbitrary base).
+const MMAP_BASE_PAGE: u64 = 0x1_0000;
+
+impl Mm {
+    pub(crate) fn new(numa_next_scan_ms: u64) -> Mm {
+        Mm {
+            vmas: BTreeMap::new(),
+            mmap_next: MMAP_BASE_PAGE,
+            rss: 0,
+            numa_next_scan_ms,
+            numa_scan_offset: 0,
+            numa_scan_seq: 0,
+        }
+    }
+
+    /// The VMA holding virtual page `vpn`.
+    pub fn find_vma(&self, vpn: u64) -> Option<&Vma> {
+        self.vmas
+            .range(..=vpn)
+            .next_back()
+            .map(|(_, vma)| vma)
+            .filter(|vma| vpn < vma.end)
+    }
+
+    /// The VMA holding `vpn`, mutably.
+    pub fn find_vma_mut(&mut self, vpn: u64) -> Option<&mut Vma> {
+        self.vmas
+            .range_mut(..=vpn)
+            .next_back()
+            .map(|(_, vma)| vma)
+            .filter(|vma| vpn < vma.end)
+    }
+
+    /// The PTE of `vpn`.
+    pub fn pte(&self, vpn: u64) -> Option<&Pte> {
+        let vma = self.find_vma(vpn)?;
+        vma.ptes.get((vpn - vma.start) as usize)
+    }
+
+    /// Splits VMAs so that `vpn` is a VMA boundary (if it is inside one).
+    pub(crate) fn split_at(&mut self, vpn: u64) {
+        let Some(vma) = self.find_vma_mut(vpn) else {
+            return;
+        };
+        if vma.start == vpn {
+            return;
+        }
+        let tail = vma.split_off(vpn);
+        self.vmas.insert(vpn, tail);
+    }
+
+    /// True when every page of `[start, end)` is inside some VMA.
+    pub fn covers(&self, start: u64, end: u64) -> bool {
+        let mut at = start;
+        while at < end {
+            match self.find_vma(at) {
+                Some(vma) => at = vma.end,
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+impl Vm<'_> {
+    /// log2 of the page size.
+    pub fn page_shift(&self) -> u32 {
+        self.allocator.layout().page_shift as u32
+    }
+
+    /// Maps `len` bytes of anonymous memory; returns the address. No page is
+    /// allocated until first touch. EINVAL for a zero length.
+    pub fn mmap(&mut self, pid: super::Pid, len: u64) -> Result<u64, Errno> {
+        let shift = self.page_shift();
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let pages = len.div_ceil(1 << shift);
+        if pages > MAX_MAPPING_PAGES {
+            return Err(Errno::ENOMEM);
+        }
+        let task = self.tasks.get_mut(&pid).ok_or(Errno::ESRCH)?;
+        let start = task.mm.mmap_next;
+        // Leave one guard page so that adjacent mappings stay separate VMAs.
+        task.mm.mmap_next = start + pages + 1;
+        task.mm.vmas.insert(
+            start,
+            Vma {
+                start,
+                end: start + pages,
+                pgoff: 0,
+                policy: None,
+                ptes: vec![Pte::NONE; pages as usize],
+            },
+        );
+        Ok(start << shift)
+    }
+
+    /// Unmaps `[addr, addr + len)`, freeing every page in it; holes are
+    /// fine (as munmap). EINVAL for an unaligned address or zero length.
+    pub fn munmap(&mut self, pid: super::Pid, addr: u64, len: u64) -> Result<(), Errno> {
+        let shift = self.page_shift();
+        if addr & ((1 << shift) - 1) != 0 || len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let start = addr >> shift;
+        let end = start + len.div_ceil(1 << shift);
+        let mut task = self.tasks.remove(&pid).ok_or(Errno::ESRCH)?;
+        self.unmap_range(&mut task, start, end);
+        self.tasks.insert(pid, task);
+        Ok(())
+    }
+
+    /// Removes `[start, end)` from a task's address space and frees its pages.
+    pub(crate) fn unmap_range(&mut self, task: &mut Task, start: u64, end: u64) {
+        task.mm.split_at(start);
+        task.mm.split_at(end);
+        let starts: Vec<u64> = task.mm.vmas.range(start..end).map(|(at, _)| *at).collect();
+        let cpu = self.allocator.cpu(task.cpu).expect("a task's CPU exists");
+        for at in starts {
+            let vma = task.mm.vmas.remove(&at).expect("listed");
+            for pte in vma.ptes.iter().filter(|pte| pte.is_present()) {
+                cpu.free_pages(Page::from_pfn(Pfn(pte.pfn as u64)), Order(0))
+                    .expect("a mapped page is an allocated order-0 page");
+                self.pages_mapped -= 1;
+                self.pages_freed += 1;
+                task.mm.rss -= 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The zpool conformance suite: the same checks run against every
+//! implementation of [`Zpool`] (zsmalloc and afmalloc). A new allocator
+//! joins by adding one line to `conformance!` at the bottom.
+
+use pageframe::page_source::{CpuPages, PageSource};
+use pageframe::slab::SlabParams;
+use pageframe::zpool::afmalloc::{AfConfig, AfPool};
+use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
+use pageframe::zpool::{Zpool, ZpoolHandle};
+use pageframe::{
+    AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, MachineRng, Order, Pfn,
+    ZpoolError,
+};
+
+/// A page source that refuses allocations once `budget` is spent.
+pub struct Budget<P: PageSource> {
+    inner: P,
+    budget: Option<u64>,
+}
+
+impl<P: PageSource> PageSource for Budget<P> {
+    fn page_size(&self) -> usize {
+        self.inner.page_size()
+    }
+    fn alloc_pages(&mut self, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
+        if let Some(budget) = self.budget.as_mut() {
+            if *budget < order.nr_pages() {
+                return Err(AllocError::NoMemory { order });
+            }
+            *budget -= order.nr_pages();
+        }
+        self.inner.alloc_pages(gfp, order)
+    }
+    fn free_pages(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        if let Some(budget) = self.budget.as_mut() {
+            *budget += order.nr_pages();
+        }
+        self.inner.free_pages(pfn, order)
+    }
+}
+
+type Source<'a> = Budget<CpuPages<&'a LocalPageAllocator, pageframe::sync::Local>>;
+
+fn machine(mib: u64) -> LocalPageAllocator {
+    let desc = MachineDesc::uniform(mib << 20, 1, 2).unwrap();
+    LocalPageAllocator::boot(&desc).unwrap()
+}
+
+fn source(allocator: &LocalPageAllocator, budget: Option<u64>) -> Source<'_> {
+    Budget {
+        inner: CpuPages::new(allocator.cpu(CpuId(0)).unwrap()),
+        budget,
+    }
+}
+
+fn zsmalloc(allocator: &LocalPageAllocator, budget: Option<u64>) -> ZsPool<Source<'_>> {
+    ZsPool::new(source(allocator, budget), ZsConfig::default()).unwrap()
+}
+
+fn afmalloc(allocator: &LocalPageAllocator, budget: Option<u64>) -> AfPool<Source<'_>> {
+    AfPool::new(
+        source(allocator, budget),
+        SlabParams::new(2, 4096),
+        AfConfig::default(),
+    )
+    .unwrap()
+}
+
+/// Deterministic contents for object `id` of `len` bytes.
+fn pattern(id: u64, len: usize) -> Vec<u8> {
+    let mut rng = MachineRng::new(id);
+    (0..len).map(|_| rng.next_u64() as u8).collect()
+}
+
+fn assert_reads_back(pool: &impl Zpool, objects: &[(ZpoolHandle, u64, usize)]) {
+    for (handle, id, len) in objects {
+        let mut out = vec![0u8; *len];
+        pool.read(*handle, &mut out).unwrap();
+        assert!(
+            out == pattern(*id, *len),
+            "object {id} of {len} bytes changed"
+        );
+    }
+}
+
+fn store(
+    pool: &mut impl Zpool,
+    id: u64,
+    len: usize,
+) -> Result<(ZpoolHandle, u64, usize), ZpoolError> {
+    let handle = pool.malloc(len)?;
+    pool.write(handle, &pattern(id, len))?;
+    Ok((handle, id, len))
+}
+
+/// Every size class boundary and a sweep of sizes round-trip, and freeing
+/// everything gives every page back (after compaction).
+fn round_trip_every_size(pool: &mut impl Zpool) {
+    let max = pool.max_size();
+    let mut sizes: Vec<usize> = (1..=max).step_by(37).collect();
+    sizes.extend([
+        1,
+        8,
+        15,
+        16,
+        17,
+        24,
+        25,
+        31,
+        32,
+        33,
+        64,
+        96,
+        400,
+        1300,
+        2048,
+        2064,
+        3000,
+        3264,
+        max - 8,
+        max - 1,
+        max,
+    ]);
+    let mut objects = Vec::new();
+    for (id, size) in sizes.iter().enumerate() {
+        objects.push(store(pool, id as u64, *size).unwrap());
+        pool.check_invariants().unwrap();
+    }
+    assert_reads_back(pool, &objects);
+    let stats = pool.stats();
+    assert_eq!(stats.objects, objects.len() as u64);
+    assert_eq!(
+        stats.stored_bytes,
+        sizes.iter().map(|size| *size as u64).sum::<u64>()
+    );
+    assert!(stats.used_pages * 4096 >= stats.stored_bytes);
+    assert_eq!(pool.total_pages(), stats.used_pages);
+    for (handle, _, _) in objects {
+        pool.free(handle).unwrap();
+        pool.check_invariants().unwrap();
+    }
+    pool.compact().unwrap();
+    assert_eq!(pool.stats().objects, 0);
+    assert_eq!(pool.stats().stored_bytes, 0);
+    assert_eq!(
+        pool.total_pages(),
+        0,
+        "{} keeps pages with no objects",
+        pool.name()
+    );
+}
+
+/// Bad handles and sizes are typed errors that change nothing.
+fn bad_input_is_refused(pool: &mut impl Zpool) {
+    let kept = store(pool, 1, 700).unwrap();
+    let gone = store(pool, 2, 1500).unwrap();
+    pool.free(gone.0).unwrap();
+    let before = pool.stats();
+    for handle in [0, gone.0, 0xdead_beef, u64::MAX, kept.0 ^ (1 << 60)] {
+        assert!(
+            matches!(pool.free(handle), Err(ZpoolError::InvalidHandle(_))),
+            "free {handle:#x}"
+        );
+        assert!(matches!(
+            pool.write(handle, &[1, 2, 3]),
+            Err(ZpoolError::InvalidHandle(_))
+        ));
+        assert!(matches!(
+            pool.read(handle, &mut [0; 3]),
+            Err(ZpoolError::InvalidHandle(_))
+        ));
+    }
+    assert!(matches!(
+        pool.malloc(0),
+        Err(ZpoolError::InvalidSize { .. })
+    ));
+    assert!(matches!(
+        pool.malloc(pool.max_size() + 1),
+        Err(ZpoolError::InvalidSize { .. })
+    ));
+    let too_long = vec![0u8; pool.max_size() + 1];
+    assert!(matches!(
+        pool.write(kept.0, &too_long),
+        Err(ZpoolError::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        pool.read(kept.0, &mut vec![0u8; pool.max_size() + 1]),
+        Err(ZpoolError::OutOfBounds { .. })
+    ));
+    assert_eq!(pool.stats(), before);
+    pool.check_invariants().unwrap();
+    assert_reads_back(pool, &[kept]);
+    pool.free(kept.0).unwrap();
+    assert!(matches!(
+        pool.free(kept.0),
+        Err(ZpoolError::InvalidHandle(_))
+    ));
+}
+
+/// When the page allocator runs dry, malloc fails cleanly and the pool
+/// keeps working.
+fn exhaustion_fails_cleanly(pool: &mut impl Zpool) {
+    let mut rng = MachineRng::new(7);
+    let mut objects = Vec::new();
+    let mut failures = 0;
+    for id in 0..20_000u64 {
+        let len = 1 + rng.below(4096) as usize;
+        match store(pool, id, len) {
+            Ok(object) => objects.push(object),
+            Err(ZpoolError::NoMemory(_)) => {
+                failures += 1;
+                pool.check_invariants().unwrap();
+                if failures > 50 {
+                    break;
+                }
+            }
+            Err(other) => panic!("unexpected error {other}"),
+        }
+    }
+    assert!(failures > 0, "the budget was never reached");
+    assert_reads_back(pool, &objects);
+    // Free half; allocation works again.
+    let half = objects.split_off(objects.len() / 2);
+    for (handle, _, _) in half {
+        pool.free(handle).unwrap();
+    }
+    pool.compact().unwrap();
+    pool.check_invariants().unwrap();
+    objects.push(store(pool, 999_999, 1000).unwrap());
+    assert_reads_back(pool, &objects);
+}
+
+/// Fragment the pool, compact, and check pages came back and data stayed.
+fn compaction_frees_pages_and_keeps_data(pool: &mut impl Zpool) {
+    let mut rng = MachineRng::new(11);
+    let mut objects = Vec::new();
+    for id in 0..3000u64 {
+        let len = 200 + rng.below(1800) as usize;
+        objects.push(store(pool, id, len).unwrap());
+    }
+    let mut kept = Vec::new();
+    for object in objects {
+        if rng.chance(3, 4) {
+            pool.free(object.0).unwrap();
+        } else {
+            kept.push(object);
+        }
+    }
+    let before = pool.total_pages();
+    let freed = pool.compact().unwrap();
+    pool.check_invariants().unwrap();
+    assert!(freed > 0, "{}: compaction freed nothing", pool.name());
+    assert_eq!(pool.total_pages(), before - freed);
+    assert_eq!(pool.stats().pages_compacted, freed);
+    assert_reads_back(pool, &kept);
+    // And the pool stays usable.
+    for id in 10_000..10_500u64 {
+        kept.push(store(pool, id, 700).unwrap());
+    }
+    assert_reads_back(pool, &kept);
+}
+
+macro_rules! conformance {
+    ($($module:ident => $make:ident),* $(,)?) => {$(
+        mod $module {
+            use super::*;
+
+            #[test]
+            fn round_trip_every_size() {
+                let allocator = machine(64);
+                super::round_trip_every_size(&mut $make(&allocator, None));
+                allocator.check_invariants().unwrap();
+            }
+
+            #[test]
+            fn bad_input_is_refused() {
+                let allocator = machine(64);
+                super::bad_input_is_refused(&mut $make(&allocator, None));
+            }
+
+            #[test]
+            fn exhaustion_of_a_budget_fails_cleanly() {
+                let allocator = machine(64);
+                super::exhaustion_fails_cleanly(&mut $make(&allocator, Some(600)));
+                allocator.check_invariants().unwrap();
+            }
+
+            #[test]
+            fn exhaustion_of_the_machine_fails_cleanly() {
+                let allocator = machine(16);
+                super::exhaustion_fails_cleanly(&mut $make(&allocator, None));
+                allocator.check_invariants().unwrap();
+            }
+
+            #[test]
+            fn dropping_the_pool_gives_every_page_back() {
+                let allocator = machine(64);
+                let free_at_start = allocator.nr_free_pages();
+                let mut pool = $make(&allocator, None);
+                for id in 0..2000u64 {
+                    store(&mut pool, id, 1 + (id as usize * 37) % 4096).unwrap();
+                }
+                assert!(pool.total_pages() > 0);
+                drop(pool);
+                allocator.drain_pcp(CpuId(0)).unwrap();
+                assert_eq!(allocator.nr_free_pages(), free_at_start);
+                allocator.check_invariants().unwrap();
+            }
+
+            #[test]
+            fn compaction_frees_pages_and_keeps_data() {
+                let allocator = machine(64);
+                super::compaction_frees_pages_and_keeps_data(&mut $make(&allocator, None));
+            }
+        }
+    )*};
+}
+
+conformance!(zsmalloc_pool => zsmalloc, afmalloc_pool => afmalloc);
