@@ -149,9 +149,22 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         // Pass 1: check every page and mark it Freeing, so that nothing is
         // freed unless everything can be; note whether one zone holds them all.
+        // Pages of one bulk call mostly share pageblocks: look each block's
+        // zone and migratetype up once per run of pages in it.
+        let block_shift = self.layout.pageblock_order;
         let mut single_zone = None;
+        let (mut cached_block, mut cached_zone) = (u64::MAX, None);
         for (done, page) in pages.iter().enumerate() {
-            match self.claim_for_free(page.pfn(), Order(0), true) {
+            let pfn = page.pfn();
+            if pfn.0 >> block_shift != cached_block {
+                cached_block = pfn.0 >> block_shift;
+                cached_zone = self.zone_of(pfn);
+            }
+            let claimed = match cached_zone {
+                Some(zone) => self.claim_in_zone(pfn, Order(0), true).map(|()| zone),
+                None => Err(FreeError::NotMemory(pfn)),
+            };
+            match claimed {
                 Ok(zone) if done == 0 || single_zone == Some(zone) => single_zone = Some(zone),
                 Ok(_) => single_zone = None,
                 Err(err) => {
@@ -165,13 +178,19 @@ impl<L: LockFamily> PageAllocator<L> {
         // Pass 2: the frees, one pcp-lock acquisition per run of pages of a zone.
         let mut locked: Option<(usize, L::Guard<'_, PerCpuPages>)> = None;
         let mut run_pages = 0u64;
+        let mut cached_type = MigrateType::Movable;
+        cached_block = u64::MAX;
         for page in pages {
             let pfn = page.pfn();
             let zone = match single_zone {
                 Some(zone) => zone,
                 None => self.zone_of(pfn).expect("claimed pages are memory"),
             };
-            let mut migratetype = self.frames.blocks.migratetype(pfn);
+            if pfn.0 >> block_shift != cached_block {
+                cached_block = pfn.0 >> block_shift;
+                cached_type = self.frames.blocks.migratetype(pfn);
+            }
+            let mut migratetype = cached_type;
             if migratetype == MigrateType::Isolate {
                 self.count_event(cpu, zone, VmEvent::Pgfree, 1);
                 self.free_one_page(zone, pfn.0 as u32, 0);

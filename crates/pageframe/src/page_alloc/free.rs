@@ -25,13 +25,26 @@ impl<L: LockFamily> PageAllocator<L> {
         mark: bool,
     ) -> Result<usize, FreeError> {
         let zone = self.zone_of(pfn).ok_or(FreeError::NotMemory(pfn))?;
+        self.claim_in_zone(pfn, order, mark)?;
+        Ok(zone)
+    }
+
+    /// The checks and marking of [`Self::claim_for_free`], for a PFN already
+    /// known to be memory of this machine.
+    #[inline]
+    pub(crate) fn claim_in_zone(
+        &self,
+        pfn: Pfn,
+        order: Order,
+        mark: bool,
+    ) -> Result<(), FreeError> {
         if order.0 > self.layout.max_order || !pfn.is_aligned(order) {
             return Err(self.describe_bad_free(pfn, order));
         }
         let index = pfn.0 as u32;
         let info = self.frames.memmap.info(index);
         if !self.options.free_checks {
-            return Ok(zone);
+            return Ok(());
         }
         if info.state() != PageState::Allocated || info.order() != order {
             return Err(self.describe_bad_free(pfn, order));
@@ -44,7 +57,7 @@ impl<L: LockFamily> PageAllocator<L> {
         } else if mark {
             self.frames.memmap.set_info(index, freeing);
         }
-        Ok(zone)
+        Ok(())
     }
 
     /// Undoes [`Self::claim_for_free`] (a batch that failed part-way).
