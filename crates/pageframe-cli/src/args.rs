@@ -86,6 +86,10 @@ pub struct RunArgs {
     /// No progress bars (they are off anyway when stdout is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
+    /// The kernel source tarball (.tar.xz) of zram-untar; default
+    /// /usr/src/linux-source-6.1.tar.xz (Debian: apt-get install linux-source-6.1).
+    #[arg(long, value_name = "FILE")]
+    pub corpus: Option<PathBuf>,
 }
 
 /// `pageframe proc`.

@@ -53,6 +53,8 @@ pub struct RunPlan {
     pub views: Vec<&'static str>,
     /// No progress bars.
     pub quiet: bool,
+    /// The tarball of zram-untar (`--corpus`), checked to be a file.
+    pub corpus: Option<std::path::PathBuf>,
 }
 
 /// `pageframe proc`, validated.
@@ -114,6 +116,14 @@ impl Plan {
                         )));
                     }
                 }
+                if let Some(corpus) = &args.corpus {
+                    if !corpus.is_file() {
+                        return Err(CliError::Invalid(format!(
+                            "--corpus {}: not a file",
+                            corpus.display()
+                        )));
+                    }
+                }
                 Ok(Plan::Run(RunPlan {
                     experiments,
                     options,
@@ -122,6 +132,7 @@ impl Plan {
                     out: args.out,
                     views,
                     quiet: args.quiet,
+                    corpus: args.corpus,
                 }))
             }
             Command::Config(args) => Ok(Plan::Config(run::commented_defaults(

@@ -42,6 +42,7 @@ pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {
         ),
         None => None,
     };
+    pageframe_lab::corpus::set_corpus_path(plan.corpus.clone());
     let mut summary_lines: Vec<SummaryLine> = Vec::new();
     for (index, name) in plan.experiments.iter().enumerate() {
         let params = &plan.params[index];

@@ -188,6 +188,10 @@ fn bad_names_are_one_line_errors() {
     assert!(error_of(&["run", "all", "--format", "xml"]).contains("unknown format 'xml'"));
     assert!(error_of(&["run", "all", "--scale", "huge"]).contains("unknown scale 'huge'"));
     assert!(error_of(&["run", "all", "--seed", "x"]).contains("for '--seed <SEED>'"));
+    assert!(
+        error_of(&["run", "zram-untar", "--corpus", "/nonexistent/linux.tar.xz"])
+            .contains("--corpus /nonexistent/linux.tar.xz: not a file")
+    );
     error_of(&["nosuchcommand"]);
     error_of(&[]);
 }

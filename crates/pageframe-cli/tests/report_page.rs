@@ -246,3 +246,49 @@ fn report_page_renders_in_chromium() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn numa_balancing_takes_a_config_and_reports_its_timeline() {
+    let defaults = succeed(&["config", "numa-balancing"]);
+    assert!(defaults.contains("[numa-balancing]\n"), "{defaults}");
+    assert!(defaults.contains("\npattern = \"uniform\"\n"), "{defaults}");
+    assert!(defaults.contains("\neater_exit_s = 100\n"), "{defaults}");
+    let dir = temp_dir("numa");
+    let path = dir.join("numa.toml");
+    std::fs::write(
+        &path,
+        "[numa-balancing]\nnode_mib = 128\ncpus_per_node = 2\nprocesses = 2\nmap_mib = 24\neater_mib = 100\nscan_size_mb = 8\neater_exit_s = 10\nduration_s = 40\ntick_ms = 40\nsample_s = 4\n",
+    )
+    .unwrap();
+    let config = path.display().to_string();
+    let report = succeed(&[
+        "run",
+        "numa-balancing",
+        "--config",
+        &config,
+        "--format",
+        "json",
+    ]);
+    let json: Value = serde_json::from_str(report.trim()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    let (timeline, results): (Vec<&Value>, Vec<&Value>) =
+        rows.iter().partition(|row| row["series"] == "timeline");
+    assert_eq!(results.len(), 3);
+    assert!(results.iter().all(|row| row["improvement"].is_number()));
+    assert_eq!(timeline.len(), 3 * 10, "3 runs x 40 s / 4 s");
+    let times: Vec<f64> = timeline[..10]
+        .iter()
+        .map(|row| row["t_s"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|pair| pair[0] < pair[1]), "{times:?}");
+    std::fs::write(&path, "[numa-balancing]\nscan_size = 8\n").unwrap();
+    let output = pageframe(&["run", "numa-balancing", "--config", &config]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("unknown key 'numa-balancing.scan_size'"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

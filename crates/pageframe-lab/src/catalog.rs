@@ -7,7 +7,9 @@
 //! parameters and how to run with them (`params`/`run_with`, or none), its
 //! plot function (`plots/<name>.rs`) and its headline (`summary.rs`).
 
-use crate::experiments::{self, bulk, scaling, ExperimentError, RunOptions, Scale};
+use crate::experiments::{
+    self, bulk, numa_balancing, scaling, zram_untar, ExperimentError, RunOptions, Scale,
+};
 use crate::params::{Param, Params};
 use crate::plots::{self, Plot};
 use crate::report::Report;
@@ -73,10 +75,19 @@ pub const ENTRIES: &[Entry] = &[
         name: "numa-balancing",
         source: "numa-balancing-bound-nodes.txt",
         about: "pmbench score with MPOL_BIND and MPOL_F_NUMA_BALANCING after a memory eater exits",
-        params: no_params,
-        run_with: None,
+        params: numa_balancing::params,
+        run_with: Some(numa_balancing::run_with),
         plots: Some(plots::numa_balancing::plots),
         headline: Some(summary::numa_balancing),
+    },
+    Entry {
+        name: "zram-untar",
+        source: "afmalloc.txt",
+        about: "zram overhead of zsmalloc and afmalloc while kernel source is untarred and its directories removed, round after round",
+        params: zram_untar::params,
+        run_with: Some(zram_untar::run_with),
+        plots: Some(plots::zram_untar::plots),
+        headline: Some(zram_untar::headline),
     },
 ];
 

@@ -44,6 +44,11 @@ pub enum Kind {
     },
     /// `true` or `false`.
     Bool,
+    /// One of a few names (a string in TOML).
+    Choice {
+        /// The names allowed.
+        options: &'static [&'static str],
+    },
 }
 
 impl Kind {
@@ -52,6 +57,11 @@ impl Kind {
             Kind::Int { min, max } => format!("an integer from {min} to {max}"),
             Kind::Float { min, max } => format!("a number from {min} to {max}"),
             Kind::Bool => "true or false".into(),
+            Kind::Choice { options } => {
+                let quoted: Vec<String> =
+                    options.iter().map(|name| format!("\"{name}\"")).collect();
+                format!("one of {}", quoted.join(", "))
+            }
         }
     }
 }
@@ -65,6 +75,8 @@ pub enum Value {
     Float(f64),
     /// For [`Kind::Bool`].
     Bool(bool),
+    /// For [`Kind::Choice`]: one of its options.
+    Choice(&'static str),
 }
 
 impl Value {
@@ -73,6 +85,19 @@ impl Value {
             Value::Int(value) => value.to_string(),
             Value::Float(value) => format!("{value:?}"),
             Value::Bool(value) => value.to_string(),
+            Value::Choice(name) => format!("\"{name}\""),
+        }
+    }
+}
+
+impl std::fmt::Display for Value {
+    /// The value as the report page shows it (a choice without quotes).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(value) => write!(f, "{value}"),
+            Value::Float(value) => write!(f, "{value}"),
+            Value::Bool(value) => write!(f, "{value}"),
+            Value::Choice(name) => write!(f, "{name}"),
         }
     }
 }
@@ -108,6 +133,21 @@ impl Param {
             doc,
             kind: Kind::Float { min, max },
             default: Value::Float(default),
+        }
+    }
+
+    /// A parameter that takes one of `options` (`default` among them).
+    pub fn choice(
+        key: &'static str,
+        doc: &'static str,
+        default: &'static str,
+        options: &'static [&'static str],
+    ) -> Param {
+        Param {
+            key,
+            doc,
+            kind: Kind::Choice { options },
+            default: Value::Choice(default),
         }
     }
 
@@ -175,6 +215,14 @@ impl Params {
         match self.get(key) {
             Some(Value::Bool(value)) => value,
             other => panic!("parameter '{key}' is not a declared boolean ({other:?})"),
+        }
+    }
+
+    /// A choice parameter: one of its options. Panics on an undeclared key.
+    pub fn choice(&self, key: &str) -> &'static str {
+        match self.get(key) {
+            Some(Value::Choice(name)) => name,
+            other => panic!("parameter '{key}' is not a declared choice ({other:?})"),
         }
     }
 
@@ -288,6 +336,10 @@ fn check(kind: Kind, value: &toml::Value) -> Option<Value> {
             (min..=max).contains(&value).then_some(Value::Float(value))
         }
         (Kind::Bool, toml::Value::Boolean(value)) => Some(Value::Bool(*value)),
+        (Kind::Choice { options }, toml::Value::String(value)) => options
+            .iter()
+            .find(|name| *name == value)
+            .map(|name| Value::Choice(name)),
         _ => None,
     }
 }
@@ -318,6 +370,7 @@ mod tests {
             Param::int("rounds", "Timed rounds", 41, 1, 10_000),
             Param::float("share", "A share", 0.5, 0.0, 1.0),
             Param::bool("stats", "Statistics", true),
+            Param::choice("pattern", "A pattern", "uniform", &["uniform", "zipf"]),
         ]
     }
 
@@ -331,6 +384,13 @@ mod tests {
         assert_eq!(params.int("rounds"), 7);
         assert_eq!(params.float("share"), 0.5);
         assert!(params.bool("stats"));
+        assert_eq!(params.choice("pattern"), "uniform");
+        assert_eq!(
+            params_of("[bulk]\npattern = \"zipf\"\n")
+                .unwrap()
+                .choice("pattern"),
+            "zipf"
+        );
         assert_eq!(params_of("").unwrap(), Params::defaults(&declared()));
     }
 
@@ -347,7 +407,11 @@ mod tests {
         let error = |text: &str| params_of(text).unwrap_err().0;
         assert_eq!(
             error("[bulk]\nround = 3\n"),
-            "my.toml: unknown key 'bulk.round' (known: rounds, share, stats)"
+            "my.toml: unknown key 'bulk.round' (known: rounds, share, stats, pattern)"
+        );
+        assert_eq!(
+            error("[bulk]\npattern = \"normal\"\n"),
+            "my.toml: bad value for 'bulk.pattern': expected one of \"uniform\", \"zipf\", got \"normal\""
         );
         assert_eq!(
             error("[bulk]\nrounds = 0\n"),

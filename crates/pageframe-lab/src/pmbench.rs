@@ -136,6 +136,9 @@ pub struct Process {
     weights: Arc<Vec<f64>>,
     /// Pattern mass on each node.
     mass: Vec<f64>,
+    /// Pages mapped on each node (first touches plus migrations in, minus
+    /// migrations out).
+    pages: Vec<u64>,
     /// Armed pages not yet touched.
     pending: Vec<u64>,
     /// Accesses done (scaled, not simulated one by one).
@@ -182,6 +185,7 @@ impl Process {
             map_pages: pages,
             weights,
             mass: vec![0.0; vm.allocator().nr_nodes()],
+            pages: vec![0; vm.allocator().nr_nodes()],
             pending: Vec::new(),
             accesses: 0.0,
             fault_ns: 0.0,
@@ -189,16 +193,26 @@ impl Process {
         })
     }
 
-    /// Touches pages `[from, to)` of the working set (first-touch faults).
+    /// Touches pages `[from, to)` of the working set (first-touch faults;
+    /// pages already mapped are left as they are).
     pub fn populate(&mut self, vm: &mut Vm<'_>, from: usize, to: usize) -> Result<(), String> {
         let shift = vm.page_shift();
         for page in from..to.min(self.map_pages as usize) {
             let access = vm
                 .access(self.pid, self.base + ((page as u64) << shift), true)
                 .map_err(|err| format!("first touch of page {page}: {err}"))?;
-            self.mass[access.node.index()] += self.weights.get(page).copied().unwrap_or(0.0);
+            if access.fault == FaultKind::FirstTouch {
+                self.mass[access.node.index()] += self.weights.get(page).copied().unwrap_or(0.0);
+                self.pages[access.node.index()] += 1;
+            }
         }
         Ok(())
+    }
+
+    /// Pages of the mapping on each node, as the process's faults and
+    /// migrations placed them.
+    pub fn pages_per_node(&self) -> &[u64] {
+        &self.pages
     }
 
     /// Pages of the working set on each node, as the pattern's mass.
@@ -254,6 +268,8 @@ impl Process {
                     fault_ns += cost.migrate_ns;
                     self.mass[from.index()] -= weight;
                     self.mass[access.node.index()] += weight;
+                    self.pages[from.index()] -= 1;
+                    self.pages[access.node.index()] += 1;
                 }
             }
         }
@@ -338,6 +354,7 @@ mod tests {
             let mut process = Process::new(&mut vm, pid, 512, weights).unwrap();
             process.populate(&mut vm, 0, 512).unwrap();
             assert!((process.mass()[0] - 1.0).abs() < 1e-9);
+            assert_eq!(process.pages_per_node(), &[512, 0]);
             process
                 .tick(&mut vm, &cost, &distance, 1e9, &mut rng)
                 .unwrap();

@@ -4,9 +4,19 @@
 //! A [`Report`] is a list of rows; a row is an ordered list of named values.
 //! The table shows every column; a `reference` column (the source document's
 //! figure) sits beside ours wherever the document has one.
+//!
+//! Rows with a text cell in the [`SERIES`] column are samples of a named
+//! series (say, a score over simulated time) rather than results. They stay
+//! in `rows`, so JSON and CSV carry them like any row and the JSON is still
+//! one object; the table shows the results and one line per series (how
+//! many samples, which columns), and the plots pick them out by name.
 
 use serde_json::{Map, Value};
 use std::fmt::Write;
+
+/// The column that marks a row as a sample of a series (its value: the
+/// series' name); see the module comment.
+pub const SERIES: &str = "series";
 
 /// How to print a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,15 +122,30 @@ impl Report {
 
     /// Every column name, in first-seen order.
     pub fn columns(&self) -> Vec<String> {
-        let mut columns: Vec<String> = Vec::new();
-        for row in &self.rows {
-            for (name, _) in &row.cells {
-                if !columns.contains(name) {
-                    columns.push(name.clone());
-                }
+        columns_of(self.rows.iter())
+    }
+
+    /// The result rows: every row that is not a sample of a series.
+    pub fn results(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|row| series_name(row).is_none())
+    }
+
+    /// The samples of series `name`, in row order.
+    pub fn series<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Row> + 'a {
+        self.rows
+            .iter()
+            .filter(move |row| series_name(row) == Some(name))
+    }
+
+    /// The names of the report's series, in first-seen order.
+    pub fn series_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for name in self.rows.iter().filter_map(series_name) {
+            if !names.iter().any(|known| known == name) {
+                names.push(name.to_string());
             }
         }
-        columns
+        names
     }
 
     fn to_csv(&self) -> String {
@@ -138,9 +163,9 @@ impl Report {
     }
 
     fn to_table(&self) -> String {
-        let columns = self.columns();
-        let cells: Vec<Vec<String>> = self
-            .rows
+        let results: Vec<&Row> = self.results().collect();
+        let columns = columns_of(results.iter().copied());
+        let cells: Vec<Vec<String>> = results
             .iter()
             .map(|row| {
                 columns
@@ -185,11 +210,42 @@ impl Report {
                 .collect();
             let _ = writeln!(out, "{}", line.join("  "));
         }
+        for name in self.series_names() {
+            let samples: Vec<&Row> = self.series(&name).collect();
+            let columns: Vec<String> = columns_of(samples.iter().copied())
+                .into_iter()
+                .filter(|column| column != SERIES)
+                .collect();
+            let _ = writeln!(
+                out,
+                "series {name}: {} samples of {} (in --format json or csv, plotted with --out)",
+                samples.len(),
+                columns.join(", ")
+            );
+        }
         for note in &self.notes {
             let _ = writeln!(out, "{note}");
         }
         out
     }
+}
+
+/// The series a row is a sample of, if it is one.
+fn series_name(row: &Row) -> Option<&str> {
+    row.get(SERIES).and_then(Value::as_str)
+}
+
+/// Every column name of `rows`, in first-seen order.
+pub fn columns_of<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
+    let mut columns: Vec<String> = Vec::new();
+    for row in rows {
+        for (name, _) in &row.cells {
+            if !columns.contains(name) {
+                columns.push(name.clone());
+            }
+        }
+    }
+    columns
 }
 
 fn table_cell(value: &Value) -> String {
@@ -254,6 +310,30 @@ mod tests {
         );
         assert_eq!(lines.next(), Some("0,12.35,158,"));
         assert_eq!(lines.next(), Some("32,3.21,,\"a,b\""));
+    }
+
+    #[test]
+    fn series_rows_are_in_json_and_csv_and_named_under_the_table() {
+        let mut report = sample();
+        for t in [1, 2] {
+            report.rows.push(
+                Row::new()
+                    .with(SERIES, "timeline")
+                    .with("t_s", t)
+                    .with("score", 10 * t),
+            );
+        }
+        assert_eq!(report.results().count(), 2);
+        assert_eq!(report.series_names(), vec!["timeline".to_string()]);
+        assert_eq!(report.series("timeline").count(), 2);
+        assert_eq!(report.to_json()["rows"].as_array().unwrap().len(), 4);
+        assert_eq!(report.render(Format::Csv).lines().count(), 5);
+        let table = report.render(Format::Table);
+        assert!(!table.contains("t_s  "), "{table}");
+        assert!(
+            table.contains("series timeline: 2 samples of t_s, score"),
+            "{table}"
+        );
     }
 
     #[test]

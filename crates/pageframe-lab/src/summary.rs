@@ -84,7 +84,7 @@ pub fn direction_word(matches: Option<bool>) -> &'static str {
 }
 
 fn find(report: &Report, test: impl Fn(&Row) -> bool) -> Option<&Row> {
-    report.rows.iter().find(|row| test(row))
+    report.results().find(|row| test(row))
 }
 
 /// `bulk`: cycles per page at batch 32 against the kernel's 85, and the

@@ -41,6 +41,7 @@ pub mod types;
 pub mod vm;
 pub mod zone;
 pub mod zpool;
+pub mod zram;
 
 pub use error::Errno;
 pub use error::{

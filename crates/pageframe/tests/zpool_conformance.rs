@@ -97,6 +97,8 @@ fn store(
 /// everything gives every page back (after compaction).
 fn round_trip_every_size(pool: &mut impl Zpool) {
     let max = pool.max_size();
+    // zram stores a page whole from this compressed size on.
+    assert!((1..=max).contains(&pool.huge_class_size()));
     let mut sizes: Vec<usize> = (1..=max).step_by(37).collect();
     sizes.extend([
         1,

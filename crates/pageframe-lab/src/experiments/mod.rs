@@ -5,6 +5,7 @@ pub mod bulk;
 pub mod numa_balancing;
 pub mod scaling;
 pub mod shuffle_cache;
+pub mod zram_untar;
 
 use crate::report::Report;
 use thiserror::Error;
@@ -61,7 +62,13 @@ pub enum ExperimentError {
 }
 
 /// Every experiment, in the order `run all` runs them.
-pub const NAMES: [&str; 4] = ["bulk", "scaling", "shuffle-cache", "numa-balancing"];
+pub const NAMES: [&str; 5] = [
+    "bulk",
+    "scaling",
+    "shuffle-cache",
+    "numa-balancing",
+    "zram-untar",
+];
 
 /// Runs one experiment by name.
 pub fn run(name: &str, options: &RunOptions) -> Result<Report, ExperimentError> {
@@ -70,6 +77,7 @@ pub fn run(name: &str, options: &RunOptions) -> Result<Report, ExperimentError> 
         "scaling" => scaling::run(options),
         "shuffle-cache" => shuffle_cache::run(options),
         "numa-balancing" => numa_balancing::run(options),
+        "zram-untar" => zram_untar::run(options),
         _ => Err(ExperimentError::Unknown(name.to_string())),
     }
 }

@@ -22,62 +22,259 @@
 //! 64 × 640 MiB processes. Quick divides memory by 16 and processes by 4
 //! (4 × 3 GiB, 2.5 GiB eater, 16 × 160 MiB) and the scan size by 4
 //! (64 MB), so that a process still spans 2.5 scan windows as in full.
+//! Every size, time and numa_balancing knob is a parameter ([`params`]).
+//!
+//! Besides one result row per run, the report holds the series `timeline`
+//! (see `report::SERIES`): per run, one sample per `sample_s` of simulated
+//! time with the summed score in that window and the processes' pages on
+//! each node at its end, from the processes' own faults and migrations.
 
 use super::{ExperimentError, RunOptions, Scale};
+use crate::observe;
+use crate::params::{Param, Params};
 use crate::pmbench::{CostModel, Pattern, Process};
-use crate::report::{Report, Row};
+use crate::report::{Report, Row, SERIES};
 use pageframe::vm::mempolicy::{nodemask_words, MPOL_BIND, MPOL_F_NUMA_BALANCING};
-use pageframe::vm::{parse_nodestring, NumaBalancingConfig, Vm};
-use pageframe::{CpuId, LocalPageAllocator, MachineDesc, MachineRng, NodeId, Nodemask};
+use pageframe::vm::{parse_nodestring, NumaBalancingConfig, Pid, Vm};
+use pageframe::{CpuId, LocalPageAllocator, MachineDesc, MachineRng, NodeId, Nodemask, Pfn};
 use std::sync::Arc;
 
 /// The document's pmbench improvement.
 pub const REFERENCE_IMPROVEMENT: f64 = 0.175;
 
-const GIB: u64 = 1 << 30;
+/// The name of the report's time series.
+pub const TIMELINE: &str = "timeline";
+
+/// The access patterns a config may choose (`pattern`).
+pub const PATTERNS: &[&str] = &["uniform", "normal", "zipf", "linear"];
+
+/// Nodes of the simulated machine: the document's four.
+const NODES: usize = 4;
+
 const MIB: u64 = 1 << 20;
 
-/// The sizes of one run.
+/// The (policy, MPOL_F_NUMA_BALANCING, kernel.numa_balancing) of each run.
+const RUNS: [(&str, bool, u8); 3] = [
+    ("bind", false, 1),
+    ("bind+numa_balancing", true, 1),
+    ("bind+numa_balancing", true, 0),
+];
+
+/// The sizes and times of one run.
 #[derive(Clone, Copy, Debug)]
 struct Setup {
     node_bytes: u64,
     cpus_per_node: usize,
     processes: usize,
     ws_bytes: u64,
+    pattern: Pattern,
     eater_bytes: u64,
-    scan_size_mb: u64,
-    before_ms: u64,
-    after_ms: u64,
+    balancing: NumaBalancingConfig,
+    exit_ms: u64,
+    duration_ms: u64,
     tick_ms: u64,
+    sample_ms: u64,
+}
+
+/// The parameters of `numa-balancing` (config file keys) with their
+/// defaults.
+pub fn params(scale: Scale) -> Vec<Param> {
+    let (node_mib, cpus_per_node, processes, map_mib, eater_mib, scan_size_mb) = match scale {
+        Scale::Quick => (3 * 1024, 8, 16, 160, 2560, 64),
+        Scale::Full => (48 * 1024, 32, 64, 640, 40 * 1024, 256),
+    };
+    let kernel = NumaBalancingConfig::default();
+    let ms = |value: u64| value as i64;
+    vec![
+        Param::int(
+            "node_mib",
+            "Memory of each of the 4 nodes, MiB",
+            node_mib,
+            64,
+            256 * 1024,
+        ),
+        Param::int("cpus_per_node", "CPUs of each node", cpus_per_node, 1, 256),
+        Param::int(
+            "processes",
+            "pmbench processes; even ones start on node-1 CPUs, odd ones on node-3 CPUs",
+            processes,
+            2,
+            4096,
+        ),
+        Param::int(
+            "map_mib",
+            "Each process's mapping, MiB (all of it its working set)",
+            map_mib,
+            1,
+            64 * 1024,
+        ),
+        Param::choice(
+            "pattern",
+            "How a process picks the pages it accesses",
+            "uniform",
+            PATTERNS,
+        ),
+        Param::float(
+            "normal_sigma",
+            "pattern = \"normal\": standard deviation over the working-set size",
+            0.1,
+            0.001,
+            10.0,
+        ),
+        Param::float("zipf_s", "pattern = \"zipf\": the exponent", 1.0, 0.0, 10.0),
+        Param::int(
+            "eater_mib",
+            "The memory eater bound to node 3, MiB",
+            eater_mib,
+            0,
+            256 * 1024,
+        ),
+        Param::int(
+            "eater_exit_s",
+            "Simulated second at which the eater exits",
+            100,
+            1,
+            1_000_000,
+        ),
+        Param::int(
+            "duration_s",
+            "Simulated seconds in all (the eater exits within them)",
+            200,
+            2,
+            1_000_000,
+        ),
+        Param::int(
+            "tick_ms",
+            "Simulation step, ms: scanner ticks and batches of accesses",
+            10,
+            1,
+            1000,
+        ),
+        Param::int(
+            "sample_s",
+            "Width of one sample of the timeline series, simulated s",
+            2,
+            1,
+            1_000_000,
+        ),
+        Param::int(
+            "scan_size_mb",
+            "numa_balancing scan_size_mb: address space armed per scan",
+            scan_size_mb,
+            1,
+            1 << 20,
+        ),
+        Param::int(
+            "scan_delay_ms",
+            "numa_balancing scan_delay_ms: a task's first scan waits this long",
+            ms(kernel.scan_delay_ms),
+            0,
+            1 << 30,
+        ),
+        Param::int(
+            "scan_period_min_ms",
+            "numa_balancing scan_period_min_ms",
+            ms(kernel.scan_period_min_ms),
+            1,
+            1 << 30,
+        ),
+        Param::int(
+            "scan_period_max_ms",
+            "numa_balancing scan_period_max_ms",
+            ms(kernel.scan_period_max_ms),
+            1,
+            1 << 30,
+        ),
+    ]
 }
 
 impl Setup {
-    fn for_scale(scale: Scale) -> Setup {
-        match scale {
-            Scale::Quick => Setup {
-                node_bytes: 3 * GIB,
-                cpus_per_node: 8,
-                processes: 16,
-                ws_bytes: 160 * MIB,
-                eater_bytes: 5 * GIB / 2,
-                scan_size_mb: 64,
-                before_ms: 100_000,
-                after_ms: 100_000,
-                tick_ms: 10,
-            },
-            Scale::Full => Setup {
-                node_bytes: 48 * GIB,
-                cpus_per_node: 32,
-                processes: 64,
-                ws_bytes: 640 * MIB,
-                eater_bytes: 40 * GIB,
-                scan_size_mb: 256,
-                before_ms: 100_000,
-                after_ms: 100_000,
-                tick_ms: 10,
-            },
+    /// The setup of `params`, or a one-line error naming the keys that do
+    /// not fit together.
+    fn from_params(params: &Params) -> Result<Setup, ExperimentError> {
+        let int = |key: &str| params.int(key) as u64;
+        let invalid = |message: String| Err(ExperimentError::Failed(message));
+        let (node_mib, eater_mib) = (int("node_mib"), int("eater_mib"));
+        let (processes, map_mib) = (int("processes"), int("map_mib"));
+        if eater_mib >= node_mib {
+            return invalid(format!(
+                "eater_mib = {eater_mib} must be below node_mib = {node_mib} (the eater fills node 3)"
+            ));
         }
+        let room = 2 * node_mib - eater_mib;
+        if processes * map_mib > room {
+            return invalid(format!(
+                "processes x map_mib = {} MiB does not fit nodes 1 and 3 beside the eater (2 x node_mib - eater_mib = {room} MiB)",
+                processes * map_mib
+            ));
+        }
+        if int("eater_exit_s") >= int("duration_s") {
+            return invalid(format!(
+                "eater_exit_s = {} must be below duration_s = {}",
+                int("eater_exit_s"),
+                int("duration_s")
+            ));
+        }
+        if int("scan_period_min_ms") > int("scan_period_max_ms") {
+            return invalid(format!(
+                "scan_period_min_ms = {} must not exceed scan_period_max_ms = {}",
+                int("scan_period_min_ms"),
+                int("scan_period_max_ms")
+            ));
+        }
+        let pattern = match params.choice("pattern") {
+            "normal" => Pattern::Normal {
+                sigma: params.float("normal_sigma"),
+            },
+            "zipf" => Pattern::Zipf {
+                s: params.float("zipf_s"),
+            },
+            "linear" => Pattern::Linear,
+            _ => Pattern::Uniform,
+        };
+        Ok(Setup {
+            node_bytes: node_mib * MIB,
+            cpus_per_node: int("cpus_per_node") as usize,
+            processes: processes as usize,
+            ws_bytes: map_mib * MIB,
+            pattern,
+            eater_bytes: eater_mib * MIB,
+            balancing: NumaBalancingConfig {
+                scan_delay_ms: int("scan_delay_ms"),
+                scan_period_min_ms: int("scan_period_min_ms"),
+                scan_period_max_ms: int("scan_period_max_ms"),
+                scan_size_mb: int("scan_size_mb"),
+                ..NumaBalancingConfig::default()
+            },
+            exit_ms: int("eater_exit_s") * 1000,
+            duration_ms: int("duration_s") * 1000,
+            tick_ms: int("tick_ms"),
+            sample_ms: int("sample_s") * 1000,
+        })
     }
+
+    /// Samples of the timeline per run (windows end at multiples of
+    /// `sample_ms` and at the end).
+    fn samples(&self) -> u64 {
+        self.duration_ms.div_ceil(self.sample_ms)
+    }
+}
+
+/// One sample of the timeline: a window of simulated time.
+#[derive(Clone, Debug, PartialEq)]
+struct Sample {
+    /// End of the window, simulated ms.
+    end_ms: u64,
+    /// Width of the window, ms.
+    window_ms: u64,
+    /// Accesses of all processes in the window.
+    accesses: f64,
+    /// The processes' pages on each node at the end of the window.
+    pages: Vec<u64>,
+    /// Share of the node-3 processes' accesses that go to node 1, at the end.
+    remote: f64,
+    /// numa_pages_migrated so far.
+    migrated: u64,
 }
 
 /// One measured run.
@@ -88,20 +285,65 @@ struct Outcome {
     remote_before: f64,
     remote_after: f64,
     settle_s: Option<f64>,
+    /// When the eater exited, simulated ms (the first tick at or after
+    /// `exit_ms`).
+    exited_ms: u64,
     counters: pageframe::vm::VmCounters,
+    timeline: Vec<Sample>,
+    /// The processes' pages per node in their page tables at the end.
+    mapped_pages: Vec<u64>,
+    /// Pages each process maps.
+    map_pages: u64,
 }
 
-/// Runs the experiment.
+/// Runs the experiment with the scale's default parameters.
 pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    let setup = Setup::for_scale(options.scale);
+    run_with(options, &Params::defaults(&params(options.scale)))
+}
+
+/// Runs the experiment with the given parameters (see [`params`]).
+pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    let setup = Setup::from_params(params)?;
     let cost = CostModel::default();
+    let total = RUNS.len() as u64 * setup.samples();
     let mut rows = Vec::new();
-    for (policy, flag, sysctl) in [
-        ("bind", false, 1u8),
-        ("bind+numa_balancing", true, 1),
-        ("bind+numa_balancing", true, 0),
-    ] {
-        let outcome = simulate(&setup, &cost, flag, sysctl, options.seed)?;
+    let mut timeline = Vec::new();
+    let mut exited_ms = setup.exit_ms;
+    for (index, (policy, flag, sysctl)) in RUNS.into_iter().enumerate() {
+        let done_before = index as u64 * setup.samples();
+        let progress =
+            |samples: u64| observe::progress(done_before + samples.min(setup.samples()), total);
+        progress(0);
+        // The machine of the run where balancing moves pages is the one
+        // worth looking at with --proc.
+        let show = (flag && sysctl == 1).then(|| {
+            format!(
+                "{policy}, kernel.numa_balancing={sysctl}, at {} s",
+                setup.duration_ms / 1000
+            )
+        });
+        let outcome = simulate(
+            &setup,
+            &cost,
+            flag,
+            sysctl,
+            options.seed,
+            &progress,
+            show.as_deref(),
+        )?;
+        exited_ms = outcome.exited_ms;
+        // The timeline's pages come from the processes' own bookkeeping;
+        // the page tables must agree, and pages are conserved.
+        let last = outcome.timeline.last().map(|sample| &sample.pages);
+        if last != Some(&outcome.mapped_pages)
+            || outcome.mapped_pages.iter().sum::<u64>()
+                != outcome.map_pages * setup.processes as u64
+        {
+            return Err(ExperimentError::Failed(format!(
+                "{policy}: timeline pages {last:?} disagree with the page tables {:?}",
+                outcome.mapped_pages
+            )));
+        }
         rows.push(
             Row::new()
                 .with("policy", policy)
@@ -128,9 +370,29 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
                 .with("pages_migrated", outcome.counters.numa_pages_migrated)
                 .with("hint_faults", outcome.counters.numa_hint_faults)
                 .with("pte_updates", outcome.counters.numa_pte_updates)
-                .with("pgmigrate_fail", outcome.counters.pgmigrate_fail),
+                .with("pgmigrate_fail", outcome.counters.pgmigrate_fail)
+                .with("eater_exit_s", outcome.exited_ms as f64 / 1000.0),
         );
+        timeline.extend(outcome.timeline.iter().map(|sample| {
+            let mut row = Row::new()
+                .with(SERIES, TIMELINE)
+                .with("policy", policy)
+                .with("numa_balancing", sysctl as u64)
+                .with("t_s", sample.end_ms as f64 / 1000.0)
+                .with_f64(
+                    "score",
+                    sample.accesses / (sample.window_ms as f64 / 1000.0) / 1e6,
+                    2,
+                )
+                .with("remote", round3(sample.remote));
+            for (node, pages) in sample.pages.iter().enumerate() {
+                row = row.with(&format!("pages_node{node}"), *pages);
+            }
+            row.with("pages_migrated", sample.migrated)
+        }));
     }
+    observe::progress(total, total);
+    rows.extend(timeline);
     Ok(Report {
         experiment: "numa-balancing".into(),
         seed: options.seed,
@@ -138,23 +400,31 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
         rows,
         notes: vec![
             format!(
-                "4 nodes x {} GiB, SLIT 10/21, {} CPUs per node; eater {} MiB bound to node 3; {} pmbench processes x {} MiB (uniform), half on node-1 CPUs, half on node-3 CPUs, CPUs and memory bound to nodes 1,3",
-                setup.node_bytes / GIB,
+                "4 nodes x {} MiB, SLIT 10/21, {} CPUs per node; eater {} MiB bound to node 3; {} pmbench processes x {} MiB ({}), half on node-1 CPUs, half on node-3 CPUs, CPUs and memory bound to nodes 1,3",
+                setup.node_bytes / MIB,
                 setup.cpus_per_node,
                 setup.eater_bytes / MIB,
                 setup.processes,
-                setup.ws_bytes / MIB
+                setup.ws_bytes / MIB,
+                params.choice("pattern")
             ),
             format!(
-                "eater exits at {} s; score_before over [0, {} s), score_after over the {} s after (M accesses per simulated s, summed); scan_size {} MB, other numa_balancing knobs at kernel defaults",
-                setup.before_ms / 1000,
-                setup.before_ms / 1000,
-                setup.after_ms / 1000,
-                setup.scan_size_mb
+                "eater exits at {} s; score_before over [0, {} s), score_after over the {} s after (M accesses per simulated s, summed); scan_size {} MB, scan_delay {} ms, scan_period {}..{} ms",
+                exited_ms as f64 / 1000.0,
+                exited_ms as f64 / 1000.0,
+                (setup.duration_ms.saturating_sub(exited_ms)) as f64 / 1000.0,
+                setup.balancing.scan_size_mb,
+                setup.balancing.scan_delay_ms,
+                setup.balancing.scan_period_min_ms,
+                setup.balancing.scan_period_max_ms
             ),
             format!(
                 "access cost = {} ns + {} ns x distance/10; hinting fault {} ns, migration {} ns; remote_* = share of node-3 processes' accesses that go to node 1; settle_s = seconds after the eater exits until that share is below 5%",
                 cost.cpu_ns, cost.local_ns, cost.hint_fault_ns, cost.migrate_ns
+            ),
+            format!(
+                "series {TIMELINE}: per run, every {} s of simulated time, the summed score in that window (score) and the processes' pages on each node at its end (pages_nodeN)",
+                setup.sample_ms / 1000
             ),
         ],
     })
@@ -172,19 +442,20 @@ fn simulate(
     flag: bool,
     sysctl: u8,
     seed: u64,
+    progress: &dyn Fn(u64),
+    show_machine: Option<&str>,
 ) -> Result<Outcome, ExperimentError> {
     let failed =
         |what: &str, err: &dyn std::fmt::Display| ExperimentError::Failed(format!("{what}: {err}"));
-    let nodes = 4;
     let mut desc = MachineDesc::uniform(
-        setup.node_bytes * nodes as u64,
-        nodes,
-        setup.cpus_per_node * nodes,
+        setup.node_bytes * NODES as u64,
+        NODES,
+        setup.cpus_per_node * NODES,
     )?;
     desc.distances = Some(
-        (0..nodes)
+        (0..NODES)
             .map(|from| {
-                (0..nodes)
+                (0..NODES)
                     .map(|to| if from == to { 10 } else { 21 })
                     .collect()
             })
@@ -198,11 +469,7 @@ fn simulate(
         .iter()
         .map(|node| node.cpus.clone())
         .collect();
-    let config = NumaBalancingConfig {
-        scan_size_mb: setup.scan_size_mb,
-        ..NumaBalancingConfig::default()
-    };
-    let mut vm = Vm::new(&allocator, config);
+    let mut vm = Vm::new(&allocator, setup.balancing);
     vm.set_numa_balancing(sysctl)
         .map_err(|err| failed("sysctl", &err))?;
     vm.record_scans(true);
@@ -216,12 +483,14 @@ fn simulate(
     let node3 = nodemask_words(&Nodemask::of(NodeId(3)));
     vm.set_mempolicy(eater, MPOL_BIND, Some(&node3), 257)
         .map_err(|err| failed("eater set_mempolicy", &err))?;
-    let eater_base = vm
-        .mmap(eater, setup.eater_bytes)
-        .map_err(|err| failed("eater mmap", &err))?;
-    for page in 0..setup.eater_bytes >> shift {
-        vm.access(eater, eater_base + (page << shift), true)
-            .map_err(|err| failed("eater touch", &err))?;
+    if setup.eater_bytes > 0 {
+        let eater_base = vm
+            .mmap(eater, setup.eater_bytes)
+            .map_err(|err| failed("eater mmap", &err))?;
+        for page in 0..setup.eater_bytes >> shift {
+            vm.access(eater, eater_base + (page << shift), true)
+                .map_err(|err| failed("eater touch (eater_mib too close to node_mib?)", &err))?;
+        }
     }
 
     // The pmbench processes, bound to "1,3" as in the document's snippet.
@@ -229,7 +498,7 @@ fn simulate(
         parse_nodestring("1,3", &vm.mem_nodes()).map_err(|err| failed("nodestring", &err))?;
     let bound_words = nodemask_words(&bound);
     let allowed_cpus: Vec<CpuId> = node_cpus[1].iter().chain(&node_cpus[3]).copied().collect();
-    let weights = Arc::new(Pattern::Uniform.weights((setup.ws_bytes >> shift) as usize));
+    let weights = Arc::new(setup.pattern.weights((setup.ws_bytes >> shift) as usize));
     let mut processes = Vec::new();
     for index in 0..setup.processes {
         let node = if index % 2 == 0 { 1 } else { 3 };
@@ -261,9 +530,12 @@ fn simulate(
     let ws_pages = weights.len();
     for from in (0..ws_pages).step_by(256) {
         for process in &mut processes {
-            process
-                .populate(&mut vm, from, from + 256)
-                .map_err(|err| failed("populate", &err))?;
+            process.populate(&mut vm, from, from + 256).map_err(|err| {
+                failed(
+                    "populate (processes x map_mib too large for nodes 1,3?)",
+                    &err,
+                )
+            })?;
         }
     }
 
@@ -271,15 +543,30 @@ fn simulate(
         let node3: Vec<&Process> = processes.iter().filter(|p| p.node == NodeId(3)).collect();
         node3.iter().map(|p| p.mass()[1]).sum::<f64>() / node3.len().max(1) as f64
     };
+    let pages_per_node = |processes: &[Process]| {
+        let mut pages = vec![0u64; NODES];
+        for process in processes {
+            for (node, count) in process.pages_per_node().iter().enumerate() {
+                pages[node] += count;
+            }
+        }
+        pages
+    };
     let remote_before = remote_share(&processes);
-    let total_ms = setup.before_ms + setup.after_ms;
-    let last_window_ms = 10_000;
+    // Time is spent in ticks of `tick_ms`; each phase's score divides its
+    // accesses by the ticks it really had.
+    let total_ms = setup.duration_ms;
+    let mut exited_ms = None;
     let (mut before, mut after, mut last) = (0.0, 0.0, 0.0);
+    let (mut before_ms, mut after_ms, mut last_ms) = (0u64, 0u64, 0u64);
+    let mut timeline = Vec::new();
+    let (mut window_start, mut window_accesses) = (0u64, 0.0);
     let mut now = 0;
     let mut settle_s = None;
     while now < total_ms {
-        if now == setup.before_ms {
+        if exited_ms.is_none() && now >= setup.exit_ms {
             vm.exit(eater).map_err(|err| failed("eater exit", &err))?;
+            exited_ms = Some(now);
         }
         vm.tick(now);
         let mut accesses = 0.0;
@@ -295,56 +582,119 @@ fn simulate(
                 .map_err(|err| failed("pmbench", &err))?
                 .accesses;
         }
-        if now < setup.before_ms {
-            before += accesses;
-        } else {
+        let after_exit = exited_ms.is_some();
+        if after_exit {
             after += accesses;
+            after_ms += setup.tick_ms;
+            if settle_s.is_none() && remote_share(&processes) < 0.05 {
+                settle_s = Some((now - exited_ms.unwrap_or(now)) as f64 / 1000.0);
+            }
+        } else {
+            before += accesses;
+            before_ms += setup.tick_ms;
         }
+        // The last 10 s of the run (or all of it after the exit, if shorter).
+        let last_window_ms = 10_000.min(total_ms - setup.exit_ms);
         if now >= total_ms - last_window_ms {
             last += accesses;
-        }
-        if now >= setup.before_ms && settle_s.is_none() && remote_share(&processes) < 0.05 {
-            settle_s = Some((now - setup.before_ms) as f64 / 1000.0);
+            last_ms += setup.tick_ms;
         }
         now += setup.tick_ms;
+        window_accesses += accesses;
+        if now >= window_start / setup.sample_ms * setup.sample_ms + setup.sample_ms
+            || now >= total_ms
+        {
+            timeline.push(Sample {
+                end_ms: now,
+                window_ms: now - window_start,
+                accesses: window_accesses,
+                pages: pages_per_node(&processes),
+                remote: remote_share(&processes),
+                migrated: vm.counters().numa_pages_migrated,
+            });
+            progress(timeline.len() as u64);
+            window_start = now;
+            window_accesses = 0.0;
+        }
     }
     let remote_after = remote_share(&processes);
     vm.check_invariants().map_err(|err| failed("vm", &err))?;
+    let pids: Vec<Pid> = processes.iter().map(|process| process.pid).collect();
+    let mapped_pages = mapped_per_node(&vm, &pids);
+    if let Some(label) = show_machine {
+        observe::machine(label, &allocator);
+    }
+    let per_second = |accesses: f64, ms: u64| accesses / (ms.max(1) as f64 / 1000.0);
     Ok(Outcome {
-        score_before: before / (setup.before_ms as f64 / 1000.0),
-        score_after: after / (setup.after_ms as f64 / 1000.0),
-        score_last: last / (last_window_ms as f64 / 1000.0),
+        score_before: per_second(before, before_ms),
+        score_after: per_second(after, after_ms),
+        score_last: per_second(last, last_ms),
         remote_before,
         remote_after,
         settle_s,
+        exited_ms: exited_ms.unwrap_or(setup.exit_ms),
         counters: vm.counters(),
+        timeline,
+        mapped_pages,
+        map_pages: ws_pages as u64,
     })
+}
+
+/// The pages `pids` map on each node, read from their page tables.
+fn mapped_per_node(vm: &Vm<'_>, pids: &[Pid]) -> Vec<u64> {
+    let mut pages = vec![0u64; NODES];
+    for pid in pids {
+        let Some(task) = vm.task(*pid) else { continue };
+        for vma in task.mm.vmas.values() {
+            for pte in vma.ptes.iter().filter(|pte| pte.is_present()) {
+                if let Some(node) = vm.pfn_node(Pfn(u64::from(pte.pfn))) {
+                    pages[node.index()] += 1;
+                }
+            }
+        }
+    }
+    pages
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::ConfigFile;
 
-    /// A small machine with the experiment's ratios: the score improves
-    /// after the eater exits only with MPOL_F_NUMA_BALANCING and
-    /// kernel.numa_balancing=1; balancing off changes nothing.
+    /// A small machine with the experiment's ratios.
+    const SMALL: &str = "[numa-balancing]\nnode_mib = 192\ncpus_per_node = 2\nprocesses = 4\nmap_mib = 40\neater_mib = 160\nscan_size_mb = 16\neater_exit_s = 20\nduration_s = 120\ntick_ms = 20\nsample_s = 5\n";
+
+    fn params_of(text: &str) -> Result<Params, crate::params::ConfigError> {
+        ConfigFile::parse("test.toml", text, &["numa-balancing"])?
+            .params("numa-balancing", &params(Scale::Quick))
+    }
+
+    fn setup_of(text: &str) -> Setup {
+        Setup::from_params(&params_of(text).unwrap()).unwrap()
+    }
+
+    fn simulate_small(flag: bool, sysctl: u8) -> Outcome {
+        let setup = setup_of(SMALL);
+        simulate(
+            &setup,
+            &CostModel::default(),
+            flag,
+            sysctl,
+            1,
+            &|_| {},
+            None,
+        )
+        .unwrap()
+    }
+
+    /// The score improves after the eater exits only with
+    /// MPOL_F_NUMA_BALANCING and kernel.numa_balancing=1; balancing off
+    /// changes nothing.
     #[test]
     fn improvement_only_with_the_flag() {
-        let setup = Setup {
-            node_bytes: 192 * MIB,
-            cpus_per_node: 2,
-            processes: 4,
-            ws_bytes: 40 * MIB,
-            eater_bytes: 160 * MIB,
-            scan_size_mb: 16,
-            before_ms: 20_000,
-            after_ms: 100_000,
-            tick_ms: 20,
-        };
-        let cost = CostModel::default();
-        let bind = simulate(&setup, &cost, false, 1, 1).unwrap();
-        let balanced = simulate(&setup, &cost, true, 1, 1).unwrap();
-        let off = simulate(&setup, &cost, true, 0, 1).unwrap();
+        let bind = simulate_small(false, 1);
+        let balanced = simulate_small(true, 1);
+        let off = simulate_small(true, 0);
         assert!(bind.remote_before > 0.3, "{}", bind.remote_before);
         let same = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-9;
         assert!(same(bind.score_after, bind.score_before));
@@ -360,5 +710,114 @@ mod tests {
         assert!(balanced.score_after > balanced.score_before * 1.05);
         assert!(balanced.remote_after < 0.05, "{}", balanced.remote_after);
         assert!(balanced.counters.numa_pages_migrated > 0);
+    }
+
+    /// The timeline: one sample per window, times increasing to the end of
+    /// the run, pages per node summing to the processes' pages and agreeing
+    /// with their page tables at the end; with balancing, pages leave node 1
+    /// for node 3 only after the eater exits, and the windowed score rises.
+    #[test]
+    fn timeline_follows_the_simulation() {
+        let setup = setup_of(SMALL);
+        let balanced = simulate_small(true, 1);
+        let timeline = &balanced.timeline;
+        assert_eq!(timeline.len() as u64, setup.samples());
+        assert!(timeline
+            .windows(2)
+            .all(|pair| pair[0].end_ms < pair[1].end_ms));
+        assert_eq!(timeline.last().unwrap().end_ms, setup.duration_ms);
+        let map_pages = balanced.map_pages * setup.processes as u64;
+        for sample in timeline {
+            assert_eq!(sample.pages.iter().sum::<u64>(), map_pages, "{sample:?}");
+            assert_eq!(sample.pages[0] + sample.pages[2], 0, "{sample:?}");
+        }
+        assert_eq!(timeline.last().unwrap().pages, balanced.mapped_pages);
+        let at = |ms: u64| timeline.iter().find(|sample| sample.end_ms >= ms).unwrap();
+        let first = &timeline[0];
+        assert_eq!(at(setup.exit_ms).pages, first.pages, "nothing moves before");
+        assert!(timeline.last().unwrap().pages[3] > first.pages[3]);
+        assert!(timeline.last().unwrap().migrated > 0);
+        let score = |sample: &Sample| sample.accesses / sample.window_ms as f64;
+        assert!(score(timeline.last().unwrap()) > score(first) * 1.05);
+        // Without balancing the pages never move.
+        let bind = simulate_small(false, 1);
+        assert!(bind
+            .timeline
+            .iter()
+            .all(|sample| sample.pages == first.pages));
+    }
+
+    #[test]
+    fn the_report_keeps_its_rows_and_adds_the_timeline() {
+        let options = RunOptions {
+            scale: Scale::Quick,
+            seed: 3,
+        };
+        let report = run_with(&options, &params_of(SMALL).unwrap()).unwrap();
+        let results: Vec<&Row> = report.results().collect();
+        assert_eq!(results.len(), RUNS.len());
+        for row in &results {
+            for column in [
+                "policy",
+                "score_before",
+                "score_after",
+                "improvement",
+                "pages_migrated",
+                "hint_faults",
+                "reference_improvement",
+            ] {
+                assert!(row.get(column).is_some(), "{column} in {row:?}");
+            }
+        }
+        let timeline: Vec<&Row> = report.series(TIMELINE).collect();
+        assert_eq!(timeline.len(), RUNS.len() * 24);
+        assert_eq!(report.series_names(), vec![TIMELINE.to_string()]);
+        let json = report.to_json();
+        assert_eq!(json["rows"].as_array().unwrap().len(), RUNS.len() * 25);
+        let row = timeline[0];
+        for column in [
+            "t_s",
+            "score",
+            "pages_node0",
+            "pages_node3",
+            "pages_migrated",
+        ] {
+            assert!(row.get(column).is_some(), "{column} in {row:?}");
+        }
+    }
+
+    #[test]
+    fn params_reach_the_setup_and_bad_combinations_name_their_keys() {
+        let quick = setup_of("");
+        assert_eq!(quick.processes, 16);
+        assert_eq!(quick.ws_bytes, 160 * MIB);
+        assert_eq!(quick.balancing.scan_size_mb, 64);
+        assert_eq!(quick.pattern, Pattern::Uniform);
+        let zipf = setup_of(
+            "[numa-balancing]\npattern = \"zipf\"\nzipf_s = 0.8\nscan_period_max_ms = 30000\n",
+        );
+        assert_eq!(zipf.pattern, Pattern::Zipf { s: 0.8 });
+        assert_eq!(zipf.balancing.scan_period_max_ms, 30_000);
+        let full = Setup::from_params(&Params::defaults(&params(Scale::Full))).unwrap();
+        assert_eq!(full.node_bytes, 48 << 30);
+        assert_eq!(full.eater_bytes, 40 << 30);
+        assert_eq!(full.processes * full.ws_bytes as usize, (64 * 640) << 20);
+        let error = |text: &str| match Setup::from_params(&params_of(text).unwrap()) {
+            Err(err) => err.to_string(),
+            Ok(setup) => panic!("{setup:?}"),
+        };
+        assert!(error("[numa-balancing]\neater_mib = 4000\n").contains("eater_mib = 4000"));
+        assert!(error("[numa-balancing]\nprocesses = 64\n").contains("processes x map_mib"));
+        assert!(error("[numa-balancing]\neater_exit_s = 300\n").contains("duration_s = 200"));
+        assert!(
+            error("[numa-balancing]\nscan_period_min_ms = 70000\n").contains("scan_period_min_ms")
+        );
+        let unknown = params_of("[numa-balancing]\nscan_size = 3\n")
+            .unwrap_err()
+            .0;
+        assert!(
+            unknown.contains("unknown key 'numa-balancing.scan_size'"),
+            "{unknown}"
+        );
     }
 }

@@ -1,31 +1,49 @@
-//! Plot of `numa-balancing`: the pmbench score change after the memory
-//! eater exits, per policy, beside numa-balancing-bound-nodes.txt's +17.5%.
+//! Plots of `numa-balancing`: the pmbench score change after the memory
+//! eater exits, per policy, beside numa-balancing-bound-nodes.txt's +17.5%;
+//! and from the report's `timeline` series, the score over simulated time
+//! and the processes' pages per node over time, with the eater's exit
+//! marked.
 
-use super::{number, text, BarSeries, Plot, PlotKind};
+use super::{number, text, BarSeries, Plot, PlotKind, Series};
+use crate::experiments::numa_balancing::TIMELINE;
 use crate::report::{Report, Row};
 
 /// The plots of a `numa-balancing` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
+    let mut plots = vec![improvement(report)];
+    plots.extend(score_over_time(report));
+    plots.extend(pages_over_time(report));
+    plots
+}
+
+/// How a run is named in legends and categories.
+fn run_label(row: &Row) -> String {
+    let policy = text(row, "policy").unwrap_or("?");
+    match number(row, "numa_balancing") {
+        Some(sysctl) => format!("{policy}, sysctl={sysctl}"),
+        None => policy.to_string(),
+    }
+}
+
+/// The run that the document's +17.5% is about: the flag, balancing on.
+fn is_balanced(row: &Row) -> bool {
+    text(row, "policy").is_some_and(|policy| policy.contains("numa_balancing"))
+        && number(row, "numa_balancing") != Some(0.0)
+}
+
+fn improvement(report: &Report) -> Plot {
     let rows: Vec<&Row> = report
-        .rows
-        .iter()
+        .results()
         .filter(|row| number(row, "improvement").is_some())
         .collect();
-    let label = |row: &Row| {
-        let policy = text(row, "policy").unwrap_or("?");
-        match number(row, "numa_balancing") {
-            Some(sysctl) => format!("{policy}, sysctl={sysctl}"),
-            None => policy.to_string(),
-        }
-    };
     let percent = |value: Option<f64>| value.map(|value| value * 100.0);
-    vec![Plot {
+    Plot {
         name: "improvement".into(),
         title: "pmbench score after the eater exits".into(),
         caption: "Change of the summed pmbench score from before the memory eater on node 3 exits to after, per policy and kernel.numa_balancing; pale: the document's +17.5% for MPOL_F_NUMA_BALANCING.".into(),
         value_label: "score change (%)".into(),
         kind: PlotKind::Bars {
-            categories: rows.iter().map(|row| label(row)).collect(),
+            categories: rows.iter().map(|row| run_label(row)).collect(),
             series: vec![
                 BarSeries {
                     name: "pageframe".into(),
@@ -38,9 +56,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
                     values: rows
                         .iter()
                         .map(|row| {
-                            let flagged = text(row, "policy").is_some_and(|p| p.contains("numa_balancing"))
-                                && number(row, "numa_balancing") != Some(0.0);
-                            percent(number(row, "reference_improvement").filter(|_| flagged))
+                            percent(number(row, "reference_improvement").filter(|_| is_balanced(row)))
                         })
                         .collect(),
                     ranges: vec![None; rows.len()],
@@ -48,5 +64,219 @@ pub fn plots(report: &Report) -> Vec<Plot> {
                 },
             ],
         },
-    }]
+    }
+}
+
+/// The timeline's runs, in row order: (label, its samples).
+fn runs(report: &Report) -> Vec<(String, Vec<&Row>)> {
+    let mut runs: Vec<(String, Vec<&Row>)> = Vec::new();
+    for row in report.series(TIMELINE) {
+        let label = run_label(row);
+        match runs.iter_mut().find(|(known, _)| *known == label) {
+            Some((_, samples)) => samples.push(row),
+            None => runs.push((label, vec![row])),
+        }
+    }
+    runs
+}
+
+/// The eater's exit as a marker, from the result rows.
+fn exit_marker(report: &Report) -> Vec<(f64, String)> {
+    report
+        .results()
+        .find_map(|row| number(row, "eater_exit_s"))
+        .map(|seconds| vec![(seconds, " eater exits".to_string())])
+        .unwrap_or_default()
+}
+
+fn points(samples: &[&Row], column: &str) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|row| Some((number(row, "t_s")?, number(row, column)?)))
+        .collect()
+}
+
+fn score_over_time(report: &Report) -> Option<Plot> {
+    let runs = runs(report);
+    if runs.is_empty() {
+        return None;
+    }
+    let mut series: Vec<Series> = runs
+        .iter()
+        .enumerate()
+        .map(|(at, (label, samples))| Series {
+            name: label.clone(),
+            points: points(samples, "score"),
+            reference: false,
+            colour: Some(at),
+        })
+        .collect();
+    // The document's +17.5%, applied to our balanced run's score before
+    // the exit, drawn over the time after it.
+    let markers = exit_marker(report);
+    let balanced = report
+        .results()
+        .find(|row| is_balanced(row))
+        .and_then(|row| {
+            Some((
+                number(row, "score_before")?,
+                number(row, "reference_improvement")?,
+            ))
+        });
+    let balanced_colour = runs
+        .iter()
+        .position(|(_, samples)| samples.first().is_some_and(|row| is_balanced(row)));
+    if let (Some((before, reference)), Some((exit, _)), Some(colour)) =
+        (balanced, markers.first(), balanced_colour)
+    {
+        let end = series
+            .iter()
+            .flat_map(|line| line.points.iter().map(|point| point.0))
+            .fold(*exit, f64::max);
+        let level = before * (1.0 + reference);
+        series.push(Series {
+            name: format!("document: {:+.1}% after the exit", reference * 100.0),
+            points: vec![(*exit, level), (end, level)],
+            reference: true,
+            colour: Some(colour),
+        });
+    }
+    Some(Plot {
+        name: "score-over-time".into(),
+        title: "pmbench score over simulated time".into(),
+        caption: "Summed pmbench score of all processes in each sample window of simulated time, per run; the dashed vertical line is the memory eater's exit (runs where nothing moves draw one line over another). Dashed: the document's +17.5% over our balanced run's score before the exit.".into(),
+        value_label: "score (M accesses / simulated s)".into(),
+        kind: PlotKind::Lines {
+            x_label: "simulated time (s)".into(),
+            log_x: false,
+            log_y: false,
+            series,
+            markers,
+        },
+    })
+}
+
+fn pages_over_time(report: &Report) -> Option<Plot> {
+    let runs = runs(report);
+    // The balanced run is where pages move; the plain bind run is its
+    // baseline (dashed): what stays where first touch put it.
+    let balanced = runs
+        .iter()
+        .find(|(_, samples)| samples.first().is_some_and(|row| is_balanced(row)))?;
+    let baseline = runs
+        .iter()
+        .find(|(_, samples)| samples.first().and_then(|row| text(row, "policy")) == Some("bind"));
+    let nodes: Vec<usize> = (0..64)
+        .take_while(|node| {
+            balanced
+                .1
+                .first()
+                .is_some_and(|row| number(row, &format!("pages_node{node}")).is_some())
+        })
+        .filter(|node| {
+            balanced
+                .1
+                .iter()
+                .any(|row| number(row, &format!("pages_node{node}")).unwrap_or(0.0) > 0.0)
+        })
+        .collect();
+    let mut series = Vec::new();
+    for (at, node) in nodes.iter().enumerate() {
+        let column = format!("pages_node{node}");
+        series.push(Series {
+            name: format!("node {node}, {}", balanced.0),
+            points: points(&balanced.1, &column),
+            reference: false,
+            colour: Some(at),
+        });
+        if let Some((label, samples)) = baseline {
+            series.push(Series {
+                name: format!("node {node}, {label}"),
+                points: points(samples, &column),
+                reference: true,
+                colour: Some(at),
+            });
+        }
+    }
+    Some(Plot {
+        name: "pages-per-node".into(),
+        title: "pmbench pages per node over simulated time".into(),
+        caption: "Pages of all pmbench processes on each node (nodes holding none are left out), at the end of each sample window: solid with MPOL_F_NUMA_BALANCING, dashed with plain MPOL_BIND; the dashed vertical line is the memory eater's exit.".into(),
+        value_label: "pages (4 KiB)".into(),
+        kind: PlotKind::Lines {
+            x_label: "simulated time (s)".into(),
+            log_x: false,
+            log_y: false,
+            series,
+            markers: exit_marker(report),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::numa_balancing::run_with;
+    use crate::experiments::{RunOptions, Scale};
+    use crate::params::ConfigFile;
+
+    #[test]
+    fn a_small_run_draws_the_bars_and_both_time_series() {
+        let params = ConfigFile::parse(
+            "small.toml",
+            "[numa-balancing]\nnode_mib = 128\ncpus_per_node = 2\nprocesses = 2\nmap_mib = 24\neater_mib = 100\nscan_size_mb = 8\neater_exit_s = 10\nduration_s = 40\ntick_ms = 40\nsample_s = 4\n",
+            &["numa-balancing"],
+        )
+        .unwrap()
+        .params("numa-balancing", &crate::experiments::numa_balancing::params(Scale::Quick))
+        .unwrap();
+        let report = run_with(
+            &RunOptions {
+                scale: Scale::Quick,
+                seed: 1,
+            },
+            &params,
+        )
+        .unwrap();
+        let plots = plots(&report);
+        let names: Vec<&str> = plots.iter().map(|plot| plot.name.as_str()).collect();
+        assert_eq!(names, ["improvement", "score-over-time", "pages-per-node"]);
+        let PlotKind::Bars { categories, .. } = &plots[0].kind else {
+            panic!("bars expected");
+        };
+        assert_eq!(categories.len(), 3, "result rows only");
+        for plot in &plots[1..] {
+            let PlotKind::Lines {
+                series, markers, ..
+            } = &plot.kind
+            else {
+                panic!("lines expected");
+            };
+            assert_eq!(markers.len(), 1);
+            assert_eq!(markers[0].0, 10.0);
+            assert!(
+                series.iter().all(|line| !line.points.is_empty()),
+                "{}",
+                plot.name
+            );
+        }
+        let PlotKind::Lines { series, .. } = &plots[2].kind else {
+            unreachable!()
+        };
+        let names: Vec<&str> = series.iter().map(|line| line.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "node 1, bind+numa_balancing, sysctl=1",
+                "node 1, bind, sysctl=1",
+                "node 3, bind+numa_balancing, sysctl=1",
+                "node 3, bind, sysctl=1"
+            ]
+        );
+        for plot in &plots {
+            assert!(crate::plots::render::to_svg(plot)
+                .unwrap()
+                .starts_with("<svg"));
+        }
+    }
 }

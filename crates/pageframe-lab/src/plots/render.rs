@@ -98,6 +98,9 @@ fn trim(value: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Lines with at most this many points get a dot on each.
+const DOTTED_POINTS: usize = 40;
+
 fn draw_lines<DB: DrawingBackend>(
     plot: &Plot,
     root: &DrawingArea<DB, Shift>,
@@ -257,10 +260,16 @@ where
                 .label(&line.name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], legend_style));
         }
+        // Dots mark measured points; a dense line (a time series) is its
+        // own mark, and dots would only thicken it.
+        let dots = if line.points.len() <= DOTTED_POINTS {
+            &line.points[..]
+        } else {
+            &[]
+        };
         chart
             .draw_series(
-                line.points
-                    .iter()
+                dots.iter()
                     .map(|point| Circle::new(*point, 3, colour.filled())),
             )
             .map_err(|err| err.to_string())?;

@@ -7,7 +7,7 @@
 
 use super::{RunInfo, Section};
 use crate::catalog;
-use crate::params::Value as ParamValue;
+use crate::report::{columns_of, Row};
 use crate::summary::{self, SummaryLine};
 use serde_json::Value;
 use std::fmt::Write;
@@ -153,12 +153,7 @@ fn experiment(out: &mut String, section: &Section) {
         format!("scale {}", escape(&report.scale)),
     ];
     for (key, value) in section.params.values() {
-        let value = match value {
-            ParamValue::Int(value) => value.to_string(),
-            ParamValue::Float(value) => value.to_string(),
-            ParamValue::Bool(value) => value.to_string(),
-        };
-        parameters.push(format!("{key} = {value}"));
+        parameters.push(format!("{key} = {}", escape(&value.to_string())));
     }
     let _ = writeln!(
         out,
@@ -195,18 +190,43 @@ fn experiment(out: &mut String, section: &Section) {
     }
 }
 
+/// The result rows as the experiment's table (class `rows`, which the
+/// page check counts), then each series folded away in a table of its own.
 fn rows_table(out: &mut String, report: &crate::report::Report) {
-    let columns = report.columns();
-    let _ = write!(
+    let results: Vec<&Row> = report.results().collect();
+    table(
         out,
-        "<div class=\"scroll\"><table class=\"rows\" data-table=\"{}\"><thead><tr>",
-        escape(&report.experiment)
+        &format!(
+            "<table class=\"rows\" data-table=\"{}\">",
+            escape(&report.experiment)
+        ),
+        &results,
     );
+    for name in report.series_names() {
+        let samples: Vec<&Row> = report.series(&name).collect();
+        let _ = writeln!(
+            out,
+            "<details><summary>series {}: {} samples</summary>",
+            escape(&name),
+            samples.len()
+        );
+        table(
+            out,
+            &format!("<table class=\"series\" data-series=\"{}\">", escape(&name)),
+            &samples,
+        );
+        let _ = writeln!(out, "</details>");
+    }
+}
+
+fn table(out: &mut String, open_tag: &str, rows: &[&Row]) {
+    let columns = columns_of(rows.iter().copied());
+    let _ = write!(out, "<div class=\"scroll\">{open_tag}<thead><tr>");
     for column in &columns {
         let _ = write!(out, "<th>{}</th>", escape(column));
     }
     let _ = writeln!(out, "</tr></thead><tbody>");
-    for row in &report.rows {
+    for row in rows {
         let _ = write!(out, "<tr>");
         for column in &columns {
             match row.get(column) {

@@ -57,6 +57,13 @@ pub trait Zpool {
     fn name(&self) -> &'static str;
     /// The largest object size.
     fn max_size(&self) -> usize;
+    /// The smallest object size that is not worth compressing for: a store
+    /// (zram) keeps a page whose compressed size reaches it uncompressed, as
+    /// a "huge page" (zram compares against zs_huge_class_size()). The
+    /// default, `max_size()`, makes only incompressible pages huge.
+    fn huge_class_size(&self) -> usize {
+        self.max_size()
+    }
     /// Allocates an object of `size` bytes.
     fn malloc(&mut self, size: usize) -> Result<ZpoolHandle, ZpoolError>;
     /// Frees an object.

@@ -636,6 +636,13 @@ impl<P: PageSource> Zpool for AfPool<P> {
         self.slab.page_size()
     }
 
+    /// afmalloc has no huge class; the zram the RFC was measured with (3.17)
+    /// stored a page uncompressed when it compressed to more than
+    /// `max_zpage_size = PAGE_SIZE / 4 * 3` bytes, so that is its threshold.
+    fn huge_class_size(&self) -> usize {
+        self.slab.page_size() / 4 * 3 + 1
+    }
+
     fn malloc(&mut self, size: usize) -> Result<ZpoolHandle, ZpoolError> {
         self.afmalloc_alloc(size)
     }

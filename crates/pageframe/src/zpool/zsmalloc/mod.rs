@@ -635,6 +635,10 @@ impl<P: PageSource> Zpool for ZsPool<P> {
         self.page_size()
     }
 
+    fn huge_class_size(&self) -> usize {
+        self.table.huge_class_size
+    }
+
     fn malloc(&mut self, size: usize) -> Result<ZpoolHandle, ZpoolError> {
         self.zs_malloc(size)
     }

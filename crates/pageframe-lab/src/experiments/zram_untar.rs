@@ -1,0 +1,702 @@
+//! Experiment `zram-untar`: the afmalloc document's fragmentation test on
+//! real data. A zram device (lz4) over each allocator — zsmalloc with
+//! zspages of at most 4 pages (the document's 2014 zsmalloc), zsmalloc at
+//! today's default 8, afmalloc — receives a kernel source tree file by file
+//! ("untar", each file's pages written to free slots), then loses
+//! `drivers`, `arch`, `fs`, `sound` and `include` in that order (each file's
+//! slots discarded, as ext4 mounted with `discard` does); that is one round.
+//! After every step a row gives mm_stat's sizes and the overhead
+//! `used − compressed` (and for afmalloc the real overhead: metadata and
+//! the chunks' internal fragmentation), beside the document's figures. A
+//! last row per allocator shows the state after `compact()`.
+//!
+//! The corpus is the tarball of `corpus::corpus_path()` (default Debian's
+//! linux-source-6.1), streamed through xz, read once, compressed once (in
+//! parallel; compression does not depend on the allocator) and written to
+//! every device in every round. Without a tarball the experiment says how to
+//! get one and runs on files found on this machine, labelled as such.
+
+use super::{ExperimentError, RunOptions, Scale};
+use crate::corpus::{self, Corpus, Sampling};
+use crate::observe;
+use crate::params::{Param, Params};
+use crate::plots::{number, text};
+use crate::report::{Report, Row};
+use crate::summary::Headline;
+use pageframe::page_source::CpuPages;
+use pageframe::zram::{Backend, Compressor, Prepared, Zram, ZramConfig};
+use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The directories removed after each untar, in the document's order.
+pub const REMOVED: [&str; 5] = ["drivers", "arch", "fs", "sound", "include"];
+/// The allocators compared.
+pub const BACKENDS: [Backend; 3] = [
+    Backend::Zsmalloc { chain_size: 4 },
+    Backend::Zsmalloc { chain_size: 8 },
+    Backend::Afmalloc,
+];
+
+const MIB: f64 = (1u64 << 20) as f64;
+/// Progress units: loading, compressing, then each step.
+const LOAD_UNITS: u64 = 100;
+const PREPARE_UNITS: u64 = 100;
+const STEP_UNITS: u64 = 10;
+
+/// The parameters of `zram-untar` with their defaults.
+pub fn params(scale: Scale) -> Vec<Param> {
+    let (rounds, one_in, fallback_mib) = match scale {
+        Scale::Quick => (2, 4, 96),
+        Scale::Full => (10, 1, 512),
+    };
+    vec![
+        Param::int(
+            "rounds",
+            "Untar-and-remove rounds (the document: 10)",
+            rounds,
+            1,
+            100,
+        ),
+        Param::int(
+            "sample_one_in",
+            "Keep one file in this many of the corpus (1: every file)",
+            one_in,
+            1,
+            1000,
+        ),
+        Param::int(
+            "zstd_level",
+            "0 compresses with lz4 (zram's default), 1..22 with zstd at that level",
+            0,
+            0,
+            22,
+        ),
+        Param::int(
+            "fallback_mib",
+            "MiB of files to gather when there is no kernel tarball",
+            fallback_mib,
+            1,
+            8192,
+        ),
+    ]
+}
+
+/// Runs the experiment with the scale's default parameters.
+pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
+    run_with(options, &Params::defaults(&params(options.scale)))
+}
+
+/// Runs the experiment with the given parameters (see [`params`]).
+pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    let rounds = params.int("rounds") as u32;
+    let sampling = Sampling {
+        one_in: params.int("sample_one_in") as usize,
+    };
+    let compressor = match params.int("zstd_level") {
+        0 => Compressor::Lz4,
+        level => Compressor::Zstd {
+            level: level as i32,
+        },
+    };
+    let total =
+        LOAD_UNITS + PREPARE_UNITS + BACKENDS.len() as u64 * u64::from(rounds) * 6 * STEP_UNITS;
+    let mut notes = Vec::new();
+    let corpus = load(
+        sampling,
+        params.int("fallback_mib") as usize,
+        total,
+        &mut notes,
+    )?;
+    let prepared = prepare(&corpus, compressor, total)?;
+    let removed: Vec<String> = if corpus.kernel_source {
+        REMOVED.iter().map(|dir| dir.to_string()).collect()
+    } else {
+        corpus.largest_tops(REMOVED.len())
+    };
+    let whole_kernel = corpus.kernel_source && sampling.one_in == 1;
+    let mut rows = Vec::new();
+    let mut done = LOAD_UNITS + PREPARE_UNITS;
+    for backend in BACKENDS {
+        let machine_bytes = ((corpus.pages.len() as u64 * 2).max(1 << 30)).next_power_of_two();
+        let machine = MachineDesc::uniform(machine_bytes, 1, 1)?;
+        let allocator = LocalPageAllocator::boot(&machine)?;
+        let cpu = allocator
+            .cpu(CpuId(0))
+            .map_err(|err| ExperimentError::Failed(err.to_string()))?;
+        let pool = backend.create(CpuPages::new(cpu)).map_err(failed)?;
+        let config = ZramConfig {
+            compressor,
+            ..ZramConfig::new(corpus.nr_pages().max(1))
+        };
+        let mut zram = Zram::new(pool, config).map_err(failed)?;
+        let mut tree = Tree::new(&corpus);
+        for round in 1..=rounds {
+            tree.untar(&mut zram, &corpus, &prepared)?;
+            rows.push(row(&zram, backend, round, "untar", 0, whole_kernel));
+            done += STEP_UNITS;
+            observe::progress(done, total);
+            for (at, dir) in removed.iter().enumerate() {
+                tree.remove(&mut zram, &corpus, dir)?;
+                rows.push(row(
+                    &zram,
+                    backend,
+                    round,
+                    &format!("rm {dir}"),
+                    at + 1,
+                    whole_kernel,
+                ));
+                done += STEP_UNITS;
+                observe::progress(done, total);
+            }
+        }
+        let freed = zram.compact().map_err(failed)?;
+        zram.check_invariants()
+            .map_err(|err| ExperimentError::Failed(err.to_string()))?;
+        rows.push(
+            row(&zram, backend, rounds, "compact", usize::MAX, whole_kernel)
+                .with("pages_compacted", freed),
+        );
+        notes.push(format!(
+            "{} mm_stat after compact: {}",
+            backend.label(),
+            zram.mm_stat().to_string().trim_end()
+        ));
+    }
+    observe::progress(total, total);
+    notes.push(format!(
+        "sizes in MiB; ratios in % of compr_size; {} compression; overhead = used_size - compr_size (used_size: the allocator's pages, for afmalloc the pages of its slabs, the document's SUnreclaim delta); real_overhead (afmalloc): metadata + chunk rounding",
+        compressor.name()
+    ));
+    notes.push("reference_*: the document's figures (Linux 3.17 source, lzo, zsmalloc of 2014 with merged classes and 4-page zspages, ext4 on zram); its first single-round table for round 1, the last two blocks of its 10-round table for rounds 9 and 10, the block after round 1 for round 2; zsmalloc figures are beside both zsmalloc rows".into());
+    Ok(Report {
+        experiment: "zram-untar".into(),
+        seed: options.seed,
+        scale: options.scale.name().into(),
+        rows,
+        notes,
+    })
+}
+
+/// The summary's headline: the range of zsmalloc's overhead ratio over
+/// every step and round beside the range of afmalloc's real overhead ratio
+/// (the document: zsmalloc 5–38 %, afmalloc real 3.6–4.0 %).
+pub fn headline(report: &Report) -> Option<Headline> {
+    let range = |allocator: &str, column: &str| {
+        let values: Vec<f64> = report
+            .rows
+            .iter()
+            .filter(|row| {
+                text(row, "allocator").is_some_and(|name| name.starts_with(allocator))
+                    && text(row, "step") != Some("compact")
+            })
+            .filter_map(|row| number(row, column))
+            .collect();
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (!values.is_empty()).then_some((min, max))
+    };
+    let zsmalloc = range("zsmalloc", "overhead_ratio")?;
+    let afmalloc = range("afmalloc", "real_overhead_ratio")?;
+    Some(Headline {
+        metric: "overhead ratio, zsmalloc vs afmalloc real".into(),
+        ours: format!(
+            "zsmalloc {:.1}–{:.1}% vs afmalloc {:.1}–{:.1}%",
+            zsmalloc.0, zsmalloc.1, afmalloc.0, afmalloc.1
+        ),
+        document: "zsmalloc 5.3–37.4% vs afmalloc 3.6–4.0%".into(),
+        direction_matches: Some(afmalloc.1 < zsmalloc.1),
+    })
+}
+
+fn failed(err: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Failed(err.to_string())
+}
+
+/// Counts the compressed bytes read, for progress.
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let len = self.inner.read(buf)?;
+        self.read.fetch_add(len as u64, Ordering::Relaxed);
+        Ok(len)
+    }
+}
+
+/// The tarball, or the fallback corpus with a note saying so.
+fn load(
+    sampling: Sampling,
+    fallback_mib: usize,
+    total: u64,
+    notes: &mut Vec<String>,
+) -> Result<Corpus, ExperimentError> {
+    let path = corpus::corpus_path();
+    let sampled = if sampling.one_in > 1 {
+        format!(
+            ", one regular file in {} (sample_one_in; full scale reads every file)",
+            sampling.one_in
+        )
+    } else {
+        String::new()
+    };
+    match std::fs::File::open(&path) {
+        Ok(file) => {
+            let size = file.metadata().map(|meta| meta.len()).unwrap_or(0).max(1);
+            let read = Arc::new(AtomicU64::new(0));
+            let counting = Counting {
+                inner: std::io::BufReader::with_capacity(1 << 20, file),
+                read: Arc::clone(&read),
+            };
+            let reader = xz2::read::XzDecoder::new(counting);
+            let corpus =
+                corpus::from_tar(reader, &path.display().to_string(), true, sampling, |_| {
+                    observe::progress(read.load(Ordering::Relaxed) * LOAD_UNITS / size, total);
+                })
+                .map_err(|err| ExperimentError::Failed(format!("{}: {err}", path.display())))?;
+            notes.push(format!(
+                "corpus: {} streamed through xz{sampled}: {} files, {} pages ({:.2} MiB)",
+                corpus.label,
+                corpus.files.len(),
+                corpus.nr_pages(),
+                corpus.pages.len() as f64 / MIB
+            ));
+            Ok(corpus)
+        }
+        Err(err) => {
+            let corpus = corpus::from_dirs(&corpus::fallback_roots(), fallback_mib << 20, sampling);
+            if corpus.nr_pages() == 0 {
+                return Err(ExperimentError::Failed(format!(
+                    "no corpus: {} ({err}) and no files found for the fallback",
+                    path.display()
+                )));
+            }
+            notes.push(format!(
+                "NOT THE SOURCE DOCUMENT'S DATA: {} is missing ({err}); install it with `apt-get install linux-source-6.1` (Debian) or pass another kernel .tar.xz with --corpus. This run used a {}{sampled}: {} files, {} pages ({:.2} MiB); the directories removed are its five largest, largest first",
+                path.display(),
+                corpus.label,
+                corpus.files.len(),
+                corpus.nr_pages(),
+                corpus.pages.len() as f64 / MIB
+            ));
+            Ok(corpus)
+        }
+    }
+}
+
+/// Same-page test and compression of every page, in parallel.
+fn prepare(
+    corpus: &Corpus,
+    compressor: Compressor,
+    total: u64,
+) -> Result<Vec<Prepared>, ExperimentError> {
+    let nr_pages = corpus.nr_pages();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |cores| cores.get())
+        .min(16);
+    let chunk = nr_pages.div_ceil(threads).max(1);
+    let done = AtomicUsize::new(0);
+    let parts: Vec<Result<Vec<Prepared>, String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..nr_pages)
+            .step_by(chunk)
+            .map(|start| {
+                let done = &done;
+                scope.spawn(move || {
+                    let mut out = Vec::with_capacity(chunk);
+                    for index in start..(start + chunk).min(nr_pages) {
+                        out.push(
+                            Prepared::new(compressor, corpus.page(index))
+                                .map_err(|err| err.to_string())?,
+                        );
+                        if index % 1024 == 0 {
+                            done.fetch_add(1024, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        while workers.iter().any(|worker| !worker.is_finished()) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let fraction = done.load(Ordering::Relaxed).min(nr_pages) as u64 * PREPARE_UNITS
+                / nr_pages.max(1) as u64;
+            observe::progress(LOAD_UNITS + fraction, total);
+        }
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|_| Err("a compression thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut prepared = Vec::with_capacity(nr_pages);
+    for part in parts {
+        prepared.extend(part.map_err(ExperimentError::Failed)?);
+    }
+    Ok(prepared)
+}
+
+/// The file system's view: each file's slots (the file→slots map) and the
+/// free slots. Directories are path prefixes: removing one discards every
+/// file under it.
+struct Tree {
+    slots: Vec<Option<Vec<u32>>>,
+    free: Vec<u32>,
+}
+
+impl Tree {
+    fn new(corpus: &Corpus) -> Tree {
+        Tree {
+            slots: vec![None; corpus.files.len()],
+            free: (0..corpus.nr_pages() as u32).rev().collect(),
+        }
+    }
+
+    /// Writes every file; a file that exists is replaced (tar unlinks it
+    /// first, so its blocks are discarded before the new ones are written).
+    fn untar(
+        &mut self,
+        zram: &mut Zram<'_>,
+        corpus: &Corpus,
+        prepared: &[Prepared],
+    ) -> Result<(), ExperimentError> {
+        for (index, file) in corpus.files.iter().enumerate() {
+            self.unlink(zram, index)?;
+            let mut slots = Vec::with_capacity(file.nr_pages);
+            for page in &prepared[file.first_page..file.first_page + file.nr_pages] {
+                let slot = self.free.pop().ok_or_else(|| failed("device full"))?;
+                zram.write_prepared(slot as usize, page).map_err(failed)?;
+                slots.push(slot);
+            }
+            self.slots[index] = Some(slots);
+        }
+        Ok(())
+    }
+
+    fn unlink(&mut self, zram: &mut Zram<'_>, index: usize) -> Result<(), ExperimentError> {
+        for slot in self.slots[index].take().unwrap_or_default() {
+            zram.discard(slot as usize).map_err(failed)?;
+            self.free.push(slot);
+        }
+        Ok(())
+    }
+
+    /// `rm -r dir`: discards the slots of every file under it.
+    fn remove(
+        &mut self,
+        zram: &mut Zram<'_>,
+        corpus: &Corpus,
+        dir: &str,
+    ) -> Result<(), ExperimentError> {
+        for (index, file) in corpus.files.iter().enumerate() {
+            if corpus::is_under(&file.path, dir) {
+                self.unlink(zram, index)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The document's figures per step: (orig, compr, used, overhead ratio %,
+/// real overhead ratio %) for zsmalloc and afmalloc, by round.
+struct Reference {
+    round: u32,
+    zsmalloc: [(f64, f64, f64, f64); 6],
+    afmalloc: [(f64, f64, f64, f64, f64); 6],
+}
+
+const REFERENCES: [Reference; 4] = [
+    Reference {
+        round: 1,
+        zsmalloc: [
+            (526.23, 199.18, 209.81, 5.34),
+            (288.68, 97.45, 104.08, 6.80),
+            (177.68, 61.14, 66.93, 9.47),
+            (146.83, 47.34, 52.79, 11.51),
+            (124.52, 38.87, 44.30, 13.96),
+            (104.29, 31.70, 36.83, 16.19),
+        ],
+        afmalloc: [
+            (526.27, 199.18, 206.37, 4.02, 3.61),
+            (288.71, 97.45, 101.25, 6.01, 3.90),
+            (177.71, 61.14, 63.44, 7.19, 3.76),
+            (146.86, 47.34, 49.20, 8.39, 3.93),
+            (124.55, 38.88, 40.41, 9.54, 3.95),
+            (104.32, 31.70, 32.96, 10.81, 3.96),
+        ],
+    },
+    Reference {
+        round: 2,
+        zsmalloc: [
+            (535.59, 200.30, 211.77, 5.73),
+            (294.84, 98.28, 106.24, 8.11),
+            (179.99, 61.58, 69.34, 12.60),
+            (148.67, 47.75, 55.19, 15.57),
+            (125.98, 39.26, 46.62, 18.75),
+            (105.05, 32.03, 39.18, 22.32),
+        ],
+        afmalloc: [
+            (535.59, 200.30, 207.59, 4.60, 3.64),
+            (294.84, 98.27, 102.14, 6.34, 3.94),
+            (179.99, 61.58, 63.91, 8.09, 3.78),
+            (148.67, 47.75, 49.64, 9.37, 3.95),
+            (125.98, 39.26, 40.82, 10.78, 3.97),
+            (105.05, 32.03, 33.30, 12.81, 3.98),
+        ],
+    },
+    Reference {
+        round: 9,
+        zsmalloc: [
+            (535.59, 200.31, 211.88, 5.77),
+            (294.84, 98.28, 106.62, 8.49),
+            (179.99, 61.59, 73.83, 19.88),
+            (148.67, 47.76, 59.58, 24.76),
+            (125.98, 39.27, 51.10, 30.14),
+            (105.05, 32.04, 43.68, 36.31),
+        ],
+        afmalloc: [
+            (535.59, 200.30, 207.60, 4.46, 3.64),
+            (294.84, 98.27, 102.14, 6.29, 3.94),
+            (179.99, 61.58, 63.91, 13.39, 3.79),
+            (148.67, 47.75, 49.64, 16.71, 3.96),
+            (125.98, 39.26, 40.82, 19.15, 3.98),
+            (105.05, 32.03, 33.31, 21.97, 3.98),
+        ],
+    },
+    Reference {
+        round: 10,
+        zsmalloc: [
+            (535.59, 200.31, 211.89, 5.78),
+            (294.84, 98.28, 106.68, 8.55),
+            (179.99, 61.59, 74.14, 20.37),
+            (148.67, 47.76, 59.94, 25.50),
+            (125.98, 39.27, 51.46, 31.04),
+            (105.05, 32.04, 44.01, 37.35),
+        ],
+        afmalloc: [
+            (535.59, 200.31, 207.60, 4.62, 3.64),
+            (294.84, 98.28, 102.15, 6.97, 3.94),
+            (179.99, 61.58, 63.91, 14.74, 3.79),
+            (148.67, 47.75, 49.64, 18.36, 3.96),
+            (125.98, 39.26, 40.82, 21.28, 3.98),
+            (105.05, 32.03, 33.31, 25.71, 3.98),
+        ],
+    },
+];
+
+/// The document's figures for a step: (orig, compr, used, ratio, real ratio).
+pub fn reference(
+    backend: Backend,
+    round: u32,
+    step: usize,
+) -> Option<(f64, f64, f64, f64, Option<f64>)> {
+    let reference = REFERENCES
+        .iter()
+        .find(|reference| reference.round == round)?;
+    match backend {
+        Backend::Afmalloc => reference
+            .afmalloc
+            .get(step)
+            .map(|(orig, compr, used, ratio, real)| (*orig, *compr, *used, *ratio, Some(*real))),
+        Backend::Zsmalloc { .. } => reference
+            .zsmalloc
+            .get(step)
+            .map(|(orig, compr, used, ratio)| (*orig, *compr, *used, *ratio, None)),
+    }
+}
+
+fn row(
+    zram: &Zram<'_>,
+    backend: Backend,
+    round: u32,
+    step: &str,
+    step_index: usize,
+    whole_kernel: bool,
+) -> Row {
+    let stat = zram.mm_stat();
+    let pool = zram.pool().stats();
+    let compr = stat.compr_data_size as f64;
+    let used = stat.mem_used_total as f64;
+    let overhead = used - compr;
+    let ratio = |bytes: f64| {
+        if compr > 0.0 {
+            100.0 * bytes / compr
+        } else {
+            0.0
+        }
+    };
+    let afmalloc = backend == Backend::Afmalloc;
+    let real = pool.real_overhead_bytes as f64;
+    let mut row = Row::new()
+        .with("allocator", backend.label())
+        .with("round", round)
+        .with("step", step)
+        .with_f64("orig_size", stat.orig_data_size as f64 / MIB, 2)
+        .with_f64("compr_size", compr / MIB, 2)
+        .with_f64("used_size", used / MIB, 2)
+        .with_f64("overhead", overhead / MIB, 2)
+        .with_f64("overhead_ratio", ratio(overhead), 2);
+    row = if afmalloc {
+        row.with_f64("real_overhead", real / MIB, 2)
+            .with_f64("real_overhead_ratio", ratio(real), 2)
+    } else {
+        row.with("real_overhead", serde_json::Value::Null)
+            .with("real_overhead_ratio", serde_json::Value::Null)
+    };
+    let reference = reference(backend, round, step_index);
+    if whole_kernel {
+        // Sizes compare only when the whole tarball was written.
+        row = row
+            .with("reference_orig_size", reference.map(|figures| figures.0))
+            .with("reference_compr_size", reference.map(|figures| figures.1))
+            .with("reference_used_size", reference.map(|figures| figures.2));
+    }
+    row.with(
+        "reference_overhead_ratio",
+        reference.map(|figures| figures.3),
+    )
+    .with(
+        "reference_real_overhead_ratio",
+        reference.and_then(|figures| figures.4),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A synthetic tree: the five removed directories and a rest, each with
+    /// a few files of text-like pages, a zero page and a noisy page.
+    fn synthetic() -> Corpus {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut state = 0x1234_5678u64;
+        for dir in ["arch", "drivers", "fs", "include", "kernel", "sound"] {
+            for file in 0..4 {
+                let mut data = Vec::new();
+                for line in 0..(200 + 150 * file) {
+                    data.extend_from_slice(
+                        format!("{dir} line {line} value {}\n", line * 7 % 13).as_bytes(),
+                    );
+                }
+                data.resize(data.len().div_ceil(4096) * 4096 + 4096, 0);
+                data.extend((0..4096).map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                }));
+                let mut header = tar::Header::new_gnu();
+                header.set_size(data.len() as u64);
+                header.set_mode(0o644);
+                header.set_cksum();
+                builder
+                    .append_data(&mut header, format!("linux/{dir}/f{file}.c"), &data[..])
+                    .unwrap();
+            }
+        }
+        let tar = builder.into_inner().unwrap();
+        corpus::from_tar(&tar[..], "synthetic", true, Sampling { one_in: 1 }, |_| {}).unwrap()
+    }
+
+    #[test]
+    fn untar_and_remove_account_every_page() {
+        let corpus = synthetic();
+        let prepared = prepare(&corpus, Compressor::Lz4, 1).unwrap();
+        let allocator =
+            LocalPageAllocator::boot(&MachineDesc::uniform(256 << 20, 1, 1).unwrap()).unwrap();
+        for backend in BACKENDS {
+            let pool = backend
+                .create(CpuPages::new(allocator.cpu(CpuId(0)).unwrap()))
+                .unwrap();
+            let mut zram = Zram::new(pool, ZramConfig::new(corpus.nr_pages())).unwrap();
+            let mut tree = Tree::new(&corpus);
+            for _ in 0..2 {
+                tree.untar(&mut zram, &corpus, &prepared).unwrap();
+                assert_eq!(zram.mm_stat().orig_data_size, corpus.pages.len() as u64);
+                assert!(zram.mm_stat().same_pages > 0 && zram.mm_stat().huge_pages > 0);
+                for dir in REMOVED {
+                    tree.remove(&mut zram, &corpus, dir).unwrap();
+                    zram.check_invariants().unwrap();
+                }
+                assert_eq!(
+                    zram.mm_stat().orig_data_size,
+                    corpus.pages_under("kernel") as u64 * 4096
+                );
+            }
+            // What is left reads back as the corpus has it.
+            let mut out = vec![0u8; 4096];
+            for (index, file) in corpus.files.iter().enumerate() {
+                for (at, slot) in tree.slots[index].iter().flatten().enumerate() {
+                    zram.read(*slot as usize, &mut out).unwrap();
+                    assert_eq!(&out[..], corpus.page(file.first_page + at), "{}", file.path);
+                }
+            }
+            let row = row(&zram, backend, 1, "rm include", 5, false);
+            assert_eq!(
+                row.get("reference_overhead_ratio").and_then(|v| v.as_f64()),
+                Some(if backend == Backend::Afmalloc {
+                    10.81
+                } else {
+                    16.19
+                })
+            );
+            assert!(row.get("reference_orig_size").is_none());
+        }
+    }
+
+    #[test]
+    fn without_a_tarball_the_fallback_runs_and_says_so() {
+        corpus::set_corpus_path(Some("/nonexistent/linux.tar.xz".into()));
+        let mut list = params(Scale::Quick);
+        for param in &mut list {
+            match param.key {
+                "rounds" => param.default = crate::params::Value::Int(1),
+                "fallback_mib" => param.default = crate::params::Value::Int(2),
+                _ => {}
+            }
+        }
+        let params = Params::defaults(&list);
+        let options = RunOptions {
+            scale: Scale::Quick,
+            seed: 1,
+        };
+        let report = run_with(&options, &params);
+        corpus::set_corpus_path(None);
+        let report = report.unwrap();
+        assert!(report
+            .notes
+            .iter()
+            .any(|note| note.starts_with("NOT THE SOURCE DOCUMENT'S DATA")
+                && note.contains("apt-get install linux-source-6.1")));
+        // Three allocators: six steps and a compact row each.
+        assert_eq!(report.rows.len(), 3 * 7);
+        assert!(report
+            .rows
+            .iter()
+            .all(|row| row.get("reference_orig_size").is_none()));
+        assert!(headline(&report).is_some());
+    }
+
+    #[test]
+    fn references_cover_the_documents_rounds() {
+        assert_eq!(
+            reference(BACKENDS[0], 1, 0).map(|figures| figures.3),
+            Some(5.34)
+        );
+        assert_eq!(
+            reference(BACKENDS[0], 10, 5).map(|figures| figures.3),
+            Some(37.35)
+        );
+        assert_eq!(
+            reference(Backend::Afmalloc, 10, 5).and_then(|figures| figures.4),
+            Some(3.98)
+        );
+        assert!(reference(BACKENDS[1], 5, 0).is_none());
+    }
+}
