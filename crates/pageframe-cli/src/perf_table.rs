@@ -4,7 +4,8 @@
 use crate::error::CliError;
 use crate::plan::PerfTablePlan;
 use pageframe_lab::experiments;
-use pageframe_lab::perf_table::{host_description, render, splice, today_utc};
+use pageframe_lab::perf_table::{render, splice};
+use pageframe_lab::site::{host_description, utc_now};
 use std::io::Write;
 
 /// Runs the experiments and prints (and writes) the section.
@@ -17,7 +18,7 @@ pub fn execute(plan: &PerfTablePlan, out: &mut dyn Write) -> Result<(), CliError
         &run("bulk")?,
         &run("scaling")?,
         &host_description(),
-        &today_utc(),
+        &utc_now(),
     );
     out.write_all(section.as_bytes())?;
     if let Some((path, text)) = &plan.target {

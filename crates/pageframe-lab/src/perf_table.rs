@@ -132,49 +132,6 @@ pub fn splice(document: &str, section: &str) -> Option<String> {
     (begin <= end).then(|| format!("{}\n{}{}", &document[..begin], section, &document[end..]))
 }
 
-/// The CPU model and core count of this host, from /proc/cpuinfo.
-pub fn host_description() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|line| line.starts_with("model name"))
-                .and_then(|line| line.split(':').nth(1))
-                .map(|model| model.trim().to_string())
-        })
-        .unwrap_or_else(|| "an unknown CPU".to_string());
-    let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-    format!("{model} ({cores} cores)")
-}
-
-/// Today's date (UTC) as `YYYY-MM-DD`.
-pub fn today_utc() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs() / 86_400) as i64;
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,12 +186,5 @@ mod tests {
             format!("head\n{BEGIN_MARKER}\nnew\n{END_MARKER}\ntail\n")
         );
         assert_eq!(splice("no markers", "x"), None);
-    }
-
-    #[test]
-    fn dates_from_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 }

@@ -18,7 +18,9 @@
 //!
 //! Layers, each using only those above it: `types`, `machine`, `memmap` and
 //! `pageblock` (together `frames`), `freetype`, `gfp`, `sync`, `zone`, `pcp`,
-//! `page_alloc`, `proc`.
+//! `page_alloc`, `proc`, `policies` (shuffle, hotplug), `vm` (tasks, address
+//! spaces, mempolicy, NUMA balancing), `page_source`, `slab`, `zpool`
+//! (zsmalloc, afmalloc), `zram`.
 
 #![warn(missing_docs)]
 

@@ -56,8 +56,7 @@ impl Order {
 
 impl fmt::Display for Order {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Forward to the integer so that width and alignment apply:
-        // /proc/pagetypeinfo prints nodes with `Node %4d`.
+        // Forward to the integer so that width and alignment apply.
         fmt::Display::fmt(&self.0, f)
     }
 }
@@ -97,8 +96,7 @@ impl CpuId {
 
 impl fmt::Display for CpuId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Forward to the integer so that width and alignment apply:
-        // /proc/pagetypeinfo prints nodes with `Node %4d`.
+        // Forward to the integer so that width and alignment apply.
         fmt::Display::fmt(&self.0, f)
     }
 }

@@ -20,10 +20,17 @@
 //!
 //! Every heap and stream figure is the mean over several seeds (the run's
 //! seed and the next ones) with the spread shown.
+//!
+//! Besides the case rows, the report holds the series `aging` (see
+//! `report::SERIES`): the heap's conflict rate on a machine aged for 0, 1/4,
+//! 1/2, 3/4 and all of the aging cycles, without and with shuffle. Each
+//! sample boots, ages for that many cycles (a shorter history, ending as
+//! the full one does) and measures the heap as the heap cases do; the first
+//! and last samples are the `fresh`/`aged` cases' own measurements.
 
 use super::{ExperimentError, RunOptions, Scale};
 use crate::cache_model::{BandwidthModel, CacheStats, DirectMappedCache};
-use crate::report::{Report, Row};
+use crate::report::{Report, Row, SERIES};
 use crate::workloads::aging::{age, AgingConfig};
 use crate::workloads::heap::{Heap, HeapMix};
 use crate::workloads::stream::{run_interleaved, StreamInstance};
@@ -44,6 +51,11 @@ pub const REFERENCE_AGED_SHUFFLE: f64 = 0.11;
 pub const REFERENCE_SPEEDUP: f64 = 3.0;
 /// Cache line size.
 const LINE: u64 = 64;
+/// The name of the report's series of conflict rate over aging.
+pub const AGING: &str = "aging";
+/// Steps of the aging series: per shuffle setting it samples after 0,
+/// 1/AGING_STEPS, ... and all of the aging cycles.
+const AGING_STEPS: u64 = 4;
 
 struct Params {
     cache: u64,
@@ -168,18 +180,15 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
     let _ = time_on;
 
     // The heap 3x the cache, fresh and aged, without and with shuffle.
+    let mut heap_rates = HeapRates::new(&p, &seeds);
     for (case, aged, shuffle, reference) in [
         ("fresh", false, false, Some(REFERENCE_FRESH)),
         ("aged", true, false, Some(REFERENCE_AGED)),
         ("aged+shuffle", true, true, Some(REFERENCE_AGED_SHUFFLE)),
         ("fresh+shuffle", false, true, None),
     ] {
-        let mut case_rates = Vec::new();
-        for &seed in &seeds {
-            let stats = heap_case(&p, aged, shuffle, seed)?;
-            case_rates.push(stats.conflict_rate());
-        }
-        let (rate, min, max) = spread(&case_rates);
+        let aging_ops = if aged { p.aging_ops } else { 0 };
+        let (rate, min, max) = spread(heap_rates.rates(aging_ops, shuffle)?);
         rows.push(
             Row::new()
                 .with("case", case)
@@ -194,6 +203,7 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
     for shuffle in [false, true] {
         rows.push(security(shuffle, options.seed)?);
     }
+    rows.extend(aging_series(&mut heap_rates)?);
 
     Ok(Report {
         experiment: "shuffle-cache".into(),
@@ -223,6 +233,10 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
                 "mean over seeds {:?}; conflict_rate = conflict misses / accesses; reference = shuffle-free-memory.txt",
                 seeds
             ),
+            format!(
+                "series {AGING}: the heap's conflict rate (mean, min, max over the seeds) on a machine aged for aging_ops of the {} cycles (0, 1/4, 1/2, 3/4, all; each a fresh boot aged that long), without and with shuffle",
+                p.aging_ops
+            ),
         ],
     })
 }
@@ -247,20 +261,84 @@ fn two_instances(p: &Params, shuffle: bool, seed: u64) -> Result<CacheStats, Exp
     Ok(cache.stats())
 }
 
-/// The heap case: boot, optionally age, touch the heap, run the mix.
+/// The heap's conflict rates over the seeds, per (aging cycles, shuffle),
+/// each measured once: the cases and the aging series share them.
+struct HeapRates<'a> {
+    p: &'a Params,
+    seeds: &'a [u64],
+    measured: Vec<((u64, bool), Vec<f64>)>,
+}
+
+impl<'a> HeapRates<'a> {
+    fn new(p: &'a Params, seeds: &'a [u64]) -> HeapRates<'a> {
+        HeapRates {
+            p,
+            seeds,
+            measured: Vec::new(),
+        }
+    }
+
+    /// The conflict rate per seed of the heap on a machine aged for
+    /// `aging_ops` cycles.
+    fn rates(&mut self, aging_ops: u64, shuffle: bool) -> Result<&[f64], ExperimentError> {
+        let key = (aging_ops, shuffle);
+        let at = match self.measured.iter().position(|(known, _)| *known == key) {
+            Some(at) => at,
+            None => {
+                let rates = self
+                    .seeds
+                    .iter()
+                    .map(|&seed| {
+                        heap_case(self.p, aging_ops, shuffle, seed)
+                            .map(|stats| stats.conflict_rate())
+                    })
+                    .collect::<Result<Vec<f64>, _>>()?;
+                self.measured.push((key, rates));
+                self.measured.len() - 1
+            }
+        };
+        Ok(&self.measured[at].1)
+    }
+}
+
+/// The `aging` series: per shuffle setting, the heap's conflict rate after
+/// 0, 1/4, ... and all of the aging cycles, in aging order.
+fn aging_series(heap_rates: &mut HeapRates) -> Result<Vec<Row>, ExperimentError> {
+    let total = heap_rates.p.aging_ops;
+    let mut rows = Vec::new();
+    for shuffle in [false, true] {
+        for step in 0..=AGING_STEPS {
+            let aging_ops = total * step / AGING_STEPS;
+            let (rate, min, max) = spread(heap_rates.rates(aging_ops, shuffle)?);
+            rows.push(
+                Row::new()
+                    .with(SERIES, AGING)
+                    .with("aging_ops", aging_ops)
+                    .with("shuffle", shuffle)
+                    .with_f64("conflict_rate", rate, 3)
+                    .with_f64("conflict_min", min, 3)
+                    .with_f64("conflict_max", max, 3),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// The heap case: boot, age for `aging_ops` cycles (none: fresh), touch
+/// the heap, run the mix.
 fn heap_case(
     p: &Params,
-    aged: bool,
+    aging_ops: u64,
     shuffle: bool,
     seed: u64,
 ) -> Result<CacheStats, ExperimentError> {
     let desc = machine(p.cache * p.heap_memory_factor, 2, p.cache, shuffle, "")?;
     let allocator = boot(&desc, seed)?;
-    if aged {
+    if aging_ops > 0 {
         age(
             &allocator,
             AgingConfig {
-                ops: p.aging_ops,
+                ops: aging_ops,
                 hold_limit_percent: 60,
                 residue_percent: 15,
             },
@@ -362,4 +440,71 @@ fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
             },
             3,
         ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A machine small enough for a unit test: a 4 MiB cache, 32 MiB of
+    /// memory, a short history.
+    fn small() -> Params {
+        Params {
+            cache: 4 << 20,
+            heap_memory_factor: 8,
+            heap_accesses: 100_000,
+            aging_ops: 8_000,
+            stream_passes: 1,
+            seeds: 2,
+            cost_memory: 64 << 20,
+        }
+    }
+
+    /// The aging series: per shuffle setting, aging_ops rising from 0 to
+    /// every cycle, rates in [0, 1]; the cases' measurements are reused.
+    #[test]
+    fn aging_series_rises_through_the_cycles_without_and_with_shuffle() {
+        let p = small();
+        let seeds = [7, 8];
+        let mut heap_rates = HeapRates::new(&p, &seeds);
+        let aged = spread(heap_rates.rates(p.aging_ops, false).unwrap()).0;
+        let report = Report {
+            experiment: "shuffle-cache".into(),
+            seed: 7,
+            scale: "quick".into(),
+            rows: aging_series(&mut heap_rates).unwrap(),
+            notes: Vec::new(),
+        };
+        assert_eq!(report.series_names(), vec![AGING.to_string()]);
+        assert_eq!(report.results().count(), 0);
+        let steps = AGING_STEPS as usize + 1;
+        assert_eq!(heap_rates.measured.len(), 2 * steps);
+        for shuffle in [false, true] {
+            let samples: Vec<&Row> = report
+                .series(AGING)
+                .filter(|row| row.get("shuffle") == Some(&Value::Bool(shuffle)))
+                .collect();
+            assert_eq!(samples.len(), steps, "shuffle={shuffle}");
+            let ops: Vec<u64> = samples
+                .iter()
+                .map(|row| row.get("aging_ops").and_then(Value::as_u64).unwrap())
+                .collect();
+            assert!(ops.windows(2).all(|pair| pair[0] < pair[1]), "{ops:?}");
+            assert_eq!((ops[0], ops[steps - 1]), (0, p.aging_ops));
+            for row in &samples {
+                let rate = row.get("conflict_rate").and_then(Value::as_f64).unwrap();
+                assert!((0.0..=1.0).contains(&rate), "{row:?}");
+            }
+        }
+        let last = report
+            .series(AGING)
+            .find(|row| {
+                row.get("shuffle") == Some(&Value::Bool(false))
+                    && row.get("aging_ops").and_then(Value::as_u64) == Some(p.aging_ops)
+            })
+            .unwrap();
+        let rounded = (aged * 1000.0).round() / 1000.0;
+        assert_eq!(last.get("conflict_rate"), Some(&Value::from(rounded)));
+    }
 }

@@ -1,24 +1,24 @@
 //! Plots of `shuffle-cache`: the memory-side-cache conflict rate per case
-//! beside shuffle-free-memory.txt's 8% / 21% / 11%, and the two-instance
-//! STREAM speedup beside its 3x.
+//! beside shuffle-free-memory.txt's 8% / 21% / 11%, the two-instance
+//! STREAM speedup beside its 3x, and from the report's `aging` series the
+//! conflict rate over aging time without and with shuffle.
 
-use super::{number, text, BarSeries, Plot, PlotKind};
+use super::{number, text, BarSeries, Plot, PlotKind, Series};
+use crate::experiments::shuffle_cache::AGING;
 use crate::report::{Report, Row};
 
 /// The plots of a `shuffle-cache` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
     let heap: Vec<&Row> = report
-        .rows
-        .iter()
+        .results()
         .filter(|row| number(row, "conflict_rate").is_some())
         .filter(|row| !text(row, "case").unwrap_or("").starts_with("two-instances"))
         .collect();
     let streams: Vec<&Row> = report
-        .rows
-        .iter()
+        .results()
         .filter(|row| number(row, "speedup").is_some())
         .collect();
-    vec![
+    let mut plots = vec![
         Plot {
             name: "conflict-rate".into(),
             title: "Memory-side cache conflict rate".into(),
@@ -33,7 +33,76 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             value_label: "speedup over no shuffle".into(),
             kind: bars(&streams, "speedup", None),
         },
-    ]
+    ];
+    plots.extend(over_aging(report));
+    plots
+}
+
+/// The palette index of each line: ours and the document's figure for the
+/// same setting share one.
+const WITHOUT_SHUFFLE: usize = 0;
+const WITH_SHUFFLE: usize = 1;
+const FRESH: usize = 7;
+
+/// Conflict rate over aging cycles, one line per shuffle setting, with the
+/// document's fresh, aged and aged+shuffle figures as dashed levels.
+fn over_aging(report: &Report) -> Option<Plot> {
+    let line = |shuffle: bool| -> Vec<(f64, f64)> {
+        report
+            .series(AGING)
+            .filter(|row| row.get("shuffle").and_then(serde_json::Value::as_bool) == Some(shuffle))
+            .filter_map(|row| Some((number(row, "aging_ops")?, number(row, "conflict_rate")?)))
+            .collect()
+    };
+    let (without, with) = (line(false), line(true));
+    let xs = || without.iter().chain(&with).map(|point| point.0);
+    let start = xs().reduce(f64::min)?;
+    let end = xs().reduce(f64::max)?;
+    let mut series = vec![
+        Series {
+            name: "without shuffle".into(),
+            points: without,
+            reference: false,
+            colour: Some(WITHOUT_SHUFFLE),
+        },
+        Series {
+            name: "with shuffle".into(),
+            points: with,
+            reference: false,
+            colour: Some(WITH_SHUFFLE),
+        },
+    ];
+    for (case, label, colour) in [
+        ("fresh", "fresh", FRESH),
+        ("aged", "aged", WITHOUT_SHUFFLE),
+        ("aged+shuffle", "aged, shuffled", WITH_SHUFFLE),
+    ] {
+        let reference = report
+            .results()
+            .find(|row| text(row, "case") == Some(case))
+            .and_then(|row| number(row, "reference"));
+        if let Some(level) = reference {
+            series.push(Series {
+                name: format!("document: {label} {:.0}%", level * 100.0),
+                points: vec![(start, level), (end, level)],
+                reference: true,
+                colour: Some(colour),
+            });
+        }
+    }
+    Some(Plot {
+        name: "conflict-over-aging".into(),
+        title: "Conflict rate over aging".into(),
+        caption: "Conflict misses per access of a heap 3x the cache on a machine aged for that many alloc/free cycles (each point a fresh boot aged that long; mean over seeds), without and with shuffle. Dashed: shuffle-free-memory.txt's 8% fresh, 21% after aging and 11% after aging with shuffle.".into(),
+        value_label: "conflict misses / accesses".into(),
+        kind: PlotKind::Lines {
+            x_label: "aging cycles (alloc/free operations)".into(),
+            log_x: false,
+            log_y: false,
+            series,
+            markers: Vec::new(),
+        },
+    })
 }
 
 fn bars(rows: &[&Row], column: &str, range: Option<(&str, &str)>) -> PlotKind {
@@ -62,5 +131,72 @@ fn bars(rows: &[&Row], column: &str, range: Option<(&str, &str)>) -> PlotKind {
                 reference: true,
             },
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::SERIES;
+
+    fn report() -> Report {
+        let mut rows = vec![
+            Row::new()
+                .with("case", "fresh")
+                .with("conflict_rate", 0.08)
+                .with("reference", 0.08),
+            Row::new()
+                .with("case", "aged")
+                .with("conflict_rate", 0.2)
+                .with("reference", 0.21),
+            Row::new()
+                .with("case", "aged+shuffle")
+                .with("conflict_rate", 0.1)
+                .with("reference", 0.11),
+        ];
+        for shuffle in [false, true] {
+            for ops in [0, 50, 100] {
+                rows.push(
+                    Row::new()
+                        .with(SERIES, AGING)
+                        .with("aging_ops", ops)
+                        .with("shuffle", shuffle)
+                        .with("conflict_rate", 0.1),
+                );
+            }
+        }
+        Report {
+            experiment: "shuffle-cache".into(),
+            seed: 1,
+            scale: "quick".into(),
+            rows,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The bars show the cases only; the series becomes two lines over
+    /// aging with the document's three figures as levels.
+    #[test]
+    fn the_aging_series_is_a_line_plot_and_not_a_bar() {
+        let plots = plots(&report());
+        let PlotKind::Bars { categories, .. } = &plots[0].kind else {
+            panic!("bars expected");
+        };
+        assert_eq!(categories, &["fresh", "aged", "aged+shuffle"]);
+        let aging = plots
+            .iter()
+            .find(|plot| plot.name == "conflict-over-aging")
+            .unwrap();
+        let PlotKind::Lines { series, .. } = &aging.kind else {
+            panic!("lines expected");
+        };
+        assert_eq!(series.len(), 5);
+        assert_eq!(
+            series[0].points,
+            vec![(0.0, 0.1), (50.0, 0.1), (100.0, 0.1)]
+        );
+        assert_eq!(series[1].points.len(), 3);
+        assert!(series[2..].iter().all(|line| line.reference));
+        assert_eq!(series[3].points, vec![(0.0, 0.21), (100.0, 0.21)]);
     }
 }

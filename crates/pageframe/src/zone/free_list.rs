@@ -69,20 +69,8 @@ impl Zone {
         order: u8,
         freetype: usize,
     ) {
-        let memmap = &frames.memmap;
-        let (next, prev) = (memmap.next(pfn), memmap.prev(pfn));
-        let list = &mut self.free_area[order as usize].lists[freetype];
-        if prev == NIL {
-            list.head = next;
-        } else {
-            memmap.set_next(prev, next);
-        }
-        if next == NIL {
-            list.tail = prev;
-        } else {
-            memmap.set_prev(next, prev);
-        }
-        memmap.set_info(pfn, PageInfo::UNTRACKED);
+        self.unlink(frames, pfn, order, freetype);
+        frames.memmap.set_info(pfn, PageInfo::UNTRACKED);
         self.free_area[order as usize].nr_free -= 1;
         self.account(freetype, 1 << order, false);
     }
