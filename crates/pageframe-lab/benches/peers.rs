@@ -48,15 +48,12 @@ fn bulk32(c: &mut Criterion) {
             .expect("boots");
     let cpu = allocator.cpu(CpuId(0)).expect("cpu 0");
     let mut slots: Vec<Option<Page>> = vec![None; 32];
-    let mut pages: Vec<Page> = Vec::with_capacity(32);
     group.bench_function("pageframe", |b| {
         b.iter(|| {
-            slots.iter_mut().for_each(|slot| *slot = None);
             cpu.alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut slots)
                 .expect("valid request");
-            pages.clear();
-            pages.extend(slots.iter().flatten());
-            cpu.free_pages_bulk(black_box(&pages)).expect("valid free");
+            cpu.free_pages_bulk_array(black_box(&mut slots))
+                .expect("valid free");
         })
     });
     let mut stack = VecStack::new();

@@ -35,21 +35,17 @@ fn bulk(c: &mut Criterion) {
     let allocator = machine();
     let cpu = allocator.cpu(CpuId(0)).expect("cpu 0");
     let mut group = c.benchmark_group("bulk");
-    let mut slots: Vec<Option<Page>> = Vec::with_capacity(256);
-    let mut pages: Vec<Page> = Vec::with_capacity(256);
     for batch in [1usize, 2, 3, 4, 8, 16, 32, 64, 128, 256] {
+        let mut slots: Vec<Option<Page>> = vec![None; batch];
         group.throughput(Throughput::Elements(batch as u64));
         group.bench_with_input(BenchmarkId::new("batch", batch), &batch, |b, &batch| {
             b.iter(|| {
-                slots.clear();
-                slots.resize(batch, None);
                 let got = cpu
                     .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut slots)
                     .expect("valid request");
                 assert_eq!(got, batch);
-                pages.clear();
-                pages.extend(slots.iter().flatten());
-                cpu.free_pages_bulk(black_box(&pages)).expect("valid free");
+                cpu.free_pages_bulk_array(black_box(&mut slots))
+                    .expect("valid free");
             })
         });
     }

@@ -307,3 +307,30 @@ fn bulk_follows_the_preferred_node_and_the_nodemask() {
         .sum();
     assert!(pcp_pages > 0, "the bulk free bypassed CPU 1's lists");
 }
+
+#[test]
+fn a_page_array_is_freed_whole_and_emptied_or_not_at_all() {
+    let allocator = boot(&one_node(64, 2));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut slots: Vec<Option<Page>> = vec![None; 40];
+    assert_eq!(
+        cpu.alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, &mut slots),
+        Ok(40)
+    );
+    slots[7] = None;
+    let held = slots[3].unwrap();
+    assert_conserved(&allocator, 40);
+
+    // A page freed already makes the whole array refuse, and no slot changes.
+    cpu.free_pages(held, Order(0)).unwrap();
+    let before = slots.clone();
+    let refused = assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut slots));
+    assert!(refused.is_err());
+    assert_eq!(slots, before);
+
+    slots[3] = None;
+    assert_eq!(cpu.free_pages_bulk_array(&mut slots), Ok(38));
+    assert!(slots.iter().all(Option::is_none));
+    assert_conserved(&allocator, 1);
+    assert_eq!(cpu.free_pages_bulk_array(&mut slots), Ok(0));
+}

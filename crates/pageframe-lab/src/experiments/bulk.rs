@@ -192,7 +192,7 @@ pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, Experim
         scale: options.scale.name().into(),
         rows,
         notes: vec![
-            format!("batch 0 = one block at a time (pageframe: through the per-CPU lists); reference = kernel figures of bulk-page-allocator.txt; TSC {rate:.3} cycles/ns"),
+            format!("batch 0 = one block at a time (pageframe: through the per-CPU lists); batch N = alloc_pages_bulk into an array of N slots, then free_pages_bulk_array; reference = kernel figures of bulk-page-allocator.txt; TSC {rate:.3} cycles/ns"),
             format!(
                 "median of {} rounds of {} pages; pageframe on one CPU of a 4 GiB single-node simulated machine, GFP_KERNEL; ratio = cost / pageframe default cost at the same order and batch",
                 plan.rounds, plan.pages_per_round
@@ -257,12 +257,11 @@ fn measure_pageframe(
         });
     }
     let mut slots: Vec<Option<Page>> = Vec::with_capacity(256);
-    let mut pages: Vec<Page> = Vec::with_capacity(256);
     for (at, &batch) in BATCHES.iter().enumerate() {
         if !is_default && batch != 32 {
             continue;
         }
-        let cost = plan.measure(|total| bulk_round(&cpu, batch, total, &mut slots, &mut pages))?;
+        let cost = plan.measure(|total| bulk_round(&cpu, batch, total, &mut slots))?;
         out.push(Measured {
             allocator: "pageframe",
             variant,
@@ -353,17 +352,19 @@ fn peer_round(
     Ok(blocks)
 }
 
+/// One round of the bulk path: fill an array of `batch` empty slots with
+/// `alloc_pages_bulk`, give it back with `free_pages_bulk_array` (which
+/// empties the slots for the next call), as a page-pool refill would.
 fn bulk_round(
     cpu: &Handle<'_>,
     batch: usize,
     total: usize,
     slots: &mut Vec<Option<Page>>,
-    pages: &mut Vec<Page>,
 ) -> Result<usize, ExperimentError> {
+    slots.clear();
+    slots.resize(batch, None);
     let mut done = 0;
     while done < total {
-        slots.clear();
-        slots.resize(batch, None);
         let got = cpu
             .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, slots)
             .map_err(failed)?;
@@ -372,9 +373,8 @@ fn bulk_round(
                 "bulk allocation returned {got} of {batch} pages"
             )));
         }
-        pages.clear();
-        pages.extend(slots.iter().flatten());
-        cpu.free_pages_bulk(black_box(pages)).map_err(failed)?;
+        cpu.free_pages_bulk_array(black_box(slots))
+            .map_err(failed)?;
         done += batch;
     }
     Ok(done)

@@ -143,7 +143,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// fail, none happens and the error names the first bad page.
     /// mirrors free_unref_page_list() (without its IRQ-latency relock every
     /// SWAP_CLUSTER_MAX pages, which has no meaning in user space).
-    pub(crate) fn free_pages_bulk_on(&self, cpu: CpuId, pages: &[Page]) -> Result<(), FreeError> {
+    pub(crate) fn free_pages_bulk_on<I>(&self, cpu: CpuId, pages: I) -> Result<(), FreeError>
+    where
+        I: Iterator<Item = Page> + Clone,
+    {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
         }
@@ -154,7 +157,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let block_shift = self.layout.pageblock_order;
         let mut single_zone = None;
         let (mut cached_block, mut cached_zone) = (u64::MAX, None);
-        for (done, page) in pages.iter().enumerate() {
+        for (done, page) in pages.clone().enumerate() {
             let pfn = page.pfn();
             if pfn.0 >> block_shift != cached_block {
                 cached_block = pfn.0 >> block_shift;
@@ -168,7 +171,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 Ok(zone) if done == 0 || single_zone == Some(zone) => single_zone = Some(zone),
                 Ok(_) => single_zone = None,
                 Err(err) => {
-                    for undo in &pages[..done] {
+                    for undo in pages.take(done) {
                         self.unclaim(undo.pfn(), Order(0));
                     }
                     return Err(err);

@@ -195,7 +195,24 @@ where
     /// Frees order-0 pages; all or nothing.
     #[inline]
     pub fn free_pages_bulk(&self, pages: &[Page]) -> Result<(), FreeError> {
-        self.allocator.free_pages_bulk_on(self.cpu, pages)
+        self.allocator
+            .free_pages_bulk_on(self.cpu, pages.iter().copied())
+    }
+
+    /// Frees the order-0 pages of a page array, as filled by
+    /// [`Self::alloc_pages_bulk`], and empties its slots; returns how many
+    /// pages were freed. All or nothing: on error no page is freed and no
+    /// slot changes. The array form of release_pages().
+    #[inline]
+    pub fn free_pages_bulk_array(&self, pages: &mut [Option<Page>]) -> Result<usize, FreeError> {
+        self.allocator
+            .free_pages_bulk_on(self.cpu, pages.iter().flatten().copied())?;
+        let mut freed = 0;
+        for slot in pages.iter_mut().filter(|slot| slot.is_some()) {
+            *slot = None;
+            freed += 1;
+        }
+        Ok(freed)
     }
 
     /// Empties this CPU's per-CPU lists.

@@ -1,5 +1,6 @@
 //! The page allocator facade: `alloc_pages`, `free_pages`, `alloc_pages_bulk`,
-//! `free_pages_bulk`, `drain_pcp`, over every zone of every node.
+//! `free_pages_bulk` (a slice, or the page array `alloc_pages_bulk` fills),
+//! `drain_pcp`, over every zone of every node.
 //!
 //! [`PageAllocator`] owns the frames (memmap, pageblock flags), one
 //! [`Zone`] per (node, zone type) behind a zone lock, and per CPU one
