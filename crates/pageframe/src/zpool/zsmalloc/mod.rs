@@ -529,6 +529,18 @@ impl<P: PageSource> ZsPool<P> {
 
     /// Writes `data` to the start of the object (zs_obj_write()).
     pub fn zs_obj_write(&mut self, handle: ZpoolHandle, data: &[u8]) -> Result<(), ZpoolError> {
+        let (zspage, obj_idx, header) = self.object_bytes_at(handle, data.len())?;
+        self.write_obj_bytes(zspage, obj_idx, header, data);
+        Ok(())
+    }
+
+    /// Where the bytes of a live object start (zspage, object index, header
+    /// bytes to skip), after checking that `len` bytes fit its class.
+    fn object_bytes_at(
+        &self,
+        handle: ZpoolHandle,
+        len: usize,
+    ) -> Result<(u32, u32, usize), ZpoolError> {
         let slot = self.handle_slot(handle)?;
         let entry = self.handles[slot];
         let index = usize::from(
@@ -538,19 +550,15 @@ impl<P: PageSource> ZsPool<P> {
                 .class,
         );
         let capacity = self.capacity(index);
-        if data.len() > capacity {
-            return Err(ZpoolError::OutOfBounds {
-                len: data.len(),
-                capacity,
-            });
+        if len > capacity {
+            return Err(ZpoolError::OutOfBounds { len, capacity });
         }
         let header = if self.table.is_huge(index) {
             0
         } else {
             ZS_HANDLE_SIZE
         };
-        self.write_obj_bytes(entry.zspage, entry.obj_idx, header, data);
-        Ok(())
+        Ok((entry.zspage, entry.obj_idx, header))
     }
 
     /// Maps an object for reading (zs_obj_read_begin()): a view of the
@@ -652,27 +660,8 @@ impl<P: PageSource> Zpool for ZsPool<P> {
     }
 
     fn read(&self, handle: ZpoolHandle, out: &mut [u8]) -> Result<(), ZpoolError> {
-        let slot = self.handle_slot(handle)?;
-        let entry = self.handles[slot];
-        let index = usize::from(
-            self.zspages[entry.zspage as usize]
-                .as_ref()
-                .expect("zspage")
-                .class,
-        );
-        let capacity = self.capacity(index);
-        if out.len() > capacity {
-            return Err(ZpoolError::OutOfBounds {
-                len: out.len(),
-                capacity,
-            });
-        }
-        let header = if self.table.is_huge(index) {
-            0
-        } else {
-            ZS_HANDLE_SIZE
-        };
-        self.read_obj_bytes(entry.zspage, entry.obj_idx, header, out);
+        let (zspage, obj_idx, header) = self.object_bytes_at(handle, out.len())?;
+        self.read_obj_bytes(zspage, obj_idx, header, out);
         Ok(())
     }
 

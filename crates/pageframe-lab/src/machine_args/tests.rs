@@ -1,0 +1,345 @@
+//! Tests of `machine_args`.
+
+use super::*;
+use pageframe::{LocalPageAllocator, ZoneType};
+
+fn flags() -> MachineArgs {
+    MachineArgs::default()
+}
+
+fn error_field(args: &MachineArgs) -> String {
+    args.to_desc().unwrap_err().field
+}
+
+fn file_error(text: &str) -> String {
+    parse_machine_file(text).unwrap_err().to_string()
+}
+
+/// A file in the temp directory, unique per test.
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "pageframe-machine-args-{}-{name}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const TWO_NODES: &str = r#"
+    dma32 = false
+    cmdline = "movablecore=2G"
+    distance = [[10, 21], [21, 10]]
+    [[node]]
+    mem = "8G"
+    cpus = [0, 1]
+    [[node]]
+    ranges = [{ start = "8G", size = "4G" }, { start = "16G", size = "4G" }]
+    cpus = 2
+"#;
+
+#[test]
+fn nothing_given_is_the_default_machine() {
+    assert_eq!(
+        flags().to_desc().unwrap(),
+        MachineDesc::uniform(4 << 30, 1, 2).unwrap()
+    );
+}
+
+#[test]
+fn flags_build_a_uniform_machine() {
+    let args = MachineArgs {
+        mem: Some("64G".into()),
+        nodes: Some(4),
+        cpus: Some(8),
+        ..flags()
+    };
+    assert_eq!(
+        args.to_desc().unwrap(),
+        MachineDesc::uniform(64 << 30, 4, 8).unwrap()
+    );
+}
+
+#[test]
+fn geometry_flags_are_applied_and_memory_realigned() {
+    let args = MachineArgs {
+        mem: Some("3G".into()),
+        nodes: Some(2),
+        page_size: Some("64K".into()),
+        max_order: Some(11),
+        pageblock_order: Some(10),
+        dma32: true,
+        ..flags()
+    };
+    let desc = args.to_desc().unwrap();
+    assert_eq!(
+        (desc.page_shift, desc.max_order, desc.pageblock_order),
+        (16, 11, 10)
+    );
+    assert!(desc.dma32);
+    let block = 64u64 << 20;
+    for node in &desc.nodes {
+        assert!(node
+            .ranges
+            .iter()
+            .all(|r| r.start % block == 0 && r.size % block == 0));
+    }
+    assert_eq!(desc.nodes[0].ranges[0].size, 1536 << 20);
+}
+
+#[test]
+fn cmdline_is_applied_last() {
+    let args = MachineArgs {
+        mem: Some("32G".into()),
+        cmdline: Some("movablecore=2G mem=16G".into()),
+        ..flags()
+    };
+    let desc = args.to_desc().unwrap();
+    assert_eq!(desc.total_bytes(), 32 << 30);
+    assert_eq!(
+        (desc.movablecore, desc.mem_limit),
+        (Some(2 << 30), Some(16 << 30))
+    );
+}
+
+#[test]
+fn flag_errors_name_the_flag() {
+    let bad_size = MachineArgs {
+        mem: Some("12X".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&bad_size), "--mem");
+    assert_eq!(
+        error_field(&MachineArgs {
+            nodes: Some(0),
+            ..flags()
+        }),
+        "--nodes"
+    );
+    assert_eq!(
+        error_field(&MachineArgs {
+            cpus: Some(0),
+            ..flags()
+        }),
+        "--cpus"
+    );
+    let odd_page = MachineArgs {
+        page_size: Some("5000".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&odd_page), "--page-size");
+    let huge_page = MachineArgs {
+        page_size: Some("1M".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&huge_page), "page_size");
+    let zero = MachineArgs {
+        mem: Some("0".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&zero), "node[0].mem");
+    let order = MachineArgs {
+        pageblock_order: Some(11),
+        ..flags()
+    };
+    assert_eq!(error_field(&order), "pageblock_order");
+    let absurd = MachineArgs {
+        mem: Some("1G".into()),
+        page_size: Some("1P".into()),
+        pageblock_order: Some(255),
+        ..flags()
+    };
+    assert_eq!(error_field(&absurd), "page_size");
+    let big_order = MachineArgs {
+        mem: Some("2M".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&big_order), "node[0].mem");
+}
+
+#[test]
+fn cmdline_errors_name_the_parameter() {
+    let bogus = MachineArgs {
+        cmdline: Some("bogus=1".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&bogus), "cmdline");
+    let bad = MachineArgs {
+        cmdline: Some("mem=1Q".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&bad), "cmdline mem");
+    let too_much = MachineArgs {
+        cmdline: Some("movablecore=8G".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&too_much), "movablecore");
+}
+
+#[test]
+fn file_describes_nodes_ranges_and_cpus() {
+    let file = parse_machine_file(TWO_NODES).unwrap();
+    assert_eq!(file.cmdline.as_deref(), Some("movablecore=2G"));
+    let desc = file.desc;
+    assert_eq!(
+        desc.nodes[0].ranges,
+        vec![MemRange {
+            start: 0,
+            size: 8 << 30
+        }]
+    );
+    assert_eq!(desc.nodes[1].ranges.len(), 2);
+    assert_eq!(desc.nodes[1].cpus, vec![CpuId(2), CpuId(3)]);
+    assert_eq!(desc.distance(0, 1), 21);
+}
+
+#[test]
+fn mem_nodes_follow_each_other_and_counts_follow_ids() {
+    let desc = parse_machine_file(
+        "[[node]]\nmem = \"2G\"\ncpus = 1\n[[node]]\nmem = 1073741824\n[[node]]\nmem = \"1G\"\ncpus = 2\n",
+    )
+    .unwrap()
+    .desc;
+    assert_eq!(
+        desc.nodes[1].ranges[0],
+        MemRange {
+            start: 2 << 30,
+            size: 1 << 30
+        }
+    );
+    assert_eq!(desc.nodes[2].ranges[0].start, 3 << 30);
+    assert!(desc.nodes[1].cpus.is_empty());
+    assert_eq!(desc.nodes[2].cpus, vec![CpuId(1), CpuId(2)]);
+}
+
+#[test]
+fn file_errors_name_their_key() {
+    assert_eq!(
+        file_error("[[node]]\nmem = \"1G\"\n[[node]]\nmem = \"1G\"\nbogus = 3\n"),
+        "config node[1].bogus: unknown key, expected one of `mem`, `ranges`, `cpus`"
+    );
+    assert!(file_error("colour = 1\n").starts_with("config colour: unknown key"));
+    assert!(file_error("max_order = \"ten\"\n").starts_with("config max_order: invalid type"));
+    assert!(file_error("[[node]]\nmem = \"12X\"\n").starts_with("config node[0].mem: '12X'"));
+    assert!(file_error("[[node]]\nmem = true\n").starts_with("config node[0].mem: a size"));
+    assert!(
+        file_error("[[node]]\nranges = [{ start = 0, size = \"1G\", x = 1 }]\n")
+            .starts_with("config node[0].ranges[0].x: unknown key")
+    );
+    assert!(file_error("[[node]]\nranges = [{ start = 0 }]\n")
+        .starts_with("config node[0].ranges[0]: missing field `size`"));
+    assert!(file_error("distance = [[10, 300]]\n").starts_with("config distance[0][1]:"));
+    assert!(
+        file_error("[[node]]\ncpus = \"two\"\n").starts_with("config node[0].cpus: a CPU count")
+    );
+    assert!(file_error("[[node]\n").starts_with("config: line 1:"));
+    assert!(
+        file_error("[[node]]\nmem = \"1G\"\nranges = []\n").starts_with("config node[0]: give mem")
+    );
+    assert!(file_error("page_size = \"3K\"\n").starts_with("config page_size: '3K'"));
+    for text in [TWO_NODES, "[[node]]\nmem = \"1G\"\nbogus = 3\n"] {
+        assert_eq!(
+            parse_machine_file(text)
+                .map_err(|e| e.to_string().lines().count())
+                .err()
+                .unwrap_or(1),
+            1
+        );
+    }
+}
+
+#[test]
+fn file_values_are_validated_by_the_layout() {
+    let wrong_shape = temp_file(
+        "shape",
+        "distance = [[10]]\n[[node]]\nmem = \"1G\"\ncpus = 1\n[[node]]\nmem = \"1G\"\n",
+    );
+    let args = MachineArgs {
+        config: Some(wrong_shape),
+        ..flags()
+    };
+    assert_eq!(error_field(&args), "distance");
+    let overlap = temp_file(
+        "overlap",
+        "[[node]]\nmem = \"2G\"\ncpus = 1\n[[node]]\nranges = [{ start = \"1G\", size = \"2G\" }]\n",
+    );
+    assert_eq!(
+        error_field(&MachineArgs {
+            config: Some(overlap),
+            ..flags()
+        }),
+        "node[1].mem"
+    );
+    let no_cpu = temp_file("nocpu", "[[node]]\nmem = \"1G\"\ncpus = [1]\n");
+    assert_eq!(
+        error_field(&MachineArgs {
+            config: Some(no_cpu),
+            ..flags()
+        }),
+        "cpus"
+    );
+    let bad_cmdline = temp_file(
+        "cmdline",
+        "cmdline = \"bogus=1\"\n[[node]]\nmem = \"1G\"\ncpus = 1\n",
+    );
+    assert_eq!(
+        error_field(&MachineArgs {
+            config: Some(bad_cmdline),
+            ..flags()
+        }),
+        "config cmdline"
+    );
+    let missing = MachineArgs {
+        config: Some("/nonexistent/machine.toml".into()),
+        ..flags()
+    };
+    assert_eq!(error_field(&missing), "config");
+}
+
+#[test]
+fn flags_override_the_file_and_cmdline_overrides_both() {
+    let path = temp_file("override", TWO_NODES);
+    let args = MachineArgs {
+        config: Some(path.clone()),
+        cpus: Some(8),
+        cmdline: Some("movablecore=4G".into()),
+        ..flags()
+    };
+    let desc = args.to_desc().unwrap();
+    assert_eq!(desc.nr_cpus(), 8);
+    assert_eq!(desc.nodes.len(), 2);
+    assert_eq!(desc.total_bytes(), 16 << 30);
+    assert_eq!(
+        desc.distance(0, 1),
+        21,
+        "same node count keeps the distances"
+    );
+    assert_eq!(desc.movablecore, Some(4 << 30));
+    let regrown = MachineArgs {
+        config: Some(path),
+        nodes: Some(4),
+        ..flags()
+    };
+    let desc = regrown.to_desc().unwrap();
+    assert_eq!((desc.nodes.len(), desc.distances.clone()), (4, None));
+}
+
+#[test]
+fn example_two_node_file_parses_and_boots() {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/machines/two-node.toml"
+    ));
+    let desc = MachineArgs {
+        config: Some(path),
+        ..flags()
+    }
+    .to_desc()
+    .unwrap();
+    assert_eq!(desc.nodes.len(), 2);
+    let allocator = LocalPageAllocator::boot(&desc).unwrap();
+    assert!(allocator
+        .zone_snapshots()
+        .iter()
+        .any(|zone| zone.zone_type == ZoneType::Movable && zone.is_populated()));
+    allocator.check_invariants().unwrap();
+}
