@@ -26,6 +26,22 @@ impl PfnRange {
         self.end.0 <= self.start.0
     }
 
+    /// The range from the first range's start to the last one's end, for
+    /// sorted ranges (a zone's span over its present memory); empty at PFN 0
+    /// when there are none.
+    pub fn covering(sorted: &[PfnRange]) -> PfnRange {
+        match (sorted.first(), sorted.last()) {
+            (Some(first), Some(last)) => PfnRange {
+                start: first.start,
+                end: last.end,
+            },
+            _ => PfnRange {
+                start: Pfn(0),
+                end: Pfn(0),
+            },
+        }
+    }
+
     /// True when `pfn` is in the range.
     pub fn contains(&self, pfn: Pfn) -> bool {
         self.start <= pfn && pfn < self.end
@@ -355,16 +371,7 @@ fn zone_layout(
         })
         .filter(|range| !range.is_empty())
         .collect();
-    let span = match (present.first(), present.last()) {
-        (Some(first), Some(last)) => PfnRange {
-            start: first.start,
-            end: last.end,
-        },
-        _ => PfnRange {
-            start: Pfn(0),
-            end: Pfn(0),
-        },
-    };
+    let span = PfnRange::covering(&present);
     ZoneLayout {
         node,
         zone_type,

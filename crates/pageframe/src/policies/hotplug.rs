@@ -421,16 +421,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     fn sync_zone_span(&mut self, zone: usize) {
         let layout = self.layout_zone_mut(zone);
-        layout.span = match (layout.present.first(), layout.present.last()) {
-            (Some(first), Some(last)) => PfnRange {
-                start: first.start,
-                end: last.end,
-            },
-            _ => PfnRange {
-                start: Pfn(0),
-                end: Pfn(0),
-            },
-        };
+        layout.span = PfnRange::covering(&layout.present);
         let (span, present) = (layout.span, layout.present_pages());
         let slot = &mut self.zones[zone];
         slot.start_pfn = span.start.0;
