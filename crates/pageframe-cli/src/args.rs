@@ -117,6 +117,10 @@ pub struct InfoArgs {
     /// The machine.
     #[command(flatten)]
     pub machine: MachineOptions,
+    /// Back the machine with real memory (a memfd arena of its size, the
+    /// direct map, the mermap windows) instead of the simulation.
+    #[arg(long)]
+    pub arena: bool,
 }
 
 /// The machine options shared by `proc` and `info`. Later sources win:

@@ -46,6 +46,12 @@ impl From<pageframe::DescError> for CliError {
     }
 }
 
+impl From<pageframe::BootError> for CliError {
+    fn from(err: pageframe::BootError) -> CliError {
+        CliError::Invalid(err.to_string())
+    }
+}
+
 /// Joins the lines of a message, so that no error spans two lines.
 fn single_line(message: &str) -> String {
     message

@@ -9,7 +9,7 @@ use crate::error::CliError;
 use crate::plan::InfoPlan;
 use pageframe::machine::format_size;
 use pageframe::memmap::MemMap;
-use pageframe::{CpuId, LocalPageAllocator};
+use pageframe::{AllocOptions, ArenaOptions, CpuId, LocalPageAllocator};
 use std::io::Write;
 use std::time::Instant;
 
@@ -20,7 +20,16 @@ const PAGEBLOCK_RECORD_BYTES: u64 = 3;
 /// Boots the machine and prints what it is and what it cost.
 pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
     let started = Instant::now();
-    let allocator = LocalPageAllocator::boot(&plan.machine)?;
+    let allocator = if plan.arena {
+        LocalPageAllocator::boot_arena(
+            &plan.machine,
+            AllocOptions::KERNEL,
+            0,
+            ArenaOptions::default(),
+        )?
+    } else {
+        LocalPageAllocator::boot(&plan.machine)?
+    };
     let boot_time = started.elapsed();
     let layout = allocator.layout();
     let page_bytes = 1u64 << layout.page_shift;
@@ -69,6 +78,7 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
             )?;
         }
     }
+    writeln!(out, "backing: {}", allocator.backing().describe())?;
     writeln!(out, "boot time: {:.3} ms", boot_time.as_secs_f64() * 1e3)?;
     let memmap_bytes = allocator.frames().memmap.len() as u64 * MemMap::RECORD_BYTES as u64;
     let pageblock_bytes = allocator.frames().blocks.len() as u64 * PAGEBLOCK_RECORD_BYTES;

@@ -75,6 +75,8 @@ pub struct ProcPlan {
 pub struct InfoPlan {
     /// The machine to boot.
     pub machine: MachineDesc,
+    /// Boot it over a real memfd arena instead of the simulation.
+    pub arena: bool,
 }
 
 impl Plan {
@@ -151,6 +153,7 @@ impl Plan {
             }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
+                arena: args.arena,
             })),
             Command::PerfTable(args) => {
                 let scale = parse_scale(&args.scale)?;

@@ -1,6 +1,7 @@
 //! Typed errors of the library. Every error leaves the structure it was
 //! returned from exactly as it was before the call.
 
+use crate::backing::BackingError;
 use crate::types::{CpuId, NodeId, Order, Pfn};
 use thiserror::Error;
 
@@ -23,6 +24,17 @@ impl DescError {
             message: message.into(),
         }
     }
+}
+
+/// Why a machine could not be booted.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BootError {
+    /// The description is invalid.
+    #[error(transparent)]
+    Desc(#[from] DescError),
+    /// The backing (the real arena) could not be made.
+    #[error("arena: {0}")]
+    Backing(#[from] BackingError),
 }
 
 /// Why an allocation failed.
@@ -51,6 +63,55 @@ pub enum AllocError {
     /// The GFP flags ask for something this build does not provide.
     #[error("unsupported GFP flags: {0}")]
     Unsupported(&'static str),
+    /// Only a pageblock conversion (a TLB shootdown) could serve the
+    /// request, and the caller cannot block (`ALLOC_NOBLOCK`).
+    #[error("an order-{order} __GFP_UNMAPPED allocation would need a pageblock conversion, and the caller cannot block")]
+    WouldBlock {
+        /// The requested order.
+        order: Order,
+    },
+    /// The backing failed to zero the new pages (the pages were freed again).
+    #[error("zeroing the new pages failed: {0}")]
+    Backing(BackingError),
+}
+
+/// Why reading or writing a page's bytes failed. Nothing was copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum AccessError {
+    /// The page is not the head of an allocated block (EFAULT).
+    #[error("PFN {0} is not an allocated block")]
+    NotAllocated(Pfn),
+    /// The bytes do not fit in the block (EINVAL).
+    #[error("bytes {offset}..{end} are outside a block of {size} bytes")]
+    OutOfBounds {
+        /// First byte.
+        offset: usize,
+        /// One past the last byte.
+        end: usize,
+        /// Bytes in the block.
+        size: usize,
+    },
+    /// A direct-map access to a block of an unmapped pageblock (EFAULT):
+    /// use the mermap accessors.
+    #[error("PFN {0} is not in the direct map")]
+    NotMapped(Pfn),
+    /// The backing has no bytes (a simulation).
+    #[error("the backing has no page contents (simulated memory)")]
+    NoData,
+    /// The backing failed.
+    #[error(transparent)]
+    Backing(#[from] BackingError),
+}
+
+impl AccessError {
+    /// The Linux error number the kernel would return.
+    pub fn errno(self) -> Errno {
+        match self {
+            AccessError::OutOfBounds { .. } => Errno::EINVAL,
+            AccessError::NoData | AccessError::Backing(_) => Errno::EIO,
+            AccessError::NotAllocated(_) | AccessError::NotMapped(_) => Errno::EFAULT,
+        }
+    }
 }
 
 /// Why a free was refused.

@@ -135,6 +135,28 @@ impl FreeType {
         }
     }
 
+    /// (UNMOVABLE, UNMAPPED): the one unmapped freetype the series allows by default.
+    pub const UNMAPPED_UNMOVABLE: FreeType = FreeType {
+        migratetype: MigrateType::Unmovable,
+        flags: FreeTypeFlags::UNMAPPED,
+    };
+
+    /// True for the freetypes of pages absent from the direct map.
+    #[inline]
+    pub fn is_unmapped(self) -> bool {
+        self.flags.contains(FreeTypeFlags::UNMAPPED)
+    }
+
+    /// The same migratetype with the UNMAPPED flag flipped: the freetype a
+    /// direct-map conversion takes its pageblock from.
+    #[inline]
+    pub fn with_mapping_flipped(self) -> FreeType {
+        FreeType {
+            migratetype: self.migratetype,
+            flags: FreeTypeFlags(self.flags.0 ^ FreeTypeFlags::UNMAPPED.0),
+        }
+    }
+
     /// The index of the free list, or `None` for a combination that has no
     /// list (UNMAPPED with anything but UNMOVABLE or MOVABLE).
     #[inline]

@@ -103,6 +103,9 @@ bitflags! {
         const HIGHATOMIC = 0x200;
         /// `ALLOC_KSWAPD`: may wake kswapd.
         const KSWAPD = 0x800;
+        /// `ALLOC_NOBLOCK` (the `__GFP_UNMAPPED` series): the caller cannot
+        /// wait for a TLB shootdown, so no pageblock may change its mapping.
+        const NOBLOCK = 0x1000;
     }
 }
 
@@ -168,17 +171,19 @@ impl Gfp {
                 ))
             }
         };
-        if self.contains(Gfp::UNMAPPED) {
-            return Err(AllocError::Unsupported(
-                "__GFP_UNMAPPED is reserved: unmapped freetypes are not built yet",
-            ));
-        }
+        let flags = if self.contains(Gfp::UNMAPPED) {
+            if migratetype == MigrateType::Reclaimable {
+                return Err(AllocError::Unsupported(
+                    "__GFP_UNMAPPED with __GFP_RECLAIMABLE has no freetype",
+                ));
+            }
+            FreeTypeFlags::UNMAPPED
+        } else {
+            FreeTypeFlags::NONE
+        };
         Ok(GfpRequest {
             highest_zone,
-            freetype: FreeType {
-                migratetype,
-                flags: FreeTypeFlags::NONE,
-            },
+            freetype: FreeType { migratetype, flags },
             this_node: self.contains(Gfp::THISNODE),
             zero: self.contains(Gfp::ZERO),
         })
@@ -205,7 +210,7 @@ impl Gfp {
                 flags.remove(AllocFlags::CPUSET);
             }
         }
-        flags
+        flags | self.noblock_flag()
     }
 
     /// Flags of the fast path: the low watermark (`ALLOC_WMARK_LOW`).
@@ -214,7 +219,17 @@ impl Gfp {
         if self.contains(Gfp::KSWAPD_RECLAIM) {
             flags |= AllocFlags::KSWAPD;
         }
-        flags
+        flags | self.noblock_flag()
+    }
+
+    /// `ALLOC_NOBLOCK` for callers that may not sleep (no `__GFP_DIRECT_RECLAIM`).
+    #[inline]
+    fn noblock_flag(self) -> AllocFlags {
+        if self.contains(Gfp::DIRECT_RECLAIM) {
+            AllocFlags::empty()
+        } else {
+            AllocFlags::NOBLOCK
+        }
     }
 }
 
@@ -259,7 +274,11 @@ mod tests {
     fn bad_combinations_are_errors() {
         assert!(Gfp::DMA.request().is_err());
         assert!((Gfp::MOVABLE | Gfp::RECLAIMABLE).request().is_err());
-        assert!((Gfp::KERNEL | Gfp::UNMAPPED).request().is_err());
+        assert!((Gfp::KERNEL | Gfp::RECLAIMABLE | Gfp::UNMAPPED)
+            .request()
+            .is_err());
+        let unmapped = (Gfp::KERNEL | Gfp::UNMAPPED).request().unwrap();
+        assert_eq!(unmapped.freetype, FreeType::UNMAPPED_UNMOVABLE);
     }
 
     #[test]

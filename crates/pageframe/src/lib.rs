@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backing;
 pub mod error;
 pub mod frames;
 pub mod freetype;
@@ -47,14 +48,15 @@ pub mod zram;
 
 pub use error::Errno;
 pub use error::{
-    AllocError, CpuError, DescError, FreeError, InvariantError, SlabError, ZpoolError,
+    AccessError, AllocError, BootError, CpuError, DescError, FreeError, InvariantError, SlabError,
+    ZpoolError,
 };
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{MachineDesc, MachineLayout};
 pub use page_alloc::{
-    AllocOptions, CpuHandle, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, VmEvent,
-    ZoneSnapshot,
+    AllocOptions, ArenaOptions, CpuHandle, LocalPageAllocator, Page, PageAllocator,
+    SharedPageAllocator, VmEvent, ZoneSnapshot,
 };
 pub use policies::{HotplugError, ShuffleStats};
 pub use rng::MachineRng;

@@ -1,5 +1,9 @@
 //! Per-CPU page lists (`struct per_cpu_pages`): one list per (order up to
-//! PAGE_ALLOC_COSTLY_ORDER, pcp migratetype), plus one for the THP order.
+//! PAGE_ALLOC_COSTLY_ORDER, pcp migratetype), plus one for the THP order,
+//! then a bank for (UNMOVABLE, UNMAPPED) pages: one list per low order plus
+//! one for the THP order, as the `__GFP_UNMAPPED` series adds them ("separate
+//! pcplists by freetype flags"; the series assumes UNMAPPED implies
+//! UNMOVABLE, so the bank is not split by migratetype).
 //!
 //! A list is a vector of PFNs used as a stack: allocation and free work at
 //! its end (the most recently freed, cache-hot page goes out first), draining
@@ -15,15 +19,24 @@
 
 use crate::error::InvariantError;
 use crate::frames::Frames;
-use crate::freetype::MIGRATE_PCPTYPES;
+use crate::freetype::{FreeType, MigrateType, MIGRATE_PCPTYPES};
 use crate::memmap::PageState;
 
 /// `PAGE_ALLOC_COSTLY_ORDER`: orders above this are "costly".
 pub const PAGE_ALLOC_COSTLY_ORDER: u8 = 3;
 /// Lists for orders 0..=3 of each pcp type (`NR_LOWORDER_PCP_LISTS`).
 pub const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER as usize + 1);
-/// All lists, the THP list last (`NR_PCP_LISTS`).
-pub const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 1;
+/// The THP list of the mapped pcp types.
+const THP_PINDEX: usize = NR_LOWORDER_PCP_LISTS;
+/// Lists of (UNMOVABLE, UNMAPPED) pages: orders 0..=3 and the THP order
+/// (`NR_UNMAPPED_PCP_LISTS`).
+pub const NR_UNMAPPED_PCP_LISTS: usize = PAGE_ALLOC_COSTLY_ORDER as usize + 2;
+/// The first unmapped list.
+const UNMAPPED_BASE: usize = THP_PINDEX + 1;
+/// The unmapped THP list.
+const UNMAPPED_THP_PINDEX: usize = UNMAPPED_BASE + PAGE_ALLOC_COSTLY_ORDER as usize + 1;
+/// All lists (`NR_PCP_LISTS`).
+pub const NR_PCP_LISTS: usize = UNMAPPED_BASE + NR_UNMAPPED_PCP_LISTS;
 
 /// The per-CPU lists of one CPU for one zone. Cache-line aligned (with its
 /// lock) so that two CPUs' lists never share a line.
@@ -63,23 +76,50 @@ impl PerCpuPages {
         order <= PAGE_ALLOC_COSTLY_ORDER || order == thp_order
     }
 
-    /// The list index of (migratetype, order) (`order_to_pindex()`).
+    /// The list index of (pcp migratetype, order) for mapped pages
+    /// (`order_to_pindex()`).
     #[inline]
     pub fn pindex(migratetype: usize, order: u8) -> usize {
         if order > PAGE_ALLOC_COSTLY_ORDER {
-            NR_LOWORDER_PCP_LISTS
+            THP_PINDEX
         } else {
             MIGRATE_PCPTYPES * order as usize + migratetype
         }
     }
 
+    /// The list of a block of `freetype` and an allowed `order`, with the
+    /// freetype index its pages are recorded under; `None` when the freetype
+    /// has no per-CPU lists (HIGHATOMIC and ISOLATE, whose callers redirect
+    /// them, and (MOVABLE, UNMAPPED), which goes straight to the buddy lists).
+    #[inline]
+    pub fn freetype_pindex(freetype: FreeType, order: u8) -> Option<(usize, usize)> {
+        let migratetype = freetype.migratetype;
+        if !freetype.is_unmapped() {
+            return migratetype.is_pcptype().then(|| {
+                (
+                    PerCpuPages::pindex(migratetype.index(), order),
+                    migratetype.index(),
+                )
+            });
+        }
+        if migratetype != MigrateType::Unmovable {
+            return None;
+        }
+        let pindex = if order > PAGE_ALLOC_COSTLY_ORDER {
+            UNMAPPED_THP_PINDEX
+        } else {
+            UNMAPPED_BASE + order as usize
+        };
+        Some((pindex, FreeType::UNMAPPED_UNMOVABLE.index()?))
+    }
+
     /// The order of a list (`pindex_to_order()`).
     #[inline]
     pub fn pindex_order(&self, pindex: usize) -> u8 {
-        if pindex == NR_LOWORDER_PCP_LISTS {
-            self.thp_order
-        } else {
-            (pindex / MIGRATE_PCPTYPES) as u8
+        match pindex {
+            THP_PINDEX | UNMAPPED_THP_PINDEX => self.thp_order,
+            _ if pindex >= UNMAPPED_BASE => (pindex - UNMAPPED_BASE) as u8,
+            _ => (pindex / MIGRATE_PCPTYPES) as u8,
         }
     }
 
@@ -280,10 +320,23 @@ mod tests {
         assert_eq!(PerCpuPages::pindex(2, 0), 2);
         assert_eq!(PerCpuPages::pindex(1, 3), 10);
         assert_eq!(PerCpuPages::pindex(1, 9), 12);
-        assert_eq!(NR_PCP_LISTS, 13);
+        assert_eq!(NR_PCP_LISTS, 18);
         let pcp = PerCpuPages::new(252, 63, 9);
         assert_eq!(pcp.pindex_order(12), 9);
         assert_eq!(pcp.pindex_order(10), 3);
+        let unmapped = FreeType::UNMAPPED_UNMOVABLE;
+        assert_eq!(PerCpuPages::freetype_pindex(unmapped, 0), Some((13, 5)));
+        assert_eq!(PerCpuPages::freetype_pindex(unmapped, 3), Some((16, 5)));
+        assert_eq!(PerCpuPages::freetype_pindex(unmapped, 9), Some((17, 5)));
+        assert_eq!(pcp.pindex_order(16), 3);
+        assert_eq!(pcp.pindex_order(17), 9);
+        let movable_unmapped = FreeType {
+            migratetype: MigrateType::Movable,
+            flags: crate::freetype::FreeTypeFlags::UNMAPPED,
+        };
+        assert_eq!(PerCpuPages::freetype_pindex(movable_unmapped, 0), None);
+        let movable = FreeType::plain(MigrateType::Movable);
+        assert_eq!(PerCpuPages::freetype_pindex(movable, 1), Some((4, 1)));
     }
 
     #[test]

@@ -126,6 +126,7 @@ fn trusted_frees_without_checks_still_split_and_merge() {
     let options = AllocOptions {
         vm_events: true,
         free_checks: false,
+        ..AllocOptions::KERNEL
     };
     let allocator = LocalPageAllocator::boot_with(&one_node(16, 2), options).unwrap();
     let boot_buddyinfo = proc::buddyinfo(&allocator);

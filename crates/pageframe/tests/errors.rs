@@ -220,7 +220,7 @@ fn orders_above_max_unknown_nodes_and_bad_gfp_are_refused() {
         Gfp::KERNEL | Gfp::DMA32 | Gfp::HIGHMEM,
         Gfp::HIGHUSER_MOVABLE | Gfp::DMA32,
         Gfp::MOVABLE | Gfp::RECLAIMABLE,
-        Gfp::KERNEL | Gfp::UNMAPPED,
+        Gfp::KERNEL | Gfp::RECLAIMABLE | Gfp::UNMAPPED,
         Gfp::HIGHUSER_MOVABLE | Gfp::UNMAPPED,
     ];
     for gfp in bad_gfps {

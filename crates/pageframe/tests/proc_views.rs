@@ -256,6 +256,15 @@ fn vmstat_counts_a_known_sequence_of_calls() {
             "highatomic_unreserved",
             "zone_lock_acquired",
             "zone_lock_contended",
+            "nr_unmapped_pageblocks",
+            "direct_map_unmapped_blocks",
+            "direct_map_remapped_blocks",
+            "tlb_flush_global",
+            "tlb_flush_local",
+            "pages_zeroed",
+            "mermap_maps",
+            "mermap_wraps",
+            "mermap_fallbacks",
         ]
     );
     let expected = [
@@ -288,6 +297,7 @@ fn vm_events_off_counts_nothing_but_the_state() {
     let options = AllocOptions {
         vm_events: false,
         free_checks: true,
+        ..AllocOptions::KERNEL
     };
     let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
     let cpu = allocator.cpu(CpuId(0)).unwrap();

@@ -36,7 +36,7 @@ fn machine() -> MachineDesc {
 }
 
 /// GFP masks the sequences draw from, and whether the kernel calls them bad.
-fn gfp_choices() -> [(Gfp, bool); 14] {
+fn gfp_choices() -> [(Gfp, bool); 17] {
     [
         (Gfp::KERNEL, false),
         (Gfp::USER, false),
@@ -49,7 +49,10 @@ fn gfp_choices() -> [(Gfp, bool); 14] {
         (Gfp::KERNEL | Gfp::THISNODE, false),
         (Gfp::HIGHUSER_MOVABLE | Gfp::THISNODE | Gfp::ZERO, false),
         (Gfp::KERNEL | Gfp::DMA32, false),
-        (Gfp::KERNEL | Gfp::UNMAPPED, true),
+        (Gfp::KERNEL | Gfp::UNMAPPED, false),
+        (Gfp::KERNEL | Gfp::UNMAPPED | Gfp::ZERO, false),
+        (Gfp::NOWAIT | Gfp::UNMAPPED, false),
+        (Gfp::MOVABLE | Gfp::UNMAPPED, true),
         (Gfp::MOVABLE | Gfp::RECLAIMABLE, true),
         (Gfp::KERNEL | Gfp::DMA, true),
     ]
@@ -229,9 +232,10 @@ fn run<L: LockFamily>(
         .iter()
         .map(|zone| zone.pageblocks[MigrateType::HighAtomic.index()])
         .sum();
-    // HIGHATOMIC blocks never merge with their neighbours; without them
-    // everything merges back to the boot state.
-    if highatomic_blocks == 0 {
+    // HIGHATOMIC blocks never merge with their neighbours, nor unmapped
+    // blocks with mapped ones; without them everything merges back to the
+    // boot state.
+    if highatomic_blocks == 0 && allocator.nr_unmapped_pageblocks() == 0 {
         assert_eq!(proc::buddyinfo(allocator), boot_buddyinfo);
     }
     views
@@ -286,6 +290,12 @@ fn check_alloc<L: LockFamily>(
         Ok(page) => {
             model.take(page, Order(order));
             true
+        }
+        Err(AllocError::WouldBlock { order: refused }) => {
+            let mask = gfp_choices()[gfp].0;
+            assert!(mask.contains(Gfp::UNMAPPED) && !mask.contains(Gfp::DIRECT_RECLAIM));
+            assert_eq!(refused, Order(order));
+            false
         }
         Err(err) => {
             assert_eq!(

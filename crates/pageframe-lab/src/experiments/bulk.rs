@@ -49,6 +49,7 @@ const VARIANTS: [(&str, AllocOptions); 4] = [
         AllocOptions {
             vm_events: true,
             free_checks: true,
+            ..AllocOptions::KERNEL
         },
     ),
     (
@@ -56,6 +57,7 @@ const VARIANTS: [(&str, AllocOptions); 4] = [
         AllocOptions {
             vm_events: false,
             free_checks: true,
+            ..AllocOptions::KERNEL
         },
     ),
     (
@@ -63,6 +65,7 @@ const VARIANTS: [(&str, AllocOptions); 4] = [
         AllocOptions {
             vm_events: true,
             free_checks: false,
+            ..AllocOptions::KERNEL
         },
     ),
     (
@@ -70,6 +73,7 @@ const VARIANTS: [(&str, AllocOptions); 4] = [
         AllocOptions {
             vm_events: false,
             free_checks: false,
+            ..AllocOptions::KERNEL
         },
     ),
 ];

@@ -12,21 +12,50 @@
 use super::events::VmEvent;
 use super::{PageAllocator, ZoneSlot};
 use crate::error::AllocError;
-use crate::freetype::MigrateType;
+use crate::freetype::{FreeType, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
 use crate::pcp::PerCpuPages;
 use crate::sync::LockFamily;
-use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneType};
+use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
+
+/// One per-CPU list as an allocation sees it: its index and order, the
+/// freetype its refills take from the buddy lists, and the freetype index
+/// its pages are recorded under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PcpList {
+    pub(crate) pindex: usize,
+    pub(crate) order: u8,
+    pub(crate) freetype: FreeType,
+    pub(crate) recorded: usize,
+}
+
+impl PcpList {
+    /// The list that serves `freetype` at `order`, if that order and
+    /// freetype use the per-CPU lists (`pcp_allowed_order()`).
+    #[inline]
+    pub(crate) fn of(freetype: FreeType, order: u8, thp_order: u8) -> Option<PcpList> {
+        if !PerCpuPages::allowed_order(order, thp_order) {
+            return None;
+        }
+        let (pindex, recorded) = PerCpuPages::freetype_pindex(freetype, order)?;
+        Some(PcpList {
+            pindex,
+            order,
+            freetype,
+            recorded,
+        })
+    }
+}
 
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
     pub(crate) zonelist: &'a [u16],
     pub(crate) nodemask: Option<&'a Nodemask>,
     pub(crate) highest_zone: ZoneType,
-    pub(crate) migratetype: MigrateType,
+    pub(crate) freetype: FreeType,
     pub(crate) preferred_zone: Option<u16>,
 }
 
@@ -67,7 +96,16 @@ impl<L: LockFamily> PageAllocator<L> {
         if cpu.index() >= self.cpus.len() {
             return Err(AllocError::NoSuchCpu(cpu));
         }
-        gfp.request()
+        let request = gfp.request()?;
+        if request.freetype.is_unmapped()
+            && request.freetype.migratetype == MigrateType::Movable
+            && !self.options.unmapped_movable
+        {
+            return Err(AllocError::Unsupported(
+                "__GFP_UNMAPPED with __GFP_MOVABLE (set AllocOptions::unmapped_movable)",
+            ));
+        }
+        Ok(request)
     }
 
     /// mirrors prepare_alloc_pages(): the zonelist and preferred zone.
@@ -86,7 +124,7 @@ impl<L: LockFamily> PageAllocator<L> {
             },
             nodemask,
             highest_zone: request.highest_zone,
-            migratetype: request.freetype.migratetype,
+            freetype: request.freetype,
             preferred_zone: None,
         };
         let preferred_zone = match nodemask {
@@ -107,13 +145,32 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
     ) -> Result<u32, AllocError> {
         let request = self.validate_alloc(cpu, gfp, order, preferred)?;
+        let pfn = self.alloc_block(cpu, gfp, &request, order, preferred, nodemask)?;
+        if request.zero {
+            self.prep_zeroed(cpu, pfn, order, &request)?;
+        }
+        Ok(pfn)
+    }
+
+    /// Finds a block for a validated request: the preferred CPU list, the
+    /// fast path, then the slow path.
+    #[inline]
+    fn alloc_block(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        order: Order,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+    ) -> Result<u32, AllocError> {
         if nodemask.is_none() {
-            if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, &request, order.0, preferred)
+            if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, request, order.0, preferred)
             {
                 return Ok(pfn);
             }
         }
-        let ac = self.prepare_alloc(&request, preferred, nodemask);
+        let ac = self.prepare_alloc(request, preferred, nodemask);
         if let Some(pfn) =
             self.get_page_from_freelist(cpu, order.0, gfp.fastpath_alloc_flags(), &ac)
         {
@@ -122,12 +179,32 @@ impl<L: LockFamily> PageAllocator<L> {
         match self.alloc_slowpath(cpu, gfp, order.0, &ac) {
             Some(pfn) => Ok(pfn),
             None => {
-                if let Some(zone) = ac.preferred_zone {
-                    self.count_event(cpu, zone as usize, VmEvent::AllocFail, 1);
+                let Some(zone) = ac.preferred_zone else {
+                    return Err(AllocError::NoMemory { order });
+                };
+                self.count_event(cpu, zone as usize, VmEvent::AllocFail, 1);
+                if request.freetype.is_unmapped() && !gfp.contains(Gfp::DIRECT_RECLAIM) {
+                    return Err(AllocError::WouldBlock { order });
                 }
                 Err(AllocError::NoMemory { order })
             }
         }
+    }
+
+    /// Zeroes a new block for `__GFP_ZERO`; if that fails the block is
+    /// freed again and the caller gets the error.
+    pub(crate) fn prep_zeroed(
+        &self,
+        cpu: CpuId,
+        pfn: u32,
+        order: Order,
+        request: &GfpRequest,
+    ) -> Result<(), AllocError> {
+        let zeroed = self.zero_new_block(cpu, pfn, order.0, request.freetype.is_unmapped());
+        if zeroed.is_err() {
+            self.release_new_block(cpu, Pfn(pfn as u64), order);
+        }
+        zeroed
     }
 
     /// The first step of get_page_from_freelist() in its most common case,
@@ -144,9 +221,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: u8,
         preferred: NodeId,
     ) -> Option<u32> {
-        if !PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
-            return None;
-        }
+        let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
@@ -156,18 +231,16 @@ impl<L: LockFamily> PageAllocator<L> {
         if !self.zone_watermark_ok(zone, order, mark, request.highest_zone, flags) {
             return None;
         }
-        let migratetype = request.freetype.migratetype;
-        let pindex = PerCpuPages::pindex(migratetype.index(), order);
         let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize])?;
-        if pcp.list_is_empty(pindex) {
+        if pcp.list_is_empty(list.pindex) {
             return None;
         }
         pcp.note_alloc();
-        let pfn = pcp.pop(pindex, order)?;
+        let pfn = pcp.pop(list.pindex, order)?;
         drop(pcp);
         self.frames.memmap.set_info(
             pfn,
-            PageInfo::new(PageState::Allocated, Order(order), migratetype.index()),
+            PageInfo::new(PageState::Allocated, Order(order), list.recorded),
         );
         self.account_alloc(cpu, zone, zone, 1 << order, 1);
         Some(pfn)
@@ -292,7 +365,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     continue;
                 }
                 if let Some(pfn) =
-                    self.rmqueue(cpu, preferred_zone, zone, order, flags, ac.migratetype)
+                    self.rmqueue(cpu, preferred_zone, zone, order, flags, ac.freetype)
                 {
                     if flags.contains(AllocFlags::HIGHATOMIC) {
                         let mut buddy = self.lock_zone(zone as usize);
@@ -311,7 +384,8 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Takes a block from one zone: its per-CPU list for small orders, else
-    /// the buddy lists. mirrors rmqueue().
+    /// the buddy lists, else a pageblock converted to or from the direct
+    /// map. mirrors rmqueue().
     #[inline]
     fn rmqueue(
         &self,
@@ -320,19 +394,19 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: u16,
         order: u8,
         flags: AllocFlags,
-        migratetype: MigrateType,
+        freetype: FreeType,
     ) -> Option<u32> {
-        let pfn = if PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
-            match self.rmqueue_pcplist(cpu, zone as usize, order, migratetype, flags) {
-                Some(pfn) => Some(pfn),
-                None => self.rmqueue_buddy(zone as usize, order, flags, migratetype),
-            }
-        } else {
-            self.rmqueue_buddy(zone as usize, order, flags, migratetype)
-        }?;
+        let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
+            .and_then(|list| self.rmqueue_pcplist(cpu, zone as usize, list, flags))
+            .or_else(|| self.rmqueue_buddy(zone as usize, order, flags, freetype))
+            .or_else(|| self.rmqueue_direct_map(zone as usize, order, flags, freetype))?;
         self.frames.memmap.set_info(
             pfn,
-            PageInfo::new(PageState::Allocated, Order(order), migratetype.index()),
+            PageInfo::new(
+                PageState::Allocated,
+                Order(order),
+                freetype.index().unwrap_or_default(),
+            ),
         );
         self.account_alloc(cpu, preferred_zone, zone, 1 << order, 1);
         Some(pfn)
@@ -345,8 +419,7 @@ impl<L: LockFamily> PageAllocator<L> {
         &self,
         cpu: CpuId,
         zone: usize,
-        order: u8,
-        migratetype: MigrateType,
+        list: PcpList,
         flags: AllocFlags,
     ) -> Option<u32> {
         let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone]) else {
@@ -354,8 +427,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return None;
         };
         pcp.note_alloc();
-        let pindex = PerCpuPages::pindex(migratetype.index(), order);
-        self.rmqueue_pcp_list(&mut pcp, zone, pindex, order, migratetype, flags)
+        self.rmqueue_pcp_list(&mut pcp, zone, list, flags)
     }
 
     /// Pops a page from a per-CPU list, refilling it first when it is empty.
@@ -365,15 +437,13 @@ impl<L: LockFamily> PageAllocator<L> {
         &self,
         pcp: &mut PerCpuPages,
         zone: usize,
-        pindex: usize,
-        order: u8,
-        migratetype: MigrateType,
+        list: PcpList,
         flags: AllocFlags,
     ) -> Option<u32> {
-        if pcp.list_is_empty(pindex) {
-            self.refill_pcp_list(pcp, zone, pindex, order, migratetype, flags);
+        if pcp.list_is_empty(list.pindex) {
+            self.refill_pcp_list(pcp, zone, list, flags);
         }
-        pcp.pop(pindex, order)
+        pcp.pop(list.pindex, list.order)
     }
 
     /// Moves a batch of blocks from the buddy lists to a per-CPU list under
@@ -383,17 +453,21 @@ impl<L: LockFamily> PageAllocator<L> {
         &self,
         pcp: &mut PerCpuPages,
         zone: usize,
-        pindex: usize,
-        order: u8,
-        migratetype: MigrateType,
+        list: PcpList,
         flags: AllocFlags,
     ) {
+        let PcpList {
+            pindex,
+            order,
+            freetype,
+            recorded,
+        } = list;
         let batch = pcp.refill_count(order);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
-        let listed = PageInfo::new(PageState::Pcp, Order(order), migratetype.index());
+        let listed = PageInfo::new(PageState::Pcp, Order(order), recorded);
         let taken = (0..batch).map_while(|_| {
-            let pfn = buddy.rmqueue(&self.frames, order, migratetype, flags, &mut mode)?;
+            let pfn = buddy.rmqueue(&self.frames, order, freetype, flags, &mut mode)?;
             self.frames.memmap.set_info(pfn, listed);
             Some(pfn)
         });
@@ -409,7 +483,7 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: usize,
         order: u8,
         flags: AllocFlags,
-        migratetype: MigrateType,
+        freetype: FreeType,
     ) -> Option<u32> {
         let mut buddy = self.lock_zone(zone);
         let highatomic = MigrateType::HighAtomic.index();
@@ -421,7 +495,7 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn = buddy.rmqueue(
                 &self.frames,
                 order,
-                migratetype,
+                freetype,
                 flags,
                 &mut RmqueueMode::Normal,
             );
@@ -474,7 +548,7 @@ impl<L: LockFamily> PageAllocator<L> {
         for zone in ac.eligible(&self.zones) {
             let mut buddy = self.lock_zone(zone as usize);
             let released =
-                buddy.unreserve_highatomic_pageblock(&self.frames, ac.migratetype, force);
+                buddy.unreserve_highatomic_pageblock(&self.frames, ac.freetype.migratetype, force);
             self.publish(zone as usize, &buddy);
             if released {
                 return true;

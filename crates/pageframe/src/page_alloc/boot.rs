@@ -7,6 +7,8 @@
 use super::events::CpuEvents;
 use super::zonelist::Zonelists;
 use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
+use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
+use crate::error::BootError;
 use crate::error::DescError;
 use crate::frames::Frames;
 use crate::machine::{MachineDesc, MachineLayout};
@@ -18,7 +20,18 @@ use crate::zone::watermark::{
     WATERMARK_SCALE_FACTOR,
 };
 use crate::zone::Zone;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+/// How to build a real arena for [`PageAllocator::boot_arena`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ArenaOptions {
+    /// Fault every page in at creation (`MAP_POPULATE`), so that timing runs
+    /// do not measure the host's first-touch faults.
+    pub populate: bool,
+    /// The mermap windows.
+    pub mermap: MermapConfig,
+}
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Boots the machine a description describes, with default options.
@@ -54,14 +67,89 @@ impl<L: LockFamily> PageAllocator<L> {
         PageAllocator::boot_layout_seeded(layout, options, 0)
     }
 
-    /// Boots a validated layout: zones, watermarks, per-CPU lists, every
-    /// present page freed, then the free lists shuffled if the layout says so
-    /// (page_alloc_init_late() -> shuffle_free_memory()).
+    /// Boots a validated layout over a simulated backing (no page contents;
+    /// direct-map changes, flushes and zeroing counted and charged).
     pub fn boot_layout_seeded(
         layout: MachineLayout,
         options: AllocOptions,
         seed: u64,
     ) -> Result<PageAllocator<L>, DescError> {
+        let backing = SimBacking::new(
+            layout.end_pfn.0,
+            1usize << layout.page_shift,
+            layout.nr_cpus(),
+            SimCosts::default(),
+            MermapConfig::default(),
+        )
+        .map_err(|err| DescError::new("backing", err.to_string()))?;
+        PageAllocator::boot_layout_on(layout, options, seed, Arc::new(backing))
+    }
+
+    /// Boots a machine over a real memory arena: a memfd of the machine's
+    /// size is the direct map, each node's memory bound to a host node when
+    /// the host has several. Fails cleanly if the arena cannot be made.
+    pub fn boot_arena(
+        desc: &MachineDesc,
+        options: AllocOptions,
+        seed: u64,
+        arena: ArenaOptions,
+    ) -> Result<PageAllocator<L>, BootError> {
+        let layout = desc.layout()?;
+        let node_ranges = layout
+            .zones()
+            .flat_map(|zone| {
+                let host_node = u32::from(layout.physical_node[zone.node.index()].0);
+                zone.present
+                    .iter()
+                    .map(move |range| (host_node, range.start.0, range.end.0))
+            })
+            .collect();
+        let backing = ArenaBacking::new(ArenaConfig {
+            nr_pages: layout.end_pfn.0,
+            page_size: 1usize << layout.page_shift,
+            nr_cpus: layout.nr_cpus(),
+            populate: arena.populate,
+            node_ranges,
+            mermap: arena.mermap,
+        })?;
+        Ok(PageAllocator::boot_layout_on(
+            layout,
+            options,
+            seed,
+            Arc::new(backing),
+        )?)
+    }
+
+    /// Boots a validated layout over `backing`: zones, watermarks, per-CPU
+    /// lists, every present page freed, then the free lists shuffled if the
+    /// layout says so (page_alloc_init_late() -> shuffle_free_memory()). The
+    /// backing must cover every PFN with the layout's page size, all mapped.
+    pub fn boot_layout_on(
+        layout: MachineLayout,
+        options: AllocOptions,
+        seed: u64,
+        backing: Arc<dyn Backing>,
+    ) -> Result<PageAllocator<L>, DescError> {
+        if backing.page_size() != 1usize << layout.page_shift {
+            return Err(DescError::new(
+                "page_size",
+                format!(
+                    "the backing has {}-byte pages, the machine {}",
+                    backing.page_size(),
+                    1u64 << layout.page_shift
+                ),
+            ));
+        }
+        if backing.nr_pages() < layout.end_pfn.0 {
+            return Err(DescError::new(
+                "mem",
+                format!(
+                    "the backing holds {} pages, the machine needs {}",
+                    backing.nr_pages(),
+                    layout.end_pfn.0
+                ),
+            ));
+        }
         let mut rng = crate::rng::MachineRng::new(seed);
         let frames = Frames::new(layout.end_pfn, layout.pageblock_order).ok_or_else(|| {
             DescError::new(
@@ -168,6 +256,8 @@ impl<L: LockFamily> PageAllocator<L> {
             min_free_kbytes,
             rng,
             seed,
+            backing,
+            unmapped_pageblocks: AtomicU64::new(0),
         };
         allocator.free_boot_memory();
         allocator.shuffle_free_memory();

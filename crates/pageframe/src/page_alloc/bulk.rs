@@ -1,12 +1,13 @@
 //! The bulk API: many order-0 pages under one pcp-lock acquisition.
 //! mirrors __alloc_pages_bulk() and free_unref_page_list() (Linux 6.1).
 
+use super::alloc::PcpList;
 use super::events::VmEvent;
+use super::free::pcp_list_for_free;
 use super::handle::Page;
 use super::PageAllocator;
 use crate::error::{AllocError, FreeError};
-use crate::freetype::MigrateType;
-use crate::gfp::Gfp;
+use crate::gfp::{Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
 use crate::pcp::PerCpuPages;
 use crate::sync::LockFamily;
@@ -45,6 +46,16 @@ impl<L: LockFamily> PageAllocator<L> {
         let flags = gfp.fastpath_alloc_flags();
         let Some(preferred_zone) = ac.preferred_zone else {
             return Ok(nr_populated);
+        };
+        let Some(list) = PcpList::of(ac.freetype, 0, self.layout.pageblock_order) else {
+            return Ok(self.bulk_fallback_single(
+                cpu,
+                gfp,
+                preferred,
+                nodemask,
+                pages,
+                nr_populated,
+            ));
         };
         let preferred_node = self.zones[preferred_zone as usize].node;
         let mut chosen = None;
@@ -85,17 +96,15 @@ impl<L: LockFamily> PageAllocator<L> {
                 nr_populated,
             ));
         };
-        let pindex = PerCpuPages::pindex(ac.migratetype.index(), 0);
-        let allocated = PageInfo::new(PageState::Allocated, Order(0), ac.migratetype.index());
+        let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
         let mut nr_account = 0u64;
+        let mut to_zero = Vec::new();
         while nr_populated < nr_pages {
             if pages[nr_populated].is_some() {
                 nr_populated += 1;
                 continue;
             }
-            let Some(pfn) =
-                self.rmqueue_pcp_list(&mut pcp, zone as usize, pindex, 0, ac.migratetype, flags)
-            else {
+            let Some(pfn) = self.rmqueue_pcp_list(&mut pcp, zone as usize, list, flags) else {
                 if nr_account == 0 {
                     drop(pcp);
                     return Ok(self.bulk_fallback_single(
@@ -111,12 +120,45 @@ impl<L: LockFamily> PageAllocator<L> {
             };
             self.frames.memmap.set_info(pfn, allocated);
             pages[nr_populated] = Some(Page::from_pfn(Pfn(pfn as u64)));
+            if request.zero {
+                to_zero.push(nr_populated);
+            }
             nr_account += 1;
             nr_populated += 1;
         }
         drop(pcp);
         self.account_alloc(cpu, preferred_zone, zone, nr_account, nr_account);
-        Ok(nr_populated)
+        Ok(self.zero_bulk(cpu, &request, pages, &to_zero, nr_populated))
+    }
+
+    /// Zeroes the slots this call filled (`__GFP_ZERO`, outside the pcp
+    /// lock). If zeroing fails at a slot, the pages of that slot and of every
+    /// later filled slot are freed and emptied, and the populated count
+    /// ends before it.
+    fn zero_bulk(
+        &self,
+        cpu: CpuId,
+        request: &GfpRequest,
+        pages: &mut [Option<Page>],
+        filled: &[usize],
+        nr_populated: usize,
+    ) -> usize {
+        for (done, &slot) in filled.iter().enumerate() {
+            let Some(page) = pages[slot] else { continue };
+            if self
+                .prep_zeroed(cpu, page.pfn().0 as u32, Order(0), request)
+                .is_err()
+            {
+                pages[slot] = None;
+                for &later in &filled[done + 1..] {
+                    if let Some(page) = pages[later].take() {
+                        self.release_new_block(cpu, page.pfn(), Order(0));
+                    }
+                }
+                return slot;
+            }
+        }
+        nr_populated
     }
 
     /// The bulk call's `failed:` path: one page through the normal allocator.
@@ -181,7 +223,7 @@ impl<L: LockFamily> PageAllocator<L> {
         // Pass 2: the frees, one pcp-lock acquisition per run of pages of a zone.
         let mut locked: Option<(usize, L::Guard<'_, PerCpuPages>)> = None;
         let mut run_pages = 0u64;
-        let mut cached_type = MigrateType::Movable;
+        let mut cached_list = None;
         cached_block = u64::MAX;
         for page in pages {
             let pfn = page.pfn();
@@ -191,17 +233,13 @@ impl<L: LockFamily> PageAllocator<L> {
             };
             if pfn.0 >> block_shift != cached_block {
                 cached_block = pfn.0 >> block_shift;
-                cached_type = self.frames.blocks.migratetype(pfn);
+                cached_list = pcp_list_for_free(self.frames.blocks.freetype(pfn), 0);
             }
-            let mut migratetype = cached_type;
-            if migratetype == MigrateType::Isolate {
+            let Some(list) = cached_list else {
                 self.count_event(cpu, zone, VmEvent::Pgfree, 1);
                 self.free_one_page(zone, pfn.0 as u32, 0);
                 continue;
-            }
-            if !migratetype.is_pcptype() {
-                migratetype = MigrateType::Movable;
-            }
+            };
             if locked.as_ref().is_none_or(|(held, _)| *held != zone) {
                 if let Some((held, guard)) = locked.take() {
                     // Release the previous zone's pcp lock before taking the next.
@@ -212,7 +250,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 locked = Some((zone, L::lock(&self.cpus[cpu.index()].pcp[zone]).0));
             }
             let (_, pcp) = locked.as_mut().expect("locked above");
-            self.free_unref_page_commit(pcp, zone, pfn.0 as u32, 0, migratetype);
+            self.free_unref_page_commit(pcp, zone, pfn.0 as u32, 0, list);
             run_pages += 1;
         }
         if let Some((held, guard)) = locked {

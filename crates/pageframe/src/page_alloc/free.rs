@@ -6,7 +6,7 @@
 use super::events::VmEvent;
 use super::PageAllocator;
 use crate::error::FreeError;
-use crate::freetype::MigrateType;
+use crate::freetype::{FreeType, MigrateType};
 use crate::memmap::{PageInfo, PageState};
 use crate::pcp::PerCpuPages;
 use crate::sync::LockFamily;
@@ -58,6 +58,14 @@ impl<L: LockFamily> PageAllocator<L> {
             self.frames.memmap.set_info(index, freeing);
         }
         Ok(())
+    }
+
+    /// Frees a block just handed out that the allocation must take back
+    /// (its zeroing failed); it is allocated, so the checks cannot fail.
+    pub(crate) fn release_new_block(&self, cpu: CpuId, pfn: Pfn, order: Order) {
+        if let Ok(zone) = self.claim_for_free(pfn, order, false) {
+            self.free_claimed(cpu, pfn, order, zone);
+        }
     }
 
     /// Undoes [`Self::claim_for_free`] (a batch that failed part-way).
@@ -116,29 +124,26 @@ impl<L: LockFamily> PageAllocator<L> {
         self.publish(zone, &buddy);
     }
 
-    /// mirrors free_unref_page(): HIGHATOMIC pages go on the MOVABLE list,
-    /// isolated ones straight to the buddy lists, and a contended pcp lock
-    /// sends the page to the buddy lists too.
+    /// mirrors free_unref_page(): a contended pcp lock, or a pageblock
+    /// whose freetype has no per-CPU list, sends the page to the buddy lists.
     fn free_unref_page(&self, cpu: CpuId, zone: usize, pfn: u32, order: u8) {
-        let mut migratetype = self.frames.blocks.migratetype(Pfn(pfn as u64));
-        if !migratetype.is_pcptype() {
-            if migratetype == MigrateType::Isolate {
-                self.free_one_page(zone, pfn, order);
-                return;
-            }
-            migratetype = MigrateType::Movable;
-        }
+        let block = self.frames.blocks.freetype(Pfn(pfn as u64));
+        let Some(list) = pcp_list_for_free(block, order) else {
+            self.free_one_page(zone, pfn, order);
+            return;
+        };
         let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone]) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             self.free_one_page(zone, pfn, order);
             return;
         };
-        self.free_unref_page_commit(&mut pcp, zone, pfn, order, migratetype);
+        self.free_unref_page_commit(&mut pcp, zone, pfn, order, list);
     }
 
-    /// Puts a page on a per-CPU list and drains a batch when the list count
-    /// reaches `high`. mirrors free_unref_page_commit(). The drain stays out
-    /// of line so that this inlines into every free loop.
+    /// Puts a page on the per-CPU list `list` (index, recorded freetype) and
+    /// drains a batch when the list count reaches `high`. mirrors
+    /// free_unref_page_commit(). The drain stays out of line so that this
+    /// inlines into every free loop.
     #[inline]
     pub(crate) fn free_unref_page_commit(
         &self,
@@ -146,13 +151,12 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: usize,
         pfn: u32,
         order: u8,
-        migratetype: MigrateType,
+        list: (usize, usize),
     ) {
-        let pindex = PerCpuPages::pindex(migratetype.index(), order);
-        self.frames.memmap.set_info(
-            pfn,
-            PageInfo::new(PageState::Pcp, Order(order), migratetype.index()),
-        );
+        let (pindex, recorded) = list;
+        self.frames
+            .memmap
+            .set_info(pfn, PageInfo::new(PageState::Pcp, Order(order), recorded));
         pcp.push(pindex, order, pfn);
         let free_high = pcp.free_high(order);
         let high = pcp.effective_high(free_high);
@@ -211,4 +215,17 @@ impl<L: LockFamily> PageAllocator<L> {
             self.drain_cpu(cpu);
         }
     }
+}
+
+/// The per-CPU list (index, recorded freetype index) a freed block of a
+/// pageblock of freetype `block` goes to, or `None` for the buddy lists.
+/// mirrors the freetype checks of free_unref_page(): HIGHATOMIC pages go on
+/// the MOVABLE list; ISOLATE pages, and freetypes without per-CPU lists
+/// ((MOVABLE, UNMAPPED)), go straight to the buddy lists.
+#[inline]
+pub(crate) fn pcp_list_for_free(block: FreeType, order: u8) -> Option<(usize, usize)> {
+    if block.migratetype == MigrateType::HighAtomic {
+        return PerCpuPages::freetype_pindex(FreeType::plain(MigrateType::Movable), order);
+    }
+    PerCpuPages::freetype_pindex(block, order)
 }

@@ -9,11 +9,12 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::PageAllocator;
-use crate::error::{AllocError, CpuError, FreeError};
+use crate::error::{AccessError, AllocError, CpuError, FreeError};
 use crate::gfp::Gfp;
 use crate::sync::{Local, LockFamily, Shared};
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
@@ -218,6 +219,51 @@ where
     /// Empties this CPU's per-CPU lists.
     pub fn drain_pcp(&self) {
         self.allocator.drain_cpu(self.cpu.index());
+    }
+
+    /// The direct-map address of the block's first byte (`page_address()`);
+    /// `None` on a backing without bytes. Accessing it while the page is
+    /// unmapped faults; prefer the copying accessors below.
+    pub fn page_ptr(&self, page: Page) -> Option<NonNull<u8>> {
+        self.allocator.backing.direct_map_ptr(page.pfn())
+    }
+
+    /// Copies `bytes` into the allocated block `page` at `offset`, through
+    /// the direct map. A block of an unmapped pageblock is an error
+    /// (EFAULT): use [`Self::write_unmapped`].
+    pub fn write_page(&self, page: Page, offset: usize, bytes: &[u8]) -> Result<(), AccessError> {
+        self.allocator.write_mapped(page.pfn(), offset, bytes)
+    }
+
+    /// Copies bytes of the allocated block `page` from `offset` into `out`,
+    /// through the direct map.
+    pub fn read_page(&self, page: Page, offset: usize, out: &mut [u8]) -> Result<(), AccessError> {
+        self.allocator.read_mapped(page.pfn(), offset, out)
+    }
+
+    /// Copies `bytes` into the allocated block `page` at `offset` through
+    /// this CPU's mermap window, whether or not the block is in the direct
+    /// map (guest_memfd's write() path in the `__GFP_UNMAPPED` series).
+    pub fn write_unmapped(
+        &self,
+        page: Page,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), AccessError> {
+        self.allocator
+            .write_unmapped(self.cpu, page.pfn(), offset, bytes)
+    }
+
+    /// Copies bytes of the allocated block `page` from `offset` into `out`
+    /// through this CPU's mermap window.
+    pub fn read_unmapped(
+        &self,
+        page: Page,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), AccessError> {
+        self.allocator
+            .read_unmapped(self.cpu, page.pfn(), offset, out)
     }
 }
 

@@ -7,6 +7,7 @@ use super::PageAllocator;
 use crate::error::InvariantError;
 use crate::memmap::{PageInfo, PageState};
 use crate::sync::LockFamily;
+use crate::types::Pfn;
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Checks every invariant; the first broken one is returned. Costs a walk
@@ -78,6 +79,43 @@ impl<L: LockFamily> PageAllocator<L> {
                     buddy.managed()
                 )));
             }
+        }
+        self.check_direct_map()
+    }
+
+    /// Every page of an unmapped pageblock is absent from the direct map,
+    /// and the count of unmapped pageblocks is right. (Pages of mapped
+    /// pageblocks may be unmapped by their owner while allocated, as
+    /// secretmem does, so only the unmapped side is an invariant.)
+    fn check_direct_map(&self) -> Result<(), InvariantError> {
+        let block_pages = 1u64 << self.layout.pageblock_order;
+        let mut unmapped_blocks = 0u64;
+        let mut last_counted = u64::MAX;
+        for range in self.layout.zones().flat_map(|zone| zone.present.iter()) {
+            let mut block = range.start.0 & !(block_pages - 1);
+            while block < range.end.0 {
+                if self.frames.blocks.freetype(Pfn(block)).is_unmapped() {
+                    // A pageblock shared by two ranges is counted once.
+                    unmapped_blocks += u64::from(block != last_counted);
+                    last_counted = block;
+                    let pages = block.max(range.start.0)..(block + block_pages).min(range.end.0);
+                    if let Some(mapped) = pages
+                        .map(Pfn)
+                        .find(|&pfn| self.backing.is_direct_mapped(pfn))
+                    {
+                        return Err(InvariantError(format!(
+                            "PFN {mapped} is in the direct map but its pageblock is unmapped"
+                        )));
+                    }
+                }
+                block += block_pages;
+            }
+        }
+        if unmapped_blocks != self.nr_unmapped_pageblocks() {
+            return Err(InvariantError(format!(
+                "{unmapped_blocks} pageblocks are unmapped but the count says {}",
+                self.nr_unmapped_pageblocks()
+            )));
         }
         Ok(())
     }

@@ -17,6 +17,8 @@
 mod alloc;
 mod boot;
 mod bulk;
+mod contents;
+mod direct_map;
 mod events;
 mod free;
 mod handle;
@@ -25,10 +27,13 @@ mod snapshot;
 mod zonelist;
 
 pub(crate) use boot::nofragment;
+pub use boot::ArenaOptions;
+pub(crate) use contents::{check_span, page_pieces};
 pub use events::VmEvent;
 pub use handle::{CpuHandle, Page};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
+use crate::backing::Backing;
 use crate::frames::Frames;
 use crate::machine::MachineLayout;
 use crate::pcp::PerCpuPages;
@@ -37,7 +42,8 @@ use crate::types::{NodeId, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use events::CpuEvents;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
 use zonelist::Zonelists;
 
 /// A single-threaded page allocator (a simulated machine).
@@ -55,14 +61,25 @@ pub struct AllocOptions {
     /// caller completely (as a kernel without CONFIG_DEBUG_VM trusts its
     /// callers): a bad free then corrupts the allocator.
     pub free_checks: bool,
+    /// Accept `__GFP_UNMAPPED | __GFP_MOVABLE`, served from (MOVABLE,
+    /// UNMAPPED) pageblocks without per-CPU lists. The series reserves that
+    /// freetype for later ("eventually allowing reclaim and compaction for
+    /// the unmapped pages"); off, such requests are EINVAL-like errors.
+    pub unmapped_movable: bool,
+}
+
+impl AllocOptions {
+    /// The kernel's behaviour: every default.
+    pub const KERNEL: AllocOptions = AllocOptions {
+        vm_events: true,
+        free_checks: true,
+        unmapped_movable: false,
+    };
 }
 
 impl Default for AllocOptions {
     fn default() -> AllocOptions {
-        AllocOptions {
-            vm_events: true,
-            free_checks: true,
-        }
+        AllocOptions::KERNEL
     }
 }
 
@@ -109,6 +126,12 @@ pub struct PageAllocator<L: LockFamily = Local> {
     pub(crate) rng: crate::rng::MachineRng,
     /// The seed the machine booted with.
     pub(crate) seed: u64,
+    /// What stands behind the frames: the direct map, its protection
+    /// changes and TLB flushes, the mermap.
+    pub(crate) backing: Arc<dyn Backing>,
+    /// Pageblocks currently unmapped, over all zones: lets mapped requests
+    /// skip the reverse conversion without a lock when there are none.
+    pub(crate) unmapped_pageblocks: AtomicU64,
 }
 
 /// Builds every node's zonelists (boot and memory hotplug).
@@ -153,6 +176,18 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Number of nodes.
     pub fn nr_nodes(&self) -> usize {
         self.layout.nodes.len()
+    }
+
+    /// The backing: the direct map, its protection changes, the mermap and
+    /// their counters.
+    pub fn backing(&self) -> &dyn Backing {
+        &*self.backing
+    }
+
+    /// Pageblocks currently removed from the direct map.
+    pub fn nr_unmapped_pageblocks(&self) -> u64 {
+        self.unmapped_pageblocks
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The frames (memmap and pageblock flags).

@@ -313,6 +313,7 @@ impl<L: LockFamily> PageAllocator<L> {
             self.frames.blocks.clear_zone(Pfn(block));
         }
         drop(buddy);
+        self.remap_offlined(range, &saved);
         self.remove_present(zone, range);
         {
             let mut buddy = self.lock_zone(zone);
@@ -321,6 +322,25 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         self.after_hotplug();
         Ok(range.len())
+    }
+
+    /// Puts the offlined pageblocks that were unmapped back into the direct
+    /// map (the memory left the allocator; a later online starts it mapped,
+    /// as hot-added memory is) and takes them off the unmapped count.
+    fn remap_offlined(&self, range: PfnRange, saved: &[FreeType]) {
+        let pageblock = 1u64 << self.layout.pageblock_order;
+        for (block, freetype) in (range.start.0..range.end.0)
+            .step_by(pageblock as usize)
+            .zip(saved)
+        {
+            if freetype.is_unmapped() {
+                // A failed remap leaves offline memory protected, which no
+                // one reaches: nothing to undo.
+                let _ = self.backing.remap_direct(Pfn(block), pageblock);
+                self.unmapped_pageblocks
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 
     /// Gives every pageblock of `range` its type back and moves its free

@@ -1,7 +1,8 @@
 //! `/proc/vmstat`: one `name value` line per counter. The kernel's names come
 //! first; counters of mechanisms the kernel keeps no vmstat for (fallback
 //! claims and steals, highatomic reserve changes, pcp refills and drains,
-//! zone-lock acquisitions) follow under names of their own.
+//! zone-lock acquisitions, direct-map conversions, TLB flushes, zeroing and
+//! the mermap) follow under names of their own.
 
 use crate::page_alloc::VmEvent;
 use crate::sync::LockFamily;
@@ -82,6 +83,29 @@ pub fn vmstat_counters<L: LockFamily>(allocator: &PageAllocator<L>) -> Vec<(Stri
         "zone_lock_contended".to_string(),
         sum(&|zone| zone.lock_contended),
     ));
+    counters.push((
+        "nr_unmapped_pageblocks".to_string(),
+        allocator.nr_unmapped_pageblocks(),
+    ));
+    counters.push((
+        "direct_map_unmapped_blocks".to_string(),
+        sum(&|zone| zone.zone_events.direct_map_unmapped_blocks),
+    ));
+    counters.push((
+        "direct_map_remapped_blocks".to_string(),
+        sum(&|zone| zone.zone_events.direct_map_remapped_blocks),
+    ));
+    let backing = allocator.backing().counters();
+    for (name, value) in [
+        ("tlb_flush_global", backing.tlb_flush_global),
+        ("tlb_flush_local", backing.tlb_flush_local),
+        ("pages_zeroed", backing.pages_zeroed),
+        ("mermap_maps", backing.mermap_maps),
+        ("mermap_wraps", backing.mermap_wraps),
+        ("mermap_fallbacks", backing.mermap_fallbacks),
+    ] {
+        counters.push((name.to_string(), value));
+    }
     counters
 }
 

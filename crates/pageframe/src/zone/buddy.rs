@@ -67,7 +67,6 @@ impl Zone {
         let list = freetype
             .index()
             .expect("a pageblock always has a valid freetype");
-        let migratetype = freetype.migratetype;
         // Only block heads carry state. The freed block's record (Freeing or
         // Pcp) is cleared now: if the block merges with a lower buddy it
         // becomes an inner page of the merged block, and add_to_free_list()
@@ -81,11 +80,10 @@ impl Zone {
             };
             if order >= self.pageblock_order {
                 // Never merge across pageblocks when one of them is isolated or
-                // a HIGHATOMIC reserve: those must keep their own blocks.
+                // a HIGHATOMIC reserve (those must keep their own blocks), nor
+                // a mapped pageblock with an unmapped one.
                 let buddy_type = frames.blocks.freetype(Pfn(buddy as u64));
-                if buddy_type.migratetype != migratetype
-                    && (!migratetype.is_mergeable() || !buddy_type.migratetype.is_mergeable())
-                {
+                if !pageblocks_mergeable(freetype, buddy_type) {
                     break;
                 }
                 if buddy_type != freetype {
@@ -158,4 +156,15 @@ impl Zone {
             block += self.pageblock_nr_pages();
         }
     }
+}
+
+/// True when free blocks of pageblocks of these two freetypes may merge
+/// into one block (`migratetype_is_mergeable()` on both sides when the
+/// types differ; the freetype flags must agree, as the series requires).
+pub(crate) fn pageblocks_mergeable(mine: FreeType, theirs: FreeType) -> bool {
+    if mine.flags != theirs.flags {
+        return false;
+    }
+    mine.migratetype == theirs.migratetype
+        || (mine.migratetype.is_mergeable() && theirs.migratetype.is_mergeable())
 }

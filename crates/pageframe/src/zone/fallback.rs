@@ -31,16 +31,22 @@ enum Fallback {
 }
 
 impl Zone {
-    /// Takes a block of `order` for a request of plain migratetype
-    /// `migratetype`. mirrors __rmqueue() (without CMA).
+    /// Takes a block of `order` for a request of `freetype`. mirrors
+    /// __rmqueue() (without CMA). Fallback (claim and steal) stays among the
+    /// plain migratetypes: an unmapped request takes only unmapped blocks,
+    /// and gets more of them by converting a pageblock (`direct_map`).
     pub(crate) fn rmqueue(
         &mut self,
         frames: &Frames,
         order: u8,
-        migratetype: MigrateType,
+        freetype: FreeType,
         alloc_flags: AllocFlags,
         mode: &mut RmqueueMode,
     ) -> Option<u32> {
+        let migratetype = freetype.migratetype;
+        if freetype.is_unmapped() {
+            return self.rmqueue_smallest(frames, order, freetype.index()?);
+        }
         if *mode == RmqueueMode::Normal {
             if let Some(pfn) = self.rmqueue_smallest(frames, order, migratetype.index()) {
                 return Some(pfn);

@@ -4,7 +4,7 @@
 
 use super::Zone;
 use crate::frames::Frames;
-use crate::freetype::MigrateType;
+use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
 use crate::memmap::{PageInfo, PageState, NIL};
 use crate::types::Order;
 
@@ -87,6 +87,30 @@ impl Zone {
     ) {
         self.del_from_free_list(frames, pfn, order, from);
         self.add_to_free_list(frames, pfn, order, to, true);
+    }
+
+    /// Takes a free block of at least `min_order` off an unmapped list,
+    /// largest first: (head PFN, order, freetype).
+    pub(crate) fn take_free_unmapped_block(
+        &mut self,
+        frames: &Frames,
+        min_order: u8,
+    ) -> Option<(u32, u8, FreeType)> {
+        for order in (min_order..=self.max_order).rev() {
+            for index in 0..NR_FREETYPES {
+                let Some(freetype) = FreeType::from_index(index) else {
+                    continue;
+                };
+                if !freetype.is_unmapped() {
+                    continue;
+                }
+                if let Some(pfn) = self.first_on_list(order as usize, index) {
+                    self.del_from_free_list(frames, pfn, order, index);
+                    return Some((pfn, order, freetype));
+                }
+            }
+        }
+        None
     }
 
     /// The first block on a list, if any.

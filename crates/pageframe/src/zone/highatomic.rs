@@ -20,8 +20,8 @@ impl Zone {
         if self.nr_reserved_highatomic >= self.highatomic_limit() {
             return;
         }
-        let block_type = frames.blocks.migratetype(Pfn(pfn as u64));
-        if !block_type.is_mergeable() {
+        let block_type = frames.blocks.freetype(Pfn(pfn as u64));
+        if !block_type.migratetype.is_mergeable() || block_type.is_unmapped() {
             return;
         }
         let highatomic = FreeType::plain(MigrateType::HighAtomic);

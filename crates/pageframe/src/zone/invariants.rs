@@ -106,9 +106,9 @@ impl Zone {
             if frames.blocks.zone(Pfn(buddy as u64)) != Some(self.index as usize) {
                 return Ok(());
             }
-            let mine = frames.blocks.migratetype(Pfn(pfn as u64));
-            let theirs = frames.blocks.migratetype(Pfn(buddy as u64));
-            if mine != theirs && (!mine.is_mergeable() || !theirs.is_mergeable()) {
+            let mine = frames.blocks.freetype(Pfn(pfn as u64));
+            let theirs = frames.blocks.freetype(Pfn(buddy as u64));
+            if !super::buddy::pageblocks_mergeable(mine, theirs) {
                 return Ok(());
             }
         }

@@ -27,7 +27,7 @@ pub use fallback::RmqueueMode;
 pub use pick_tail::PickTail;
 
 use crate::frames::Frames;
-use crate::freetype::{MigrateType, NR_FREETYPES};
+use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
 use crate::memmap::NIL;
 use crate::types::Order;
@@ -73,6 +73,10 @@ pub struct ZoneEvents {
     pub pcp_refill: u64,
     /// Pages returned from per-CPU lists to the buddy lists.
     pub pcp_drain_pages: u64,
+    /// Pageblocks removed from the direct map for `__GFP_UNMAPPED`.
+    pub direct_map_unmapped_blocks: u64,
+    /// Unmapped pageblocks zeroed and put back into the direct map.
+    pub direct_map_remapped_blocks: u64,
 }
 
 /// The buddy state of one zone.
@@ -214,16 +218,20 @@ impl Zone {
         1u64 << self.pageblock_order
     }
 
-    /// True when any list of a pcp migratetype (or HIGHATOMIC, if allowed) at
-    /// `order` or above has a block: the second half of __zone_watermark_ok().
+    /// True when any list of a pcp migratetype, mapped or unmapped (or
+    /// HIGHATOMIC, if allowed) at `order` or above has a block: the second
+    /// half of __zone_watermark_ok() over every freetype.
     pub(crate) fn has_block_at_or_above(&self, order: usize, highatomic_allowed: bool) -> bool {
         self.free_area[order..].iter().any(|area| {
             area.nr_free > 0
-                && (MigrateType::ALL[..crate::freetype::MIGRATE_PCPTYPES]
-                    .iter()
-                    .any(|mt| !area.lists[mt.index()].is_empty())
-                    || (highatomic_allowed
-                        && !area.lists[MigrateType::HighAtomic.index()].is_empty()))
+                && area.lists.iter().enumerate().any(|(index, list)| {
+                    let Some(freetype) = FreeType::from_index(index) else {
+                        return false;
+                    };
+                    let usable = freetype.migratetype.is_pcptype()
+                        || (highatomic_allowed && freetype.migratetype == MigrateType::HighAtomic);
+                    usable && !list.is_empty()
+                })
         })
     }
 }

@@ -1,0 +1,396 @@
+//! The real backing: a memfd the size of the machine, mapped shared into the
+//! process as its direct map, with `mprotect` to remove pages from it and put
+//! them back, and a second mapping of the same memfd, page by page, into each
+//! CPU's mermap window.
+//!
+//! Layout: PFN `p` is byte `p * page_size` of the memfd and of the direct
+//! map. CPU `c`'s window is `slots_per_cpu + 1` pages of reserved address
+//! space; slot `i` of it maps one memfd page at `(c * (slots_per_cpu + 1) +
+//! i) * page_size` of the windows' reservation, the last page being the
+//! reserved slot. A slot mapping is a second view of the page, so it works
+//! while the direct map of that page is `PROT_NONE`.
+//!
+//! Invariants: those of [`Backing`], where a page's state bit says mapped iff
+//! its direct-map range is `PROT_READ | PROT_WRITE`; window slots that the
+//! mermap does not consider live are covered by `PROT_NONE` reservations.
+//! The kernel flushes the TLB on every protection drop and unmap: with a
+//! thread of this process on another CPU, `unmap_direct` is a real cross-CPU
+//! shootdown, as flush_tlb_kernel_range() is in the kernel.
+//!
+//! Byte accesses go through raw pointers only (copies and fills), never
+//! references, as vm-memory treats guest memory: a page belongs to whoever
+//! the allocator gave it to, and that owner serialises accesses to it.
+
+use std::ops::Range;
+use std::os::fd::OwnedFd;
+use std::ptr::NonNull;
+
+use super::counters::{BackingCounters, EventCounters};
+use super::direct_map::DirectMap;
+use super::mermap::{Mermap, MermapConfig, MermapSlots};
+use super::os::{host_online_nodes, host_page_size, memfd, Mapping};
+use super::sim::SimCosts;
+use super::{Backing, BackingError, BackingKind};
+use crate::machine::format_size;
+use crate::types::{CpuId, Pfn};
+
+/// How to build an [`ArenaBacking`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArenaConfig {
+    /// Pages in the arena (PFNs `0..nr_pages`), at least one.
+    pub nr_pages: u64,
+    /// Bytes per page: a power of two and a multiple of the host's page size.
+    pub page_size: usize,
+    /// CPUs, each with a mermap window; at least one.
+    pub nr_cpus: usize,
+    /// Fault every page in at creation, so that timing runs do not measure
+    /// the host's first-touch faults.
+    pub populate: bool,
+    /// `(node, start_pfn, end_pfn)`: the PFN range of each emulated node.
+    /// When the host has several NUMA nodes, each range is bound (`mbind`) to
+    /// host node `node % host_nodes`; on a single-node host nothing is bound.
+    pub node_ranges: Vec<(u32, u64, u64)>,
+    /// The mermap windows.
+    pub mermap: MermapConfig,
+}
+
+/// The mermap windows of an arena: slot mappings of the memfd inside one
+/// reservation of address space.
+#[derive(Debug)]
+struct ArenaSlots {
+    file: OwnedFd,
+    windows: Mapping,
+    page_size: usize,
+    /// Slots per CPU window, the reserved one included.
+    window_slots: usize,
+}
+
+impl ArenaSlots {
+    fn slot_offset(&self, cpu: usize, slot: u32) -> usize {
+        (cpu * self.window_slots + slot as usize) * self.page_size
+    }
+}
+
+impl MermapSlots for ArenaSlots {
+    fn map_slot(
+        &self,
+        cpu: usize,
+        slot: u32,
+        pfn: Pfn,
+    ) -> Result<Option<NonNull<u8>>, BackingError> {
+        let file_offset = pfn.0 * self.page_size as u64;
+        self.windows
+            .map_file_at(
+                self.slot_offset(cpu, slot),
+                self.page_size,
+                &self.file,
+                file_offset,
+            )
+            .map(Some)
+    }
+
+    fn flush_slots(&self, cpu: usize, first: u32, count: u32) -> Result<(), BackingError> {
+        self.windows.cover_at(
+            self.slot_offset(cpu, first),
+            count as usize * self.page_size,
+        )
+    }
+}
+
+/// A backing over real memory: see the module documentation. Dropping it
+/// unmaps the direct map and the windows and closes the memfd.
+#[derive(Debug)]
+pub struct ArenaBacking {
+    direct_map: DirectMap,
+    /// The direct map itself: the whole memfd, shared, read-write but for
+    /// unmapped pages.
+    direct_mapping: Mapping,
+    mermap: Mermap<ArenaSlots>,
+    counters: EventCounters,
+    /// The host's online NUMA nodes.
+    host_nodes: Vec<u32>,
+    /// True when the node ranges were bound to host nodes.
+    bound: bool,
+}
+
+impl ArenaBacking {
+    /// Builds the arena: memfd, direct map (bound per node on a NUMA host,
+    /// populated if asked), mermap windows. Fails with `Unsupported` on a bad
+    /// configuration, `OutOfRange` on a node range outside the arena, and
+    /// `Os` when the host refuses (an arena larger than the address space,
+    /// say); whatever was built by then is released.
+    pub fn new(config: ArenaConfig) -> Result<ArenaBacking, BackingError> {
+        let ArenaConfig {
+            nr_pages,
+            page_size,
+            nr_cpus,
+            populate,
+            node_ranges,
+            mermap,
+        } = config;
+        DirectMap::check_geometry(nr_pages, page_size)?;
+        Mermap::<ArenaSlots>::check(&mermap, nr_cpus)?;
+        if page_size % host_page_size()? != 0 {
+            return Err(BackingError::Unsupported(
+                "the arena's page size must be a multiple of the host's",
+            ));
+        }
+        const TOO_BIG: BackingError =
+            BackingError::Unsupported("the arena does not fit in the address space");
+        let len = usize::try_from(nr_pages)
+            .ok()
+            .and_then(|pages| pages.checked_mul(page_size))
+            .ok_or(TOO_BIG)?;
+        let window_slots = mermap.slots_per_cpu as usize + 1;
+        let windows_len = window_slots
+            .checked_mul(page_size)
+            .and_then(|window_len| window_len.checked_mul(nr_cpus))
+            .ok_or(TOO_BIG)?;
+        for &(_, start, end) in &node_ranges {
+            if start > end || end > nr_pages {
+                return Err(BackingError::OutOfRange {
+                    start: Pfn(start),
+                    nr_pages: end.saturating_sub(start),
+                });
+            }
+        }
+        let host_nodes = host_online_nodes();
+        let bound = host_nodes.len() > 1 && !node_ranges.is_empty();
+
+        let file = memfd(c"pageframe-arena", len as u64)?;
+        // Pages must be faulted in after the binding to land on their node.
+        let direct_mapping = Mapping::shared(&file, len, populate && !bound)?;
+        if bound {
+            for &(node, start, end) in node_ranges.iter().filter(|range| range.1 < range.2) {
+                let host_node = host_nodes[node as usize % host_nodes.len()];
+                let (offset, range_len) = (
+                    start as usize * page_size,
+                    (end - start) as usize * page_size,
+                );
+                direct_mapping.bind(offset, range_len, host_node)?;
+            }
+            if populate {
+                direct_mapping.populate_write()?;
+            }
+        }
+        let slots = ArenaSlots {
+            file,
+            windows: Mapping::reserve(windows_len)?,
+            page_size,
+            window_slots,
+        };
+        Ok(ArenaBacking {
+            mermap: Mermap::new(mermap, nr_cpus, slots)?,
+            direct_map: DirectMap::new(nr_pages, page_size)?,
+            direct_mapping,
+            counters: EventCounters::new(SimCosts::NONE),
+            host_nodes,
+            bound,
+        })
+    }
+
+    /// The direct-map protection change for pages `pages` (mprotect).
+    fn protect(&self, pages: Range<u64>, valid: bool) -> Result<(), BackingError> {
+        let page_size = self.direct_map.page_size();
+        let len = (pages.end - pages.start) as usize * page_size;
+        self.direct_mapping
+            .protect(pages.start as usize * page_size, len, valid)
+    }
+}
+
+impl Backing for ArenaBacking {
+    fn kind(&self) -> BackingKind {
+        BackingKind::Arena
+    }
+
+    fn page_size(&self) -> usize {
+        self.direct_map.page_size()
+    }
+
+    fn nr_pages(&self) -> u64 {
+        self.direct_map.nr_pages()
+    }
+
+    fn direct_map_ptr(&self, pfn: Pfn) -> Option<NonNull<u8>> {
+        let page_size = self.direct_map.page_size();
+        let offset = usize::try_from(pfn.0).ok()?.checked_mul(page_size)?;
+        self.direct_mapping.at(offset, page_size).ok()
+    }
+
+    fn is_direct_mapped(&self, pfn: Pfn) -> bool {
+        self.direct_map.is_mapped(pfn)
+    }
+
+    /// One `mprotect(PROT_NONE)`, after which the kernel flushes the range
+    /// from every CPU's TLB that may cache it.
+    fn unmap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
+        self.direct_map
+            .set_valid(&self.counters, start, nr_pages, false, |pages| {
+                self.protect(pages, false)
+            })
+    }
+
+    fn remap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
+        self.direct_map
+            .set_valid(&self.counters, start, nr_pages, true, |pages| {
+                self.protect(pages, true)
+            })
+    }
+
+    fn zero_mapped(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
+        let pages = self.direct_map.check_mapped(start, nr_pages)?;
+        let page_size = self.direct_map.page_size();
+        let len = nr_pages as usize * page_size;
+        let addr = self
+            .direct_mapping
+            .at(pages.start as usize * page_size, len)?;
+        // SAFETY: the range lies inside the direct map (checked by `at`) and
+        // every page of it is mapped read-write (checked by `check_mapped`;
+        // the caller owns the pages, so nobody unmaps or uses them meanwhile);
+        // the bytes are filled, no reference to them is made.
+        unsafe { std::ptr::write_bytes(addr.as_ptr(), 0, len) };
+        self.counters.pages_zeroed(nr_pages);
+        Ok(())
+    }
+
+    fn zero_unmapped(&self, cpu: CpuId, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
+        self.mermap
+            .zero(&self.direct_map, &self.counters, cpu, start, nr_pages)
+    }
+
+    fn write_unmapped(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), BackingError> {
+        self.mermap
+            .write(&self.direct_map, &self.counters, cpu, pfn, offset, bytes)
+    }
+
+    fn read_unmapped(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), BackingError> {
+        self.mermap
+            .read(&self.direct_map, &self.counters, cpu, pfn, offset, out)
+    }
+
+    fn counters(&self) -> BackingCounters {
+        self.counters.snapshot()
+    }
+
+    fn describe(&self) -> String {
+        let binding = if self.bound {
+            format!(
+                "emulated node n bound to host node n % {}",
+                self.host_nodes.len()
+            )
+        } else if self.host_nodes.len() > 1 {
+            "no node ranges bound".to_string()
+        } else {
+            format!("emulated nodes share host node {}", self.host_nodes[0])
+        };
+        format!(
+            "arena: memfd {}, direct map at {:p}, host NUMA nodes: {} ({}), mermap {} slots x {} CPUs",
+            format_size(self.direct_map.nr_pages() * self.direct_map.page_size() as u64),
+            self.direct_mapping.start(),
+            self.host_nodes.len(),
+            binding,
+            self.mermap.config().slots_per_cpu,
+            self.mermap.nr_cpus(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(nr_pages: u64, page_size: usize) -> ArenaConfig {
+        ArenaConfig {
+            nr_pages,
+            page_size,
+            nr_cpus: 2,
+            populate: true,
+            node_ranges: vec![(0, 0, nr_pages)],
+            mermap: MermapConfig::default(),
+        }
+    }
+
+    #[test]
+    fn impossible_arenas_are_errors() {
+        let too_large = ArenaBacking::new(config(1 << 50, 4096));
+        assert!(matches!(
+            too_large,
+            Err(BackingError::Os { call: "mmap", .. })
+        ));
+        let overflowing = ArenaBacking::new(config(1 << 60, 4096));
+        assert!(matches!(overflowing, Err(BackingError::Unsupported(_))));
+        for page_size in [2048, 12288] {
+            let bad_page = ArenaBacking::new(config(16, page_size));
+            assert!(matches!(bad_page, Err(BackingError::Unsupported(_))));
+        }
+        let mut outside = config(16, 4096);
+        outside.node_ranges = vec![(0, 0, 8), (1, 8, 17)];
+        assert_eq!(
+            ArenaBacking::new(outside).unwrap_err(),
+            BackingError::OutOfRange {
+                start: Pfn(8),
+                nr_pages: 9
+            }
+        );
+    }
+
+    #[test]
+    fn larger_pages_are_multiples_of_the_host_page() {
+        let backing = ArenaBacking::new(config(16, 2 * host_page_size().unwrap())).unwrap();
+        backing.unmap_direct(Pfn(3), 2).unwrap();
+        backing
+            .write_unmapped(CpuId(1), Pfn(4), 8000, b"far")
+            .unwrap();
+        let mut out = [0u8; 3];
+        backing
+            .read_unmapped(CpuId(0), Pfn(4), 8000, &mut out)
+            .unwrap();
+        assert_eq!(&out, b"far");
+        assert!(backing
+            .describe()
+            .starts_with("arena: memfd 128K, direct map at 0x"));
+    }
+
+    #[test]
+    fn direct_map_and_mermap_are_views_of_the_same_bytes() {
+        let backing = ArenaBacking::new(config(64, 4096)).unwrap();
+        let page = |pfn| backing.direct_map_ptr(Pfn(pfn)).unwrap().as_ptr();
+        // SAFETY: page 5 is mapped and this test is its only user.
+        unsafe { page(5).add(10).write_bytes(0xAB, 4) };
+        let mut out = [0u8; 4];
+        backing
+            .read_unmapped(CpuId(0), Pfn(5), 10, &mut out)
+            .unwrap();
+        assert_eq!(out, [0xAB; 4]);
+
+        backing.unmap_direct(Pfn(6), 1).unwrap();
+        backing
+            .write_unmapped(CpuId(1), Pfn(6), 0, b"secret")
+            .unwrap();
+        assert_eq!(
+            backing.zero_mapped(Pfn(5), 2),
+            Err(BackingError::NotMapped(Pfn(6)))
+        );
+        backing.remap_direct(Pfn(6), 1).unwrap();
+        // SAFETY: page 6 is mapped again and this test is its only user.
+        assert_eq!(unsafe { page(6).read() }, b's');
+
+        backing.zero_mapped(Pfn(5), 2).unwrap();
+        // SAFETY: pages 5 and 6 are mapped and this test is their only user.
+        let zeroed = unsafe { (0..2 * 4096).all(|i| page(5).add(i).read() == 0) };
+        assert!(zeroed);
+        assert_eq!(backing.counters().pages_zeroed, 2);
+    }
+}

@@ -1,0 +1,321 @@
+//! The arena's OS layer, and the only place in the crate with system calls:
+//! a memfd, [`Mapping`]s of it or of reserved address space, and the host's
+//! page size and NUMA nodes.
+//!
+//! Preconditions are checked, not assumed: every [`Mapping`] method that
+//! names a byte range checks that it lies inside the mapping (`EINVAL`
+//! otherwise), so no call can reach memory the mapping does not own.
+//! A failed call returns [`BackingError::Os`] with its errno and leaves what
+//! it was given as it was; resources are owned (`OwnedFd`, `Mapping`) so an
+//! early return releases whatever was built.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use super::BackingError;
+
+/// The error of the OS call that just failed.
+fn os_error(call: &'static str) -> BackingError {
+    BackingError::Os {
+        call,
+        errno: std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO),
+    }
+}
+
+/// Bytes per page of the host.
+pub(crate) fn host_page_size() -> Result<usize, BackingError> {
+    // SAFETY: sysconf reads a configuration value; no memory is passed.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).map_err(|_| os_error("sysconf"))
+}
+
+/// An anonymous in-memory file (memfd) of `len` bytes, sparse: holes cost
+/// nothing.
+pub(crate) fn memfd(name: &CStr, len: u64) -> Result<OwnedFd, BackingError> {
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(os_error("memfd_create"));
+    }
+    // SAFETY: `fd` was just returned by memfd_create and nothing else owns it.
+    let file = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = libc::off_t::try_from(len).map_err(|_| BackingError::Os {
+        call: "ftruncate",
+        errno: libc::EFBIG,
+    })?;
+    // SAFETY: ftruncate on a descriptor we own; no memory is passed.
+    if unsafe { libc::ftruncate(file.as_raw_fd(), len) } != 0 {
+        return Err(os_error("ftruncate"));
+    }
+    Ok(file)
+}
+
+/// A range of the process's address space this value owns and unmaps on drop.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    addr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `Mapping` is an address range, not a reference to its bytes: the
+// range stays mapped until the `Mapping` is dropped, whatever thread drops it,
+// and the methods reached through `&Mapping` are system calls on the range,
+// which the kernel serialises. Accessing the bytes themselves is up to the
+// owner's `unsafe` code, which states why no two threads race on a page.
+unsafe impl Send for Mapping {}
+// SAFETY: see `Send` above; `&Mapping` offers no unsynchronised byte access.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// `len` bytes of `file` from offset 0, shared and read-write: the direct
+    /// map. `populate` faults every page in (`MAP_POPULATE`).
+    pub(crate) fn shared(
+        file: &OwnedFd,
+        len: usize,
+        populate: bool,
+    ) -> Result<Mapping, BackingError> {
+        let populate = if populate { libc::MAP_POPULATE } else { 0 };
+        Mapping::new(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | populate,
+            file.as_raw_fd(),
+        )
+    }
+
+    /// `len` bytes of address space, inaccessible and without backing memory.
+    pub(crate) fn reserve(len: usize) -> Result<Mapping, BackingError> {
+        Mapping::new(
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+        )
+    }
+
+    fn new(len: usize, prot: i32, flags: i32, fd: i32) -> Result<Mapping, BackingError> {
+        // SAFETY: a new mapping at an address the kernel picks (no MAP_FIXED),
+        // so no existing mapping is touched; `fd` is open or -1 for anonymous.
+        let addr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) };
+        if addr == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
+        }
+        let addr = NonNull::new(addr.cast::<u8>()).ok_or(BackingError::Os {
+            call: "mmap",
+            errno: libc::EFAULT,
+        })?;
+        Ok(Mapping { addr, len })
+    }
+
+    /// The first byte of the mapping.
+    pub(crate) fn start(&self) -> NonNull<u8> {
+        self.addr
+    }
+
+    /// The address of byte `offset` when `offset..offset + len` lies inside.
+    pub(crate) fn at(&self, offset: usize, len: usize) -> Result<NonNull<u8>, BackingError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {
+                // SAFETY: `offset <= self.len`, so the result is inside the
+                // mapping or one past its end, and it is not null.
+                Ok(unsafe { self.addr.add(offset) })
+            }
+            _ => Err(BackingError::Os {
+                call: "mapping range",
+                errno: libc::EINVAL,
+            }),
+        }
+    }
+
+    /// Makes `offset..offset + len` inaccessible (`writable` false) or
+    /// read-write again (`mprotect`). Making pages inaccessible flushes their
+    /// translations from every CPU running this process.
+    pub(crate) fn protect(
+        &self,
+        offset: usize,
+        len: usize,
+        writable: bool,
+    ) -> Result<(), BackingError> {
+        let addr = self.at(offset, len)?;
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_NONE
+        };
+        // SAFETY: the range lies inside this mapping (checked by `at`), which
+        // this value owns; changing its protection touches nothing else.
+        if unsafe { libc::mprotect(addr.as_ptr().cast(), len, prot) } != 0 {
+            return Err(os_error("mprotect"));
+        }
+        Ok(())
+    }
+
+    /// Maps `len` bytes of `file` from `file_offset` over `offset..offset +
+    /// len`, shared, read-write and populated; returns its address.
+    pub(crate) fn map_file_at(
+        &self,
+        offset: usize,
+        len: usize,
+        file: &OwnedFd,
+        file_offset: u64,
+    ) -> Result<NonNull<u8>, BackingError> {
+        let addr = self.at(offset, len)?;
+        let file_offset = libc::off_t::try_from(file_offset).map_err(|_| BackingError::Os {
+            call: "mmap",
+            errno: libc::EOVERFLOW,
+        })?;
+        let flags = libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_POPULATE;
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: MAP_FIXED replaces only `offset..offset + len` of this
+        // mapping (checked by `at`), which this value owns and whose previous
+        // contents nobody holds a reference to.
+        let mapped = unsafe {
+            libc::mmap(
+                addr.as_ptr().cast(),
+                len,
+                prot,
+                flags,
+                file.as_raw_fd(),
+                file_offset,
+            )
+        };
+        if mapped == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
+        }
+        Ok(addr)
+    }
+
+    /// Replaces `offset..offset + len` with inaccessible reserved space,
+    /// dropping whatever was mapped there (the kernel flushes the
+    /// translations).
+    pub(crate) fn cover_at(&self, offset: usize, len: usize) -> Result<(), BackingError> {
+        let addr = self.at(offset, len)?;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE;
+        // SAFETY: as in `map_file_at`: MAP_FIXED over a checked range of this
+        // mapping only.
+        let mapped =
+            unsafe { libc::mmap(addr.as_ptr().cast(), len, libc::PROT_NONE, flags, -1, 0) };
+        if mapped == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
+        }
+        Ok(())
+    }
+
+    /// Binds `offset..offset + len` to host node `node` (`mbind`, MPOL_BIND):
+    /// pages faulted in from now on come from that node.
+    pub(crate) fn bind(&self, offset: usize, len: usize, node: u32) -> Result<(), BackingError> {
+        let addr = self.at(offset, len)?;
+        let bits_per_word = u64::BITS as usize;
+        let mut mask = vec![0u64; node as usize / bits_per_word + 1];
+        mask[node as usize / bits_per_word] |= 1 << (node as usize % bits_per_word);
+        // The kernel reads `maxnode - 1` bits (get_nodes()), hence the + 1.
+        let maxnode = mask.len() * bits_per_word + 1;
+        // SAFETY: the range lies inside this mapping (checked by `at`); `mask`
+        // holds `maxnode - 1` bits and outlives the call, which only reads it.
+        let result = unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                addr.as_ptr(),
+                len,
+                libc::MPOL_BIND,
+                mask.as_ptr(),
+                maxnode,
+                0,
+            )
+        };
+        if result != 0 {
+            return Err(os_error("mbind"));
+        }
+        Ok(())
+    }
+
+    /// Faults every page in for writing (`MADV_POPULATE_WRITE`), after a
+    /// binding so that each page comes from its node.
+    pub(crate) fn populate_write(&self) -> Result<(), BackingError> {
+        // SAFETY: advice over exactly this mapping; populating does not change
+        // contents.
+        let result = unsafe {
+            libc::madvise(
+                self.addr.as_ptr().cast(),
+                self.len,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if result != 0 {
+            return Err(os_error("madvise"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the range was mapped by `Mapping::new` and is owned by this
+        // value, which is going away; pointers handed out from it are valid
+        // only for the owner's lifetime, which ends here. A failure could only
+        // mean the range is already gone, so it is ignored.
+        unsafe { libc::munmap(self.addr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Online NUMA nodes of the host (/sys/devices/system/node/online), at least
+/// one.
+pub fn host_numa_nodes() -> usize {
+    host_online_nodes().len()
+}
+
+/// The ids of the host's online NUMA nodes, ascending; `[0]` when the list
+/// cannot be read or parsed.
+pub(crate) fn host_online_nodes() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|list| parse_node_list(&list))
+        .filter(|nodes| !nodes.is_empty())
+        .unwrap_or_else(|| vec![0])
+}
+
+/// Parses a kernel node list such as `0`, `0-3` or `0,2-3`.
+fn parse_node_list(list: &str) -> Option<Vec<u32>> {
+    let mut nodes = Vec::new();
+    for part in list.trim().split(',') {
+        let (first, last): (u32, u32) = match part.split_once('-') {
+            Some((first, last)) => (first.parse().ok()?, last.parse().ok()?),
+            None => {
+                let node = part.parse().ok()?;
+                (node, node)
+            }
+        };
+        if first > last {
+            return None;
+        }
+        nodes.extend(first..=last);
+    }
+    Some(nodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lists_parse_as_the_kernel_writes_them() {
+        assert_eq!(parse_node_list("0\n"), Some(vec![0]));
+        assert_eq!(parse_node_list("0-3"), Some(vec![0, 1, 2, 3]));
+        assert_eq!(parse_node_list("0,2-3"), Some(vec![0, 2, 3]));
+        assert_eq!(parse_node_list("3-1"), None);
+        assert_eq!(parse_node_list("x"), None);
+        assert!(host_numa_nodes() >= 1);
+    }
+
+    #[test]
+    fn mapping_ranges_are_checked() {
+        let mapping = Mapping::reserve(8192).unwrap();
+        assert!(mapping.at(4096, 4096).is_ok());
+        assert!(mapping.at(4096, 4097).is_err());
+        assert!(mapping.at(usize::MAX, 2).is_err());
+        assert!(mapping.protect(8192, 1, true).is_err());
+    }
+}
