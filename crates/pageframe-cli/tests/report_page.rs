@@ -33,7 +33,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 /// Small parameters, so that the tests run in seconds.
-const SMALL: &str = "[bulk]\npages_per_round = 4096\nrounds = 3\npeers = false\n\n[scaling]\npages_per_thread = 8192\nmax_threads = 2\n";
+const SMALL: &str = "[bulk]\npages_per_round = 4096\nrounds = 3\npeers = false\n\n[scaling]\npages_per_thread = 8192\nmax_threads = 2\n\n[unmapped-populate]\nregion_mib = 8\nsamples = 3\nsim_region_gib = 1\n";
 
 fn small_config(dir: &Path) -> String {
     let path = dir.join("small.toml");

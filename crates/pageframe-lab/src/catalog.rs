@@ -8,7 +8,8 @@
 //! plot function (`plots/<name>.rs`) and its headline (`summary.rs`).
 
 use crate::experiments::{
-    self, bulk, numa_balancing, scaling, zram_untar, ExperimentError, RunOptions, Scale,
+    self, bulk, numa_balancing, scaling, unmapped_populate, zram_untar, ExperimentError,
+    RunOptions, Scale,
 };
 use crate::params::{Param, Params};
 use crate::plots::{self, Plot};
@@ -88,6 +89,15 @@ pub const ENTRIES: &[Entry] = &[
         run_with: Some(zram_untar::run_with),
         plots: Some(plots::zram_untar::plots),
         headline: Some(zram_untar::headline),
+    },
+    Entry {
+        name: "unmapped-populate",
+        source: "gfp-unmapped.txt",
+        about: "guest-memory populate latency: per-page unmap and flush, __GFP_UNMAPPED with the mermap, no flush",
+        params: unmapped_populate::params,
+        run_with: Some(unmapped_populate::run_with),
+        plots: Some(plots::unmapped_populate::plots),
+        headline: Some(summary::unmapped_populate),
     },
 ];
 

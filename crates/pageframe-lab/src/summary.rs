@@ -177,6 +177,31 @@ pub fn numa_balancing(report: &Report) -> Option<Headline> {
     })
 }
 
+/// `unmapped-populate`: the change of the mean populate latency against the
+/// baseline on the real arena, for `gfp_unmapped` and `skip_flush`
+/// (document: -70.0% and -68.8%).
+pub fn unmapped_populate(report: &Report) -> Option<Headline> {
+    let arena = |variant: &str| {
+        find(report, |row| {
+            text(row, "variant") == Some(variant) && text(row, "backing") == Some("arena")
+        })
+    };
+    let (unmapped, skip) = (arena("gfp_unmapped")?, arena("skip_flush")?);
+    let ours = (
+        number(unmapped, "delta_vs_baseline")?,
+        number(skip, "delta_vs_baseline")?,
+    );
+    let reference = number(unmapped, "reference_delta").zip(number(skip, "reference_delta"));
+    let percent = |(a, b): (f64, f64)| format!("{:+.1}%, {:+.1}%", a * 100.0, b * 100.0);
+    Some(Headline {
+        metric: "populate latency vs baseline: gfp_unmapped, skip_flush".into(),
+        ours: percent(ours),
+        document: reference.map_or("-".into(), percent),
+        direction_matches: reference
+            .map(|(a, b)| (a < 0.0) == (ours.0 < 0.0) && (b < 0.0) == (ours.1 < 0.0)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ pub mod bulk;
 pub mod numa_balancing;
 pub mod scaling;
 pub mod shuffle_cache;
+pub mod unmapped_populate;
 pub mod zram_untar;
 
 use crate::report::Report;
@@ -62,12 +63,13 @@ pub enum ExperimentError {
 }
 
 /// Every experiment, in the order `run all` runs them.
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     "bulk",
     "scaling",
     "shuffle-cache",
     "numa-balancing",
     "zram-untar",
+    "unmapped-populate",
 ];
 
 /// Runs one experiment by name.
@@ -78,6 +80,7 @@ pub fn run(name: &str, options: &RunOptions) -> Result<Report, ExperimentError> 
         "shuffle-cache" => shuffle_cache::run(options),
         "numa-balancing" => numa_balancing::run(options),
         "zram-untar" => zram_untar::run(options),
+        "unmapped-populate" => unmapped_populate::run(options),
         _ => Err(ExperimentError::Unknown(name.to_string())),
     }
 }

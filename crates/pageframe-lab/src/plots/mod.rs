@@ -14,6 +14,7 @@ pub mod numa_balancing;
 pub mod render;
 pub mod scaling;
 pub mod shuffle_cache;
+pub mod unmapped_populate;
 pub mod zram_untar;
 
 use crate::report::{Report, Row};

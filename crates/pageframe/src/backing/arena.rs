@@ -63,11 +63,13 @@ struct ArenaSlots {
     page_size: usize,
     /// Slots per CPU window, the reserved one included.
     window_slots: usize,
+    /// Pages per slot (the mermap span).
+    span_pages: usize,
 }
 
 impl ArenaSlots {
     fn slot_offset(&self, cpu: usize, slot: u32) -> usize {
-        (cpu * self.window_slots + slot as usize) * self.page_size
+        (cpu * self.window_slots + slot as usize) * self.span_pages * self.page_size
     }
 }
 
@@ -76,23 +78,28 @@ impl MermapSlots for ArenaSlots {
         &self,
         cpu: usize,
         slot: u32,
-        pfn: Pfn,
+        first: Pfn,
+        nr_pages: u64,
     ) -> Result<Option<NonNull<u8>>, BackingError> {
-        let file_offset = pfn.0 * self.page_size as u64;
+        let file_offset = first.0 * self.page_size as u64;
         self.windows
             .map_file_at(
                 self.slot_offset(cpu, slot),
-                self.page_size,
+                nr_pages as usize * self.page_size,
                 &self.file,
                 file_offset,
             )
             .map(Some)
     }
 
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
     fn flush_slots(&self, cpu: usize, first: u32, count: u32) -> Result<(), BackingError> {
         self.windows.cover_at(
             self.slot_offset(cpu, first),
-            count as usize * self.page_size,
+            count as usize * self.span_pages * self.page_size,
         )
     }
 }
@@ -142,8 +149,10 @@ impl ArenaBacking {
             .and_then(|pages| pages.checked_mul(page_size))
             .ok_or(TOO_BIG)?;
         let window_slots = mermap.slots_per_cpu as usize + 1;
+        let span_pages = mermap.span_pages as usize;
         let windows_len = window_slots
-            .checked_mul(page_size)
+            .checked_mul(span_pages)
+            .and_then(|slots_pages| slots_pages.checked_mul(page_size))
             .and_then(|window_len| window_len.checked_mul(nr_cpus))
             .ok_or(TOO_BIG)?;
         for &(_, start, end) in &node_ranges {
@@ -178,6 +187,7 @@ impl ArenaBacking {
             windows: Mapping::reserve(windows_len)?,
             page_size,
             window_slots,
+            span_pages,
         };
         Ok(ArenaBacking {
             mermap: Mermap::new(mermap, nr_cpus, slots)?,

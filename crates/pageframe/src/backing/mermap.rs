@@ -18,6 +18,15 @@
 //! hold none; counters: `mermap_wraps` local flushes of whole windows plus
 //! `mermap_fallbacks` flushes of the reserved slot make `tlb_flush_local`.
 //!
+//! Spans (an option beyond the series, off by default): with `span_pages`
+//! above 1, a get maps the aligned run of `span_pages` pages around the page
+//! into one slot, and a later get of a page inside a span still live in the
+//! window uses that mapping instead of a new slot. In the kernel a slot is a
+//! PTE write; in user space it is an `mmap` call costing microseconds, and a
+//! span pays it once per run of pages that are populated in order. The
+//! price: neighbours of the page asked for are reachable through this
+//! CPU's window until it wraps.
+//!
 //! Lock order: one CPU's window lock at a time, held across get, access and
 //! put (the kernel holds off migration for as long); one CPU = one handle, so
 //! it is uncontended.
@@ -46,6 +55,10 @@ pub struct MermapConfig {
     /// Seed of the fault injection: CPU `c` draws from its own PCG stream of
     /// `(seed, c)`, so a run does not depend on how CPUs interleave.
     pub seed: u64,
+    /// Pages a window slot maps: 1 (default) is the series' mermap, one page
+    /// per get; a power of two above 1 maps aligned spans and reuses live
+    /// ones (see the module documentation).
+    pub span_pages: u32,
 }
 
 impl Default for MermapConfig {
@@ -54,6 +67,7 @@ impl Default for MermapConfig {
             slots_per_cpu: 64,
             fail_probability: 0.0,
             seed: 0,
+            span_pages: 1,
         }
     }
 }
@@ -71,22 +85,32 @@ impl MermapConfig {
                 "the mermap fail probability must lie in 0.0..=1.0",
             ));
         }
+        if !self.span_pages.is_power_of_two() || self.span_pages > 1 << 20 {
+            return Err(BackingError::Unsupported(
+                "the mermap span must be a power of two up to 2^20 pages",
+            ));
+        }
         Ok(())
     }
 }
 
 /// What a backing does for the mermap: map a page into a slot, drop slots.
 pub(crate) trait MermapSlots: Send + Sync {
-    /// Maps page `pfn` into slot `slot` of `cpu`'s window (slot
-    /// `slots_per_cpu` is the reserved one). Returns the address of the page's
-    /// first byte, valid until the slot is flushed, or `None` for a backing
-    /// without bytes.
+    /// Maps `nr_pages` pages from `first` into slot `slot` of `cpu`'s window
+    /// (slot `slots_per_cpu` is the reserved one; a slot has room for
+    /// `span_pages` pages). Returns the address of the first page's first
+    /// byte, valid until the slot is flushed, or `None` for a backing without
+    /// bytes.
     fn map_slot(
         &self,
         cpu: usize,
         slot: u32,
-        pfn: Pfn,
+        first: Pfn,
+        nr_pages: u64,
     ) -> Result<Option<NonNull<u8>>, BackingError>;
+
+    /// Bytes per page.
+    fn page_size(&self) -> usize;
 
     /// Drops the mappings of slots `first..first + count` of `cpu`'s window
     /// and flushes them from the TLB (a local flush).
@@ -100,6 +124,8 @@ struct CpuWindow {
     next_slot: u32,
     /// Fault injection for this CPU.
     rng: Pcg64,
+    /// With spans: the first PFN and address of each handed-out slot's span.
+    live: Vec<(u64, Option<usize>)>,
 }
 
 /// A slot handed out by [`Mermap::get`], to return with [`Mermap::put`].
@@ -132,6 +158,7 @@ impl<S: MermapSlots> Mermap<S> {
                     next_slot: 0,
                     // One PCG stream per CPU.
                     rng: Pcg64::new(u128::from(config.seed), u128::from(cpu)),
+                    live: Vec::new(),
                 })
             })
             .collect();
@@ -175,7 +202,7 @@ impl<S: MermapSlots> Mermap<S> {
     ) -> Result<(), BackingError> {
         let pages = map.check_range(start, nr_pages)?;
         let page_size = map.page_size();
-        self.for_each_page(counters, cpu, pages, |addr| {
+        self.for_each_page(map, counters, cpu, pages, |addr| {
             if let Some(addr) = addr {
                 // SAFETY: `addr` is the first byte of a `page_size`-byte
                 // read-write mapping of the page, live until the slot is put
@@ -198,7 +225,7 @@ impl<S: MermapSlots> Mermap<S> {
     ) -> Result<(), BackingError> {
         let page = map.check_range(pfn, 1)?;
         map.check_bytes(offset, bytes.len())?;
-        self.for_each_page(counters, cpu, page, |addr| {
+        self.for_each_page(map, counters, cpu, page, |addr| {
             if let Some(addr) = addr {
                 // SAFETY: `offset + bytes.len() <= page_size` (checked above)
                 // and `addr` starts a live `page_size`-byte read-write mapping
@@ -230,7 +257,7 @@ impl<S: MermapSlots> Mermap<S> {
     ) -> Result<(), BackingError> {
         let page = map.check_range(pfn, 1)?;
         map.check_bytes(offset, out.len())?;
-        self.for_each_page(counters, cpu, page, |addr| {
+        self.for_each_page(map, counters, cpu, page, |addr| {
             match addr {
                 // SAFETY: as in `write`, with source and destination swapped:
                 // `offset + out.len() <= page_size`, the mapping is live and
@@ -252,14 +279,16 @@ impl<S: MermapSlots> Mermap<S> {
     /// `access` on its address and puts the slot back.
     fn for_each_page(
         &self,
+        map: &DirectMap,
         counters: &EventCounters,
         cpu: CpuId,
         pages: Range<u64>,
         mut access: impl FnMut(Option<NonNull<u8>>),
     ) -> Result<(), BackingError> {
         let mut window = self.lock(cpu)?;
+        let end_pfn = map.nr_pages();
         for pfn in pages.map(Pfn) {
-            let slot = self.get(&mut window, counters, cpu.index(), pfn)?;
+            let slot = self.get(&mut window, counters, cpu.index(), pfn, end_pfn)?;
             access(slot.addr);
             self.put(slot, counters, cpu.index())?;
         }
@@ -285,26 +314,51 @@ impl<S: MermapSlots> Mermap<S> {
         counters: &EventCounters,
         cpu: usize,
         pfn: Pfn,
+        end_pfn: u64,
     ) -> Result<MermapSlot, BackingError> {
         let slots = self.config.slots_per_cpu;
         if window.rng.gen_bool(self.config.fail_probability) {
-            let addr = self.slots.map_slot(cpu, slots, pfn)?;
+            let addr = self.slots.map_slot(cpu, slots, pfn, 1)?;
             counters.mermap_map();
             return Ok(MermapSlot {
                 addr,
                 reserved: true,
             });
         }
+        let span = u64::from(self.config.span_pages);
+        let base = pfn.0 & !(span - 1);
+        let page_size = self.slots.page_size();
+        let in_span = |start: Option<usize>| {
+            start.and_then(|addr| {
+                NonNull::new((addr + (pfn.0 - base) as usize * page_size) as *mut u8)
+            })
+        };
+        if span > 1 {
+            if let Some(&(_, start)) = window.live.iter().find(|(first, _)| *first == base) {
+                return Ok(MermapSlot {
+                    addr: in_span(start),
+                    reserved: false,
+                });
+            }
+        }
         if window.next_slot == slots {
             self.slots.flush_slots(cpu, 0, slots)?;
             counters.mermap_wrap();
             window.next_slot = 0;
+            window.live.clear();
         }
-        let addr = self.slots.map_slot(cpu, window.next_slot, pfn)?;
+        let nr_pages = span.min(end_pfn - base);
+        let start = self
+            .slots
+            .map_slot(cpu, window.next_slot, Pfn(base), nr_pages)?
+            .map(|addr| addr.as_ptr() as usize);
         window.next_slot += 1;
+        if span > 1 {
+            window.live.push((base, start));
+        }
         counters.mermap_map();
         Ok(MermapSlot {
-            addr,
+            addr: in_span(start),
             reserved: false,
         })
     }

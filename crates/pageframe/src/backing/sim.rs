@@ -73,16 +73,23 @@ impl Default for SimCosts {
 /// Slots without bytes: mapping and flushing only cost what the counters
 /// charge.
 #[derive(Debug)]
-struct SimSlots;
+struct SimSlots {
+    page_size: usize,
+}
 
 impl MermapSlots for SimSlots {
     fn map_slot(
         &self,
         _cpu: usize,
         _slot: u32,
-        _pfn: Pfn,
+        _first: Pfn,
+        _nr_pages: u64,
     ) -> Result<Option<NonNull<u8>>, BackingError> {
         Ok(None)
+    }
+
+    fn page_size(&self) -> usize {
+        self.page_size
     }
 
     fn flush_slots(&self, _cpu: usize, _first: u32, _count: u32) -> Result<(), BackingError> {
@@ -112,7 +119,7 @@ impl SimBacking {
         mermap: MermapConfig,
     ) -> Result<SimBacking, BackingError> {
         Ok(SimBacking {
-            mermap: Mermap::new(mermap, nr_cpus, SimSlots)?,
+            mermap: Mermap::new(mermap, nr_cpus, SimSlots { page_size })?,
             direct_map: DirectMap::new(nr_pages, page_size)?,
             counters: EventCounters::new(costs),
         })

@@ -231,6 +231,31 @@ fn zero_unmapped_zeroes_and_counts(factory: Factory) {
     assert_eq!(counters.mermap_maps, 3 * 2 + 3 + 3);
 }
 
+fn spans_map_once_per_aligned_run(factory: Factory) {
+    let backing = factory(MermapConfig {
+        slots_per_cpu: 2,
+        span_pages: 8,
+        ..MermapConfig::default()
+    })
+    .unwrap();
+    backing.unmap_direct(Pfn(0), 32).unwrap();
+    for pfn in 3..19 {
+        round_trip(&*backing, CpuId(0), pfn, 9);
+    }
+    let counters = backing.counters();
+    assert_eq!(counters.mermap_maps, 3, "spans 0..8, 8..16, 16..24");
+    assert_eq!(counters.mermap_wraps, 1, "two slots: the third span wraps");
+    for pfn in 3..19 {
+        round_trip(&*backing, CpuId(0), pfn, 10);
+    }
+    round_trip(&*backing, CpuId(0), PAGES - 1, 11);
+    let zero_span = MermapConfig {
+        span_pages: 3,
+        ..MermapConfig::default()
+    };
+    assert!(factory(zero_span).is_err(), "spans are powers of two");
+}
+
 fn window_wraps_after_slots_per_cpu(factory: Factory) {
     let slots = 4;
     let backing = factory(MermapConfig {
@@ -278,6 +303,7 @@ fn failed_gets_use_the_reserved_slot(factory: Factory) {
         slots_per_cpu: 2,
         fail_probability: 1.0,
         seed: 1,
+        ..MermapConfig::default()
     })
     .unwrap();
     for pfn in 0..5 {
@@ -297,6 +323,7 @@ fn seeded_run(factory: Factory, seed: u64) -> BackingCounters {
         slots_per_cpu: 8,
         fail_probability: 0.5,
         seed,
+        ..MermapConfig::default()
     })
     .unwrap();
     for pfn in 0..100 {
@@ -360,6 +387,7 @@ macro_rules! conformance_suite {
                 mermap_round_trip_on_mapped_and_unmapped_pages,
                 zero_unmapped_zeroes_and_counts,
                 window_wraps_after_slots_per_cpu,
+                spans_map_once_per_aligned_run,
                 failed_gets_use_the_reserved_slot,
                 same_seed_same_counters,
                 two_cpus_concurrently,

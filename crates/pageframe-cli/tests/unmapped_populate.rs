@@ -1,0 +1,52 @@
+//! `pageframe run unmapped-populate`, run as a user runs it, at a tiny
+//! region: the JSON rows of the output contract, one per variant and
+//! backing, with the flush counts each variant must have.
+
+use serde_json::Value;
+use std::process::Command;
+
+#[test]
+fn unmapped_populate_reports_every_variant_with_its_flushes() {
+    let path = std::env::temp_dir().join(format!(
+        "pageframe-cli-{}-unmapped-populate.toml",
+        std::process::id()
+    ));
+    std::fs::write(
+        &path,
+        "[unmapped-populate]\nregion_mib = 4\nsamples = 2\nsim_region_gib = 1\n",
+    )
+    .expect("temp dir is writable");
+    let output = Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args(["run", "unmapped-populate", "--format", "json", "--config"])
+        .arg(&path)
+        .output()
+        .expect("the pageframe binary runs");
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(json["experiment"], "unmapped-populate");
+    let rows = json["rows"].as_array().expect("rows");
+    let flushes = |variant: &str, backing: &str| {
+        rows.iter()
+            .find(|row| row["variant"] == variant && row["backing"] == backing)
+            .and_then(|row| row["tlb_flushes"].as_f64())
+    };
+    for (backing, pages) in [("arena", 1024.0), ("sim", 262_144.0)] {
+        assert_eq!(flushes("baseline", backing), Some(pages), "{backing}");
+        assert_eq!(
+            flushes("gfp_unmapped", backing),
+            Some(pages / 512.0),
+            "{backing}"
+        );
+        assert_eq!(flushes("skip_flush", backing), Some(0.0), "{backing}");
+    }
+    assert_eq!(
+        flushes("gfp_unmapped_span512", "arena"),
+        Some(1024.0 / 512.0)
+    );
+    assert_eq!(rows.len(), 7);
+}

@@ -1,0 +1,380 @@
+//! Experiment `unmapped-populate`: reproduces the headline of gfp-unmapped.txt,
+//! the guest-memory populate latency of Firecracker's performance tests.
+//! A region of guest memory is populated by writing data into freshly
+//! allocated pages that must end up outside the direct map, three ways:
+//!
+//! - `baseline` (secretmem and the secret-free patches): a mapped zeroed
+//!   page, the data written through the direct map, then that one page
+//!   removed from the direct map with its own TLB shootdown.
+//! - `gfp_unmapped` (the series): `__GFP_UNMAPPED | __GFP_ZERO`, the data
+//!   written through this CPU's mermap window; the first allocation of each
+//!   pageblock unmaps the whole 2 MiB block with one shootdown.
+//! - `skip_flush` (the document's upper bound): the baseline without the
+//!   removal, so no flush at all.
+//!
+//! Each variant runs `samples` samples on a real memfd arena (timed with
+//! `Instant` over the populate loop only; verification, freeing and giving
+//! the unmapped pageblocks back to the direct map are outside the timing),
+//! while a second thread of the process spins on the other CPU so that every
+//! `mprotect` is a real cross-CPU shootdown. The same three loops then run
+//! once on a large simulated machine, where the backing's cost model charges
+//! each event and `modelled_ms` is the charge.
+//!
+//! Not owned here: the allocator and the backings (crate `pageframe`); the
+//! plot (`plots::unmapped_populate`) and the headline (`summary`).
+
+mod populate;
+#[cfg(test)]
+mod tests;
+
+use super::{ExperimentError, RunOptions, Scale};
+use crate::observe;
+use crate::params::{Param, Params};
+use crate::report::{Report, Row};
+use pageframe::backing::SimCosts;
+use populate::{Measured, Spinner};
+use serde_json::Value;
+
+/// Bytes per page of both machines.
+const PAGE_SIZE: u64 = 4096;
+/// Bytes per pageblock (pageblock_order 9): what one `gfp_unmapped`
+/// conversion unmaps with one flush.
+pub const PAGEBLOCK_BYTES: u64 = 2 << 20;
+/// Memory of each machine beyond twice the region: room for watermarks and
+/// the low zones, so the region never presses on the allocator.
+const SLACK_BYTES: u64 = 64 << 20;
+
+/// One way of populating the region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// Mapped zeroed page, direct-map write, then one page unmapped and flushed.
+    Baseline,
+    /// `__GFP_UNMAPPED | __GFP_ZERO` and a write through the mermap.
+    GfpUnmapped,
+    /// `gfp_unmapped` with the mermap mapping aligned spans of
+    /// [`MERMAP_SPAN_PAGES`] pages per slot (a user-space option beyond the
+    /// series: a slot costs an `mmap` call here, a PTE write in the kernel).
+    GfpUnmappedSpan,
+    /// The baseline without removing the page from the direct map.
+    SkipFlush,
+}
+
+/// The variants, in the document's row order, then the span variant.
+pub const VARIANTS: [Variant; 4] = [
+    Variant::Baseline,
+    Variant::GfpUnmapped,
+    Variant::SkipFlush,
+    Variant::GfpUnmappedSpan,
+];
+
+/// Pages per mermap slot of the span variant: one pageblock.
+pub const MERMAP_SPAN_PAGES: u32 = 512;
+
+/// The document's figures of a variant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reference {
+    /// Mean populate latency, ms.
+    pub mean_ms: f64,
+    /// Fastest sample, ms.
+    pub min_ms: f64,
+    /// Slowest sample, ms.
+    pub max_ms: f64,
+    /// Change of the mean against the baseline (None for the baseline).
+    pub delta: Option<f64>,
+}
+
+/// Samples per variant in the document.
+pub const REFERENCE_SAMPLES: u64 = 30;
+
+impl Variant {
+    /// The name of its rows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Baseline => "baseline",
+            Variant::GfpUnmapped => "gfp_unmapped",
+            Variant::SkipFlush => "skip_flush",
+            Variant::GfpUnmappedSpan => "gfp_unmapped_span512",
+        }
+    }
+
+    /// True for the variants that allocate `__GFP_UNMAPPED` pages.
+    pub fn is_unmapped(self) -> bool {
+        matches!(self, Variant::GfpUnmapped | Variant::GfpUnmappedSpan)
+    }
+
+    /// Pages per mermap slot.
+    pub fn mermap_span(self) -> u32 {
+        if self == Variant::GfpUnmappedSpan {
+            MERMAP_SPAN_PAGES
+        } else {
+            1
+        }
+    }
+
+    /// The document's figures (gfp-unmapped.txt, "Performance"; the
+    /// baseline is printed as 1.04 s, 1.02 s and 1.10 s).
+    pub fn reference(self) -> Reference {
+        match self {
+            Variant::Baseline => Reference {
+                mean_ms: 1040.0,
+                min_ms: 1020.0,
+                max_ms: 1100.0,
+                delta: None,
+            },
+            Variant::GfpUnmapped | Variant::GfpUnmappedSpan => Reference {
+                mean_ms: 313.02,
+                min_ms: 299.48,
+                max_ms: 343.25,
+                delta: Some(-0.700),
+            },
+            Variant::SkipFlush => Reference {
+                mean_ms: 325.80,
+                min_ms: 307.91,
+                max_ms: 333.30,
+                delta: Some(-0.688),
+            },
+        }
+    }
+}
+
+/// The parameters of `unmapped-populate` (config file keys) with their defaults.
+pub fn params(scale: Scale) -> Vec<Param> {
+    let (region_mib, sim_region_gib) = match scale {
+        Scale::Quick => (256, 16),
+        Scale::Full => (2048, 256),
+    };
+    vec![
+        Param::int(
+            "region_mib",
+            "Guest memory populated per sample on the real arena, MiB (the machine has twice that)",
+            region_mib,
+            2,
+            8192,
+        ),
+        Param::int(
+            "samples",
+            "Timed samples of each variant on the real arena",
+            REFERENCE_SAMPLES as i64,
+            1,
+            1000,
+        ),
+        Param::int(
+            "sim_region_gib",
+            "Region populated once per variant on the simulated machine, GiB (0: no simulated rows)",
+            sim_region_gib,
+            0,
+            512,
+        ),
+    ]
+}
+
+/// Runs the experiment with the scale's default parameters.
+pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
+    run_with(options, &Params::defaults(&params(options.scale)))
+}
+
+/// Runs the experiment with the given parameters (see [`params`]).
+pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    // Whole pageblocks, so that `gfp_unmapped` converts exactly
+    // region / 2 MiB of them.
+    let region_bytes = (params.int("region_mib") as u64) << 20;
+    let region_bytes = region_bytes.div_ceil(PAGEBLOCK_BYTES) * PAGEBLOCK_BYTES;
+    let samples = params.int("samples") as usize;
+    let sim_region_bytes = (params.int("sim_region_gib") as u64) << 30;
+    let sim_steps = if sim_region_bytes > 0 { 3 } else { 0 };
+    let steps = (VARIANTS.len() * samples + sim_steps) as u64;
+    let mut done = 0u64;
+    let mut tick = || {
+        done += 1;
+        observe::progress(done, steps);
+    };
+    observe::progress(0, steps);
+
+    let mut arena = Vec::new();
+    {
+        // A second CPU busy in this mm: each mprotect must interrupt it.
+        let _spinner = Spinner::start();
+        for (at, variant) in VARIANTS.into_iter().enumerate() {
+            arena.push(populate::on_arena(
+                variant,
+                region_bytes / PAGE_SIZE,
+                samples,
+                options.seed.wrapping_add(at as u64),
+                &mut tick,
+            )?);
+        }
+    }
+    let mut sim = Vec::new();
+    if sim_region_bytes > 0 {
+        for (at, variant) in VARIANTS.into_iter().take(3).enumerate() {
+            sim.push(populate::on_sim(
+                variant,
+                sim_region_bytes / PAGE_SIZE,
+                options.seed.wrapping_add(at as u64),
+            )?);
+            tick();
+        }
+    }
+    observe::progress(steps, steps);
+
+    let baseline_ms = arena.first().map(Measured::mean_ms);
+    let mut rows: Vec<Row> = arena
+        .iter()
+        .map(|measured| arena_row(measured, baseline_ms))
+        .collect();
+    let sim_baseline_ms = sim.first().map(|measured| measured.modelled_ms);
+    rows.extend(
+        sim.iter()
+            .map(|measured| sim_row(measured, sim_baseline_ms)),
+    );
+    Ok(Report {
+        experiment: "unmapped-populate".into(),
+        seed: options.seed,
+        scale: options.scale.name().into(),
+        rows,
+        notes: notes(region_bytes, samples, sim_region_bytes),
+    })
+}
+
+/// The fraction by which `ms` differs from the baseline's, None for the
+/// baseline itself.
+fn delta(variant: Variant, ms: f64, baseline_ms: Option<f64>) -> Value {
+    match baseline_ms {
+        Some(base) if variant != Variant::Baseline && base > 0.0 => {
+            (((ms / base - 1.0) * 1000.0).round() / 1000.0).into()
+        }
+        _ => Value::Null,
+    }
+}
+
+fn with_reference(row: Row, variant: Variant) -> Row {
+    let reference = variant.reference();
+    row.with("reference_mean_ms", reference.mean_ms).with(
+        "reference_delta",
+        reference.delta.map_or(Value::Null, Into::into),
+    )
+}
+
+/// The row of an arena variant. Column order follows the document's table
+/// (variant | samples | mean | min | histogram | max | Δμ), then the figures
+/// of the document and the counts.
+fn arena_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
+    let variant = measured.variant;
+    let ms = &measured.samples_ms;
+    let min = ms.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = ms.iter().copied().fold(0.0, f64::max);
+    let mean = measured.mean_ms();
+    let row = Row::new()
+        .with("variant", variant.name())
+        .with("backing", "arena")
+        .with("samples", ms.len())
+        .with_f64("mean_ms", mean, 2)
+        .with_f64("min_ms", min, 2)
+        .with("histogram", sparkline(ms, 8))
+        .with_f64("max_ms", max, 2)
+        .with("modelled_ms", Value::Null)
+        .with("delta_vs_baseline", delta(variant, mean, baseline_ms));
+    with_reference(row, variant)
+        .with_f64("tlb_flushes", measured.global_flushes_per_sample(), 1)
+        .with_f64("local_flushes", measured.local_flushes_per_sample(), 1)
+        .with("pages", measured.pages)
+}
+
+/// The row of a simulated variant: one sample, its modelled time.
+fn sim_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
+    let variant = measured.variant;
+    let row = Row::new()
+        .with("variant", variant.name())
+        .with("backing", "sim")
+        .with("samples", 1)
+        .with("mean_ms", Value::Null)
+        .with("min_ms", Value::Null)
+        .with("histogram", Value::Null)
+        .with("max_ms", Value::Null)
+        .with_f64("modelled_ms", measured.modelled_ms, 2)
+        .with(
+            "delta_vs_baseline",
+            delta(variant, measured.modelled_ms, baseline_ms),
+        );
+    with_reference(row, variant)
+        .with_f64("tlb_flushes", measured.global_flushes_per_sample(), 1)
+        .with_f64("local_flushes", measured.local_flushes_per_sample(), 1)
+        .with("pages", measured.pages)
+}
+
+/// A histogram of `samples` in `bins` equal bins from min to max, one block
+/// character per bin: `▁` for an empty bin, `▂`..`█` for one sample up to
+/// the fullest bin (the document's histogram column).
+pub fn sparkline(samples: &[f64], bins: usize) -> String {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    if samples.is_empty() || bins == 0 {
+        return String::new();
+    }
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut counts = vec![0usize; bins];
+    for &sample in samples {
+        let at = if max > min {
+            (((sample - min) / (max - min)) * bins as f64) as usize
+        } else {
+            0
+        };
+        counts[at.min(bins - 1)] += 1;
+    }
+    let fullest = counts.iter().copied().max().unwrap_or(1).max(1);
+    counts
+        .iter()
+        .map(|&count| {
+            if count == 0 {
+                LEVELS[0]
+            } else {
+                // 1..=7: any sample shows above an empty bin.
+                LEVELS[1 + (count * 6).div_ceil(fullest).min(6)]
+            }
+        })
+        .collect()
+}
+
+fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|name| name.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|text| text.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
+    let costs = SimCosts::default();
+    let mut notes = vec![
+        format!(
+            "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
+            region_bytes >> 20,
+            region_bytes / PAGE_SIZE,
+            (2 * region_bytes + SLACK_BYTES) >> 20,
+        ),
+        "a flush in user space: each unmap_direct is one mprotect(PROT_NONE) of the arena's direct-map range; the host kernel then shoots down the TLBs of every CPU running this process, and a second thread spins on the other CPU throughout so each is a real cross-CPU IPI; tlb_flushes = global flushes per sample, local_flushes = mermap window wraps and fallbacks per sample".into(),
+        "the data: one page of seeded random bytes, stamped with the page's index; after every sample (untimed) a seeded random set of pages is read back (through the mermap where unmapped) and compared; check_invariants once per variant".into(),
+        "on the arena, a mermap map is an mmap(MAP_FIXED) of one page of the memfd into the CPU's window (a VMA change, then a minor fault on first touch), and gfp_unmapped maps each page twice (zeroing, then the write); a window wrap remaps the whole window: the kernel's mermap is a PTE write in an mm-local region, so the arena's gfp_unmapped row measures the user-space mermap, not the series' design".into(),
+        format!("gfp_unmapped_span{MERMAP_SPAN_PAGES}: the same allocations with MermapConfig::span_pages = {MERMAP_SPAN_PAGES} (an option beyond the series, off by default): one mmap maps an aligned pageblock of the memfd into a window slot and later gets inside it reuse the live mapping, so the mermap costs one syscall per pageblock as the direct-map change does; the price is that neighbouring unmapped pages are reachable through this CPU's window until it wraps"),
+        "the machine's one emulated node is host memory without mbind (every emulated node would share host node 0); reference = gfp-unmapped.txt, Firecracker populate_latency on Sapphire Rapids, 30 samples".into(),
+    ];
+    if sim_region_bytes > 0 {
+        notes.push(format!(
+            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of twice that; modelled_ms = the cost model's charge (SimCosts default: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
+            sim_region_bytes >> 30,
+            sim_region_bytes / PAGE_SIZE,
+            costs.protection_change,
+            costs.global_flush,
+            costs.local_flush,
+            costs.zero_page,
+            costs.mermap_map,
+            costs.copy_byte_ps,
+        ));
+    }
+    notes
+}

@@ -1,0 +1,312 @@
+//! The populate loop of each variant, on a real arena (timed, verified) and
+//! on a simulated machine (charged by the cost model), and the spinning
+//! thread that makes every flush a cross-CPU shootdown.
+//!
+//! Every sample starts from a fully mapped machine with every page free:
+//! after the timed loop (untimed) the pages are verified, put back into the
+//! direct map where the variant took them out, freed, the per-CPU lists
+//! drained and wholly free unmapped pageblocks given back to the direct map.
+
+use super::{Variant, PAGE_SIZE, SLACK_BYTES};
+use crate::experiments::ExperimentError;
+use pageframe::backing::{Backing, MermapConfig, SimCosts};
+use pageframe::sync::Local;
+use pageframe::{
+    AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng,
+    NodeId, Order, Page, PageAllocator,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+type Handle<'a> = CpuHandle<&'a PageAllocator<Local>, Local>;
+
+/// Pages read back after each sample, beside the first and the last.
+const VERIFIED_PER_SAMPLE: usize = 64;
+
+/// What one variant measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// The variant.
+    pub variant: Variant,
+    /// Pages populated per sample.
+    pub pages: u64,
+    /// Wall time of each sample's populate loop, ms (empty on the simulation).
+    pub samples_ms: Vec<f64>,
+    /// The cost model's charge for the populate loop, ms (0 on an arena).
+    pub modelled_ms: f64,
+    /// Global flushes during the timed loops, all samples together.
+    pub global_flushes: u64,
+    /// Local (mermap) flushes during the timed loops, all samples together.
+    pub local_flushes: u64,
+    /// Timed loops run.
+    pub loops: u64,
+}
+
+impl Measured {
+    /// Mean sample, ms.
+    pub fn mean_ms(&self) -> f64 {
+        self.samples_ms.iter().sum::<f64>() / self.samples_ms.len().max(1) as f64
+    }
+
+    /// Global flushes per timed loop.
+    pub fn global_flushes_per_sample(&self) -> f64 {
+        self.global_flushes as f64 / self.loops.max(1) as f64
+    }
+
+    /// Local flushes per timed loop.
+    pub fn local_flushes_per_sample(&self) -> f64 {
+        self.local_flushes as f64 / self.loops.max(1) as f64
+    }
+}
+
+/// A thread spinning until dropped: another CPU running this mm, which an
+/// `mprotect` that removes translations must interrupt. (Not pinned: on a
+/// 2-CPU host the scheduler puts it on the CPU the populating thread is not
+/// using.)
+pub struct Spinner {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Spinner {
+    /// Starts the spinning thread.
+    pub fn start() -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        Spinner {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn failed(err: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Failed(err.to_string())
+}
+
+fn gfp_of(variant: Variant) -> Gfp {
+    match variant {
+        Variant::GfpUnmapped | Variant::GfpUnmappedSpan => Gfp::KERNEL | Gfp::UNMAPPED | Gfp::ZERO,
+        Variant::Baseline | Variant::SkipFlush => Gfp::KERNEL | Gfp::ZERO,
+    }
+}
+
+/// One machine: one node of twice the region plus slack, 2 CPUs.
+fn machine(region_pages: u64) -> Result<MachineDesc, ExperimentError> {
+    Ok(MachineDesc::uniform(
+        2 * region_pages * PAGE_SIZE + SLACK_BYTES,
+        1,
+        2,
+    )?)
+}
+
+/// A page of seeded random bytes.
+fn page_data(seed: u64) -> Vec<u8> {
+    let mut rng = MachineRng::new(seed);
+    let mut data = vec![0u8; PAGE_SIZE as usize];
+    for chunk in data.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes()[..chunk.len()]);
+    }
+    data
+}
+
+/// Stamps the page's index into the data, so a page holding another page's
+/// bytes fails verification.
+fn stamp(data: &mut [u8], index: u64) {
+    data[..8].copy_from_slice(&index.to_le_bytes());
+}
+
+/// The timed populate loop: `pages` pages allocated, written (when the
+/// backing has bytes) and, for the baseline, taken out of the direct map one
+/// by one. The pages land in `held`, in allocation order.
+fn populate(
+    cpu: &Handle<'_>,
+    backing: &dyn Backing,
+    variant: Variant,
+    pages: u64,
+    data: &mut [u8],
+    with_bytes: bool,
+    held: &mut Vec<Page>,
+) -> Result<(), ExperimentError> {
+    let gfp = gfp_of(variant);
+    for index in 0..pages {
+        let page = cpu.alloc_pages(gfp, Order(0), NodeId(0)).map_err(failed)?;
+        if variant.is_unmapped() {
+            stamp(data, index);
+            cpu.write_unmapped(page, 0, data).map_err(failed)?;
+        } else {
+            if with_bytes {
+                stamp(data, index);
+                cpu.write_page(page, 0, data).map_err(failed)?;
+            }
+            if variant == Variant::Baseline {
+                backing.unmap_direct(page.pfn(), 1).map_err(failed)?;
+            }
+        }
+        held.push(page);
+    }
+    Ok(())
+}
+
+/// Reads back the first, the last and a seeded random set of the held pages.
+fn verify(
+    cpu: &Handle<'_>,
+    variant: Variant,
+    held: &[Page],
+    data: &mut [u8],
+    rng: &mut MachineRng,
+) -> Result<(), ExperimentError> {
+    let mut out = vec![0u8; data.len()];
+    let last = held.len() as u64 - 1;
+    let picks = [0, last]
+        .into_iter()
+        .chain((0..VERIFIED_PER_SAMPLE).map(|_| rng.below(last + 1)));
+    for index in picks {
+        let page = held[index as usize];
+        stamp(data, index);
+        match variant {
+            Variant::SkipFlush => cpu.read_page(page, 0, &mut out).map_err(failed)?,
+            Variant::Baseline | Variant::GfpUnmapped | Variant::GfpUnmappedSpan => {
+                cpu.read_unmapped(page, 0, &mut out).map_err(failed)?
+            }
+        }
+        if out != data {
+            return Err(failed(format!(
+                "{}: page {index} (PFN {}) does not hold the bytes written to it",
+                variant.name(),
+                page.pfn()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Undoes a sample: pages back into the direct map (baseline), freed, the
+/// per-CPU lists drained, free unmapped pageblocks given back.
+fn release(
+    allocator: &PageAllocator<Local>,
+    cpu: &Handle<'_>,
+    variant: Variant,
+    held: &mut Vec<Page>,
+) -> Result<(), ExperimentError> {
+    for page in held.drain(..) {
+        if variant == Variant::Baseline {
+            allocator
+                .backing()
+                .remap_direct(page.pfn(), 1)
+                .map_err(failed)?;
+        }
+        cpu.free_pages(page, Order(0)).map_err(failed)?;
+    }
+    allocator.drain_all_pages();
+    allocator.release_unmapped_pageblocks();
+    if allocator.nr_unmapped_pageblocks() != 0 {
+        return Err(failed(format!(
+            "{}: {} unmapped pageblocks left after the sample",
+            variant.name(),
+            allocator.nr_unmapped_pageblocks()
+        )));
+    }
+    Ok(())
+}
+
+/// `samples` timed samples of `variant` on a fresh real arena.
+pub fn on_arena(
+    variant: Variant,
+    pages: u64,
+    samples: usize,
+    seed: u64,
+    tick: &mut impl FnMut(),
+) -> Result<Measured, ExperimentError> {
+    let arena = ArenaOptions {
+        populate: true,
+        mermap: MermapConfig {
+            span_pages: variant.mermap_span(),
+            ..MermapConfig::default()
+        },
+    };
+    let allocator =
+        LocalPageAllocator::boot_arena(&machine(pages)?, AllocOptions::default(), seed, arena)
+            .map_err(failed)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+    let backing = allocator.backing();
+    let mut data = page_data(seed);
+    let mut rng = MachineRng::new(seed ^ 0x5eed);
+    let mut held = Vec::with_capacity(pages as usize);
+    let mut measured = Measured {
+        variant,
+        pages,
+        samples_ms: Vec::with_capacity(samples),
+        modelled_ms: 0.0,
+        global_flushes: 0,
+        local_flushes: 0,
+        loops: 0,
+    };
+    for _ in 0..samples {
+        let before = backing.counters();
+        let start = Instant::now();
+        populate(&cpu, backing, variant, pages, &mut data, true, &mut held)?;
+        let elapsed = start.elapsed();
+        let after = backing.counters();
+        measured.samples_ms.push(elapsed.as_secs_f64() * 1e3);
+        measured.global_flushes += after.tlb_flush_global - before.tlb_flush_global;
+        measured.local_flushes += after.tlb_flush_local - before.tlb_flush_local;
+        measured.loops += 1;
+        verify(&cpu, variant, &held, &mut data, &mut rng)?;
+        release(&allocator, &cpu, variant, &mut held)?;
+        tick();
+    }
+    crate::observe::machine(
+        &format!("{}, arena, after its samples", variant.name()),
+        &allocator,
+    );
+    allocator.check_invariants().map_err(failed)?;
+    Ok(measured)
+}
+
+/// One populate loop of `variant` on a simulated machine; the cost model's
+/// charge is the result. The simulation has no bytes to write through the
+/// direct map, so the mapped variants are charged the model's copy price for
+/// their page of data, as the mermap write of `gfp_unmapped` is.
+pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, ExperimentError> {
+    let allocator =
+        LocalPageAllocator::boot_seeded(&machine(pages)?, AllocOptions::default(), seed)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+    let backing = allocator.backing();
+    let mut data = vec![0u8; PAGE_SIZE as usize];
+    let mut held = Vec::with_capacity(pages as usize);
+    let before = backing.counters();
+    populate(&cpu, backing, variant, pages, &mut data, false, &mut held)?;
+    let after = backing.counters();
+    let mut modelled_ns = (after.sim_ns - before.sim_ns) as f64;
+    if !variant.is_unmapped() {
+        modelled_ns += (pages * PAGE_SIZE * SimCosts::default().copy_byte_ps) as f64 / 1000.0;
+    }
+    release(&allocator, &cpu, variant, &mut held)?;
+    allocator.check_invariants().map_err(failed)?;
+    Ok(Measured {
+        variant,
+        pages,
+        samples_ms: Vec::new(),
+        modelled_ms: modelled_ns / 1e6,
+        global_flushes: after.tlb_flush_global - before.tlb_flush_global,
+        local_flushes: after.tlb_flush_local - before.tlb_flush_local,
+        loops: 1,
+    })
+}

@@ -1,0 +1,88 @@
+use super::*;
+use crate::params::Value as ParamValue;
+
+fn tiny_run() -> Report {
+    let mut list = params(Scale::Quick);
+    for param in &mut list {
+        param.default = match param.key {
+            "region_mib" => ParamValue::Int(8),
+            "samples" => ParamValue::Int(3),
+            "sim_region_gib" => ParamValue::Int(1),
+            _ => param.default,
+        };
+    }
+    let options = RunOptions {
+        scale: Scale::Quick,
+        seed: 7,
+    };
+    run_with(&options, &Params::defaults(&list)).unwrap()
+}
+
+fn row<'a>(report: &'a Report, variant: &str, backing: &str) -> &'a Row {
+    report
+        .rows
+        .iter()
+        .find(|row| {
+            row.get("variant").and_then(Value::as_str) == Some(variant)
+                && row.get("backing").and_then(Value::as_str) == Some(backing)
+        })
+        .unwrap_or_else(|| panic!("no {variant} row on {backing}"))
+}
+
+fn number(row: &Row, column: &str) -> f64 {
+    row.get(column)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{column} is not a number: {row:?}"))
+}
+
+#[test]
+fn flushes_per_sample_are_one_per_page_one_per_pageblock_and_none() {
+    let report = tiny_run();
+    assert_eq!(report.rows.len(), 7);
+    let span = row(&report, "gfp_unmapped_span512", "arena");
+    assert_eq!(
+        number(span, "tlb_flushes"),
+        ((8u64 << 20) / PAGEBLOCK_BYTES) as f64
+    );
+    for (backing, region_bytes) in [("arena", 8u64 << 20), ("sim", 1 << 30)] {
+        let pages = (region_bytes / PAGE_SIZE) as f64;
+        let baseline = row(&report, "baseline", backing);
+        let unmapped = row(&report, "gfp_unmapped", backing);
+        let skip = row(&report, "skip_flush", backing);
+        assert_eq!(number(baseline, "pages"), pages);
+        assert_eq!(number(baseline, "tlb_flushes"), pages, "{backing}");
+        assert_eq!(
+            number(unmapped, "tlb_flushes"),
+            (region_bytes / PAGEBLOCK_BYTES) as f64,
+            "{backing}"
+        );
+        assert_eq!(number(skip, "tlb_flushes"), 0.0, "{backing}");
+        assert!(baseline.get("delta_vs_baseline").unwrap().is_null());
+        assert_eq!(number(unmapped, "reference_delta"), -0.7);
+        assert_eq!(number(skip, "reference_mean_ms"), 325.8);
+    }
+    let arena = row(&report, "gfp_unmapped", "arena");
+    assert_eq!(number(arena, "samples"), 3.0);
+    assert!(number(arena, "min_ms") <= number(arena, "mean_ms"));
+    assert!(number(arena, "mean_ms") <= number(arena, "max_ms"));
+    assert_eq!(
+        arena
+            .get("histogram")
+            .and_then(Value::as_str)
+            .unwrap()
+            .chars()
+            .count(),
+        8
+    );
+    // The model charges a shootdown per page to the baseline only.
+    let modelled = |variant| number(row(&report, variant, "sim"), "modelled_ms");
+    assert!(modelled("gfp_unmapped") < modelled("baseline"));
+    assert!(modelled("skip_flush") < modelled("baseline"));
+}
+
+#[test]
+fn sparkline_shows_empty_bins_low_and_the_fullest_high() {
+    assert_eq!(sparkline(&[1.0, 1.0, 1.0, 2.0], 4), "█▁▁▄");
+    assert_eq!(sparkline(&[5.0], 3), "█▁▁");
+    assert_eq!(sparkline(&[], 3), "");
+}
