@@ -1,7 +1,7 @@
 //! The bulk API: many order-0 pages under one pcp-lock acquisition.
 //! mirrors __alloc_pages_bulk() and free_unref_page_list() (Linux 6.1).
 
-use super::alloc::PcpList;
+use super::alloc::{AllocContext, PcpList};
 use super::events::VmEvent;
 use super::free::pcp_list_for_free;
 use super::handle::Page;
@@ -28,35 +28,43 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> Result<usize, AllocError> {
         let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
         let nr_pages = pages.len();
-        let mut nr_populated = pages.iter().take_while(|slot| slot.is_some()).count();
+        let nr_populated = pages.iter().take_while(|slot| slot.is_some()).count();
         if nr_populated == nr_pages {
             return Ok(nr_populated);
         }
-        if nr_pages - nr_populated == 1 {
-            return Ok(self.bulk_fallback_single(
-                cpu,
-                gfp,
-                preferred,
-                nodemask,
-                pages,
-                nr_populated,
-            ));
+        if nr_pages - nr_populated > 1 {
+            let ac = self.prepare_alloc(&request, preferred, nodemask);
+            if ac.preferred_zone.is_none() {
+                return Ok(nr_populated);
+            }
+            if let Some(populated) =
+                self.bulk_from_pcp(cpu, gfp, &request, &ac, pages, nr_populated)
+            {
+                return Ok(populated);
+            }
         }
-        let ac = self.prepare_alloc(&request, preferred, nodemask);
+        Ok(self.bulk_fallback_single(cpu, gfp, preferred, nodemask, pages, nr_populated))
+    }
+
+    /// The bulk fast path: the first zone of the preferred node above its
+    /// watermark plus the request, its per-CPU list under one lock. `None`
+    /// sends the caller to the single-page fallback (no such zone, a
+    /// contended pcp lock, no per-CPU list for the freetype, or not even
+    /// one page allocated).
+    #[inline]
+    fn bulk_from_pcp(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        ac: &AllocContext,
+        pages: &mut [Option<Page>],
+        mut nr_populated: usize,
+    ) -> Option<usize> {
+        let nr_pages = pages.len();
         let flags = gfp.fastpath_alloc_flags();
-        let Some(preferred_zone) = ac.preferred_zone else {
-            return Ok(nr_populated);
-        };
-        let Some(list) = PcpList::of(ac.freetype, 0, self.layout.pageblock_order) else {
-            return Ok(self.bulk_fallback_single(
-                cpu,
-                gfp,
-                preferred,
-                nodemask,
-                pages,
-                nr_populated,
-            ));
-        };
+        let preferred_zone = ac.preferred_zone?;
+        let list = PcpList::of(ac.freetype, 0, self.layout.pageblock_order)?;
         let preferred_node = self.zones[preferred_zone as usize].node;
         let mut chosen = None;
         for zone in ac.eligible(&self.zones) {
@@ -75,26 +83,10 @@ impl<L: LockFamily> PageAllocator<L> {
                 break;
             }
         }
-        let Some(zone) = chosen else {
-            return Ok(self.bulk_fallback_single(
-                cpu,
-                gfp,
-                preferred,
-                nodemask,
-                pages,
-                nr_populated,
-            ));
-        };
+        let zone = chosen?;
         let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize]) else {
             self.count_event(cpu, zone as usize, VmEvent::PcpTrylockFail, 1);
-            return Ok(self.bulk_fallback_single(
-                cpu,
-                gfp,
-                preferred,
-                nodemask,
-                pages,
-                nr_populated,
-            ));
+            return None;
         };
         let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
         let mut nr_account = 0u64;
@@ -106,15 +98,7 @@ impl<L: LockFamily> PageAllocator<L> {
             }
             let Some(pfn) = self.rmqueue_pcp_list(&mut pcp, zone as usize, list, flags) else {
                 if nr_account == 0 {
-                    drop(pcp);
-                    return Ok(self.bulk_fallback_single(
-                        cpu,
-                        gfp,
-                        preferred,
-                        nodemask,
-                        pages,
-                        nr_populated,
-                    ));
+                    return None;
                 }
                 break;
             };
@@ -128,7 +112,7 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         drop(pcp);
         self.account_alloc(cpu, preferred_zone, zone, nr_account, nr_account);
-        Ok(self.zero_bulk(cpu, &request, pages, &to_zero, nr_populated))
+        Some(self.zero_bulk(cpu, request, pages, &to_zero, nr_populated))
     }
 
     /// Zeroes the slots this call filled (`__GFP_ZERO`, outside the pcp
