@@ -50,8 +50,12 @@ impl MigrateType {
     }
 
     /// The migratetype with index `index`, if any.
-    pub fn from_index(index: usize) -> Option<MigrateType> {
-        MigrateType::ALL.get(index).copied()
+    pub const fn from_index(index: usize) -> Option<MigrateType> {
+        if index < MigrateType::ALL.len() {
+            Some(MigrateType::ALL[index])
+        } else {
+            None
+        }
     }
 
     /// The type as an index.

@@ -136,57 +136,90 @@ pub struct GfpRequest {
     pub zero: bool,
 }
 
-impl Gfp {
-    /// Decodes zone, migratetype and freetype; mirrors gfp_zone() and
-    /// gfp_migratetype(). Combinations the kernel calls bad are errors.
-    pub fn request(self) -> Result<GfpRequest, AllocError> {
-        if self.contains(Gfp::DMA) {
-            return Err(AllocError::Unsupported(
-                "__GFP_DMA: ZONE_DMA is not modelled",
-            ));
+/// What the zone, mobility and mapping bits of a mask ask for, or why they
+/// are refused.
+type Decoded = Result<(ZoneType, FreeType), &'static str>;
+
+/// The bits [`decode`] reads: `__GFP_DMA`, `__GFP_HIGHMEM`, `__GFP_DMA32`,
+/// `__GFP_MOVABLE`, `__GFP_RECLAIMABLE` (the low five), and `__GFP_UNMAPPED`.
+const fn decode_index(bits: u32) -> usize {
+    (bits & 0x1f) as usize
+        | if bits & Gfp::UNMAPPED.bits() != 0 {
+            0x20
+        } else {
+            0
         }
-        let zone_bits = self & (Gfp::HIGHMEM | Gfp::DMA32 | Gfp::MOVABLE_BIT);
-        let highest_zone = if zone_bits.contains(Gfp::DMA32) {
-            if zone_bits.contains(Gfp::HIGHMEM) {
-                return Err(AllocError::Unsupported(
-                    "__GFP_DMA32 with __GFP_HIGHMEM (GFP_ZONE_BAD)",
-                ));
-            }
-            ZoneType::Dma32
-        } else if zone_bits.contains(Gfp::HIGHMEM | Gfp::MOVABLE_BIT) {
-            ZoneType::Movable
+}
+
+/// Every decoding, computed at compile time: the kernel's GFP_ZONE_TABLE
+/// and GFP_ZONE_BAD, extended by mobility and mapping.
+const DECODE_TABLE: [Decoded; 64] = {
+    let mut table: [Decoded; 64] = [Err(""); 64];
+    let mut index = 0;
+    while index < 64 {
+        let unmapped = if index & 0x20 != 0 {
+            Gfp::UNMAPPED.bits()
         } else {
-            ZoneType::Normal
+            0
         };
-        let migratetype = match (
-            self.contains(Gfp::MOVABLE_BIT),
-            self.contains(Gfp::RECLAIMABLE),
-        ) {
-            (false, false) => MigrateType::Unmovable,
-            (true, false) => MigrateType::Movable,
-            (false, true) => MigrateType::Reclaimable,
-            (true, true) => {
-                return Err(AllocError::Unsupported(
-                    "__GFP_MOVABLE with __GFP_RECLAIMABLE",
-                ))
-            }
-        };
-        let flags = if self.contains(Gfp::UNMAPPED) {
-            if migratetype == MigrateType::Reclaimable {
-                return Err(AllocError::Unsupported(
-                    "__GFP_UNMAPPED with __GFP_RECLAIMABLE has no freetype",
-                ));
-            }
-            FreeTypeFlags::UNMAPPED
-        } else {
-            FreeTypeFlags::NONE
-        };
-        Ok(GfpRequest {
-            highest_zone,
-            freetype: FreeType { migratetype, flags },
-            this_node: self.contains(Gfp::THISNODE),
-            zero: self.contains(Gfp::ZERO),
-        })
+        table[index] = decode(index as u32 & 0x1f | unmapped);
+        index += 1;
+    }
+    table
+};
+
+/// Decodes zone, migratetype and freetype; mirrors gfp_zone() and
+/// gfp_migratetype(). Combinations the kernel calls bad are errors.
+const fn decode(bits: u32) -> Decoded {
+    let gfp = Gfp::from_bits_retain(bits);
+    if gfp.contains(Gfp::DMA) {
+        return Err("__GFP_DMA: ZONE_DMA is not modelled");
+    }
+    let highest_zone = if gfp.contains(Gfp::DMA32) {
+        if gfp.contains(Gfp::HIGHMEM) {
+            return Err("__GFP_DMA32 with __GFP_HIGHMEM (GFP_ZONE_BAD)");
+        }
+        ZoneType::Dma32
+    } else if gfp.contains(Gfp::HIGHMEM) && gfp.contains(Gfp::MOVABLE_BIT) {
+        ZoneType::Movable
+    } else {
+        ZoneType::Normal
+    };
+    let migratetype = match (
+        gfp.contains(Gfp::MOVABLE_BIT),
+        gfp.contains(Gfp::RECLAIMABLE),
+    ) {
+        (false, false) => MigrateType::Unmovable,
+        (true, false) => MigrateType::Movable,
+        (false, true) => MigrateType::Reclaimable,
+        (true, true) => return Err("__GFP_MOVABLE with __GFP_RECLAIMABLE"),
+    };
+    let flags = if gfp.contains(Gfp::UNMAPPED) {
+        if matches!(migratetype, MigrateType::Reclaimable) {
+            return Err("__GFP_UNMAPPED with __GFP_RECLAIMABLE has no freetype");
+        }
+        FreeTypeFlags::UNMAPPED
+    } else {
+        FreeTypeFlags::NONE
+    };
+    Ok((highest_zone, FreeType { migratetype, flags }))
+}
+
+impl Gfp {
+    /// Decodes zone, migratetype and freetype (gfp_zone() and
+    /// gfp_migratetype(), a table lookup as in the kernel). Combinations
+    /// the kernel calls bad are errors.
+    #[inline]
+    pub fn request(self) -> Result<GfpRequest, AllocError> {
+        match DECODE_TABLE[decode_index(self.bits())] {
+            Ok((highest_zone, freetype)) => Ok(GfpRequest {
+                highest_zone,
+                freetype,
+                this_node: self.contains(Gfp::THISNODE),
+                zero: self.contains(Gfp::ZERO),
+            }),
+            Err(why) => Err(AllocError::Unsupported(why)),
+        }
     }
 
     /// Flags of the slow path; mirrors gfp_to_alloc_flags() (cpusets and

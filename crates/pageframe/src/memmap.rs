@@ -97,6 +97,20 @@ pub struct PageRecord {
     info: AtomicU32,
 }
 
+impl PageRecord {
+    /// The state word.
+    #[inline]
+    pub fn info(&self) -> PageInfo {
+        PageInfo(self.info.load(Relaxed))
+    }
+
+    /// Sets the state word.
+    #[inline]
+    pub fn set_info(&self, info: PageInfo) {
+        self.info.store(info.0, Relaxed)
+    }
+}
+
 /// The per-PFN table for PFNs `0..len`.
 pub struct MemMap {
     records: NonNull<PageRecord>,
@@ -140,16 +154,27 @@ impl MemMap {
         unsafe { &*self.records.as_ptr().add(pfn as usize) }
     }
 
+    /// All records, indexed by PFN. Loops over many pages index this slice
+    /// rather than call [`Self::info`] each time: the slice's base and length
+    /// stay in registers, where the table's fields would be reloaded after
+    /// every atomic store.
+    #[inline]
+    pub fn records(&self) -> &[PageRecord] {
+        // SAFETY: the allocation holds `len` records initialised to zero, a
+        // valid bit pattern for atomics, and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.records.as_ptr(), self.len) }
+    }
+
     /// The record's state word.
     #[inline]
     pub fn info(&self, pfn: u32) -> PageInfo {
-        PageInfo(self.record(pfn).info.load(Relaxed))
+        self.record(pfn).info()
     }
 
     /// Sets the record's state word.
     #[inline]
     pub fn set_info(&self, pfn: u32, info: PageInfo) {
-        self.record(pfn).info.store(info.0, Relaxed)
+        self.record(pfn).set_info(info)
     }
 
     /// Atomically replaces `current` by `new`; false if the word was not `current`.

@@ -1,26 +1,60 @@
-//! Pageblock flags: per pageblock, a byte of bits (migratetype, freetype
-//! flags, compaction skip) and the zone the block belongs to.
+//! Pageblock flags: per pageblock, one word holding a byte of bits
+//! (migratetype, freetype flags, compaction skip) and the zone the block
+//! belongs to, so that the free path learns both with one load.
 //!
 //! Like `pageblock_flags` in the kernel, the bits change under the zone lock
 //! and are read without it (the free path reads the migratetype locklessly).
-//! A block's zone is fixed while the block is online.
+//! A block's zone is fixed while the block is online. Writers change their
+//! part of the word with an atomic read-modify-write, so a bits update and a
+//! zone update never undo each other.
 
-use std::sync::atomic::{AtomicU16, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
 use crate::types::Pfn;
 
-const MIGRATETYPE_MASK: u8 = 0b0111;
-const UNMAPPED_BIT: u8 = 0b1000;
-const SKIP_BIT: u8 = 0b1_0000;
+const MIGRATETYPE_MASK: u32 = 0b0111;
+const UNMAPPED_BIT: u32 = 0b1000;
+const SKIP_BIT: u32 = 0b1_0000;
+const BITS_MASK: u32 = 0xff;
+const ZONE_SHIFT: u32 = 16;
 
 /// Zone index of a pageblock with no zone (a hole).
 pub const NO_ZONE: u16 = u16::MAX;
 
+/// The freetype of each value of the migratetype and UNMAPPED bits; values
+/// that are no migratetype read as MOVABLE, what a block starts as.
+const FREETYPES: [FreeType; 16] = {
+    let mut table = [FreeType::plain(MigrateType::Movable); 16];
+    let mut bits = 0;
+    while bits < 16 {
+        let migratetype = match MigrateType::from_index(bits & MIGRATETYPE_MASK as usize) {
+            Some(migratetype) => migratetype,
+            None => MigrateType::Movable,
+        };
+        let flags = if bits as u32 & UNMAPPED_BIT != 0 {
+            FreeTypeFlags::UNMAPPED
+        } else {
+            FreeTypeFlags::NONE
+        };
+        table[bits] = FreeType { migratetype, flags };
+        bits += 1;
+    }
+    table
+};
+
+/// What the free path needs of a pageblock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// The zone index.
+    pub zone: usize,
+    /// The freetype.
+    pub freetype: FreeType,
+}
+
 /// Flags and zone of every pageblock of the machine.
 pub struct PageblockTable {
-    bits: Box<[AtomicU8]>,
-    zone: Box<[AtomicU16]>,
+    words: Box<[AtomicU32]>,
     order: u8,
 }
 
@@ -29,11 +63,9 @@ impl PageblockTable {
     /// leaves them) and in no zone.
     pub fn new(end_pfn: Pfn, pageblock_order: u8) -> PageblockTable {
         let blocks = (end_pfn.0 >> pageblock_order) as usize + 1;
+        let initial = MigrateType::Movable as u32 | (NO_ZONE as u32) << ZONE_SHIFT;
         PageblockTable {
-            bits: (0..blocks)
-                .map(|_| AtomicU8::new(MigrateType::Movable as u8))
-                .collect(),
-            zone: (0..blocks).map(|_| AtomicU16::new(NO_ZONE)).collect(),
+            words: (0..blocks).map(|_| AtomicU32::new(initial)).collect(),
             order: pageblock_order,
         }
     }
@@ -43,77 +75,84 @@ impl PageblockTable {
         (pfn.0 >> self.order) as usize
     }
 
+    #[inline]
+    fn bits(&self, pfn: Pfn) -> u32 {
+        self.words[self.block(pfn)].load(Relaxed) & BITS_MASK
+    }
+
+    /// Replaces the bits selected by `mask` of the block holding `pfn`.
+    fn update(&self, pfn: Pfn, mask: u32, value: u32) {
+        let word = &self.words[self.block(pfn)];
+        let mut current = word.load(Relaxed);
+        loop {
+            let new = current & !mask | value & mask;
+            match word.compare_exchange_weak(current, new, Relaxed, Relaxed) {
+                Ok(_) => return,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
     /// Number of blocks in the table.
     pub fn len(&self) -> usize {
-        self.bits.len()
+        self.words.len()
     }
 
     /// True when the table has no block.
     pub fn is_empty(&self) -> bool {
-        self.bits.is_empty()
+        self.words.is_empty()
     }
 
     /// The migratetype of the block holding `pfn` (`get_pfnblock_migratetype()`).
     #[inline]
     pub fn migratetype(&self, pfn: Pfn) -> MigrateType {
-        let bits = self.bits[self.block(pfn)].load(Relaxed);
-        MigrateType::from_index((bits & MIGRATETYPE_MASK) as usize).unwrap_or(MigrateType::Movable)
+        self.freetype(pfn).migratetype
     }
 
     /// The freetype of the block holding `pfn`.
     #[inline]
     pub fn freetype(&self, pfn: Pfn) -> FreeType {
-        let bits = self.bits[self.block(pfn)].load(Relaxed);
-        FreeType {
-            migratetype: MigrateType::from_index((bits & MIGRATETYPE_MASK) as usize)
-                .unwrap_or(MigrateType::Movable),
-            flags: if bits & UNMAPPED_BIT != 0 {
-                FreeTypeFlags::UNMAPPED
-            } else {
-                FreeTypeFlags::NONE
-            },
-        }
+        FREETYPES[(self.bits(pfn) & (MIGRATETYPE_MASK | UNMAPPED_BIT)) as usize]
     }
 
     /// Sets the freetype of the block holding `pfn` (`set_pageblock_migratetype()`).
     /// The skip bit is kept.
     #[inline]
     pub fn set_freetype(&self, pfn: Pfn, freetype: FreeType) {
-        let cell = &self.bits[self.block(pfn)];
-        let mut bits = cell.load(Relaxed) & SKIP_BIT;
-        bits |= freetype.migratetype as u8;
+        let mut bits = freetype.migratetype as u32;
         if freetype.flags.contains(FreeTypeFlags::UNMAPPED) {
             bits |= UNMAPPED_BIT;
         }
-        cell.store(bits, Relaxed);
+        self.update(pfn, MIGRATETYPE_MASK | UNMAPPED_BIT, bits);
     }
 
     /// The compaction skip bit of the block.
     pub fn skip(&self, pfn: Pfn) -> bool {
-        self.bits[self.block(pfn)].load(Relaxed) & SKIP_BIT != 0
+        self.bits(pfn) & SKIP_BIT != 0
     }
 
     /// Sets or clears the compaction skip bit of the block.
     pub fn set_skip(&self, pfn: Pfn, skip: bool) {
-        let cell = &self.bits[self.block(pfn)];
-        let bits = cell.load(Relaxed);
-        cell.store(
-            if skip {
-                bits | SKIP_BIT
-            } else {
-                bits & !SKIP_BIT
-            },
-            Relaxed,
-        );
+        self.update(pfn, SKIP_BIT, if skip { SKIP_BIT } else { 0 });
     }
 
     /// The zone index of the block holding `pfn`, if it is in a zone.
     #[inline]
     pub fn zone(&self, pfn: Pfn) -> Option<usize> {
-        let block = self.block(pfn);
-        match self.zone.get(block).map(|zone| zone.load(Relaxed)) {
-            Some(NO_ZONE) | None => None,
-            Some(zone) => Some(zone as usize),
+        self.lookup(pfn).map(|block| block.zone)
+    }
+
+    /// Zone and freetype of the block holding `pfn`, with one load; `None`
+    /// when the block is in no zone.
+    #[inline]
+    pub fn lookup(&self, pfn: Pfn) -> Option<BlockInfo> {
+        let word = self.words.get(self.block(pfn))?.load(Relaxed);
+        match (word >> ZONE_SHIFT) as u16 {
+            NO_ZONE => None,
+            zone => Some(BlockInfo {
+                zone: zone as usize,
+                freetype: FREETYPES[(word & (MIGRATETYPE_MASK | UNMAPPED_BIT)) as usize],
+            }),
         }
     }
 
@@ -121,23 +160,20 @@ impl PageblockTable {
     /// beyond the old end start MOVABLE and in no zone.
     pub fn grown(&self, end_pfn: Pfn) -> PageblockTable {
         let grown = PageblockTable::new(end_pfn, self.order);
-        for (block, (bits, zone)) in self.bits.iter().zip(self.zone.iter()).enumerate() {
-            if block < grown.bits.len() {
-                grown.bits[block].store(bits.load(Relaxed), Relaxed);
-                grown.zone[block].store(zone.load(Relaxed), Relaxed);
-            }
+        for (old, new) in self.words.iter().zip(grown.words.iter()) {
+            new.store(old.load(Relaxed), Relaxed);
         }
         grown
     }
 
     /// Takes the block holding `pfn` out of every zone (memory offline).
     pub fn clear_zone(&self, pfn: Pfn) {
-        self.zone[self.block(pfn)].store(NO_ZONE, Relaxed);
+        self.set_zone(pfn, NO_ZONE);
     }
 
     /// Puts the block holding `pfn` in zone `zone`.
     pub fn set_zone(&self, pfn: Pfn, zone: u16) {
-        self.zone[self.block(pfn)].store(zone, Relaxed);
+        self.update(pfn, !BITS_MASK, (zone as u32) << ZONE_SHIFT);
     }
 }
 

@@ -147,11 +147,34 @@ impl PerCpuPages {
         Some(pfn)
     }
 
+    /// Removes up to `max` blocks of `order` from list `pindex`, hottest
+    /// first (the order repeated pops would give).
+    #[inline]
+    pub(crate) fn take_hottest(
+        &mut self,
+        pindex: usize,
+        order: u8,
+        max: usize,
+    ) -> impl Iterator<Item = u32> + '_ {
+        let list = &mut self.lists[pindex];
+        let taken = max.min(list.len());
+        self.count -= (taken as u32) << order;
+        list.drain(list.len() - taken..).rev()
+    }
+
     /// Pushes a freed block of `order` at the hot end of list `pindex`.
     #[inline]
     pub(crate) fn push(&mut self, pindex: usize, order: u8, pfn: u32) {
         self.lists[pindex].push(pfn);
         self.count += 1 << order;
+    }
+
+    /// Pushes freed blocks of `order` at the hot end of list `pindex`, the
+    /// last one hottest (as pushing them one at a time would leave them).
+    #[inline]
+    pub(crate) fn push_slice(&mut self, pindex: usize, order: u8, pfns: &[u32]) {
+        self.lists[pindex].extend_from_slice(pfns);
+        self.count += (pfns.len() as u32) << order;
     }
 
     /// Fills an empty list with a refill batch, in the order the buddy

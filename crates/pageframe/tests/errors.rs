@@ -171,17 +171,18 @@ fn pfns_in_a_hole_or_beyond_memory_are_not_memory() {
     let cpu = allocator.cpu(CpuId(0)).unwrap();
     let held = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap();
     for pfn in [4096u64, 6000, 8191, 12288, 1 << 20, 1 << 32, u64::MAX] {
+        // A page names PFN u64::MAX as u64::MAX - 1 (see `Page`): neither is memory.
         let page = Page::from_pfn(Pfn(pfn));
         for order in [0u8, 3, 10, 200] {
             let err = assert_unchanged(&allocator, || cpu.free_pages(page, Order(order)));
             assert_eq!(
                 err,
-                Err(FreeError::NotMemory(Pfn(pfn))),
+                Err(FreeError::NotMemory(page.pfn())),
                 "PFN {pfn} order {order}"
             );
         }
         let err = assert_unchanged(&allocator, || cpu.free_pages_bulk(&[held, page]));
-        assert_eq!(err, Err(FreeError::NotMemory(Pfn(pfn))));
+        assert_eq!(err, Err(FreeError::NotMemory(page.pfn())));
     }
     // Memory on both sides of the hole is in use and frees normally.
     let zone = &allocator.zone_snapshots()[0];

@@ -255,7 +255,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Counts an allocation of `pages` pages in `calls` calls: `pgalloc` and,
     /// as zone_statistics() does, NUMA hit/miss/foreign and local/other.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn account_alloc(
         &self,
         cpu: CpuId,
@@ -271,13 +271,10 @@ impl<L: LockFamily> PageAllocator<L> {
         let counters = cpu_slot.events.zone(zone as usize);
         let node = self.zones[zone as usize].node;
         counters.add(VmEvent::Pgalloc, pages);
-        if node == self.zones[preferred_zone as usize].node {
+        if zone == preferred_zone || node == self.zones[preferred_zone as usize].node {
             counters.add(VmEvent::NumaHit, calls);
         } else {
-            counters.add(VmEvent::NumaMiss, calls);
-            cpu_slot
-                .events
-                .add(preferred_zone as usize, VmEvent::NumaForeign, calls);
+            self.account_numa_miss(cpu, preferred_zone, zone, calls);
         }
         let local = if node == cpu_slot.node {
             VmEvent::NumaLocal
@@ -285,6 +282,15 @@ impl<L: LockFamily> PageAllocator<L> {
             VmEvent::NumaOther
         };
         counters.add(local, calls);
+    }
+
+    /// The NUMA miss side of [`Self::account_alloc`]: `numa_miss` on the
+    /// zone allocated from, `numa_foreign` on the preferred one.
+    #[cold]
+    fn account_numa_miss(&self, cpu: CpuId, preferred_zone: u16, zone: u16, calls: u64) {
+        let events = &self.cpus[cpu.index()].events;
+        events.add(zone as usize, VmEvent::NumaMiss, calls);
+        events.add(preferred_zone as usize, VmEvent::NumaForeign, calls);
     }
 
     /// mirrors alloc_flags_nofragment(), decided per zone at boot.
@@ -297,7 +303,10 @@ impl<L: LockFamily> PageAllocator<L> {
         }
     }
 
-    /// mirrors zone_watermark_fast() and __zone_watermark_ok().
+    /// mirrors zone_watermark_fast(): for order 0, free pages above the
+    /// mark (HIGHATOMIC reserves excluded unless the caller may use them)
+    /// pass at once; everything else takes __zone_watermark_ok().
+    #[inline]
     pub(crate) fn zone_watermark_ok(
         &self,
         zone: u16,
@@ -323,6 +332,20 @@ impl<L: LockFamily> PageAllocator<L> {
                 return true;
             }
         }
+        self.zone_watermark_slow(zone, order, free, mark, flags)
+    }
+
+    /// The rest of [`Self::zone_watermark_ok`]: __zone_watermark_ok(), and
+    /// for higher orders a free block of at least the order.
+    #[inline(never)]
+    fn zone_watermark_slow(
+        &self,
+        zone: u16,
+        order: u8,
+        free: ZoneFree,
+        mark: u64,
+        flags: AllocFlags,
+    ) -> bool {
         if !watermark_free_ok(free, order, mark, flags) {
             return false;
         }

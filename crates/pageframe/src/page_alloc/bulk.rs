@@ -1,15 +1,15 @@
 //! The bulk API: many order-0 pages under one pcp-lock acquisition.
-//! mirrors __alloc_pages_bulk() and free_unref_page_list() (Linux 6.1).
+//! mirrors __alloc_pages_bulk() (Linux 6.1); the bulk free is in bulk_free.rs.
+
+use std::ops::Range;
 
 use super::alloc::{AllocContext, PcpList};
 use super::events::VmEvent;
-use super::free::pcp_list_for_free;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::error::{AllocError, FreeError};
+use crate::error::AllocError;
 use crate::gfp::{Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
-use crate::pcp::PerCpuPages;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
 
@@ -89,30 +89,51 @@ impl<L: LockFamily> PageAllocator<L> {
             return None;
         };
         let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
-        let mut nr_account = 0u64;
-        let mut to_zero = Vec::new();
+        let records = self.frames.memmap.records();
+        let mut nr_account = 0;
+        let mut filled = Vec::new();
         while nr_populated < nr_pages {
-            if pages[nr_populated].is_some() {
+            // Populated slots are skipped (the kernel's page_array check);
+            // the empty ones up to the next populated slot are filled in one go.
+            let empty = pages[nr_populated..]
+                .iter()
+                .take_while(|slot| slot.is_none())
+                .count();
+            if empty == 0 {
                 nr_populated += 1;
                 continue;
             }
-            let Some(pfn) = self.rmqueue_pcp_list(&mut pcp, zone as usize, list, flags) else {
-                if nr_account == 0 {
-                    return None;
+            if pcp.list_is_empty(list.pindex) {
+                self.refill_pcp_list(&mut pcp, zone as usize, list, flags);
+                if pcp.list_is_empty(list.pindex) {
+                    break;
                 }
-                break;
-            };
-            self.frames.memmap.set_info(pfn, allocated);
-            pages[nr_populated] = Some(Page::from_pfn(Pfn(pfn as u64)));
-            if request.zero {
-                to_zero.push(nr_populated);
             }
-            nr_account += 1;
-            nr_populated += 1;
+            let run = &mut pages[nr_populated..nr_populated + empty];
+            let mut taken = 0;
+            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list.pindex, 0, empty)) {
+                records[pfn as usize].set_info(allocated);
+                *slot = Some(Page::from_pfn(Pfn(pfn as u64)));
+                taken += 1;
+            }
+            if request.zero {
+                filled.push(nr_populated..nr_populated + taken);
+            }
+            nr_account += taken;
+            nr_populated += taken;
         }
         drop(pcp);
-        self.account_alloc(cpu, preferred_zone, zone, nr_account, nr_account);
-        Some(self.zero_bulk(cpu, request, pages, &to_zero, nr_populated))
+        if nr_account == 0 {
+            return None;
+        }
+        self.account_alloc(
+            cpu,
+            preferred_zone,
+            zone,
+            nr_account as u64,
+            nr_account as u64,
+        );
+        Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated))
     }
 
     /// Zeroes the slots this call filled (`__GFP_ZERO`, outside the pcp
@@ -124,17 +145,18 @@ impl<L: LockFamily> PageAllocator<L> {
         cpu: CpuId,
         request: &GfpRequest,
         pages: &mut [Option<Page>],
-        filled: &[usize],
+        filled: &[Range<usize>],
         nr_populated: usize,
     ) -> usize {
-        for (done, &slot) in filled.iter().enumerate() {
+        let mut slots = filled.iter().flat_map(|run| run.clone());
+        while let Some(slot) = slots.next() {
             let Some(page) = pages[slot] else { continue };
             if self
                 .prep_zeroed(cpu, page.pfn().0 as u32, Order(0), request)
                 .is_err()
             {
                 pages[slot] = None;
-                for &later in &filled[done + 1..] {
+                for later in slots {
                     if let Some(page) = pages[later].take() {
                         self.release_new_block(cpu, page.pfn(), Order(0));
                     }
@@ -162,85 +184,5 @@ impl<L: LockFamily> PageAllocator<L> {
             }
             Err(_) => nr_populated,
         }
-    }
-
-    /// Frees order-0 pages, taking each zone's pcp lock once per run of
-    /// pages from that zone. Every page is checked first: if any free would
-    /// fail, none happens and the error names the first bad page.
-    /// mirrors free_unref_page_list() (without its IRQ-latency relock every
-    /// SWAP_CLUSTER_MAX pages, which has no meaning in user space).
-    pub(crate) fn free_pages_bulk_on<I>(&self, cpu: CpuId, pages: I) -> Result<(), FreeError>
-    where
-        I: Iterator<Item = Page> + Clone,
-    {
-        if cpu.index() >= self.cpus.len() {
-            return Err(FreeError::NoSuchCpu(cpu));
-        }
-        // Pass 1: check every page and mark it Freeing, so that nothing is
-        // freed unless everything can be; note whether one zone holds them all.
-        // Pages of one bulk call mostly share pageblocks: look each block's
-        // zone and migratetype up once per run of pages in it.
-        let block_shift = self.layout.pageblock_order;
-        let mut single_zone = None;
-        let (mut cached_block, mut cached_zone) = (u64::MAX, None);
-        for (done, page) in pages.clone().enumerate() {
-            let pfn = page.pfn();
-            if pfn.0 >> block_shift != cached_block {
-                cached_block = pfn.0 >> block_shift;
-                cached_zone = self.zone_of(pfn);
-            }
-            let claimed = match cached_zone {
-                Some(zone) => self.claim_in_zone(pfn, Order(0), true).map(|()| zone),
-                None => Err(FreeError::NotMemory(pfn)),
-            };
-            match claimed {
-                Ok(zone) if done == 0 || single_zone == Some(zone) => single_zone = Some(zone),
-                Ok(_) => single_zone = None,
-                Err(err) => {
-                    for undo in pages.take(done) {
-                        self.unclaim(undo.pfn(), Order(0));
-                    }
-                    return Err(err);
-                }
-            }
-        }
-        // Pass 2: the frees, one pcp-lock acquisition per run of pages of a zone.
-        let mut locked: Option<(usize, L::Guard<'_, PerCpuPages>)> = None;
-        let mut run_pages = 0u64;
-        let mut cached_list = None;
-        cached_block = u64::MAX;
-        for page in pages {
-            let pfn = page.pfn();
-            let zone = match single_zone {
-                Some(zone) => zone,
-                None => self.zone_of(pfn).expect("claimed pages are memory"),
-            };
-            if pfn.0 >> block_shift != cached_block {
-                cached_block = pfn.0 >> block_shift;
-                cached_list = pcp_list_for_free(self.frames.blocks.freetype(pfn), 0);
-            }
-            let Some(list) = cached_list else {
-                self.count_event(cpu, zone, VmEvent::Pgfree, 1);
-                self.free_one_page(zone, pfn.0 as u32, 0);
-                continue;
-            };
-            if locked.as_ref().is_none_or(|(held, _)| *held != zone) {
-                if let Some((held, guard)) = locked.take() {
-                    // Release the previous zone's pcp lock before taking the next.
-                    drop(guard);
-                    self.count_event(cpu, held, VmEvent::Pgfree, run_pages);
-                    run_pages = 0;
-                }
-                locked = Some((zone, L::lock(&self.cpus[cpu.index()].pcp[zone]).0));
-            }
-            let (_, pcp) = locked.as_mut().expect("locked above");
-            self.free_unref_page_commit(pcp, zone, pfn.0 as u32, 0, list);
-            run_pages += 1;
-        }
-        if let Some((held, guard)) = locked {
-            drop(guard);
-            self.count_event(cpu, held, VmEvent::Pgfree, run_pages);
-        }
-        Ok(())
     }
 }

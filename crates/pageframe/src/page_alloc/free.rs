@@ -8,25 +8,39 @@ use super::PageAllocator;
 use crate::error::FreeError;
 use crate::freetype::{FreeType, MigrateType};
 use crate::memmap::{PageInfo, PageState};
+use crate::pageblock::BlockInfo;
 use crate::pcp::PerCpuPages;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn};
 
 impl<L: LockFamily> PageAllocator<L> {
+    /// Frees a block of `order` on `cpu` (`__free_pages()`): the checks, then
+    /// the per-CPU lists or the buddy lists. Nothing changes on error.
+    pub(crate) fn free_pages_on(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        order: Order,
+    ) -> Result<(), FreeError> {
+        let block = self.claim_for_free(pfn, order, false)?;
+        self.free_claimed(cpu, pfn, order, block);
+        Ok(())
+    }
+
     /// Validates a free and, when `mark` is set or other threads may free
     /// the same block, marks it Freeing so that a second free of it (later
     /// in the same batch, or from another thread) fails. Nothing changes on
-    /// error. Returns the zone index.
-    #[inline]
+    /// error. Returns the block's zone and pageblock freetype.
+    #[inline(always)]
     pub(crate) fn claim_for_free(
         &self,
         pfn: Pfn,
         order: Order,
         mark: bool,
-    ) -> Result<usize, FreeError> {
-        let zone = self.zone_of(pfn).ok_or(FreeError::NotMemory(pfn))?;
+    ) -> Result<BlockInfo, FreeError> {
+        let block = self.block_of(pfn).ok_or(FreeError::NotMemory(pfn))?;
         self.claim_in_zone(pfn, order, mark)?;
-        Ok(zone)
+        Ok(block)
     }
 
     /// The checks and marking of [`Self::claim_for_free`], for a PFN already
@@ -63,8 +77,8 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Frees a block just handed out that the allocation must take back
     /// (its zeroing failed); it is allocated, so the checks cannot fail.
     pub(crate) fn release_new_block(&self, cpu: CpuId, pfn: Pfn, order: Order) {
-        if let Ok(zone) = self.claim_for_free(pfn, order, false) {
-            self.free_claimed(cpu, pfn, order, zone);
+        if let Ok(block) = self.claim_for_free(pfn, order, false) {
+            self.free_claimed(cpu, pfn, order, block);
         }
     }
 
@@ -95,23 +109,23 @@ impl<L: LockFamily> PageAllocator<L> {
         }
     }
 
-    /// The zone of a PFN, if it is memory of this machine.
+    /// Zone and pageblock freetype of a PFN, if it is memory of this machine.
     #[inline]
-    pub(crate) fn zone_of(&self, pfn: Pfn) -> Option<usize> {
+    pub(crate) fn block_of(&self, pfn: Pfn) -> Option<BlockInfo> {
         if !self.frames.memmap.covers(pfn) {
             return None;
         }
-        self.frames.blocks.zone(pfn)
+        self.frames.blocks.lookup(pfn)
     }
 
-    /// Frees a claimed block on `cpu`.
-    #[inline]
-    pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, zone: usize) {
-        self.count_event(cpu, zone, VmEvent::Pgfree, order.nr_pages());
+    /// Frees a claimed block of pageblock `block` on `cpu`.
+    #[inline(always)]
+    pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, block: BlockInfo) {
+        self.count_event(cpu, block.zone, VmEvent::Pgfree, order.nr_pages());
         if PerCpuPages::allowed_order(order.0, self.layout.pageblock_order) {
-            self.free_unref_page(cpu, zone, pfn.0 as u32, order.0);
+            self.free_unref_page(cpu, block, pfn.0 as u32, order.0);
         } else {
-            self.free_one_page(zone, pfn.0 as u32, order.0);
+            self.free_one_page(block.zone, pfn.0 as u32, order.0);
         }
     }
 
@@ -126,9 +140,10 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// mirrors free_unref_page(): a contended pcp lock, or a pageblock
     /// whose freetype has no per-CPU list, sends the page to the buddy lists.
-    fn free_unref_page(&self, cpu: CpuId, zone: usize, pfn: u32, order: u8) {
-        let block = self.frames.blocks.freetype(Pfn(pfn as u64));
-        let Some(list) = pcp_list_for_free(block, order) else {
+    #[inline(always)]
+    fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: u32, order: u8) {
+        let zone = block.zone;
+        let Some(list) = pcp_list_for_free(block.freetype, order) else {
             self.free_one_page(zone, pfn, order);
             return;
         };
@@ -143,9 +158,9 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Puts a page on the per-CPU list `list` (index, recorded freetype) and
     /// drains a batch when the list count reaches `high`. mirrors
     /// free_unref_page_commit(). The drain stays out of line so that this
-    /// inlines into every free loop.
-    #[inline]
-    pub(crate) fn free_unref_page_commit(
+    /// stays small enough to inline into the free fast path.
+    #[inline(always)]
+    fn free_unref_page_commit(
         &self,
         pcp: &mut PerCpuPages,
         zone: usize,
@@ -166,7 +181,7 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     #[inline(never)]
-    fn drain_above_high(
+    pub(crate) fn drain_above_high(
         &self,
         pcp: &mut PerCpuPages,
         zone: usize,

@@ -7,7 +7,9 @@
 //! single-writer. A handle can move to another thread but not be shared.
 
 use std::cell::Cell;
+use std::fmt;
 use std::marker::PhantomData;
+use std::num::NonZeroU64;
 use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -21,19 +23,31 @@ use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
 
 /// A block of pages, named by its first PFN. Copyable like `struct page *`:
 /// freeing a copy twice is a double free, reported as an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Page(Pfn);
+///
+/// Stored as PFN + 1 in a `NonZeroU64`, so that `Option<Page>` (a slot of
+/// the page arrays `alloc_pages_bulk` fills) is one word. The one PFN that
+/// does not fit, `u64::MAX`, names no page of any machine; `from_pfn` maps
+/// it to `u64::MAX - 1`, which names none either.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Page(NonZeroU64);
 
 impl Page {
     /// The page with this PFN.
+    #[inline]
     pub fn from_pfn(pfn: Pfn) -> Page {
-        Page(pfn)
+        Page(NonZeroU64::new(pfn.0.wrapping_add(1)).unwrap_or(NonZeroU64::MAX))
     }
 
     /// Its page frame number.
     #[inline]
     pub fn pfn(self) -> Pfn {
-        self.0
+        Pfn(self.0.get() - 1)
+    }
+}
+
+impl fmt::Debug for Page {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Page").field(&self.pfn()).finish()
     }
 }
 
@@ -139,7 +153,7 @@ where
     ) -> Result<Page, AllocError> {
         self.allocator
             .alloc_pages_on(self.cpu, gfp, order, preferred_node, None)
-            .map(|pfn| Page(Pfn(pfn as u64)))
+            .map(|pfn| Page::from_pfn(Pfn(pfn as u64)))
     }
 
     /// Allocates from the nodes of `nodemask` only (`__alloc_pages()` with a nodemask).
@@ -152,16 +166,13 @@ where
     ) -> Result<Page, AllocError> {
         self.allocator
             .alloc_pages_on(self.cpu, gfp, order, preferred_node, Some(nodemask))
-            .map(|pfn| Page(Pfn(pfn as u64)))
+            .map(|pfn| Page::from_pfn(Pfn(pfn as u64)))
     }
 
     /// Frees a block allocated with `order` (`__free_pages()`).
     #[inline]
     pub fn free_pages(&self, page: Page, order: Order) -> Result<(), FreeError> {
-        let zone = self.allocator.claim_for_free(page.pfn(), order, false)?;
-        self.allocator
-            .free_claimed(self.cpu, page.pfn(), order, zone);
-        Ok(())
+        self.allocator.free_pages_on(self.cpu, page.pfn(), order)
     }
 
     /// Fills the empty slots of `pages` with order-0 pages and returns how
@@ -197,7 +208,8 @@ where
     #[inline]
     pub fn free_pages_bulk(&self, pages: &[Page]) -> Result<(), FreeError> {
         self.allocator
-            .free_pages_bulk_on(self.cpu, pages.iter().copied())
+            .free_pages_bulk_on(self.cpu, pages)
+            .map(|_| ())
     }
 
     /// Frees the order-0 pages of a page array, as filled by
@@ -206,13 +218,8 @@ where
     /// slot changes. The array form of release_pages().
     #[inline]
     pub fn free_pages_bulk_array(&self, pages: &mut [Option<Page>]) -> Result<usize, FreeError> {
-        self.allocator
-            .free_pages_bulk_on(self.cpu, pages.iter().flatten().copied())?;
-        let mut freed = 0;
-        for slot in pages.iter_mut().filter(|slot| slot.is_some()) {
-            *slot = None;
-            freed += 1;
-        }
+        let freed = self.allocator.free_pages_bulk_on(self.cpu, pages)?;
+        pages.fill(None);
         Ok(freed)
     }
 
@@ -278,5 +285,25 @@ where
                 .registered
                 .store(false, Ordering::Release);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_array_slot_is_one_word() {
+        assert_eq!(std::mem::size_of::<Option<Page>>(), 8);
+    }
+
+    #[test]
+    fn pages_round_trip_their_pfn() {
+        for pfn in [0, 1, 511, 1 << 40, u64::MAX - 1] {
+            assert_eq!(Page::from_pfn(Pfn(pfn)).pfn(), Pfn(pfn));
+        }
+        assert_eq!(Page::from_pfn(Pfn(u64::MAX)).pfn(), Pfn(u64::MAX - 1));
+        assert!(Page::from_pfn(Pfn(3)) < Page::from_pfn(Pfn(4)));
+        assert_eq!(format!("{:?}", Page::from_pfn(Pfn(7))), "Page(Pfn(7))");
     }
 }

@@ -17,6 +17,7 @@
 mod alloc;
 mod boot;
 mod bulk;
+mod bulk_free;
 mod contents;
 mod direct_map;
 mod events;
