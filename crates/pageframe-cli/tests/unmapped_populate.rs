@@ -44,9 +44,8 @@ fn unmapped_populate_reports_every_variant_with_its_flushes() {
         );
         assert_eq!(flushes("skip_flush", backing), Some(0.0), "{backing}");
     }
-    assert_eq!(
-        flushes("gfp_unmapped_span512", "arena"),
-        Some(1024.0 / 512.0)
-    );
-    assert_eq!(rows.len(), 7);
+    for variant in ["gfp_unmapped_span512", "gfp_unmapped_fileio"] {
+        assert_eq!(flushes(variant, "arena"), Some(1024.0 / 512.0), "{variant}");
+    }
+    assert_eq!(rows.len(), 8);
 }

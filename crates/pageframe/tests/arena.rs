@@ -1,10 +1,12 @@
 //! The allocator over real memory (a memfd arena): page contents survive
 //! until freed, `__GFP_ZERO` zeroes, unmapped pages are reached only through
-//! the mermap, nothing written to an unmapped page leaks into the mapped
-//! pool, and threads on two CPUs allocate, write, verify and free at once.
+//! the mermap (window mappings or file I/O), nothing written to an unmapped
+//! page leaks into the mapped pool, and threads on two CPUs allocate, write,
+//! verify and free at once.
 
 use std::sync::Arc;
 
+use pageframe::backing::{MermapAccess, MermapConfig};
 use pageframe::policies::SecretRegion;
 use pageframe::{
     AccessError, AllocOptions, ArenaOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId,
@@ -16,9 +18,23 @@ const PAGE: usize = 4096;
 const UNMAPPED_ZERO: Gfp = Gfp::KERNEL.union(Gfp::UNMAPPED).union(Gfp::ZERO);
 
 fn arena<L: pageframe::sync::LockFamily>(mem_mib: u64, cpus: usize) -> PageAllocator<L> {
+    arena_with(mem_mib, cpus, MermapAccess::Window)
+}
+
+fn arena_with<L: pageframe::sync::LockFamily>(
+    mem_mib: u64,
+    cpus: usize,
+    access: MermapAccess,
+) -> PageAllocator<L> {
     let desc = MachineDesc::uniform(mem_mib * MIB, 1, cpus).unwrap();
-    let allocator =
-        PageAllocator::boot_arena(&desc, AllocOptions::KERNEL, 7, ArenaOptions::default()).unwrap();
+    let options = ArenaOptions {
+        mermap: MermapConfig {
+            access,
+            ..MermapConfig::default()
+        },
+        ..ArenaOptions::default()
+    };
+    let allocator = PageAllocator::boot_arena(&desc, AllocOptions::KERNEL, 7, options).unwrap();
     allocator.check_invariants().unwrap();
     allocator
 }
@@ -59,23 +75,36 @@ fn mapped_page_contents_survive_until_freed_and_zero_zeroes() {
 
 #[test]
 fn unmapped_pages_are_reached_only_through_the_mermap() {
-    let allocator: LocalPageAllocator = arena(16, 1);
-    let cpu = allocator.cpu(CpuId(0)).unwrap();
-    let page = cpu.alloc_pages(UNMAPPED_ZERO, Order(0), NodeId(0)).unwrap();
-    assert!(!allocator.backing().is_direct_mapped(page.pfn()));
-    let mut back = vec![0xff; PAGE];
-    cpu.read_unmapped(page, 0, &mut back).unwrap();
-    assert!(back.iter().all(|&byte| byte == 0), "__GFP_ZERO via mermap");
-    assert_eq!(
-        cpu.write_page(page, 0, b"secret"),
-        Err(AccessError::NotMapped(page.pfn()))
-    );
-    cpu.write_unmapped(page, 100, b"secret").unwrap();
-    let mut word = [0; 6];
-    cpu.read_unmapped(page, 100, &mut word).unwrap();
-    assert_eq!(&word, b"secret");
-    cpu.free_pages(page, Order(0)).unwrap();
-    allocator.check_invariants().unwrap();
+    for access in [MermapAccess::Window, MermapAccess::FileIo] {
+        let allocator: LocalPageAllocator = arena_with(16, 1, access);
+        let cpu = allocator.cpu(CpuId(0)).unwrap();
+        // Dirty an unmapped page, free it, and take it back zeroed: both
+        // the write and the zeroing go through the mermap.
+        let dirty = cpu
+            .alloc_pages(Gfp::KERNEL | Gfp::UNMAPPED, Order(0), NodeId(0))
+            .unwrap();
+        cpu.write_unmapped(dirty, 0, &pattern(9)).unwrap();
+        cpu.free_pages(dirty, Order(0)).unwrap();
+        let page = cpu.alloc_pages(UNMAPPED_ZERO, Order(0), NodeId(0)).unwrap();
+        assert_eq!(page, dirty, "the hot pcp page comes back");
+        assert!(!allocator.backing().is_direct_mapped(page.pfn()));
+        let mut back = vec![0xff; PAGE];
+        cpu.read_unmapped(page, 0, &mut back).unwrap();
+        assert!(
+            back.iter().all(|&byte| byte == 0),
+            "__GFP_ZERO via mermap, {access:?}"
+        );
+        assert_eq!(
+            cpu.write_page(page, 0, b"secret"),
+            Err(AccessError::NotMapped(page.pfn()))
+        );
+        cpu.write_unmapped(page, 100, b"secret").unwrap();
+        let mut word = [0; 6];
+        cpu.read_unmapped(page, 100, &mut word).unwrap();
+        assert_eq!(&word, b"secret", "{access:?}");
+        cpu.free_pages(page, Order(0)).unwrap();
+        allocator.check_invariants().unwrap();
+    }
 }
 
 #[test]

@@ -33,7 +33,7 @@ fn latency(report: &Report) -> Plot {
     Plot {
         name: "populate-latency".into(),
         title: "Guest-memory populate latency by variant".into(),
-        caption: "Time to populate the region, mean over the samples with min–max whiskers, on the real arena; pale: the document's Firecracker figures (Sapphire Rapids, 30 samples).".into(),
+        caption: "Time to populate the region, mean over the samples with min–max whiskers, on the real arena; pale: the document's Firecracker figures (Sapphire Rapids, 30 samples; the rows of the mermap options span512 and fileio show its gfp_unmapped figure).".into(),
         value_label: "populate latency (ms)".into(),
         kind: PlotKind::Bars {
             categories: rows

@@ -1,7 +1,8 @@
 //! The mermap ("epheMERal mapping"): per-CPU windows of short-lived mappings
 //! through which pages are reached whatever their direct-map state. The
 //! bookkeeping here is shared by both backings; what mapping a page into a
-//! slot and flushing slots mean is each backing's [`MermapSlots`].
+//! slot, copying bytes through it and flushing slots mean is each backing's
+//! [`MermapSlots`]: this core never touches a byte.
 //!
 //! Each CPU owns a window of `slots_per_cpu` slots plus one reserved slot.
 //! [`Mermap::get`] (mirrors mermap_get()) bump-allocates the next slot; a slot
@@ -27,12 +28,18 @@
 //! price: neighbours of the page asked for are reachable through this
 //! CPU's window until it wraps.
 //!
+//! Access (an option beyond the series, [`MermapAccess`], `Window` by
+//! default): how a backing reaches the page a slot hands out. The core's
+//! bookkeeping (bump allocation, wraps and their local-flush count, fault
+//! injection and the reserved slot, every counter) is the same in both
+//! modes; only the backing's slot layer reads the setting. See the arena's
+//! module documentation for what `FileIo` does there and why.
+//!
 //! Lock order: one CPU's window lock at a time, held across get, access and
 //! put (the kernel holds off migration for as long); one CPU = one handle, so
 //! it is uncontended.
 
 use std::ops::Range;
-use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rand::Rng;
@@ -43,7 +50,23 @@ use super::direct_map::DirectMap;
 use super::BackingError;
 use crate::types::{CpuId, Pfn};
 
-/// How the mermap is sized and whether `mermap_get` fails on purpose.
+/// How a backing reaches the page in a mermap slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MermapAccess {
+    /// The series' mermap (default): a slot maps the page into the CPU's
+    /// window and bytes are copied through that mapping.
+    #[default]
+    Window,
+    /// Beyond the series: a slot maps nothing, and bytes are copied by file
+    /// I/O at the page's offset in the backing's file (`pwrite`/`pread` of
+    /// the arena's memfd). Slots are still handed out, wrapped, flushed and
+    /// counted as in `Window`. The simulated backing has no bytes and
+    /// behaves the same in both modes.
+    FileIo,
+}
+
+/// How the mermap is sized, how it reaches pages and whether `mermap_get`
+/// fails on purpose.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MermapConfig {
     /// Slots per CPU window, at least 1 (default 64). The reserved slot comes
@@ -59,6 +82,9 @@ pub struct MermapConfig {
     /// per get; a power of two above 1 maps aligned spans and reuses live
     /// ones (see the module documentation).
     pub span_pages: u32,
+    /// How the backing reaches a slot's page: `Window` (default) or
+    /// `FileIo` (see [`MermapAccess`]).
+    pub access: MermapAccess,
 }
 
 impl Default for MermapConfig {
@@ -68,6 +94,7 @@ impl Default for MermapConfig {
             fail_probability: 0.0,
             seed: 0,
             span_pages: 1,
+            access: MermapAccess::Window,
         }
     }
 }
@@ -94,23 +121,40 @@ impl MermapConfig {
     }
 }
 
-/// What a backing does for the mermap: map a page into a slot, drop slots.
+/// What a backing does for the mermap: map a page into a slot, copy bytes
+/// to and from a page in a slot, drop slots. The core calls the byte
+/// methods only with pages it got from `map_slot` (or `page_in_span` of
+/// them), between the map and the flush of their slot, with byte ranges it
+/// checked to lie inside one page.
 pub(crate) trait MermapSlots: Send + Sync {
+    /// How a page in a slot is reached (an address, a file offset, nothing):
+    /// the backing's business.
+    type Page: Copy + Send;
+
     /// Maps `nr_pages` pages from `first` into slot `slot` of `cpu`'s window
     /// (slot `slots_per_cpu` is the reserved one; a slot has room for
-    /// `span_pages` pages). Returns the address of the first page's first
-    /// byte, valid until the slot is flushed, or `None` for a backing without
-    /// bytes.
+    /// `span_pages` pages). Returns how the first page is reached until the
+    /// slot is flushed.
     fn map_slot(
         &self,
         cpu: usize,
         slot: u32,
         first: Pfn,
         nr_pages: u64,
-    ) -> Result<Option<NonNull<u8>>, BackingError>;
+    ) -> Result<Self::Page, BackingError>;
 
-    /// Bytes per page.
-    fn page_size(&self) -> usize;
+    /// The page `index` pages after `first` in the span `map_slot` mapped.
+    fn page_in_span(&self, first: Self::Page, index: u64) -> Self::Page;
+
+    /// Zeroes the whole page (clear_page()).
+    fn zero_page(&self, page: Self::Page) -> Result<(), BackingError>;
+
+    /// Copies `bytes` into the page at `offset`.
+    fn write(&self, page: Self::Page, offset: usize, bytes: &[u8]) -> Result<(), BackingError>;
+
+    /// Copies bytes of the page from `offset` into `out`; zeros for a
+    /// backing without bytes.
+    fn read(&self, page: Self::Page, offset: usize, out: &mut [u8]) -> Result<(), BackingError>;
 
     /// Drops the mappings of slots `first..first + count` of `cpu`'s window
     /// and flushes them from the TLB (a local flush).
@@ -119,29 +163,30 @@ pub(crate) trait MermapSlots: Send + Sync {
 
 /// One CPU's window state.
 #[derive(Debug)]
-struct CpuWindow {
+struct CpuWindow<P> {
     /// The next slot to hand out; `slots_per_cpu` when the window is used up.
     next_slot: u32,
     /// Fault injection for this CPU.
     rng: Pcg64,
-    /// With spans: the first PFN and address of each handed-out slot's span.
-    live: Vec<(u64, Option<usize>)>,
+    /// With spans: the first PFN of each handed-out slot's span and how its
+    /// first page is reached.
+    live: Vec<(u64, P)>,
 }
 
 /// A slot handed out by [`Mermap::get`], to return with [`Mermap::put`].
-struct MermapSlot {
-    /// The page's first byte in the slot, `None` without bytes.
-    addr: Option<NonNull<u8>>,
+struct MermapSlot<P> {
+    /// How the page is reached in the slot.
+    page: P,
     /// True for the CPU's reserved slot.
     reserved: bool,
 }
 
 /// The mermap of one backing: a window per CPU over the backing's slots.
 #[derive(Debug)]
-pub(crate) struct Mermap<S> {
+pub(crate) struct Mermap<S: MermapSlots> {
     config: MermapConfig,
     slots: S,
-    windows: Vec<Mutex<CpuWindow>>,
+    windows: Vec<Mutex<CpuWindow<S::Page>>>,
 }
 
 impl<S: MermapSlots> Mermap<S> {
@@ -201,15 +246,10 @@ impl<S: MermapSlots> Mermap<S> {
         nr_pages: u64,
     ) -> Result<(), BackingError> {
         let pages = map.check_range(start, nr_pages)?;
-        let page_size = map.page_size();
-        self.for_each_page(map, counters, cpu, pages, |addr| {
-            if let Some(addr) = addr {
-                // SAFETY: `addr` is the first byte of a `page_size`-byte
-                // read-write mapping of the page, live until the slot is put
-                // back; the page's owner (the caller) is its only user.
-                unsafe { std::ptr::write_bytes(addr.as_ptr(), 0, page_size) };
-            }
+        self.for_each_page(map, counters, cpu, pages, |page| {
+            self.slots.zero_page(page)?;
             counters.pages_zeroed(1);
+            Ok(())
         })
     }
 
@@ -225,22 +265,10 @@ impl<S: MermapSlots> Mermap<S> {
     ) -> Result<(), BackingError> {
         let page = map.check_range(pfn, 1)?;
         map.check_bytes(offset, bytes.len())?;
-        self.for_each_page(map, counters, cpu, page, |addr| {
-            if let Some(addr) = addr {
-                // SAFETY: `offset + bytes.len() <= page_size` (checked above)
-                // and `addr` starts a live `page_size`-byte read-write mapping
-                // of the page, which cannot overlap `bytes` (a slot is mapped
-                // by this backing only); bytes are copied, no reference to
-                // the shared memory is made.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        bytes.as_ptr(),
-                        addr.as_ptr().add(offset),
-                        bytes.len(),
-                    )
-                };
-            }
+        self.for_each_page(map, counters, cpu, page, |page| {
+            self.slots.write(page, offset, bytes)?;
             counters.bytes_written(bytes.len());
+            Ok(())
         })
     }
 
@@ -257,45 +285,37 @@ impl<S: MermapSlots> Mermap<S> {
     ) -> Result<(), BackingError> {
         let page = map.check_range(pfn, 1)?;
         map.check_bytes(offset, out.len())?;
-        self.for_each_page(map, counters, cpu, page, |addr| {
-            match addr {
-                // SAFETY: as in `write`, with source and destination swapped:
-                // `offset + out.len() <= page_size`, the mapping is live and
-                // readable, `out` is exclusively borrowed and not in a slot.
-                Some(addr) => unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        addr.as_ptr().add(offset),
-                        out.as_mut_ptr(),
-                        out.len(),
-                    )
-                },
-                None => out.fill(0),
-            }
+        self.for_each_page(map, counters, cpu, page, |page| {
+            self.slots.read(page, offset, out)?;
             counters.bytes_read(out.len());
+            Ok(())
         })
     }
 
-    /// Maps each page of `pages` in turn into a slot of `cpu`'s window, runs
-    /// `access` on its address and puts the slot back.
+    /// Gets a slot for each page of `pages` in turn from `cpu`'s window, runs
+    /// `access` on the page in it and puts the slot back, even when `access`
+    /// failed (so the reserved slot never stays mapped); stops at the first
+    /// failure.
     fn for_each_page(
         &self,
         map: &DirectMap,
         counters: &EventCounters,
         cpu: CpuId,
         pages: Range<u64>,
-        mut access: impl FnMut(Option<NonNull<u8>>),
+        mut access: impl FnMut(S::Page) -> Result<(), BackingError>,
     ) -> Result<(), BackingError> {
         let mut window = self.lock(cpu)?;
         let end_pfn = map.nr_pages();
         for pfn in pages.map(Pfn) {
             let slot = self.get(&mut window, counters, cpu.index(), pfn, end_pfn)?;
-            access(slot.addr);
+            let accessed = access(slot.page);
             self.put(slot, counters, cpu.index())?;
+            accessed?;
         }
         Ok(())
     }
 
-    fn lock(&self, cpu: CpuId) -> Result<MutexGuard<'_, CpuWindow>, BackingError> {
+    fn lock(&self, cpu: CpuId) -> Result<MutexGuard<'_, CpuWindow<S::Page>>, BackingError> {
         let window = self
             .windows
             .get(cpu.index())
@@ -310,35 +330,30 @@ impl<S: MermapSlots> Mermap<S> {
     /// mirrors mermap_get() and its caller's fallback.
     fn get(
         &self,
-        window: &mut CpuWindow,
+        window: &mut CpuWindow<S::Page>,
         counters: &EventCounters,
         cpu: usize,
         pfn: Pfn,
         end_pfn: u64,
-    ) -> Result<MermapSlot, BackingError> {
+    ) -> Result<MermapSlot<S::Page>, BackingError> {
         let slots = self.config.slots_per_cpu;
         if window.rng.gen_bool(self.config.fail_probability) {
-            let addr = self.slots.map_slot(cpu, slots, pfn, 1)?;
+            let page = self.slots.map_slot(cpu, slots, pfn, 1)?;
             counters.mermap_map();
             return Ok(MermapSlot {
-                addr,
+                page,
                 reserved: true,
             });
         }
         let span = u64::from(self.config.span_pages);
         let base = pfn.0 & !(span - 1);
-        let page_size = self.slots.page_size();
-        let in_span = |start: Option<usize>| {
-            start.and_then(|addr| {
-                NonNull::new((addr + (pfn.0 - base) as usize * page_size) as *mut u8)
-            })
+        let in_span = |first| MermapSlot {
+            page: self.slots.page_in_span(first, pfn.0 - base),
+            reserved: false,
         };
         if span > 1 {
-            if let Some(&(_, start)) = window.live.iter().find(|(first, _)| *first == base) {
-                return Ok(MermapSlot {
-                    addr: in_span(start),
-                    reserved: false,
-                });
+            if let Some(&(_, first)) = window.live.iter().find(|(start, _)| *start == base) {
+                return Ok(in_span(first));
             }
         }
         if window.next_slot == slots {
@@ -348,26 +363,22 @@ impl<S: MermapSlots> Mermap<S> {
             window.live.clear();
         }
         let nr_pages = span.min(end_pfn - base);
-        let start = self
+        let first = self
             .slots
-            .map_slot(cpu, window.next_slot, Pfn(base), nr_pages)?
-            .map(|addr| addr.as_ptr() as usize);
+            .map_slot(cpu, window.next_slot, Pfn(base), nr_pages)?;
         window.next_slot += 1;
         if span > 1 {
-            window.live.push((base, start));
+            window.live.push((base, first));
         }
         counters.mermap_map();
-        Ok(MermapSlot {
-            addr: in_span(start),
-            reserved: false,
-        })
+        Ok(in_span(first))
     }
 
     /// Returns a slot: a window slot stays mapped until the window wraps; the
     /// reserved slot is unmapped and flushed now. mirrors mermap_put().
     fn put(
         &self,
-        slot: MermapSlot,
+        slot: MermapSlot<S::Page>,
         counters: &EventCounters,
         cpu: usize,
     ) -> Result<(), BackingError> {

@@ -12,8 +12,9 @@
 //!   same code paths as a real arena.
 //! - [`ArenaBacking`]: a memfd of the machine's size mapped shared into the
 //!   process (the direct map), `mprotect` for unmapping and remapping, a
-//!   second mapping of the same memfd per CPU for the mermap, `mbind` of each
-//!   node's range when the host has several NUMA nodes.
+//!   second mapping of the same memfd per CPU for the mermap (or, as an
+//!   option, `pwrite`/`pread` of the memfd: [`MermapAccess`]), `mbind` of
+//!   each node's range when the host has several NUMA nodes.
 //!
 //! PFN `p` is byte offset `p * page_size` of the arena: holes in the machine's
 //! PFN space cost nothing because the memfd is sparse.
@@ -45,7 +46,7 @@ mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
 pub use counters::BackingCounters;
-pub use mermap::MermapConfig;
+pub use mermap::{MermapAccess, MermapConfig};
 pub use os::host_numa_nodes;
 pub use sim::{SimBacking, SimCosts};
 

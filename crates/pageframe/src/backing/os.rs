@@ -1,6 +1,6 @@
 //! The arena's OS layer, and the only place in the crate with system calls:
-//! a memfd, [`Mapping`]s of it or of reserved address space, and the host's
-//! page size and NUMA nodes.
+//! a memfd, [`Mapping`]s of it or of reserved address space, positioned
+//! reads and writes of the memfd, and the host's page size and NUMA nodes.
 //!
 //! Preconditions are checked, not assumed: every [`Mapping`] method that
 //! names a byte range checks that it lies inside the mapping (`EINVAL`
@@ -51,6 +51,92 @@ pub(crate) fn memfd(name: &CStr, len: u64) -> Result<OwnedFd, BackingError> {
         return Err(os_error("ftruncate"));
     }
     Ok(file)
+}
+
+/// The source of [`write_zeros_at`]: one host page of zeros.
+static ZEROS: [u8; 4096] = [0; 4096];
+
+/// Writes all of `bytes` into `file` at byte `offset` (`pwrite`), without
+/// any mapping of the file in this process: the host kernel copies through
+/// its own.
+pub(crate) fn write_all_at(file: &OwnedFd, bytes: &[u8], offset: u64) -> Result<(), BackingError> {
+    transfer_all("pwrite", bytes.len(), offset, |done, at| {
+        let rest = &bytes[done..];
+        // SAFETY: `rest` is a live slice readable for `rest.len()` bytes for
+        // the whole call, and pwrite only reads that many from it; `file` is
+        // an open descriptor we borrow.
+        unsafe { libc::pwrite(file.as_raw_fd(), rest.as_ptr().cast(), rest.len(), at) }
+    })
+}
+
+/// Fills `out` from `file` at byte `offset` (`pread`). Reading past the end
+/// of the file is `EIO`.
+pub(crate) fn read_exact_at(
+    file: &OwnedFd,
+    out: &mut [u8],
+    offset: u64,
+) -> Result<(), BackingError> {
+    transfer_all("pread", out.len(), offset, |done, at| {
+        let rest = &mut out[done..];
+        // SAFETY: `rest` is exclusively borrowed and writable for
+        // `rest.len()` bytes for the whole call, and pread writes at most
+        // that many into it; `file` is an open descriptor we borrow.
+        unsafe { libc::pread(file.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len(), at) }
+    })
+}
+
+/// Writes `len` zero bytes into `file` at byte `offset`, with `pwrite`s
+/// from a static page of zeros. (Not `fallocate`: a memfd supports only
+/// `FALLOC_FL_PUNCH_HOLE`, which frees the pages and zaps every mapping of
+/// the range, our direct map included, with a shootdown; see
+/// shmem_fallocate().)
+pub(crate) fn write_zeros_at(file: &OwnedFd, offset: u64, len: usize) -> Result<(), BackingError> {
+    let mut done = 0;
+    while done < len {
+        let chunk = (len - done).min(ZEROS.len());
+        write_all_at(file, &ZEROS[..chunk], offset + done as u64)?;
+        done += chunk;
+    }
+    Ok(())
+}
+
+/// Moves `len` bytes with `io(done, file_offset)`, one pread or pwrite of
+/// the bytes from `done` on at `file_offset`, returning what the call
+/// returned: continues after short transfers and retries calls interrupted
+/// by a signal (`EINTR`). A call that moves nothing (end of file) is `EIO`;
+/// an offset past `off_t` is `EOVERFLOW`.
+fn transfer_all(
+    call: &'static str,
+    len: usize,
+    offset: u64,
+    mut io: impl FnMut(usize, libc::off_t) -> isize,
+) -> Result<(), BackingError> {
+    let mut done = 0;
+    while done < len {
+        let at = offset
+            .checked_add(done as u64)
+            .and_then(|at| libc::off_t::try_from(at).ok())
+            .ok_or(BackingError::Os {
+                call,
+                errno: libc::EOVERFLOW,
+            })?;
+        match io(done, at) {
+            moved if moved > 0 => done += moved as usize,
+            0 => {
+                return Err(BackingError::Os {
+                    call,
+                    errno: libc::EIO,
+                })
+            }
+            _ => match os_error(call) {
+                BackingError::Os {
+                    errno: libc::EINTR, ..
+                } => continue,
+                error => return Err(error),
+            },
+        }
+    }
+    Ok(())
 }
 
 /// A range of the process's address space this value owns and unmaps on drop.
@@ -154,14 +240,14 @@ impl Mapping {
     }
 
     /// Maps `len` bytes of `file` from `file_offset` over `offset..offset +
-    /// len`, shared, read-write and populated; returns its address.
+    /// len`, shared, read-write and populated.
     pub(crate) fn map_file_at(
         &self,
         offset: usize,
         len: usize,
         file: &OwnedFd,
         file_offset: u64,
-    ) -> Result<NonNull<u8>, BackingError> {
+    ) -> Result<(), BackingError> {
         let addr = self.at(offset, len)?;
         let file_offset = libc::off_t::try_from(file_offset).map_err(|_| BackingError::Os {
             call: "mmap",
@@ -185,7 +271,7 @@ impl Mapping {
         if mapped == libc::MAP_FAILED {
             return Err(os_error("mmap"));
         }
-        Ok(addr)
+        Ok(())
     }
 
     /// Replaces `offset..offset + len` with inaccessible reserved space,
@@ -308,6 +394,45 @@ mod tests {
         assert_eq!(parse_node_list("3-1"), None);
         assert_eq!(parse_node_list("x"), None);
         assert!(host_numa_nodes() >= 1);
+    }
+
+    #[test]
+    fn positioned_io_moves_bytes_and_reports_errno() {
+        let file = memfd(c"pageframe-os-test", 3 * 4096).unwrap();
+        write_all_at(&file, b"through the file", 5000).unwrap();
+        let mut out = [0u8; 16];
+        read_exact_at(&file, &mut out, 5000).unwrap();
+        assert_eq!(&out, b"through the file");
+        // Two chunks of the zero page, across a page boundary.
+        write_zeros_at(&file, 4999, 4096 + 2).unwrap();
+        read_exact_at(&file, &mut out, 5000).unwrap();
+        assert_eq!(out, [0; 16]);
+        assert_eq!(
+            read_exact_at(&file, &mut out, 3 * 4096 - 8),
+            Err(BackingError::Os {
+                call: "pread",
+                errno: libc::EIO
+            }),
+            "short read at the end of the file"
+        );
+        assert_eq!(
+            write_all_at(&file, b"x", u64::MAX),
+            Err(BackingError::Os {
+                call: "pwrite",
+                errno: libc::EOVERFLOW
+            })
+        );
+        let interrupted = std::cell::Cell::new(0);
+        let result = transfer_all("pwrite", 10, 0, |done, _| {
+            if interrupted.replace(interrupted.get() + 1) == 0 {
+                // SAFETY: writes the calling thread's errno, nothing else.
+                unsafe { *libc::__errno_location() = libc::EINTR };
+                return -1;
+            }
+            (10 - done).min(3) as isize
+        });
+        assert_eq!(result, Ok(()));
+        assert_eq!(interrupted.get(), 5, "one EINTR, then 3 + 3 + 3 + 1 bytes");
     }
 
     #[test]

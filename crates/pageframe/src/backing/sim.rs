@@ -4,7 +4,9 @@
 //!
 //! Invariants: those of the [`Backing`] trait, with "reachable through the
 //! direct map" read as "its state bit says mapped"; `sim_ns` is the sum of
-//! the [`SimCosts`] prices of the events counted so far.
+//! the [`SimCosts`] prices of the events counted so far. The mermap's access
+//! mode is accepted and changes nothing: without bytes, a window slot and
+//! file I/O are the same bookkeeping, counted and charged alike.
 
 use std::ptr::NonNull;
 
@@ -71,25 +73,37 @@ impl Default for SimCosts {
 }
 
 /// Slots without bytes: mapping and flushing only cost what the counters
-/// charge.
+/// charge, copies move nothing and reads give zeros. With nothing to reach,
+/// both [`MermapAccess`](super::MermapAccess) modes behave alike.
 #[derive(Debug)]
-struct SimSlots {
-    page_size: usize,
-}
+struct SimSlots;
 
 impl MermapSlots for SimSlots {
+    type Page = ();
+
     fn map_slot(
         &self,
         _cpu: usize,
         _slot: u32,
         _first: Pfn,
         _nr_pages: u64,
-    ) -> Result<Option<NonNull<u8>>, BackingError> {
-        Ok(None)
+    ) -> Result<(), BackingError> {
+        Ok(())
     }
 
-    fn page_size(&self) -> usize {
-        self.page_size
+    fn page_in_span(&self, _first: (), _index: u64) {}
+
+    fn zero_page(&self, _page: ()) -> Result<(), BackingError> {
+        Ok(())
+    }
+
+    fn write(&self, _page: (), _offset: usize, _bytes: &[u8]) -> Result<(), BackingError> {
+        Ok(())
+    }
+
+    fn read(&self, _page: (), _offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+        out.fill(0);
+        Ok(())
     }
 
     fn flush_slots(&self, _cpu: usize, _first: u32, _count: u32) -> Result<(), BackingError> {
@@ -119,7 +133,7 @@ impl SimBacking {
         mermap: MermapConfig,
     ) -> Result<SimBacking, BackingError> {
         Ok(SimBacking {
-            mermap: Mermap::new(mermap, nr_cpus, SimSlots { page_size })?,
+            mermap: Mermap::new(mermap, nr_cpus, SimSlots)?,
             direct_map: DirectMap::new(nr_pages, page_size)?,
             counters: EventCounters::new(costs),
         })

@@ -1,8 +1,10 @@
 //! One conformance suite for every [`Backing`]: each test is a function taking
-//! a factory, instantiated once per implementation by `conformance!`. Data
-//! is asserted only where the backing has bytes (`kind() == Arena`); a
-//! simulated backing reads zeros. Tests specific to one implementation are in
-//! its own file.
+//! a factory, instantiated by `conformance!` once per implementation and
+//! mermap access mode (`Window`, and `FileIo` through the `_file_io`
+//! factories, which override the mode of whatever configuration a test
+//! asks for). Data is asserted only where the backing has bytes (`kind() ==
+//! Arena`); a simulated backing reads zeros. Tests specific to one
+//! implementation are in its own file.
 
 use super::*;
 
@@ -27,6 +29,21 @@ fn arena(mermap: MermapConfig) -> Result<Box<dyn Backing>, BackingError> {
         mermap,
     })?;
     Ok(Box::new(backing))
+}
+
+fn sim_file_io(mermap: MermapConfig) -> Result<Box<dyn Backing>, BackingError> {
+    sim(file_io(mermap))
+}
+
+fn arena_file_io(mermap: MermapConfig) -> Result<Box<dyn Backing>, BackingError> {
+    arena(file_io(mermap))
+}
+
+fn file_io(mermap: MermapConfig) -> MermapConfig {
+    MermapConfig {
+        access: MermapAccess::FileIo,
+        ..mermap
+    }
 }
 
 fn build(factory: Factory) -> Box<dyn Backing> {
@@ -231,13 +248,18 @@ fn zero_unmapped_zeroes_and_counts(factory: Factory) {
     assert_eq!(counters.mermap_maps, 3 * 2 + 3 + 3);
 }
 
-fn spans_map_once_per_aligned_run(factory: Factory) {
-    let backing = factory(MermapConfig {
+/// A backing whose mermap windows have two slots of eight-page spans.
+fn two_span_slots(factory: Factory) -> Box<dyn Backing> {
+    factory(MermapConfig {
         slots_per_cpu: 2,
         span_pages: 8,
         ..MermapConfig::default()
     })
-    .unwrap();
+    .unwrap()
+}
+
+fn spans_map_once_per_aligned_run(factory: Factory) {
+    let backing = two_span_slots(factory);
     backing.unmap_direct(Pfn(0), 32).unwrap();
     for pfn in 3..19 {
         round_trip(&*backing, CpuId(0), pfn, 9);
@@ -396,4 +418,27 @@ macro_rules! conformance_suite {
     };
 }
 
-conformance_suite!(sim, arena);
+conformance_suite!(sim, arena, sim_file_io, arena_file_io);
+
+/// The access mode changes how bytes move, never what the mermap counts:
+/// the same seeded mix gives the same counters in both modes, spans and
+/// wraps included.
+#[test]
+fn access_modes_count_the_same_events() {
+    let spans = |factory: Factory| {
+        let backing = two_span_slots(factory);
+        backing.unmap_direct(Pfn(0), 64).unwrap();
+        for pfn in 0..64 {
+            round_trip(&*backing, CpuId(0), pfn, 12);
+        }
+        backing.zero_unmapped(CpuId(1), Pfn(0), 64).unwrap();
+        backing.counters()
+    };
+    for (window, file_io) in [
+        (sim as Factory, sim_file_io as Factory),
+        (arena, arena_file_io),
+    ] {
+        assert_eq!(seeded_run(window, 42), seeded_run(file_io, 42));
+        assert_eq!(spans(window), spans(file_io));
+    }
+}

@@ -102,7 +102,9 @@ fn failed(err: impl std::fmt::Display) -> ExperimentError {
 
 fn gfp_of(variant: Variant) -> Gfp {
     match variant {
-        Variant::GfpUnmapped | Variant::GfpUnmappedSpan => Gfp::KERNEL | Gfp::UNMAPPED | Gfp::ZERO,
+        Variant::GfpUnmapped | Variant::GfpUnmappedSpan | Variant::GfpUnmappedFileIo => {
+            Gfp::KERNEL | Gfp::UNMAPPED | Gfp::ZERO
+        }
         Variant::Baseline | Variant::SkipFlush => Gfp::KERNEL | Gfp::ZERO,
     }
 }
@@ -182,9 +184,10 @@ fn verify(
         stamp(data, index);
         match variant {
             Variant::SkipFlush => cpu.read_page(page, 0, &mut out).map_err(failed)?,
-            Variant::Baseline | Variant::GfpUnmapped | Variant::GfpUnmappedSpan => {
-                cpu.read_unmapped(page, 0, &mut out).map_err(failed)?
-            }
+            Variant::Baseline
+            | Variant::GfpUnmapped
+            | Variant::GfpUnmappedSpan
+            | Variant::GfpUnmappedFileIo => cpu.read_unmapped(page, 0, &mut out).map_err(failed)?,
         }
         if out != data {
             return Err(failed(format!(
@@ -238,6 +241,7 @@ pub fn on_arena(
         populate: true,
         mermap: MermapConfig {
             span_pages: variant.mermap_span(),
+            access: variant.mermap_access(),
             ..MermapConfig::default()
         },
     };
