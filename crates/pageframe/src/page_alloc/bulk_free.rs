@@ -36,7 +36,21 @@ impl<L: LockFamily> PageAllocator<L> {
             return Err(FreeError::NoSuchCpu(cpu));
         }
         let claimed = self.claim_bulk(slots)?;
-        self.commit_bulk(cpu, slots);
+        match claimed {
+            0 => {}
+            // One page: the single free's path makes the same decisions
+            // without gathering a run.
+            1 => {
+                let pfn = slots
+                    .iter()
+                    .find_map(|slot| slot.page())
+                    .expect("claimed")
+                    .pfn();
+                let block = self.block_of(pfn).expect("claimed pages are memory");
+                self.free_claimed(cpu, pfn, Order(0), block);
+            }
+            _ => self.commit_bulk(cpu, slots),
+        }
         Ok(claimed)
     }
 
