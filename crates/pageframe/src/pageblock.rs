@@ -82,15 +82,8 @@ impl PageblockTable {
 
     /// Replaces the bits selected by `mask` of the block holding `pfn`.
     fn update(&self, pfn: Pfn, mask: u32, value: u32) {
-        let word = &self.words[self.block(pfn)];
-        let mut current = word.load(Relaxed);
-        loop {
-            let new = current & !mask | value & mask;
-            match word.compare_exchange_weak(current, new, Relaxed, Relaxed) {
-                Ok(_) => return,
-                Err(seen) => current = seen,
-            }
-        }
+        let replace = |word: u32| Some(word & !mask | value & mask);
+        let _ = self.words[self.block(pfn)].fetch_update(Relaxed, Relaxed, replace);
     }
 
     /// Number of blocks in the table.
