@@ -100,13 +100,13 @@ pub struct PageRecord {
 impl PageRecord {
     /// The state word.
     #[inline]
-    pub fn info(&self) -> PageInfo {
+    pub(crate) fn info(&self) -> PageInfo {
         PageInfo(self.info.load(Relaxed))
     }
 
     /// Sets the state word.
     #[inline]
-    pub fn set_info(&self, info: PageInfo) {
+    pub(crate) fn set_info(&self, info: PageInfo) {
         self.info.store(info.0, Relaxed)
     }
 }
@@ -159,7 +159,7 @@ impl MemMap {
     /// stay in registers, where the table's fields would be reloaded after
     /// every atomic store.
     #[inline]
-    pub fn records(&self) -> &[PageRecord] {
+    pub(crate) fn records(&self) -> &[PageRecord] {
         // SAFETY: the allocation holds `len` records initialised to zero, a
         // valid bit pattern for atomics, and lives as long as `self`.
         unsafe { std::slice::from_raw_parts(self.records.as_ptr(), self.len) }
