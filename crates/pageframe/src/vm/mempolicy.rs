@@ -122,8 +122,8 @@ pub struct MemPolicy {
     pub flags: u16,
     /// The effective nodes.
     pub nodes: Nodemask,
-    /// What the user passed (STATIC/RELATIVE; it may name nodes that do not
-    /// exist) or the cpuset's mems at the time.
+    /// What the user passed (with any mode flag; it may name nodes that do
+    /// not exist) or the cpuset's mems at the time.
     pub user_nodemask: UserNodemask,
 }
 
@@ -143,6 +143,13 @@ impl MemPolicy {
     /// True when the policy wants migrate-on-fault (`vma_policy_mof()`).
     pub fn wants_mof(&self) -> bool {
         self.flags & MPOL_F_MOF != 0
+    }
+
+    /// True when the policy keeps the user's nodemask as given, which
+    /// get_mempolicy reports (mirrors mpol_store_user_nodemask(): any mode
+    /// flag, NUMA_BALANCING included).
+    pub fn stores_user_nodemask(&self) -> bool {
+        self.user_flags() != 0
     }
 
     /// The mode flags the user sees (internal flags masked off).
@@ -226,7 +233,7 @@ pub fn mpol_set_nodemask(
         and(&nodes.to_nodemask(), mems_allowed)
     };
     policy.user_nodemask =
-        if policy.flags as i32 & (MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES) != 0 {
+        if policy.stores_user_nodemask() {
             *nodes
         } else {
             UserNodemask::from_nodemask(mems_allowed)

@@ -12,7 +12,7 @@
 
 use super::mempolicy::{
     self, get_nodes, mpol_new, mpol_set_nodemask, sanitize_mpol_flags, MemPolicy, Mode,
-    MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE, MPOL_F_RELATIVE_NODES, MPOL_F_STATIC_NODES,
+    MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE,
     MPOL_MF_MOVE, MPOL_MF_MOVE_ALL, MPOL_MF_STRICT, MPOL_MF_VALID, MPOL_MODE_FLAGS,
 };
 use super::user_nodes::{copy_nodes_to_user, UserNodemask, SYSCALL_MAX_NUMNODES};
@@ -168,12 +168,7 @@ impl Vm<'_> {
         };
         let nodes = match policy {
             None => UserNodemask::NONE,
-            Some(policy)
-                if i32::from(policy.flags) & (MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES)
-                    != 0 =>
-            {
-                policy.user_nodemask
-            }
+            Some(policy) if policy.stores_user_nodemask() => policy.user_nodemask,
             Some(policy) if policy.mode == Mode::Local => UserNodemask::NONE,
             Some(policy) => UserNodemask::from_nodemask(&policy.nodes),
         };
