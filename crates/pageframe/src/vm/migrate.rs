@@ -50,34 +50,37 @@ impl Vm<'_> {
         if new.is_empty() {
             return Err(Errno::EINVAL);
         }
-        // do_migrate_pages(): each source node maps onto the destination
-        // node of the same rank (node_remap()); pages already there stay.
+        // do_migrate_pages(): one source node at a time, each onto the
+        // node of the same rank in `new` (node_remap()), preferring a
+        // source whose destination is not itself still to be emptied.
         let old_list: Vec<usize> = old.iter().collect();
         let new_list: Vec<NodeId> = new.iter().collect();
-        let remap = |node: NodeId| -> Option<NodeId> {
-            let rank = old_list.iter().position(|n| *n == node.index())?;
-            let dest = new_list[rank % new_list.len()];
-            if old_list.len() != new.weight() && new.contains(node) {
-                return None;
-            }
-            Some(dest).filter(|dest| *dest != node)
-        };
+        let mut pending = old_list.clone();
         let mut task = self.tasks.remove(&target).expect("looked up above");
         let mut failed = 0;
-        let gfp = Gfp::HIGHUSER_MOVABLE | Gfp::THISNODE;
-        let mut moves = Vec::new();
-        for vma in task.mm.vmas.values() {
-            for (vpn, pte) in vma.ptes.entries().filter(|(_, pte)| pte.is_present()) {
-                let node = self.pfn_node(Pfn(u64::from(pte.pfn))).expect("mapped page");
-                if let Some(dest) = remap(node) {
-                    moves.push((vpn, dest));
+        while !pending.is_empty() {
+            let mut chosen = None;
+            for &source in &pending {
+                let in_new = source < crate::types::MAX_NUMNODES
+                    && new.contains(NodeId(source as u16));
+                if old_list.len() != new_list.len() && in_new {
+                    continue;
+                }
+                let rank = old_list.iter().position(|node| *node == source).expect("listed");
+                let dest = new_list[rank % new_list.len()];
+                if dest.index() == source {
+                    continue;
+                }
+                chosen = Some((source, dest));
+                if !pending.contains(&dest.index()) {
+                    break;
                 }
             }
-        }
-        for (vpn, dest) in moves {
-            if !self.migrate_vpn(&mut task, vpn, gfp, dest, None) {
-                failed += 1;
-            }
+            let Some((source, dest)) = chosen else {
+                break;
+            };
+            pending.retain(|node| *node != source);
+            failed += self.migrate_node_pages(&mut task, source, dest);
         }
         self.tasks.insert(target, task);
         Ok(failed)
@@ -183,6 +186,29 @@ impl Vm<'_> {
         }
         self.tasks.insert(target, task);
         outcome.map(|()| not_moved)
+    }
+
+    /// mirrors migrate_to_node(): moves every page of `task` on node
+    /// `source` to `dest` (THISNODE; the zero page stays); returns the
+    /// number that could not move.
+    fn migrate_node_pages(&mut self, task: &mut Task, source: usize, dest: NodeId) -> u64 {
+        let mut on_source = Vec::new();
+        for vma in task.mm.vmas.values() {
+            for (vpn, pte) in vma.ptes.entries().filter(|(_, pte)| pte.is_present()) {
+                let node = self.pfn_node(Pfn(u64::from(pte.pfn))).expect("mapped page");
+                if node.index() == source {
+                    on_source.push(vpn);
+                }
+            }
+        }
+        let gfp = Gfp::HIGHUSER_MOVABLE | Gfp::THISNODE;
+        let mut failed = 0;
+        for vpn in on_source {
+            if !self.migrate_vpn(task, vpn, gfp, dest, None) {
+                failed += 1;
+            }
+        }
+        failed
     }
 
     /// Moves the page mapped at `vpn` of `task` to a new page from `node`
