@@ -40,7 +40,10 @@ fn first_touch_follows_the_policy() {
     // the task).
     let addr = vm.mmap(pid, 64 * PAGE).unwrap();
     let read = vm.access(pid, addr + 63 * PAGE, false).unwrap();
-    assert_eq!((read.node, read.pfn, read.fault), (NodeId(0), None, FaultKind::ZeroPage));
+    assert_eq!(
+        (read.node, read.pfn, read.fault),
+        (NodeId(0), None, FaultKind::ZeroPage)
+    );
     assert_eq!(vm.access(pid, addr, true).unwrap().node, NodeId(2));
     // Interleave by offset in the VMA: 0,1,2,3,0,...
     vm.mbind(

@@ -95,7 +95,13 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-const MODES: [i32; 5] = [MPOL_DEFAULT, MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE, MPOL_LOCAL];
+const MODES: [i32; 5] = [
+    MPOL_DEFAULT,
+    MPOL_PREFERRED,
+    MPOL_BIND,
+    MPOL_INTERLEAVE,
+    MPOL_LOCAL,
+];
 
 fn mask_nodes(mask: u8) -> Vec<u16> {
     (0..NODES).filter(|node| mask >> node & 1 != 0).collect()
@@ -167,9 +173,10 @@ impl Harness<'_> {
         let mut may_change_on_error = false;
         let (actual, expected): (Result<(), Errno>, Vec<Result<(), Errno>>) = match *op {
             Op::Mmap(pages) => {
-                let addr = self.vm.mmap(self.pid, pages * PAGE).map_err(|err| {
-                    TestCaseError::fail(format!("mmap of {pages} pages: {err}"))
-                })?;
+                let addr = self
+                    .vm
+                    .mmap(self.pid, pages * PAGE)
+                    .map_err(|err| TestCaseError::fail(format!("mmap of {pages} pages: {err}")))?;
                 let start = addr / PAGE;
                 if self.window.0 == 0 {
                     self.window.0 = start;
@@ -204,7 +211,9 @@ impl Harness<'_> {
                     Some(page) => {
                         let state = match (page.state, write) {
                             (PageState::OnNode(node), _) => PageState::OnNode(node),
-                            (_, true) => PageState::OnNode(place(&self.model, &page, self.cpu_node)),
+                            (_, true) => {
+                                PageState::OnNode(place(&self.model, &page, self.cpu_node))
+                            }
                             (_, false) => PageState::Zero,
                         };
                         self.model.pages.get_mut(&vpn).expect("present").state = state;
@@ -229,7 +238,9 @@ impl Harness<'_> {
             }
             Op::SetPolicy(mode, mask, big) => {
                 let mode = MODES[mode as usize];
-                let result = self.vm.set_mempolicy(self.pid, mode, Some(&words(mask, big)), 1025);
+                let result = self
+                    .vm
+                    .set_mempolicy(self.pid, mode, Some(&words(mask, big)), 1025);
                 let expected = expected_policy(mode, mask, big).map(|policy| {
                     self.model.task_policy = policy;
                 });
@@ -238,8 +249,12 @@ impl Harness<'_> {
             Op::Mbind(at, pages, mode, mask, big, flags) => {
                 let start = self.pick(at);
                 let mode = MODES[mode as usize];
-                let flags = [0, MPOL_MF_STRICT, MPOL_MF_MOVE, MPOL_MF_STRICT | MPOL_MF_MOVE]
-                    [flags as usize];
+                let flags = [
+                    0,
+                    MPOL_MF_STRICT,
+                    MPOL_MF_MOVE,
+                    MPOL_MF_STRICT | MPOL_MF_MOVE,
+                ][flags as usize];
                 let result = self.vm.mbind(
                     self.pid,
                     start * PAGE,
@@ -249,12 +264,21 @@ impl Harness<'_> {
                     1025,
                     flags,
                 );
-                (result, self.model_mbind(start, pages, mode, mask, big, flags))
+                (
+                    result,
+                    self.model_mbind(start, pages, mode, mask, big, flags),
+                )
             }
             Op::Migrate(old, new) => {
                 let result = self
                     .vm
-                    .migrate_pages(self.pid, 0, 1025, Some(&words(old, false)), Some(&words(new, false)))
+                    .migrate_pages(
+                        self.pid,
+                        0,
+                        1025,
+                        Some(&words(old, false)),
+                        Some(&words(new, false)),
+                    )
                     .map(|failed| assert_eq!(failed, 0));
                 let expected = if new == 0 {
                     Err(Errno::EINVAL)
@@ -299,9 +323,17 @@ impl Harness<'_> {
                 (result, vec![expected])
             }
         };
-        prop_assert!(expected.contains(&actual), "{op:?}: vm {actual:?}, model {expected:?}");
+        prop_assert!(
+            expected.contains(&actual),
+            "{op:?}: vm {actual:?}, model {expected:?}"
+        );
         if actual.is_err() && !may_change_on_error {
-            prop_assert_eq!(&before, &format!("{:?}", self.vm.task(self.pid)), "{:?} failed but changed the task", op);
+            prop_assert_eq!(
+                &before,
+                &format!("{:?}", self.vm.task(self.pid)),
+                "{:?} failed but changed the task",
+                op
+            );
         }
         self.compare()
     }
@@ -327,10 +359,12 @@ impl Harness<'_> {
         let moving = flags & MPOL_MF_MOVE != 0;
         let user = mask_nodes(mask);
         let range: Vec<u64> = (start..start + pages).collect();
-        let mapped: Vec<u64> = range.iter().copied().filter(|vpn| self.model.pages.contains_key(vpn)).collect();
-        let misplaced = |model: &Model, vpn: &u64| {
-            matches!(model.pages[vpn].state, PageState::OnNode(node) if !user.contains(&node))
-        };
+        let mapped: Vec<u64> = range
+            .iter()
+            .copied()
+            .filter(|vpn| self.model.pages.contains_key(vpn))
+            .collect();
+        let misplaced = |model: &Model, vpn: &u64| matches!(model.pages[vpn].state, PageState::OnNode(node) if !user.contains(&node));
         let any_misplaced = mapped.iter().any(|vpn| misplaced(&self.model, vpn));
         if mapped.is_empty() {
             return vec![Err(Errno::EFAULT)];
@@ -344,7 +378,11 @@ impl Harness<'_> {
             (false, false) => {}
         }
         let to_move: Vec<u64> = if moving {
-            mapped.iter().copied().filter(|vpn| misplaced(&self.model, vpn)).collect()
+            mapped
+                .iter()
+                .copied()
+                .filter(|vpn| misplaced(&self.model, vpn))
+                .collect()
         } else {
             vec![]
         };
@@ -405,7 +443,10 @@ impl Harness<'_> {
             let vpn = addr / PAGE;
             let Some(page) = self.model.pages.get(&vpn) else {
                 prop_assert_eq!(status, -Errno::EFAULT.code(), "unmapped page {:#x}", vpn);
-                prop_assert_eq!(self.vm.get_mempolicy(self.pid, *addr, MPOL_F_ADDR), Err(Errno::EFAULT));
+                prop_assert_eq!(
+                    self.vm.get_mempolicy(self.pid, *addr, MPOL_F_ADDR),
+                    Err(Errno::EFAULT)
+                );
                 continue;
             };
             let expected = match page.state {
@@ -415,7 +456,10 @@ impl Harness<'_> {
             };
             prop_assert_eq!(status, expected, "page {:#x}", vpn);
             let (mode, nodes) = Pol::report(page.policy.as_ref());
-            let got = self.vm.get_mempolicy(self.pid, *addr, MPOL_F_ADDR).expect("mapped");
+            let got = self
+                .vm
+                .get_mempolicy(self.pid, *addr, MPOL_F_ADDR)
+                .expect("mapped");
             prop_assert_eq!(got, (mode, node_set(&nodes)), "policy of page {:#x}", vpn);
         }
         Ok(())
@@ -431,7 +475,8 @@ fn node_set(nodes: &[u16]) -> Nodemask {
 }
 
 fn run(ops: &[Op], cpu: u16) -> Result<(), TestCaseError> {
-    let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 4, 4).unwrap()).unwrap();
+    let allocator =
+        LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 4, 4).unwrap()).unwrap();
     let mut vm = Vm::new(&allocator, NumaBalancingConfig::default());
     let pid = vm.spawn(CpuId(cpu), &[], 0).unwrap();
     let mut harness = Harness {

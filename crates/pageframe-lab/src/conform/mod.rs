@@ -107,7 +107,10 @@ impl SuiteResult {
             }
             SuiteOutcome::Ran(rows) => {
                 out.push_str("case | kernel | pageframe | verdict\n");
-                for row in rows.iter().filter(|row| all || row.verdict == Verdict::Diff) {
+                for row in rows
+                    .iter()
+                    .filter(|row| all || row.verdict == Verdict::Diff)
+                {
                     out.push_str(&format!(
                         "{} | {} | {} | {}\n",
                         row.case,

@@ -232,12 +232,11 @@ pub fn mpol_set_nodemask(
     } else {
         and(&nodes.to_nodemask(), mems_allowed)
     };
-    policy.user_nodemask =
-        if policy.stores_user_nodemask() {
-            *nodes
-        } else {
-            UserNodemask::from_nodemask(mems_allowed)
-        };
+    policy.user_nodemask = if policy.stores_user_nodemask() {
+        *nodes
+    } else {
+        UserNodemask::from_nodemask(mems_allowed)
+    };
     if effective.is_empty() {
         return Err(Errno::EINVAL);
     }

@@ -12,8 +12,8 @@
 //! -ENOMEM and the call goes on (pages only fail to move when a node is
 //! full, which the kernel-compared cases never reach).
 
-use super::user_nodes::{get_nodes, SYSCALL_MAX_NUMNODES};
 use super::mempolicy::{self, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL};
+use super::user_nodes::get_nodes;
 use super::{Pid, Task, Vm};
 use crate::error::Errno;
 use crate::gfp::Gfp;
@@ -40,9 +40,9 @@ impl Vm<'_> {
         if target != caller && !capable {
             return Err(Errno::EPERM);
         }
-        let subset = new_user
-            .iter()
-            .all(|node| node < crate::types::MAX_NUMNODES && task.mems_allowed.contains(NodeId(node as u16)));
+        let subset = new_user.iter().all(|node| {
+            node < crate::types::MAX_NUMNODES && task.mems_allowed.contains(NodeId(node as u16))
+        });
         if !subset && !capable {
             return Err(Errno::EPERM);
         }
@@ -61,12 +61,15 @@ impl Vm<'_> {
         while !pending.is_empty() {
             let mut chosen = None;
             for &source in &pending {
-                let in_new = source < crate::types::MAX_NUMNODES
-                    && new.contains(NodeId(source as u16));
+                let in_new =
+                    source < crate::types::MAX_NUMNODES && new.contains(NodeId(source as u16));
                 if old_list.len() != new_list.len() && in_new {
                     continue;
                 }
-                let rank = old_list.iter().position(|node| *node == source).expect("listed");
+                let rank = old_list
+                    .iter()
+                    .position(|node| *node == source)
+                    .expect("listed");
                 let dest = new_list[rank % new_list.len()];
                 if dest.index() == source {
                     continue;
@@ -146,8 +149,9 @@ impl Vm<'_> {
         for ((addr, &node), status) in pages.iter().zip(nodes).zip(status.iter_mut()) {
             let node = match usize::try_from(node) {
                 Ok(node)
-                    if node < SYSCALL_MAX_NUMNODES
-                        && node < crate::types::MAX_NUMNODES
+                    // Nodes up to the ABI's MAX_NUMNODES pass the range check but
+                    // have no memory past the machine's nodes: ENODEV either way.
+                    if node < crate::types::MAX_NUMNODES
                         && self.mem_nodes.contains(NodeId(node as u16)) =>
                 {
                     NodeId(node as u16)

@@ -12,8 +12,8 @@
 
 use super::mempolicy::{
     self, get_nodes, mpol_new, mpol_set_nodemask, sanitize_mpol_flags, MemPolicy, Mode,
-    MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE,
-    MPOL_MF_MOVE, MPOL_MF_MOVE_ALL, MPOL_MF_STRICT, MPOL_MF_VALID, MPOL_MODE_FLAGS,
+    MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL, MPOL_MF_STRICT,
+    MPOL_MF_VALID, MPOL_MODE_FLAGS,
 };
 use super::user_nodes::{copy_nodes_to_user, UserNodemask, SYSCALL_MAX_NUMNODES};
 use super::{Pid, Vm};
@@ -157,8 +157,8 @@ impl Vm<'_> {
                 let Some(policy) = interleave else {
                     return Err(Errno::EINVAL);
                 };
-                let node = mempolicy::next_node_in(task.il_prev, &policy.nodes)
-                    .ok_or(Errno::EINVAL)?;
+                let node =
+                    mempolicy::next_node_in(task.il_prev, &policy.nodes).ok_or(Errno::EINVAL)?;
                 i32::from(node.0)
             }
         } else {

@@ -7,10 +7,10 @@
 //! queries and moves of every kind of page, with bad nodes first and later.
 
 use pageframe::vm::mempolicy::{
-    MPOL_BIND, MPOL_DEFAULT, MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE,
-    MPOL_F_NUMA_BALANCING, MPOL_F_RELATIVE_NODES, MPOL_F_STATIC_NODES, MPOL_INTERLEAVE,
-    MPOL_LOCAL, MPOL_MAX, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL, MPOL_MF_STRICT, MPOL_PREFERRED,
-    MPOL_PREFERRED_MANY, MPOL_WEIGHTED_INTERLEAVE,
+    MPOL_BIND, MPOL_DEFAULT, MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE, MPOL_F_NUMA_BALANCING,
+    MPOL_F_RELATIVE_NODES, MPOL_F_STATIC_NODES, MPOL_INTERLEAVE, MPOL_LOCAL, MPOL_MAX,
+    MPOL_MF_MOVE, MPOL_MF_MOVE_ALL, MPOL_MF_STRICT, MPOL_PREFERRED, MPOL_PREFERRED_MANY,
+    MPOL_WEIGHTED_INTERLEAVE,
 };
 
 use super::{Addr, Call, Case, MaskArg, PageState, MISSING_PID, PAGE};
@@ -164,11 +164,12 @@ fn get_mempolicy_cases() -> Vec<Case> {
                 for (index, (want_mask, maxnode)) in masks.into_iter().enumerate() {
                     // Once each without the policy pointer.
                     let want_policy = index != 2;
-                    let prior_name = prior
-                        .as_ref()
-                        .map_or("default".to_string(), |(mode, nodes)| {
-                            format!("{} {}", mode_name(*mode), mask_name(&Some(nodes.clone())))
-                        });
+                    let prior_name =
+                        prior
+                            .as_ref()
+                            .map_or("default".to_string(), |(mode, nodes)| {
+                                format!("{} {}", mode_name(*mode), mask_name(&Some(nodes.clone())))
+                            });
                     let mut flag_names = Vec::new();
                     for (flag, name) in [
                         (MPOL_F_NODE, "NODE"),
@@ -268,19 +269,47 @@ fn mbind_cases() -> Vec<Case> {
     let edges: [(&str, Addr, u64, u64, MaskArg); 10] = [
         ("length 0", Addr::page(0, 0), 0, 1025, Some(vec![0])),
         ("length 1 byte", Addr::page(0, 0), 1, 1025, Some(vec![0])),
-        ("length 4 pages - 100", Addr::page(0, 0), 4 * PAGE - 100, 1025, Some(vec![0])),
-        ("length aligning to 0", Addr::page(0, 0), u64::MAX - 100, 1025, Some(vec![0])),
-        ("end past 2^64", Addr::page(0, 0), 0xffff_ffff_ffff_0000, 1025, Some(vec![0])),
+        (
+            "length 4 pages - 100",
+            Addr::page(0, 0),
+            4 * PAGE - 100,
+            1025,
+            Some(vec![0]),
+        ),
+        (
+            "length aligning to 0",
+            Addr::page(0, 0),
+            u64::MAX - 100,
+            1025,
+            Some(vec![0]),
+        ),
+        (
+            "end past 2^64",
+            Addr::page(0, 0),
+            0xffff_ffff_ffff_0000,
+            1025,
+            Some(vec![0]),
+        ),
         (
             "unaligned start",
-            Addr::Page { region: 0, page: 0, offset: 1 },
+            Addr::Page {
+                region: 0,
+                page: 0,
+                offset: 1,
+            },
             PAGE,
             1025,
             Some(vec![0]),
         ),
         ("maxnode 0", Addr::page(0, 0), 4 * PAGE, 0, Some(vec![0])),
         ("maxnode 1", Addr::page(0, 0), 4 * PAGE, 1, Some(vec![0])),
-        ("mask {0,1023} maxnode 2000", Addr::page(0, 0), 4 * PAGE, 2000, Some(vec![0, 1023])),
+        (
+            "mask {0,1023} maxnode 2000",
+            Addr::page(0, 0),
+            4 * PAGE,
+            2000,
+            Some(vec![0, 1023]),
+        ),
         ("NULL mask", Addr::page(0, 0), 4 * PAGE, 1025, None),
     ];
     for (edge, addr, len, maxnode, mask) in edges {
@@ -362,7 +391,9 @@ fn move_pages_cases() -> Vec<Case> {
                 "move_pages(pid={}, [{}], nodes={}, {})",
                 if pid == 0 { "self" } else { "missing" },
                 names.join(","),
-                nodes.as_ref().map_or("NULL".to_string(), |nodes| format!("{nodes:?}")),
+                nodes
+                    .as_ref()
+                    .map_or("NULL".to_string(), |nodes| format!("{nodes:?}")),
                 flags.1
             ),
             layout: layout.clone(),
@@ -376,7 +407,13 @@ fn move_pages_cases() -> Vec<Case> {
         });
     };
     for addr in singles {
-        for nodes in [None, Some(vec![0]), Some(vec![1]), Some(vec![-1]), Some(vec![1024])] {
+        for nodes in [
+            None,
+            Some(vec![0]),
+            Some(vec![1]),
+            Some(vec![-1]),
+            Some(vec![1024]),
+        ] {
             for flags in flag_sets {
                 push(0, vec![addr], nodes.clone(), flags);
             }

@@ -10,6 +10,9 @@ use std::os::fd::FromRawFd;
 use super::{execute, Case, Side, PAGE};
 use crate::conform::{errno_label, ConformError};
 
+/// A call that changes nothing, to see whether the kernel has it.
+type Probe = (&'static str, fn() -> i64);
+
 /// Why the suite cannot run here, if it cannot: not root, or the kernel
 /// lacks the calls (probed with calls that change nothing).
 pub(crate) fn skip_reason() -> Option<String> {
@@ -17,10 +20,17 @@ pub(crate) fn skip_reason() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root (MOVE_ALL and moving pages need CAP_SYS_NICE)".to_string());
     }
-    let probes: [(&str, fn() -> i64); 3] = [
+    let probes: [Probe; 3] = [
         // SAFETY: NULL out-parameters with flags 0 write nothing.
         ("get_mempolicy", || unsafe {
-            libc::syscall(libc::SYS_get_mempolicy, 0usize, 0usize, 0usize, 0usize, 0usize)
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            )
         }),
         // SAFETY: maxnode 0 and NULL masks read nothing; the empty new mask
         // is EINVAL before anything moves.
@@ -102,7 +112,12 @@ impl Side for LiveKernel {
         Ok(())
     }
 
-    fn set_mempolicy(&mut self, mode: i32, nmask: Option<&[u64]>, maxnode: u64) -> Result<i64, i32> {
+    fn set_mempolicy(
+        &mut self,
+        mode: i32,
+        nmask: Option<&[u64]>,
+        maxnode: u64,
+    ) -> Result<i64, i32> {
         // SAFETY: `nmask` is NULL or a buffer at least as long as the bits
         // any case lets the kernel read (see MASK_WORDS).
         result(unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, ptr_or_null(nmask), maxnode) })
@@ -199,7 +214,10 @@ pub(crate) fn run_in_child(cases: &[Case]) -> Result<Vec<String>, ConformError> 
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return Err(ConformError::Kernel(format!("pipe: {}", errno_label(last_errno()))));
+        return Err(ConformError::Kernel(format!(
+            "pipe: {}",
+            errno_label(last_errno())
+        )));
     }
     let [read_fd, write_fd] = fds;
     // SAFETY: the child only runs the cases (syscalls and allocations; glibc
@@ -207,7 +225,10 @@ pub(crate) fn run_in_child(cases: &[Case]) -> Result<Vec<String>, ConformError> 
     // into the caller's code.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(ConformError::Kernel(format!("fork: {}", errno_label(last_errno()))));
+        return Err(ConformError::Kernel(format!(
+            "fork: {}",
+            errno_label(last_errno())
+        )));
     }
     if pid == 0 {
         // SAFETY: the child's copy of the read end is not used.

@@ -174,7 +174,8 @@ pub(crate) trait Side {
     /// Reads or writes the page at `addr`.
     fn touch(&mut self, addr: u64, write: bool) -> Result<(), String>;
     /// `set_mempolicy`.
-    fn set_mempolicy(&mut self, mode: i32, nmask: Option<&[u64]>, maxnode: u64) -> Result<i64, i32>;
+    fn set_mempolicy(&mut self, mode: i32, nmask: Option<&[u64]>, maxnode: u64)
+        -> Result<i64, i32>;
     /// `get_mempolicy`.
     fn get_mempolicy(
         &mut self,
@@ -299,7 +300,11 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
             maxnode,
         } => {
             let words = mask.as_deref().map(mask_buffer);
-            out.push_str(&show_ret(side.set_mempolicy(*mode, words.as_deref(), *maxnode)));
+            out.push_str(&show_ret(side.set_mempolicy(
+                *mode,
+                words.as_deref(),
+                *maxnode,
+            )));
         }
         Call::GetMempolicy {
             want_policy,
@@ -333,7 +338,14 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
             flags,
         } => {
             let words = mask.as_deref().map(mask_buffer);
-            let result = side.mbind(resolve(*addr), *len, *mode, words.as_deref(), *maxnode, *flags);
+            let result = side.mbind(
+                resolve(*addr),
+                *len,
+                *mode,
+                words.as_deref(),
+                *maxnode,
+                *flags,
+            );
             out.push_str(&show_ret(result));
         }
         Call::MigratePages {
@@ -357,7 +369,11 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
             let mut status = vec![INT_SENTINEL; addrs.len()];
             let result = side.move_pages(*pid, &addrs, nodes.as_deref(), &mut status, *flags);
             let shown: Vec<String> = status.iter().map(|value| show_int(*value)).collect();
-            out.push_str(&format!("{} status=[{}]", show_ret(result), shown.join(",")));
+            out.push_str(&format!(
+                "{} status=[{}]",
+                show_ret(result),
+                shown.join(",")
+            ));
         }
     }
     out.push_str(" | after: ");

@@ -79,8 +79,17 @@ impl Side for Model<'_, '_> {
             .map_err(|err| format!("access: {err}"))
     }
 
-    fn set_mempolicy(&mut self, mode: i32, nmask: Option<&[u64]>, maxnode: u64) -> Result<i64, i32> {
-        code(self.vm.set_mempolicy(self.pid, mode, nmask, maxnode).map(|()| 0))
+    fn set_mempolicy(
+        &mut self,
+        mode: i32,
+        nmask: Option<&[u64]>,
+        maxnode: u64,
+    ) -> Result<i64, i32> {
+        code(
+            self.vm
+                .set_mempolicy(self.pid, mode, nmask, maxnode)
+                .map(|()| 0),
+        )
     }
 
     fn get_mempolicy(
@@ -121,7 +130,10 @@ impl Side for Model<'_, '_> {
         old: Option<&[u64]>,
         new: Option<&[u64]>,
     ) -> Result<i64, i32> {
-        code(self.vm.migrate_pages(self.pid, pid_arg(pid), maxnode, old, new))
+        code(
+            self.vm
+                .migrate_pages(self.pid, pid_arg(pid), maxnode, old, new),
+        )
     }
 
     fn move_pages(
