@@ -179,8 +179,12 @@ impl Vm<'_> {
     ///
     /// STRICT without MOVE fails with EIO as soon as the walk meets a
     /// misplaced page, before any policy is installed (queue_pages_range()
-    /// returns -EIO and do_mbind() skips mbind_range(), 6.12). With MOVE the
-    /// policy is installed first and EIO reports pages that did not move.
+    /// returns -EIO and do_mbind() skips mbind_range(), 6.12; the same on
+    /// a live 6.18 kernel, where the conform suite's `mbind(BIND|RELATIVE,
+    /// {1}, STRICT)` gives EIO and leaves every page's policy DEFAULT). With
+    /// MOVE the policy is installed first and EIO reports pages that did
+    /// not move. A misplaced page is one on a node outside the user's mask
+    /// as passed (MPOL_MF_INVERT), not the policy's effective nodes.
     #[allow(clippy::too_many_arguments)]
     pub fn mbind(
         &mut self,
