@@ -6,6 +6,7 @@
 pub mod cache_model;
 pub mod catalog;
 pub mod churn;
+pub mod conform;
 pub mod corpus;
 pub mod experiments;
 pub mod machine_args;

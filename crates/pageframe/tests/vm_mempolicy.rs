@@ -189,7 +189,7 @@ fn errno_table() {
             Err(Errno::EINVAL),
         ),
         (
-            "set_mempolicy bit above MAX_NUMNODES",
+            "set_mempolicy node 320 (read by get_nodes, no memory there)",
             |vm, pid, _| {
                 let mut words = vec![0u64; 8];
                 words[5] = 1;

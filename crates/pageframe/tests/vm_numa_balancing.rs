@@ -35,9 +35,16 @@ fn first_touch_follows_the_policy() {
     let allocator = machine();
     let mut vm = Vm::new(&allocator, NumaBalancingConfig::default());
     let pid = vm.spawn(CpuId(2), &[], 0).unwrap();
-    // Default: the local node.
+    // Default: the local node (a first write allocates; a first read
+    // maps the shared zero page, which lives on node 0 and is no page of
+    // the task).
     let addr = vm.mmap(pid, 64 * PAGE).unwrap();
-    assert_eq!(vm.access(pid, addr, false).unwrap().node, NodeId(2));
+    let read = vm.access(pid, addr + 63 * PAGE, false).unwrap();
+    assert_eq!(
+        (read.node, read.pfn, read.fault),
+        (NodeId(0), None, FaultKind::ZeroPage)
+    );
+    assert_eq!(vm.access(pid, addr, true).unwrap().node, NodeId(2));
     // Interleave by offset in the VMA: 0,1,2,3,0,...
     vm.mbind(
         pid,

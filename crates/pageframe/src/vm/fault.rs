@@ -1,11 +1,12 @@
-//! Page faults: first touch allocates through the effective policy
-//! (do_anonymous_page() → vma_alloc_folio()); a PROT_NONE entry is a NUMA
+//! Page faults: a first read maps the shared zero page; a first write (or a
+//! write over the zero page) allocates through the effective policy
+//! (do_anonymous_page() / do_wp_page() → vma_alloc_folio()); a PROT_NONE entry is a NUMA
 //! hinting fault (do_numa_page()), which may migrate the page
 //! (migrate_misplaced_page()). Also the page replacement shared by every
 //! migration (mbind, move_pages, migrate_pages).
 
 use super::mempolicy::{self, MemPolicy, Mode};
-use super::mm::{Pte, PTE_PRESENT, PTE_PROTNONE, PTE_WRITTEN};
+use super::mm::{Pte, PTE_PRESENT, PTE_PROTNONE, PTE_WRITTEN, PTE_ZERO};
 use super::{Pid, Task, Vm};
 use crate::error::Errno;
 use crate::gfp::Gfp;
@@ -19,6 +20,8 @@ pub enum FaultKind {
     None,
     /// First touch: a page was allocated.
     FirstTouch,
+    /// A read before any write: the shared zero page was mapped.
+    ZeroPage,
     /// A NUMA hinting fault; `migrated_from` is the node the page left.
     Hint {
         /// The node the page was on before a migration, when it moved.
@@ -31,8 +34,8 @@ pub enum FaultKind {
 pub struct Access {
     /// The page's node after the access.
     pub node: NodeId,
-    /// The page.
-    pub pfn: Pfn,
+    /// The page; `None` for the shared zero page (not a page of the machine).
+    pub pfn: Option<Pfn>,
     /// The fault taken, if any.
     pub fault: FaultKind,
 }
@@ -63,28 +66,63 @@ impl Vm<'_> {
             .unwrap_or_else(|| MemPolicy::system_default(self.cpu_node(task.cpu)))
     }
 
+    /// The node of the shared zero page: it lives in the kernel image, on
+    /// the first node with memory.
+    pub fn zero_page_node(&self) -> NodeId {
+        self.mem_nodes.iter().next().unwrap_or(NodeId(0))
+    }
+
     /// Reads (or writes) the byte at `addr` in task `pid`, faulting as the
     /// kernel would. EFAULT outside every VMA (the SIGSEGV case); ENOMEM when
     /// the policy's nodes have no page left (the VM_FAULT_OOM case).
     pub fn access(&mut self, pid: Pid, addr: u64, write: bool) -> Result<Access, Errno> {
         let vpn = addr >> self.page_shift();
+        let zero_node = self.zero_page_node();
         // Fast path: mapped and accessible — no fault, nothing to change.
-        {
+        let zero_page_read = {
             let task = self.tasks.get_mut(&pid).ok_or(Errno::ESRCH)?;
             let vma = task.mm.find_vma_mut(vpn).ok_or(Errno::EFAULT)?;
-            let pte = &mut vma.ptes[(vpn - vma.start) as usize];
-            if pte.is_present() && !pte.is_protnone() {
-                if write {
-                    pte.flags |= PTE_WRITTEN;
+            match vma.ptes.get_mut(vpn) {
+                Some(pte) if pte.is_present() && !pte.is_protnone() => {
+                    if write {
+                        pte.flags |= PTE_WRITTEN;
+                    }
+                    let pfn = Pfn(pte.pfn as u64);
+                    let node = self.pfn_node(pfn).expect("a mapped page is memory");
+                    return Ok(Access {
+                        node,
+                        pfn: Some(pfn),
+                        fault: FaultKind::None,
+                    });
                 }
-                let pfn = Pfn(pte.pfn as u64);
-                let node = self.pfn_node(pfn).expect("a mapped page is memory");
-                return Ok(Access {
-                    node,
-                    pfn,
-                    fault: FaultKind::None,
-                });
+                Some(pte) if pte.is_zero_page() && !write => {
+                    return Ok(Access {
+                        node: zero_node,
+                        pfn: None,
+                        fault: FaultKind::None,
+                    });
+                }
+                Some(_) => false,
+                None => !write,
             }
+        };
+        if zero_page_read {
+            // do_anonymous_page() on a read: map the zero page, allocate nothing.
+            let task = self.tasks.get_mut(&pid).expect("looked up above");
+            let vma = task.mm.find_vma_mut(vpn).expect("looked up above");
+            vma.ptes.insert(
+                vpn,
+                Pte {
+                    flags: PTE_ZERO,
+                    ..Pte::NONE
+                },
+            );
+            self.counters.pgfault += 1;
+            return Ok(Access {
+                node: zero_node,
+                pfn: None,
+                fault: FaultKind::ZeroPage,
+            });
         }
         let mut task = self.tasks.remove(&pid).expect("looked up above");
         let result = if task.mm.pte(vpn).is_some_and(Pte::is_present) {
@@ -96,7 +134,8 @@ impl Vm<'_> {
         result
     }
 
-    /// First touch of an anonymous page (do_anonymous_page()).
+    /// First write of an anonymous page (do_anonymous_page(), or
+    /// do_wp_page() over the zero page: both allocate through the policy).
     fn do_anonymous_page(
         &mut self,
         task: &mut Task,
@@ -109,17 +148,20 @@ impl Vm<'_> {
         let pfn = self.alloc_for_policy(&policy, task.cpu, offset)?;
         self.counters.pgfault += 1;
         let vma = task.mm.find_vma_mut(vpn).expect("checked by the caller");
-        vma.ptes[(vpn - vma.start) as usize] = Pte {
-            pfn: pfn.0 as u32,
-            flags: PTE_PRESENT | if write { PTE_WRITTEN } else { 0 },
-            ..Pte::NONE
-        };
+        vma.ptes.insert(
+            vpn,
+            Pte {
+                pfn: pfn.0 as u32,
+                flags: PTE_PRESENT | if write { PTE_WRITTEN } else { 0 },
+                ..Pte::NONE
+            },
+        );
         task.mm.rss += 1;
         self.pages_mapped += 1;
         self.pages_allocated += 1;
         Ok(Access {
             node: self.pfn_node(pfn).expect("an allocated page is memory"),
-            pfn,
+            pfn: Some(pfn),
             fault: FaultKind::FirstTouch,
         })
     }
@@ -187,8 +229,7 @@ impl Vm<'_> {
         let vma = task.mm.find_vma(vpn).expect("checked by the caller");
         let policy = self.vma_policy(task, vma.policy);
         let offset = vma.pgoff + (vpn - vma.start);
-        let index = (vpn - vma.start) as usize;
-        let pte = vma.ptes[index];
+        let pte = *vma.ptes.get(vpn).expect("checked by the caller");
         let mut page_node = self.pfn_node(Pfn(pte.pfn as u64)).expect("mapped page");
         let mut flags = FaultFlags::default();
         if page_node == this_node {
@@ -203,7 +244,7 @@ impl Vm<'_> {
             });
         if let Some((_, true)) = target {
             let vma = task.mm.find_vma_mut(vpn).expect("checked by the caller");
-            let pte = &mut vma.ptes[index];
+            let pte = vma.ptes.get_mut(vpn).expect("checked by the caller");
             if !self.should_numa_migrate_memory(
                 task.pid,
                 task.cpu,
@@ -217,7 +258,7 @@ impl Vm<'_> {
         let mut migrated_from = None;
         if let Some((node, _)) = target.filter(|(node, _)| *node != page_node) {
             let vma = task.mm.find_vma_mut(vpn).expect("checked by the caller");
-            let pte = &mut vma.ptes[index];
+            let pte = vma.ptes.get_mut(vpn).expect("checked by the caller");
             if self.migrate_misplaced_page(task.cpu, pte, node) {
                 migrated_from = Some(page_node);
                 page_node = node;
@@ -228,7 +269,7 @@ impl Vm<'_> {
             }
         }
         let vma = task.mm.find_vma_mut(vpn).expect("checked by the caller");
-        let pte = &mut vma.ptes[index];
+        let pte = vma.ptes.get_mut(vpn).expect("checked by the caller");
         pte.flags &= !PTE_PROTNONE;
         if write {
             pte.flags |= PTE_WRITTEN;
@@ -237,7 +278,7 @@ impl Vm<'_> {
         self.task_numa_fault(task, last_cpupid, page_node, flags);
         Access {
             node: page_node,
-            pfn,
+            pfn: Some(pfn),
             fault: FaultKind::Hint { migrated_from },
         }
     }

@@ -3,14 +3,15 @@
 
 use std::collections::HashSet;
 
+use super::mm::TASK_SIZE;
 use super::Vm;
 use crate::error::InvariantError;
 use crate::memmap::PageState;
 use crate::types::Pfn;
 
 impl Vm<'_> {
-    /// Checks, for every task: VMAs disjoint with one PTE per page;
-    /// PROT_NONE ⇒ present; every present PTE maps a distinct PFN whose
+    /// Checks, for every task: VMAs disjoint, below TASK_SIZE, holding only
+    /// their own entries; PROT_NONE ⇒ present; zero page ⇒ not present; every present PTE maps a distinct PFN whose
     /// memmap record is an allocated order-0 head; per-task RSS equals its
     /// present PTEs; and `allocated − freed == mapped == Σ present PTEs`.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
@@ -20,32 +21,40 @@ impl Vm<'_> {
         for task in self.tasks.values() {
             let mut previous_end = 0;
             let mut present = 0;
+            let task_end = TASK_SIZE >> self.page_shift();
             for (start, vma) in &task.mm.vmas {
-                if *start != vma.start || vma.start >= vma.end || vma.start < previous_end {
+                if *start != vma.start
+                    || vma.start >= vma.end
+                    || vma.start < previous_end
+                    || vma.end > task_end
+                {
                     return fail(format!(
                         "pid {}: VMA {:#x}..{:#x} misplaced",
                         task.pid.0, vma.start, vma.end
                     ));
                 }
                 previous_end = vma.end;
-                if vma.ptes.len() as u64 != vma.end - vma.start {
-                    return fail(format!(
-                        "pid {}: VMA {:#x} has {} PTEs",
-                        task.pid.0,
-                        vma.start,
-                        vma.ptes.len()
-                    ));
-                }
-                for (index, pte) in vma.ptes.iter().enumerate() {
+                for (vpn, pte) in vma.ptes.entries() {
+                    if vpn < vma.start || vpn >= vma.end {
+                        return fail(format!(
+                            "pid {}: VMA {:#x}..{:#x} holds the entry of page {vpn:#x}",
+                            task.pid.0, vma.start, vma.end
+                        ));
+                    }
                     if !pte.is_present() {
-                        if pte.is_protnone() {
+                        if pte.is_protnone() || !pte.is_zero_page() {
                             return fail(format!(
-                                "pid {}: page {:#x} PROT_NONE but not present",
-                                task.pid.0,
-                                vma.start + index as u64
+                                "pid {}: page {vpn:#x} stored but neither present nor the zero page (flags {:#x})",
+                                task.pid.0, pte.flags
                             ));
                         }
                         continue;
+                    }
+                    if pte.is_zero_page() {
+                        return fail(format!(
+                            "pid {}: page {vpn:#x} both present and the zero page",
+                            task.pid.0
+                        ));
                     }
                     present += 1;
                     let pfn = Pfn(pte.pfn as u64);

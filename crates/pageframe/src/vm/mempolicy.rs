@@ -12,8 +12,10 @@
 //! `mode = PREFERRED ⇒ |nodes| = 1`; `mode = LOCAL ⇒ nodes = ∅`;
 //! `flags & NUMA_BALANCING ⇒ flags ⊇ MOF|MORON`.
 
+use super::user_nodes::UserNodemask;
+pub use super::user_nodes::{get_nodes, nodemask_words};
 use crate::error::Errno;
-use crate::types::{NodeId, Nodemask, MAX_NUMNODES};
+use crate::types::{NodeId, Nodemask};
 
 /// `MPOL_DEFAULT`.
 pub const MPOL_DEFAULT: i32 = 0;
@@ -120,8 +122,9 @@ pub struct MemPolicy {
     pub flags: u16,
     /// The effective nodes.
     pub nodes: Nodemask,
-    /// What the user passed (STATIC/RELATIVE) or the cpuset's mems at the time.
-    pub user_nodemask: Nodemask,
+    /// What the user passed (with any mode flag; it may name nodes that do
+    /// not exist) or the cpuset's mems at the time.
+    pub user_nodemask: UserNodemask,
 }
 
 impl MemPolicy {
@@ -133,13 +136,20 @@ impl MemPolicy {
             mode: Mode::Preferred,
             flags: MPOL_F_MOF | MPOL_F_MORON,
             nodes: Nodemask::of(node),
-            user_nodemask: Nodemask::NONE,
+            user_nodemask: UserNodemask::NONE,
         }
     }
 
     /// True when the policy wants migrate-on-fault (`vma_policy_mof()`).
     pub fn wants_mof(&self) -> bool {
         self.flags & MPOL_F_MOF != 0
+    }
+
+    /// True when the policy keeps the user's nodemask as given, which
+    /// get_mempolicy reports (mirrors mpol_store_user_nodemask(): any mode
+    /// flag, NUMA_BALANCING included).
+    pub fn stores_user_nodemask(&self) -> bool {
+        self.user_flags() != 0
     }
 
     /// The mode flags the user sees (internal flags masked off).
@@ -167,49 +177,9 @@ pub fn sanitize_mpol_flags(raw_mode: i32) -> Result<(Mode, u16), Errno> {
     Ok((mode, flags))
 }
 
-/// Reads a user node bitmap of `maxnode` bits (mirrors get_nodes(): the
-/// kernel drops one bit, bits past MAX_NUMNODES must be zero, more than a
-/// page of bits is EINVAL). `mask` shorter than the bits it claims is the
-/// user-copy fault, EFAULT.
-pub fn get_nodes(mask: Option<&[u64]>, maxnode: u64) -> Result<Nodemask, Errno> {
-    let maxnode = maxnode.saturating_sub(1);
-    let mut nodes = Nodemask::NONE;
-    let Some(mask) = mask else {
-        return Ok(nodes);
-    };
-    if maxnode == 0 {
-        return Ok(nodes);
-    }
-    if maxnode > 4096 * 8 {
-        return Err(Errno::EINVAL);
-    }
-    let words = maxnode.div_ceil(64) as usize;
-    if mask.len() < words {
-        return Err(Errno::EFAULT);
-    }
-    for bit in 0..maxnode as usize {
-        if mask[bit / 64] >> (bit % 64) & 1 != 0 {
-            if bit >= MAX_NUMNODES {
-                return Err(Errno::EINVAL);
-            }
-            nodes.set(NodeId(bit as u16));
-        }
-    }
-    Ok(nodes)
-}
-
-/// A nodemask as the words of a user bitmap (for the calls' arguments).
-pub fn nodemask_words(nodes: &Nodemask) -> Vec<u64> {
-    let mut words = vec![0u64; MAX_NUMNODES / 64];
-    for node in nodes.iter() {
-        words[node.index() / 64] |= 1 << (node.index() % 64);
-    }
-    words
-}
-
 /// Builds a policy from a mode, flags and the user's nodes (mirrors
 /// mpol_new()). `Ok(None)` is the default policy.
-pub fn mpol_new(mode: Mode, flags: u16, nodes: &Nodemask) -> Result<Option<MemPolicy>, Errno> {
+pub fn mpol_new(mode: Mode, flags: u16, nodes: &UserNodemask) -> Result<Option<MemPolicy>, Errno> {
     let static_or_relative = flags as i32 & (MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES) != 0;
     let mut mode = mode;
     match mode {
@@ -242,7 +212,7 @@ pub fn mpol_new(mode: Mode, flags: u16, nodes: &Nodemask) -> Result<Option<MemPo
         mode,
         flags,
         nodes: Nodemask::NONE,
-        user_nodemask: Nodemask::NONE,
+        user_nodemask: UserNodemask::NONE,
     }))
 }
 
@@ -251,7 +221,7 @@ pub fn mpol_new(mode: Mode, flags: u16, nodes: &Nodemask) -> Result<Option<MemPo
 /// mode's create function (mpol_new_nodemask(), mpol_new_preferred()).
 pub fn mpol_set_nodemask(
     policy: &mut MemPolicy,
-    nodes: &Nodemask,
+    nodes: &UserNodemask,
     mems_allowed: &Nodemask,
 ) -> Result<(), Errno> {
     if policy.mode == Mode::Local {
@@ -260,14 +230,13 @@ pub fn mpol_set_nodemask(
     let effective = if policy.flags as i32 & MPOL_F_RELATIVE_NODES != 0 {
         relative_nodemask(nodes, mems_allowed)
     } else {
-        and(nodes, mems_allowed)
+        and(&nodes.to_nodemask(), mems_allowed)
     };
-    policy.user_nodemask =
-        if policy.flags as i32 & (MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES) != 0 {
-            *nodes
-        } else {
-            *mems_allowed
-        };
+    policy.user_nodemask = if policy.stores_user_nodemask() {
+        *nodes
+    } else {
+        UserNodemask::from_nodemask(mems_allowed)
+    };
     if effective.is_empty() {
         return Err(Errno::EINVAL);
     }
@@ -290,7 +259,7 @@ pub fn and(a: &Nodemask, b: &Nodemask) -> Nodemask {
 
 /// `orig` folded onto the weight of `rel`, then mapped onto its set bits
 /// (mirrors mpol_relative_nodemask(): nodes_fold() then nodes_onto()).
-pub fn relative_nodemask(orig: &Nodemask, rel: &Nodemask) -> Nodemask {
+pub fn relative_nodemask(orig: &UserNodemask, rel: &Nodemask) -> Nodemask {
     let weight = rel.weight();
     let mut out = Nodemask::NONE;
     if weight == 0 {
@@ -298,7 +267,7 @@ pub fn relative_nodemask(orig: &Nodemask, rel: &Nodemask) -> Nodemask {
     }
     let rel_nodes: Vec<NodeId> = rel.iter().collect();
     for node in orig.iter() {
-        out.set(rel_nodes[node.index() % weight]);
+        out.set(rel_nodes[node % weight]);
     }
     out
 }

@@ -1,13 +1,20 @@
-//! Address spaces: VMAs of anonymous memory, each with its slice of the page
-//! table, and `mmap` / `munmap` (with VMA splitting).
+//! Address spaces: VMAs of anonymous memory, each with its sparse page
+//! table, and `mmap` / `munmap` (with VMA splitting), within a 47-bit user
+//! address space and the kernel's overcommit heuristic.
 //!
 //! A PTE is 16 bytes and holds, beside the PFN, the per-page side state the
 //! kernel keeps in `struct page` or the PTE: PROT_NONE for NUMA hinting, the
 //! last cpupid and the scan time. Pages are never shared between address
-//! spaces, so per-PTE and per-page state coincide.
+//! spaces, so per-PTE and per-page state coincide. A page read before it is
+//! ever written maps the shared zero page (`PTE_ZERO`), which is not a page
+//! of the machine: it is neither counted in RSS nor migrated.
 //!
-//! Invariants: VMAs are disjoint and keyed by their first page;
-//! `vma.ptes.len() == vma.end − vma.start`; PROT_NONE ⇒ PRESENT.
+//! Page tables are lazy: a VMA's [`PageTable`] holds only the entries that
+//! map something, so memory follows what is touched, not what is mapped.
+//!
+//! Invariants: VMAs are disjoint, keyed by their first page, inside
+//! `[0, TASK_SIZE)`; every stored entry lies inside its VMA and is PRESENT
+//! or ZERO (never both); PROT_NONE ⇒ PRESENT.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +30,8 @@ pub const PTE_PRESENT: u8 = 1 << 0;
 pub const PTE_PROTNONE: u8 = 1 << 1;
 /// The page was written (dirty; `was_writable` for hinting faults).
 pub const PTE_WRITTEN: u8 = 1 << 2;
+/// The entry maps the shared zero page (a read before any write).
+pub const PTE_ZERO: u8 = 1 << 3;
 
 /// `last_cpupid` of a page nobody has faulted on: every bit set.
 pub const CPUPID_UNSET: u32 = u32::MAX;
@@ -62,6 +71,67 @@ impl Pte {
     pub fn is_protnone(&self) -> bool {
         self.flags & PTE_PROTNONE != 0
     }
+
+    /// True when the entry maps the shared zero page.
+    #[inline]
+    pub fn is_zero_page(&self) -> bool {
+        self.flags & PTE_ZERO != 0
+    }
+}
+
+/// A VMA's page table: the entries that map something, by virtual page
+/// (absent entries are [`Pte::NONE`]).
+#[derive(Clone, Debug, Default)]
+pub struct PageTable {
+    entries: BTreeMap<u64, Pte>,
+}
+
+impl PageTable {
+    /// The entry of `vpn`, if it maps something.
+    pub fn get(&self, vpn: u64) -> Option<&Pte> {
+        self.entries.get(&vpn)
+    }
+
+    /// The entry of `vpn`, mutably, if it maps something.
+    pub fn get_mut(&mut self, vpn: u64) -> Option<&mut Pte> {
+        self.entries.get_mut(&vpn)
+    }
+
+    /// The stored entries, lowest page first.
+    pub fn iter(&self) -> impl Iterator<Item = &Pte> {
+        self.entries.values()
+    }
+
+    /// The stored entries with their virtual page, lowest first.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, &Pte)> {
+        self.entries.iter().map(|(vpn, pte)| (*vpn, pte))
+    }
+
+    /// The stored entries of `[start, end)`, mutably, lowest first.
+    pub(crate) fn range_mut(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> impl Iterator<Item = (u64, &mut Pte)> {
+        self.entries
+            .range_mut(start..end)
+            .map(|(vpn, pte)| (*vpn, pte))
+    }
+
+    /// Stores the entry of `vpn`.
+    pub(crate) fn insert(&mut self, vpn: u64, pte: Pte) {
+        self.entries.insert(vpn, pte);
+    }
+
+    /// Number of stored entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// An anonymous mapping `[start, end)` in pages.
@@ -75,14 +145,16 @@ pub struct Vma {
     pub pgoff: u64,
     /// The VMA policy (mbind); `None` falls back to the task's.
     pub policy: Option<MemPolicy>,
-    /// One entry per page.
-    pub ptes: Vec<Pte>,
+    /// Its page table.
+    pub ptes: PageTable,
 }
 
 impl Vma {
     /// Splits off `[at, end)` into a new VMA.
     fn split_off(&mut self, at: u64) -> Vma {
-        let tail = self.ptes.split_off((at - self.start) as usize);
+        let tail = PageTable {
+            entries: self.ptes.entries.split_off(&at),
+        };
         let vma = Vma {
             start: at,
             end: self.end,
@@ -112,9 +184,9 @@ pub struct Mm {
     pub numa_scan_seq: u32,
 }
 
-/// Largest mapping: 1 TiB of 4 KiB pages (its page table alone is 4 GiB
-/// here; the kernel's limit, TASK_SIZE, is far above what a simulation holds).
-pub const MAX_MAPPING_PAGES: u64 = 1 << 28;
+/// `TASK_SIZE` of x86-64 with 4-level page tables: user addresses are
+/// below 2^47 (less one guard page, as `TASK_SIZE_MAX`).
+pub const TASK_SIZE: u64 = (1 << 47) - 4096;
 
 /// First virtual page handed out by mmap (a 1 GiB-aligned, arbitrary base).
 const MMAP_BASE_PAGE: u64 = 0x1_0000;
@@ -149,10 +221,9 @@ impl Mm {
             .filter(|vma| vpn < vma.end)
     }
 
-    /// The PTE of `vpn`.
+    /// The PTE of `vpn`, when it maps something.
     pub fn pte(&self, vpn: u64) -> Option<&Pte> {
-        let vma = self.find_vma(vpn)?;
-        vma.ptes.get((vpn - vma.start) as usize)
+        self.find_vma(vpn)?.ptes.get(vpn)
     }
 
     /// Splits VMAs so that `vpn` is a VMA boundary (if it is inside one).
@@ -186,21 +257,34 @@ impl Vm<'_> {
         self.allocator.layout().page_shift as u32
     }
 
-    /// Maps `len` bytes of anonymous memory; returns the address. No page is
-    /// allocated until first touch. EINVAL for a zero length.
+    /// Maps `len` bytes of private anonymous memory; returns the address.
+    /// No page (and no page-table entry) exists until first touch. EINVAL
+    /// for a zero length; ENOMEM when the length is more than the machine's
+    /// memory (the overcommit heuristic of __vm_enough_memory(),
+    /// OVERCOMMIT_GUESS, 6.12: no swap here) or no room is left below
+    /// [`TASK_SIZE`] (get_unmapped_area()).
     pub fn mmap(&mut self, pid: super::Pid, len: u64) -> Result<u64, Errno> {
         let shift = self.page_shift();
         if len == 0 {
             return Err(Errno::EINVAL);
         }
         let pages = len.div_ceil(1 << shift);
-        if pages > MAX_MAPPING_PAGES {
+        if pages > TASK_SIZE >> shift {
             return Err(Errno::ENOMEM);
         }
+        let totalram_pages = self.totalram_pages;
         let task = self.tasks.get_mut(&pid).ok_or(Errno::ESRCH)?;
+        if pages > totalram_pages {
+            return Err(Errno::ENOMEM);
+        }
         let start = task.mm.mmap_next;
         // Leave one guard page so that adjacent mappings stay separate VMAs.
-        task.mm.mmap_next = start + pages + 1;
+        let next = start
+            .checked_add(pages)
+            .and_then(|end| end.checked_add(1))
+            .filter(|next| *next <= TASK_SIZE >> shift)
+            .ok_or(Errno::ENOMEM)?;
+        task.mm.mmap_next = next;
         task.mm.vmas.insert(
             start,
             Vma {
@@ -208,21 +292,27 @@ impl Vm<'_> {
                 end: start + pages,
                 pgoff: 0,
                 policy: None,
-                ptes: vec![Pte::NONE; pages as usize],
+                ptes: PageTable::default(),
             },
         );
         Ok(start << shift)
     }
 
     /// Unmaps `[addr, addr + len)`, freeing every page in it; holes are
-    /// fine (as munmap). EINVAL for an unaligned address or zero length.
+    /// fine (as munmap). EINVAL for an unaligned address, a zero length or a
+    /// range reaching past [`TASK_SIZE`] (mirrors do_vmi_munmap(), 6.12).
     pub fn munmap(&mut self, pid: super::Pid, addr: u64, len: u64) -> Result<(), Errno> {
         let shift = self.page_shift();
-        if addr & ((1 << shift) - 1) != 0 || len == 0 {
+        let page_mask = (1u64 << shift) - 1;
+        if addr & page_mask != 0 || addr > TASK_SIZE || len > TASK_SIZE - addr {
+            return Err(Errno::EINVAL);
+        }
+        let len = (len + page_mask) & !page_mask;
+        if len == 0 {
             return Err(Errno::EINVAL);
         }
         let start = addr >> shift;
-        let end = start + len.div_ceil(1 << shift);
+        let end = (addr + len) >> shift;
         let mut task = self.tasks.remove(&pid).ok_or(Errno::ESRCH)?;
         self.unmap_range(&mut task, start, end);
         self.tasks.insert(pid, task);

@@ -13,21 +13,29 @@
 //! One task per address space (single-threaded processes): the kernel's
 //! per-mm scan state and per-task fault statistics then coincide.
 //!
+//! Every call that fails leaves the vm as it was, except where Linux itself
+//! changes state before failing (a `move_pages` stopped by a bad node has
+//! moved the pages before it; an `mbind` whose migration fails has
+//! installed its policy).
+//!
 //! Invariants (checked by [`Vm::check_invariants`]):
 //! - every present PTE maps a distinct PFN whose memmap record is an
 //!   allocated order-0 head: `mapped PTEs == pages_mapped`;
 //! - `pages_allocated − pages_freed == pages_mapped` (pages are conserved);
-//! - PROT_NONE ⇒ present; VMAs are disjoint, sorted, and hold one PTE per page.
+//! - PROT_NONE ⇒ present; zero-page entries are not present; VMAs are
+//!   disjoint, sorted, below TASK_SIZE, and hold only entries inside them.
 //!
 //! Lock order: none; the simulator is single-threaded (`&mut self`).
 
 pub mod fault;
 pub mod invariants;
 pub mod mempolicy;
+pub mod migrate;
 pub mod mm;
 pub mod nodestring;
 pub mod numa;
 pub mod syscalls;
+pub mod user_nodes;
 pub mod vmstat;
 
 use std::collections::BTreeMap;
@@ -154,6 +162,8 @@ pub struct Vm<'a> {
     pub(crate) node_zones: Vec<Vec<(usize, u64)>>,
     /// Nodes with memory (`N_MEMORY`).
     pub(crate) mem_nodes: Nodemask,
+    /// Pages the allocator manages (`totalram_pages()`), for overcommit.
+    pub(crate) totalram_pages: u64,
     /// Weighted-interleave weights per node (sysfs `weighted_interleave/nodeN`).
     pub(crate) interleave_weights: Vec<u8>,
     pub(crate) pages_mapped: u64,
@@ -185,6 +195,7 @@ impl<'a> Vm<'a> {
             }
         }
         node_spans.sort_unstable();
+        let totalram_pages = snapshots.iter().map(|snapshot| snapshot.managed).sum();
         Vm {
             allocator,
             tasks: BTreeMap::new(),
@@ -194,6 +205,7 @@ impl<'a> Vm<'a> {
             node_spans,
             node_zones,
             mem_nodes,
+            totalram_pages,
             interleave_weights: vec![1; layout.nodes.len()],
             pages_mapped: 0,
             pages_allocated: 0,

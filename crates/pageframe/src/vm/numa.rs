@@ -156,8 +156,7 @@ impl Vm<'_> {
                     .next_multiple_of(HPAGE_PAGES)
                     .min(vma.end);
                 let updates = change_prot_numa(
-                    &mut vma.ptes[(start - vma.start) as usize..(end - vma.start) as usize],
-                    start,
+                    vma.ptes.range_mut(start, end),
                     this_node,
                     |pfn| self.pfn_node(crate::types::Pfn(pfn as u64)),
                     now_ms,
@@ -313,18 +312,17 @@ impl Vm<'_> {
 }
 
 /// mirrors change_pte_range() with prot_numa: arms present, not yet armed
-/// entries, skipping pages already on the node of a single-threaded task's
-/// CPU; returns the number of entries changed.
-fn change_prot_numa(
-    ptes: &mut [Pte],
-    first_vpn: u64,
+/// entries (never the zero page), skipping pages already on the node of a
+/// single-threaded task's CPU; returns the number of entries changed.
+fn change_prot_numa<'p>(
+    ptes: impl Iterator<Item = (u64, &'p mut Pte)>,
     this_node: NodeId,
     node_of: impl Fn(u32) -> Option<NodeId>,
     now_ms: u64,
     mut marked: Option<&mut Vec<u64>>,
 ) -> u64 {
     let mut updates = 0;
-    for (index, pte) in ptes.iter_mut().enumerate() {
+    for (vpn, pte) in ptes {
         if !pte.is_present() || pte.is_protnone() {
             continue;
         }
@@ -335,7 +333,7 @@ fn change_prot_numa(
         pte.scan_time_ms = now_ms as u32;
         updates += 1;
         if let Some(list) = marked.as_deref_mut() {
-            list.push(first_vpn + index as u64);
+            list.push(vpn);
         }
     }
     updates
