@@ -46,17 +46,13 @@ pub mod zone;
 pub mod zpool;
 pub mod zram;
 
-pub use error::Errno;
-pub use error::{
-    AccessError, AllocError, BootError, CpuError, DescError, FreeError, InvariantError, SlabError,
-    ZpoolError,
-};
+pub use error::{Errno, InvariantError, SlabError, ZpoolError};
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
-pub use machine::{MachineDesc, MachineLayout};
+pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
-    AllocOptions, ArenaOptions, CpuHandle, LocalPageAllocator, Page, PageAllocator,
-    SharedPageAllocator, VmEvent, ZoneSnapshot,
+    AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
+    LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, VmEvent, ZoneSnapshot,
 };
 pub use policies::{HotplugError, ShuffleStats};
 pub use rng::MachineRng;

@@ -2,8 +2,8 @@
 //! find_zone_movable_pfns_for_nodes() and adjust_zone_range_for_zone_movable().
 
 use super::desc::MachineDesc;
+use super::error::DescError;
 use super::size::format_size;
-use crate::error::DescError;
 use crate::types::{CpuId, NodeId, Pfn, ZoneType};
 
 /// A half-open range of PFNs `[start, end)`.

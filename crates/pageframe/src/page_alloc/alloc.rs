@@ -9,9 +9,9 @@
 //! progress (unreserve the HIGHATOMIC blocks, drain every CPU's lists, retry)
 //! and then fails. `__GFP_NOFAIL` therefore fails too, rather than loop forever.
 
+use super::error::AllocError;
 use super::events::VmEvent;
 use super::{PageAllocator, ZoneSlot};
-use crate::error::AllocError;
 use crate::freetype::{FreeType, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};

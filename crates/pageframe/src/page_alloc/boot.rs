@@ -4,13 +4,13 @@
 //! zone_set_pageset_high_and_batch(), build_all_zonelists() and
 //! memblock_free_all()/__free_pages_memory().
 
+use super::error::BootError;
 use super::events::CpuEvents;
 use super::zonelist::Zonelists;
 use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
 use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
-use crate::error::BootError;
-use crate::error::DescError;
 use crate::frames::Frames;
+use crate::machine::DescError;
 use crate::machine::{MachineDesc, MachineLayout};
 use crate::pcp::PerCpuPages;
 use crate::sync::{LockFamily, StatCounter};

@@ -4,10 +4,10 @@
 use std::ops::Range;
 
 use super::alloc::{AllocContext, PcpList};
+use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::error::AllocError;
 use crate::gfp::{Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
 use crate::sync::LockFamily;

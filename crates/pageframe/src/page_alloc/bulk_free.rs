@@ -10,11 +10,11 @@
 //! and drained: the same drains as the kernel's loop, without updating the
 //! list and its count once per page.
 
+use super::error::FreeError;
 use super::events::VmEvent;
 use super::free::pcp_list_for_free;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::error::FreeError;
 use crate::memmap::{PageInfo, PageState};
 use crate::pcp::PerCpuPages;
 use crate::sync::LockFamily;

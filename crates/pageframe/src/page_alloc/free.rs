@@ -3,9 +3,9 @@
 //! for the rest. mirrors free_pages(), __free_pages_ok(), free_unref_page(),
 //! free_unref_page_commit(), free_pcppages_bulk() and drain_pages_zone().
 
+use super::error::FreeError;
 use super::events::VmEvent;
 use super::PageAllocator;
-use crate::error::FreeError;
 use crate::freetype::{FreeType, MigrateType};
 use crate::memmap::{PageInfo, PageState};
 use crate::pageblock::BlockInfo;
