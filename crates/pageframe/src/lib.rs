@@ -52,8 +52,8 @@ pub use gfp::Gfp;
 pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
-    LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, VmEvent, ZoneSnapshot,
+    HotplugError, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, ShuffleStats,
+    VmEvent, ZoneSnapshot,
 };
-pub use policies::{HotplugError, ShuffleStats};
 pub use rng::MachineRng;
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};

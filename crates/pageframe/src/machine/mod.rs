@@ -20,6 +20,7 @@ pub use desc::{
     LOCAL_DISTANCE, REMOTE_DISTANCE,
 };
 pub use error::DescError;
-pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout};
+pub(crate) use layout::coalesce_touching;
+pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout, MAX_CPU_ZONE_PAIRS};
 pub use numa_emulation::{emulate_numa, FAKE_NODE_MIN_SIZE};
 pub use size::{format_size, parse_size};

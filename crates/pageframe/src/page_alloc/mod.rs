@@ -24,7 +24,10 @@ mod error;
 mod events;
 mod free;
 mod handle;
+mod hotplug;
 mod invariants;
+mod resize;
+mod shuffle;
 mod snapshot;
 mod zonelist;
 
@@ -34,6 +37,8 @@ pub(crate) use contents::{check_span, page_pieces};
 pub use error::{AccessError, AllocError, BootError, CpuError, FreeError};
 pub use events::VmEvent;
 pub use handle::{CpuHandle, Page};
+pub use hotplug::HotplugError;
+pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
 use crate::backing::Backing;

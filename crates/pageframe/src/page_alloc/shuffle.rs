@@ -24,8 +24,8 @@
 //!
 //! Lock order: the zone lock only, dropped and retaken every 100 blocks.
 
+use super::PageAllocator;
 use crate::memmap::PageState;
-use crate::page_alloc::PageAllocator;
 use crate::sync::LockFamily;
 use crate::types::Pfn;
 
