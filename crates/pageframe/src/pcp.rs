@@ -13,9 +13,13 @@
 //! allocation and free.
 //!
 //! Invariants: `count` is the pages on all lists; every PFN listed has a Pcp
-//! record of the list's order. `count` stays below `high` after a free; a
-//! refill may overshoot by at most one batch (as in the kernel), so the
-//! checked bound is `count <= high + max_refill_pages`.
+//! record of the list's order. A free that takes `count` to `high` drains at
+//! least the block it freed, so frees alone keep `count` below `high`; an
+//! allocation refills an empty list without looking at `high` (as the
+//! kernel's rmqueue_bulk() does), and every list can hold one refill at
+//! once, so the checked bound is `count <= high + the sum over the lists of
+//! one refill each` (a remote CPU's lists of a memory-only node, whose
+//! `high` is split over all CPUs, reach well past one refill).
 
 use crate::error::InvariantError;
 use crate::frames::Frames;
@@ -286,13 +290,15 @@ impl PerCpuPages {
         }
     }
 
-    /// Largest overshoot of `high` a refill can cause.
+    /// Largest overshoot of `high` refills can cause: one refill on every
+    /// list.
     fn max_refill_pages(&self) -> u32 {
-        (0..=PAGE_ALLOC_COSTLY_ORDER)
-            .chain(std::iter::once(self.thp_order))
-            .map(|order| self.refill_count(order) << order)
-            .max()
-            .unwrap_or(0)
+        (0..NR_PCP_LISTS)
+            .map(|pindex| {
+                let order = self.pindex_order(pindex);
+                self.refill_count(order) << order
+            })
+            .sum()
     }
 
     /// Checks the lists against the memmap. Returns the pages listed.
@@ -325,7 +331,7 @@ impl PerCpuPages {
         }
         if self.count > self.high + self.max_refill_pages() {
             return Err(InvariantError(format!(
-                "pcp count {} above high {} plus one refill",
+                "pcp count {} above high {} plus one refill per list",
                 self.count, self.high
             )));
         }
