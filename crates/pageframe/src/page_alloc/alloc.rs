@@ -15,40 +15,11 @@ use super::{PageAllocator, ZoneSlot};
 use crate::freetype::{FreeType, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
-
-/// One per-CPU list as an allocation sees it: its index and order, the
-/// freetype its refills take from the buddy lists, and the freetype index
-/// its pages are recorded under.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PcpList {
-    pub(crate) pindex: usize,
-    pub(crate) order: u8,
-    pub(crate) freetype: FreeType,
-    pub(crate) recorded: usize,
-}
-
-impl PcpList {
-    /// The list that serves `freetype` at `order`, if that order and
-    /// freetype use the per-CPU lists (`pcp_allowed_order()`).
-    #[inline]
-    pub(crate) fn of(freetype: FreeType, order: u8, thp_order: u8) -> Option<PcpList> {
-        if !PerCpuPages::allowed_order(order, thp_order) {
-            return None;
-        }
-        let (pindex, recorded) = PerCpuPages::freetype_pindex(freetype, order)?;
-        Some(PcpList {
-            pindex,
-            order,
-            freetype,
-            recorded,
-        })
-    }
-}
 
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
@@ -232,11 +203,11 @@ impl<L: LockFamily> PageAllocator<L> {
             return None;
         }
         let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize])?;
-        if pcp.list_is_empty(list.pindex) {
+        if pcp.list_is_empty(list) {
             return None;
         }
         pcp.note_alloc();
-        let pfn = pcp.pop(list.pindex, order)?;
+        let pfn = pcp.pop(list)?;
         drop(pcp);
         self.frames.memmap.set_info(
             pfn,
@@ -450,23 +421,23 @@ impl<L: LockFamily> PageAllocator<L> {
             return None;
         };
         pcp.note_alloc();
-        self.rmqueue_pcp_list(&mut pcp, zone, list, flags)
+        self.take_from_pcp_list(&mut pcp, zone, list, flags)
     }
 
     /// Pops a page from a per-CPU list, refilling it first when it is empty.
     /// mirrors __rmqueue_pcplist().
     #[inline]
-    pub(crate) fn rmqueue_pcp_list(
+    pub(crate) fn take_from_pcp_list(
         &self,
         pcp: &mut PerCpuPages,
         zone: usize,
         list: PcpList,
         flags: AllocFlags,
     ) -> Option<u32> {
-        if pcp.list_is_empty(list.pindex) {
+        if pcp.list_is_empty(list) {
             self.refill_pcp_list(pcp, zone, list, flags);
         }
-        pcp.pop(list.pindex, list.order)
+        pcp.pop(list)
     }
 
     /// Moves a batch of blocks from the buddy lists to a per-CPU list under
@@ -480,21 +451,21 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
     ) {
         let PcpList {
-            pindex,
             order,
             freetype,
             recorded,
+            ..
         } = list;
         let batch = pcp.refill_count(order);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
         let listed = PageInfo::new(PageState::Pcp, Order(order), recorded);
         let taken = (0..batch).map_while(|_| {
-            let pfn = buddy.rmqueue(&self.frames, order, freetype, flags, &mut mode)?;
+            let pfn = buddy.take_block(&self.frames, order, freetype, flags, &mut mode)?;
             self.frames.memmap.set_info(pfn, listed);
             Some(pfn)
         });
-        pcp.fill_empty(pindex, order, taken);
+        pcp.fill_empty(list, taken);
         buddy.events_mut().pcp_refill += 1;
         self.publish(zone, &buddy);
     }
@@ -515,7 +486,7 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn = buddy.rmqueue_smallest(&self.frames, order, highatomic);
         }
         if pfn.is_none() {
-            pfn = buddy.rmqueue(
+            pfn = buddy.take_block(
                 &self.frames,
                 order,
                 freetype,

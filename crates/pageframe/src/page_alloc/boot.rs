@@ -242,7 +242,7 @@ impl<L: LockFamily> PageAllocator<L> {
                         order -= 1;
                     }
                     let freetype = self.frames.blocks.freetype(Pfn(start));
-                    buddy.free_one_page(&self.frames, start as u32, order, freetype, true);
+                    buddy.free_block(&self.frames, start as u32, order, freetype, true);
                     start += 1u64 << order;
                 }
             }

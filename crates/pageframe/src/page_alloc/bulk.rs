@@ -3,13 +3,14 @@
 
 use std::ops::Range;
 
-use super::alloc::{AllocContext, PcpList};
+use super::alloc::AllocContext;
 use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
 use crate::gfp::{Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
+use crate::pcp::PcpList;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
 
@@ -103,15 +104,15 @@ impl<L: LockFamily> PageAllocator<L> {
                 nr_populated += 1;
                 continue;
             }
-            if pcp.list_is_empty(list.pindex) {
+            if pcp.list_is_empty(list) {
                 self.refill_pcp_list(&mut pcp, zone as usize, list, flags);
-                if pcp.list_is_empty(list.pindex) {
+                if pcp.list_is_empty(list) {
                     break;
                 }
             }
             let run = &mut pages[nr_populated..nr_populated + empty];
             let mut taken = 0;
-            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list.pindex, 0, empty)) {
+            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list, empty)) {
                 records[pfn as usize].set_info(allocated);
                 *slot = Some(Page::from_pfn(Pfn(pfn as u64)));
                 taken += 1;

@@ -12,11 +12,10 @@
 
 use super::error::FreeError;
 use super::events::VmEvent;
-use super::free::pcp_list_for_free;
 use super::handle::Page;
 use super::PageAllocator;
 use crate::memmap::{PageInfo, PageState};
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order};
 
@@ -114,7 +113,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let block = self.block_of(pfn).expect("claimed pages are memory");
                 let block_key = RunKey {
                     zone: block.zone,
-                    list: pcp_list_for_free(block.freetype, 0),
+                    list: PcpList::for_free(block.freetype, 0),
                 };
                 if block_key != key {
                     if len > 0 {
@@ -124,7 +123,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     key = block_key;
                     listed = key
                         .list
-                        .map(|(_, recorded)| PageInfo::new(PageState::Pcp, Order(0), recorded));
+                        .map(|list| PageInfo::new(PageState::Pcp, Order(0), list.recorded));
                 }
             }
             if len == RUN_CAPACITY {
@@ -155,7 +154,7 @@ impl<L: LockFamily> PageAllocator<L> {
         key: RunKey,
         mut pfns: &[u32],
     ) {
-        let Some((pindex, _)) = key.list else {
+        let Some(list) = key.list else {
             self.count_event(cpu, key.zone, VmEvent::Pgfree, pfns.len() as u64);
             for &pfn in pfns {
                 self.free_one_page(key.zone, pfn, 0);
@@ -176,9 +175,9 @@ impl<L: LockFamily> PageAllocator<L> {
             let high = pcp.effective_high(pcp.free_high(0));
             let room = (high.saturating_sub(pcp.count()) as usize).clamp(1, pfns.len());
             let (now, later) = pfns.split_at(room);
-            pcp.push_slice(pindex, 0, now);
+            pcp.push_slice(list, now);
             if pcp.count() >= high {
-                self.drain_above_high(pcp, key.zone, high, false, pindex);
+                self.drain_above_high(pcp, key.zone, high, false, list.pindex);
             }
             pfns = later;
         }
@@ -207,7 +206,7 @@ impl<'a, L: LockFamily> LockedPcp<'a, L> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct RunKey {
     zone: usize,
-    list: Option<(usize, usize)>,
+    list: Option<PcpList>,
 }
 
 /// An element of a bulk free's input: a page, or a page array slot that may

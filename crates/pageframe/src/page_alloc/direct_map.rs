@@ -61,7 +61,7 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         let alloc_order = order.max(self.layout.pageblock_order);
         let taken = self.take_for_conversion(zone, |buddy| {
-            let pfn = buddy.rmqueue(
+            let pfn = buddy.take_block(
                 &self.frames,
                 alloc_order,
                 other,
@@ -79,7 +79,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if converted {
             buddy.expand(&self.frames, pfn, order, alloc_order, freetype.index()?);
         } else {
-            buddy.free_one_page(&self.frames, pfn, alloc_order, taken.from, false);
+            buddy.free_block(&self.frames, pfn, alloc_order, taken.from, false);
         }
         self.publish(zone, &buddy);
         converted.then_some(pfn)
@@ -104,7 +104,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let plain = FreeType::plain(taken.from.migratetype);
                 let (mut buddy, converted) = self.convert_taken(zone, &taken, plain);
                 let now = if converted { plain } else { taken.from };
-                buddy.free_one_page(&self.frames, taken.pfn, taken.order, now, false);
+                buddy.free_block(&self.frames, taken.pfn, taken.order, now, false);
                 self.publish(zone, &buddy);
                 if !converted {
                     break;

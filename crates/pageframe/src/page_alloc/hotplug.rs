@@ -193,7 +193,7 @@ impl<L: LockFamily> PageAllocator<L> {
             let max_block = 1u64 << self.layout.max_order;
             let mut pfn = range.start.0;
             while pfn < range.end.0 {
-                buddy.free_one_page(
+                buddy.free_block(
                     &self.frames,
                     pfn as u32,
                     self.layout.max_order,

@@ -56,7 +56,7 @@ impl Zone {
     /// shuffle order goes to a random end (shuffle_pick_tail()) and a smaller
     /// one to the end the kernel's buddy_merge_likely() heuristic picks.
     /// mirrors __free_one_page().
-    pub(crate) fn free_one_page(
+    pub(crate) fn free_block(
         &mut self,
         frames: &Frames,
         pfn: u32,
