@@ -68,4 +68,4 @@ pub use page_alloc::{
     VmEvent, ZoneSnapshot,
 };
 pub use rng::MachineRng;
-pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};
+pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};

@@ -13,7 +13,7 @@ use crate::machine::DescError;
 use crate::machine::{MachineDesc, MachineLayout};
 use crate::pcp::PerCpuPages;
 use crate::sync::{LockFamily, StatCounter};
-use crate::types::{Pfn, ZoneType};
+use crate::types::{Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -160,7 +160,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut zones = Vec::new();
         for node in &layout.nodes {
             for zone in &node.zones {
-                let index = zones.len() as u16;
+                let index = ZoneIdx(zones.len() as u16);
                 for range in &zone.present {
                     let mut block = range.start.0;
                     while block < range.end.0 {
@@ -232,7 +232,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// blocks, to the tail. mirrors __free_pages_memory().
     fn free_boot_memory(&self) {
         let max_order = self.layout.max_order;
-        for (index, zone) in self.layout.zones().enumerate() {
+        for (index, zone) in self.zone_ids().zip(self.layout.zones()) {
             let mut buddy = self.lock_zone(index);
             for range in &zone.present {
                 let (mut start, end) = (range.start.0, range.end.0);

@@ -66,16 +66,16 @@ impl<L: LockFamily> PageAllocator<L> {
         let flags = gfp.fastpath_alloc_flags();
         let preferred_zone = ac.preferred_zone?;
         let list = PcpList::of(ac.freetype, 0, self.layout.pageblock_order)?;
-        let preferred_node = self.zones[preferred_zone as usize].node;
+        let preferred_node = self.zones[preferred_zone.index()].node;
         let mut chosen = None;
         for zone in ac.eligible(&self.zones) {
             if self.layout.nodes.len() > 1
                 && zone != preferred_zone
-                && self.zones[zone as usize].node != preferred_node
+                && self.zones[zone.index()].node != preferred_node
             {
                 break;
             }
-            let mark = self.zones[zone as usize]
+            let mark = self.zones[zone.index()]
                 .watermarks
                 .get(flags.watermark_index())
                 + nr_pages as u64;
@@ -85,8 +85,8 @@ impl<L: LockFamily> PageAllocator<L> {
             }
         }
         let zone = chosen?;
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize]) else {
-            self.count_event(cpu, zone as usize, VmEvent::PcpTrylockFail, 1);
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
+            self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };
         let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
@@ -105,7 +105,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 continue;
             }
             if pcp.list_is_empty(list) {
-                self.refill_pcp_list(&mut pcp, zone as usize, list, flags);
+                self.refill_pcp_list(&mut pcp, zone, list, flags);
                 if pcp.list_is_empty(list) {
                     break;
                 }

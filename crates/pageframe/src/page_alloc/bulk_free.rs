@@ -17,7 +17,7 @@ use super::PageAllocator;
 use crate::memmap::{PageInfo, PageState};
 use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, Order};
+use crate::types::{CpuId, Order, ZoneIdx};
 
 /// Pages gathered into a run before it goes onto its list.
 const RUN_CAPACITY: usize = 16;
@@ -99,7 +99,7 @@ impl<L: LockFamily> PageAllocator<L> {
             pages: 0,
         };
         let mut key = RunKey {
-            zone: usize::MAX,
+            zone: ZoneIdx(crate::pageblock::NO_ZONE),
             list: None,
         };
         let mut listed = None;
@@ -167,7 +167,10 @@ impl<L: LockFamily> PageAllocator<L> {
             .is_none_or(|(held, _)| *held != key.zone)
         {
             locked.release(self, cpu);
-            locked.held = Some((key.zone, L::lock(&self.cpus[cpu.index()].pcp[key.zone]).0));
+            locked.held = Some((
+                key.zone,
+                L::lock(&self.cpus[cpu.index()].pcp[key.zone.index()]).0,
+            ));
         }
         let (_, pcp) = locked.held.as_mut().expect("locked above");
         locked.pages += pfns.len() as u64;
@@ -186,7 +189,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
 /// The pcp lock a bulk free holds, and the pages freed under it.
 struct LockedPcp<'a, L: LockFamily> {
-    held: Option<(usize, L::Guard<'a, PerCpuPages>)>,
+    held: Option<(ZoneIdx, L::Guard<'a, PerCpuPages>)>,
     pages: u64,
 }
 
@@ -205,7 +208,7 @@ impl<'a, L: LockFamily> LockedPcp<'a, L> {
 /// (index, recorded freetype), or its buddy lists when `list` is None.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct RunKey {
-    zone: usize,
+    zone: ZoneIdx,
     list: Option<PcpList>,
 }
 

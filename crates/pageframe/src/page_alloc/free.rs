@@ -10,7 +10,7 @@ use crate::memmap::{PageInfo, PageState};
 use crate::pageblock::BlockInfo;
 use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, Order, Pfn};
+use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees a block of `order` on `cpu` (`__free_pages()`): the checks, then
@@ -130,7 +130,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Returns a block straight to the buddy lists under the zone lock.
     /// mirrors free_one_page().
-    pub(crate) fn free_one_page(&self, zone: usize, pfn: u32, order: u8) {
+    pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: u32, order: u8) {
         let mut buddy = self.lock_zone(zone);
         let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
         buddy.free_block(&self.frames, pfn, order, freetype, false);
@@ -146,7 +146,7 @@ impl<L: LockFamily> PageAllocator<L> {
             self.free_one_page(zone, pfn, order);
             return;
         };
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone]) else {
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             self.free_one_page(zone, pfn, order);
             return;
@@ -162,7 +162,7 @@ impl<L: LockFamily> PageAllocator<L> {
     fn free_unref_page_commit(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         pfn: u32,
         order: u8,
         list: PcpList,
@@ -183,7 +183,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn drain_above_high(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         high: u32,
         free_high: bool,
         pindex: usize,
@@ -197,7 +197,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn free_pcppages_bulk(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         count: u32,
         pindex: usize,
     ) {
@@ -214,8 +214,8 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Empties one CPU's lists of every zone. mirrors drain_local_pages().
     pub(crate) fn drain_cpu(&self, cpu: usize) {
-        for zone in 0..self.zones.len() {
-            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone]);
+        for zone in self.zone_ids() {
+            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone.index()]);
             if pcp.count() > 0 {
                 let count = pcp.count();
                 self.free_pcppages_bulk(&mut pcp, zone, count, 0);

@@ -178,10 +178,9 @@ impl<L: LockFamily> PageAllocator<L> {
         let pageblock = 1u64 << self.layout.pageblock_order;
         let isolate = FreeType::plain(MigrateType::Isolate);
         // move_pfn_range_to_zone(..., MIGRATE_ISOLATE)
-        let zone_id = u16::try_from(zone).expect("zone indices fit the pageblock table");
         let mut block = range.start.0;
         while block < range.end.0 {
-            self.frames.blocks.set_zone(Pfn(block), zone_id);
+            self.frames.blocks.set_zone(Pfn(block), zone);
             self.frames.blocks.set_freetype(Pfn(block), isolate);
             block += pageblock;
         }

@@ -19,7 +19,7 @@
 use super::{build_zonelists, nofragment, PageAllocator};
 use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
 use crate::sync::LockFamily;
-use crate::types::{NodeId, Pfn, ZoneType};
+use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::{
     lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
     WATERMARK_SCALE_FACTOR,
@@ -27,10 +27,11 @@ use crate::zone::watermark::{
 
 impl<L: LockFamily> PageAllocator<L> {
     /// The zone index of (node, zone type).
-    pub(super) fn zone_of(&self, node: NodeId, zone_type: ZoneType) -> Option<usize> {
-        self.zones
-            .iter()
-            .position(|slot| slot.node == node && slot.zone_type == zone_type)
+    pub(super) fn zone_of(&self, node: NodeId, zone_type: ZoneType) -> Option<ZoneIdx> {
+        self.zone_ids().find(|zone| {
+            let slot = &self.zones[zone.index()];
+            slot.node == node && slot.zone_type == zone_type
+        })
     }
 
     /// Grows the memmap and pageblock table to cover PFNs below `end`;
@@ -51,7 +52,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// it and `managed` grows by its pages, which the caller then frees
     /// into the buddy lists. mirrors move_pfn_range_to_zone() and
     /// adjust_managed_page_count().
-    pub(super) fn add_zone_memory(&mut self, zone: usize, range: PfnRange) {
+    pub(super) fn add_zone_memory(&mut self, zone: ZoneIdx, range: PfnRange) {
         let layout = self.layout_zone_mut(zone);
         layout.present.push(range);
         layout.present.sort_unstable_by_key(|present| present.start);
@@ -64,7 +65,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// from the zone's present memory: `managed` drops by its pages and the
     /// span shrinks to what remains. mirrors shrink_zone_span() and
     /// adjust_managed_page_count().
-    pub(super) fn remove_zone_memory(&mut self, zone: usize, range: PfnRange) {
+    pub(super) fn remove_zone_memory(&mut self, zone: ZoneIdx, range: PfnRange) {
         let layout = self.layout_zone_mut(zone);
         let mut kept = Vec::with_capacity(layout.present.len() + 1);
         for present in layout.present.drain(..) {
@@ -86,9 +87,9 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Returns every CPU's per-CPU pages of `zone` to the buddy lists.
-    pub(super) fn drain_zone_pcp(&self, zone: usize) {
+    pub(super) fn drain_zone_pcp(&self, zone: ZoneIdx) {
         for cpu in self.cpus.iter() {
-            let (mut pcp, _) = L::lock(&cpu.pcp[zone]);
+            let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
             if pcp.count() > 0 {
                 let count = pcp.count();
                 self.free_pcppages_bulk(&mut pcp, zone, count, 0);
@@ -136,8 +137,8 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         let page_bytes = 1u64 << self.layout.page_shift;
         let nr_cpus = self.cpus.len();
-        for index in 0..self.zones.len() {
-            let slot = &self.zones[index];
+        for zone in self.zone_ids() {
+            let slot = &self.zones[zone.index()];
             let (high, batch) = if slot.present_pages == 0 {
                 (0, 1)
             } else {
@@ -149,38 +150,38 @@ impl<L: LockFamily> PageAllocator<L> {
                 )
             };
             for cpu in self.cpus.iter() {
-                let (mut pcp, _) = L::lock(&cpu.pcp[index]);
+                let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
                 pcp.set_high_and_batch(high, batch);
             }
-            self.drain_zone_pcp(index);
+            self.drain_zone_pcp(zone);
         }
         self.zonelists = build_zonelists(&self.layout, &self.zones);
     }
 
     /// The zone's layout entry (present ranges and span).
-    pub(super) fn zone_layout(&self, zone: usize) -> &ZoneLayout {
+    pub(super) fn zone_layout(&self, zone: ZoneIdx) -> &ZoneLayout {
         self.layout
             .zones()
-            .nth(zone)
+            .nth(zone.index())
             .expect("zone index from the table")
     }
 
-    fn layout_zone_mut(&mut self, zone: usize) -> &mut ZoneLayout {
+    fn layout_zone_mut(&mut self, zone: ZoneIdx) -> &mut ZoneLayout {
         self.layout
             .nodes
             .iter_mut()
             .flat_map(|node| node.zones.iter_mut())
-            .nth(zone)
+            .nth(zone.index())
             .expect("zone index from the table")
     }
 
     /// Makes the span, the slot's sizes and the buddy span follow the
     /// zone's present ranges.
-    fn sync_zone_size(&mut self, zone: usize) {
+    fn sync_zone_size(&mut self, zone: ZoneIdx) {
         let layout = self.layout_zone_mut(zone);
         layout.span = PfnRange::covering(&layout.present);
         let (span, present) = (layout.span, layout.present_pages());
-        let slot = &mut self.zones[zone];
+        let slot = &mut self.zones[zone.index()];
         slot.start_pfn = span.start.0;
         slot.spanned_pages = span.len();
         slot.present_pages = present;

@@ -121,7 +121,7 @@ impl Zone {
         if info.state() != crate::memmap::PageState::Buddy || info.order().0 != order {
             return None;
         }
-        if order >= self.pageblock_order && frames.blocks.zone(pfn) != Some(self.index as usize) {
+        if order >= self.pageblock_order && frames.blocks.zone(pfn) != Some(self.index) {
             return None;
         }
         Some(info.freetype())
