@@ -21,7 +21,7 @@ use pageframe::{
     CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, Page, Pfn, ZoneType,
 };
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const NR_CPUS: u16 = 2;
 const BOOT_PAGES: u64 = (32 * MIB) >> 12;
@@ -96,7 +96,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 #[derive(Default)]
 struct Model {
     held: BTreeMap<u64, Order>,
-    online: BTreeMap<u64, (u16, bool)>,
+    online: BTreeSet<u64>,
 }
 
 impl Model {
@@ -122,7 +122,7 @@ impl Model {
         let in_boot_memory = pfn + order.nr_pages() <= BOOT_PAGES;
         let section = (pfn - BOOT_PAGES.min(pfn)) / SECTION_PAGES;
         assert!(
-            in_boot_memory || self.online.contains_key(&section),
+            in_boot_memory || self.online.contains(&section),
             "PFN {pfn} is in an offline section"
         );
         self.held.insert(pfn, order);
@@ -199,7 +199,7 @@ fn step(allocator: &mut LocalPageAllocator, model: &mut Model, op: &Op) {
             } else {
                 ZoneType::Normal
             };
-            if model.online.contains_key(&section) {
+            if model.online.contains(&section) {
                 let err = assert_unchanged_mut(allocator, |allocator| {
                     allocator
                         .online_pages(range, NodeId(node), zone)
@@ -208,13 +208,13 @@ fn step(allocator: &mut LocalPageAllocator, model: &mut Model, op: &Op) {
                 assert!(matches!(err, HotplugError::Invalid(_)), "{err:?}");
             } else {
                 allocator.online_pages(range, NodeId(node), zone).unwrap();
-                model.online.insert(section, (node, movable));
+                model.online.insert(section);
             }
         }
         Op::Offline { section } => {
             let range = section_range(section);
             let result = allocator.offline_pages(range);
-            if !model.online.contains_key(&section) {
+            if !model.online.contains(&section) {
                 assert!(
                     matches!(result, Err(HotplugError::Invalid(_))),
                     "{result:?}"
@@ -256,7 +256,7 @@ fn run(ops: &[Op]) {
             handle.free_pages(Page::from_pfn(Pfn(pfn)), order).unwrap();
         }
     }
-    for &section in model.online.keys() {
+    for &section in &model.online {
         allocator.offline_pages(section_range(section)).unwrap();
         allocator.check_invariants().unwrap();
     }
