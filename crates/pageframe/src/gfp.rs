@@ -6,10 +6,10 @@
 //! printed by a kernel can be pasted here. `__GFP_UNMAPPED` takes the first bit
 //! above the kernel's own.
 
-use crate::error::AllocError;
 use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
 use crate::types::ZoneType;
 use bitflags::bitflags;
+use thiserror::Error;
 
 bitflags! {
     /// Allocation flags (`gfp_t`).
@@ -123,6 +123,12 @@ impl AllocFlags {
     }
 }
 
+/// A GFP combination the kernel calls bad, or this build does not provide;
+/// the page allocator reports it as `AllocError::Unsupported`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("unsupported GFP flags: {0}")]
+pub struct GfpError(pub &'static str);
+
 /// What a GFP mask asks of the allocator, decoded once per call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GfpRequest {
@@ -210,7 +216,7 @@ impl Gfp {
     /// gfp_migratetype(), a table lookup as in the kernel). Combinations
     /// the kernel calls bad are errors.
     #[inline]
-    pub fn request(self) -> Result<GfpRequest, AllocError> {
+    pub fn request(self) -> Result<GfpRequest, GfpError> {
         match DECODE_TABLE[decode_index(self.bits())] {
             Ok((highest_zone, freetype)) => Ok(GfpRequest {
                 highest_zone,
@@ -218,7 +224,7 @@ impl Gfp {
                 this_node: self.contains(Gfp::THISNODE),
                 zero: self.contains(Gfp::ZERO),
             }),
-            Err(why) => Err(AllocError::Unsupported(why)),
+            Err(why) => Err(GfpError(why)),
         }
     }
 

@@ -16,11 +16,23 @@
 //! allocator.check_invariants().unwrap();
 //! ```
 //!
-//! Layers, each using only those above it: `types`, `machine`, `memmap` and
-//! `pageblock` (together `frames`), `freetype`, `gfp`, `sync`, `zone`, `pcp`,
-//! `page_alloc`, `proc`, `policies` (shuffle, hotplug), `vm` (tasks, address
-//! spaces, mempolicy, NUMA balancing), `page_source`, `slab`, `zpool`
-//! (zsmalloc, afmalloc), `zram`.
+//! Layers, each using only those above it (and those before it on its own
+//! line):
+//!
+//! 1. `types` (Pfn, Order, NodeId, CpuId, ZoneType, Nodemask), `error` (the
+//!    shared InvariantError and Errno), `rng`
+//! 2. `machine`: descriptions, validation, zone layout, NUMA emulation; its
+//!    error is `DescError`
+//! 3. `freetype`, then `memmap` and `pageblock` (together `frames`)
+//! 4. `gfp` (its error `GfpError`), `sync`
+//! 5. `backing`: the only module that touches the OS
+//! 6. `zone`, then `pcp`
+//! 7. `page_alloc`: the facade, boot, zone resizing, free-list shuffling and
+//!    memory hotplug; its errors `BootError`, `AllocError`, `FreeError`,
+//!    `AccessError`, `CpuError`, `HotplugError`
+//! 8. `proc` (kernel-format views), `policies` (secretmem)
+//! 9. `vm` (tasks, address spaces, mempolicy, NUMA balancing)
+//! 10. `page_source`, `slab`, `zpool` (zsmalloc, afmalloc), `zram`
 
 #![warn(missing_docs)]
 
@@ -46,18 +58,14 @@ pub mod zone;
 pub mod zpool;
 pub mod zram;
 
-pub use error::Errno;
-pub use error::{
-    AccessError, AllocError, BootError, CpuError, DescError, FreeError, InvariantError, SlabError,
-    ZpoolError,
-};
+pub use error::{Errno, InvariantError, SlabError, ZpoolError};
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
-pub use machine::{MachineDesc, MachineLayout};
+pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
-    AllocOptions, ArenaOptions, CpuHandle, LocalPageAllocator, Page, PageAllocator,
-    SharedPageAllocator, VmEvent, ZoneSnapshot,
+    AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
+    HotplugError, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, ShuffleStats,
+    VmEvent, ZoneSnapshot,
 };
-pub use policies::{HotplugError, ShuffleStats};
 pub use rng::MachineRng;
-pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};
+pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};

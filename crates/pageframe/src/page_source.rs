@@ -23,8 +23,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Deref;
 
-use crate::error::{AllocError, FreeError};
 use crate::gfp::Gfp;
+use crate::page_alloc::{AllocError, FreeError};
 use crate::page_alloc::{CpuHandle, Page, PageAllocator};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn};

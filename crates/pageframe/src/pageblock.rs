@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
-use crate::types::Pfn;
+use crate::types::{Pfn, ZoneIdx};
 
 const MIGRATETYPE_MASK: u32 = 0b0111;
 const UNMAPPED_BIT: u32 = 0b1000;
@@ -46,8 +46,8 @@ const FREETYPES: [FreeType; 16] = {
 /// What the free path needs of a pageblock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockInfo {
-    /// The zone index.
-    pub zone: usize,
+    /// The zone.
+    pub zone: ZoneIdx,
     /// The freetype.
     pub freetype: FreeType,
 }
@@ -131,7 +131,7 @@ impl PageblockTable {
 
     /// The zone index of the block holding `pfn`, if it is in a zone.
     #[inline]
-    pub fn zone(&self, pfn: Pfn) -> Option<usize> {
+    pub fn zone(&self, pfn: Pfn) -> Option<ZoneIdx> {
         self.lookup(pfn).map(|block| block.zone)
     }
 
@@ -143,7 +143,7 @@ impl PageblockTable {
         match (word >> ZONE_SHIFT) as u16 {
             NO_ZONE => None,
             zone => Some(BlockInfo {
-                zone: zone as usize,
+                zone: ZoneIdx(zone),
                 freetype: FREETYPES[(word & (MIGRATETYPE_MASK | UNMAPPED_BIT)) as usize],
             }),
         }
@@ -161,12 +161,12 @@ impl PageblockTable {
 
     /// Takes the block holding `pfn` out of every zone (memory offline).
     pub fn clear_zone(&self, pfn: Pfn) {
-        self.set_zone(pfn, NO_ZONE);
+        self.set_zone(pfn, ZoneIdx(NO_ZONE));
     }
 
     /// Puts the block holding `pfn` in zone `zone`.
-    pub fn set_zone(&self, pfn: Pfn, zone: u16) {
-        self.update(pfn, !BITS_MASK, (zone as u32) << ZONE_SHIFT);
+    pub fn set_zone(&self, pfn: Pfn, zone: ZoneIdx) {
+        self.update(pfn, !BITS_MASK, u32::from(zone.0) << ZONE_SHIFT);
     }
 }
 

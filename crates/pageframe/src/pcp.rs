@@ -13,9 +13,13 @@
 //! allocation and free.
 //!
 //! Invariants: `count` is the pages on all lists; every PFN listed has a Pcp
-//! record of the list's order. `count` stays below `high` after a free; a
-//! refill may overshoot by at most one batch (as in the kernel), so the
-//! checked bound is `count <= high + max_refill_pages`.
+//! record of the list's order. A free that takes `count` to `high` drains at
+//! least the block it freed, so frees alone keep `count` below `high`; an
+//! allocation refills an empty list without looking at `high` (as the
+//! kernel's rmqueue_bulk() does), and every list can hold one refill at
+//! once, so the checked bound is `count <= high + the sum over the lists of
+//! one refill each` (a remote CPU's lists of a memory-only node, whose
+//! `high` is split over all CPUs, reach well past one refill).
 
 use crate::error::InvariantError;
 use crate::frames::Frames;
@@ -37,6 +41,54 @@ const UNMAPPED_BASE: usize = THP_PINDEX + 1;
 const UNMAPPED_THP_PINDEX: usize = UNMAPPED_BASE + PAGE_ALLOC_COSTLY_ORDER as usize + 1;
 /// All lists (`NR_PCP_LISTS`).
 pub const NR_PCP_LISTS: usize = UNMAPPED_BASE + NR_UNMAPPED_PCP_LISTS;
+
+/// One per-CPU list, the one list type of the allocation and free paths:
+/// its index, the order of its blocks (which the index implies, kept so
+/// that no caller passes it again), the freetype its refills take from the
+/// buddy lists, and the freetype index its pages are recorded under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PcpList {
+    pub(crate) pindex: usize,
+    pub(crate) order: u8,
+    pub(crate) freetype: FreeType,
+    pub(crate) recorded: usize,
+}
+
+impl PcpList {
+    /// The list that serves an allocation of `freetype` at `order`, if that
+    /// order and freetype use the per-CPU lists (`pcp_allowed_order()`).
+    #[inline]
+    pub(crate) fn of(freetype: FreeType, order: u8, thp_order: u8) -> Option<PcpList> {
+        if !PerCpuPages::allowed_order(order, thp_order) {
+            return None;
+        }
+        PcpList::serving(freetype, order)
+    }
+
+    /// The list a freed block of an allowed `order` from a pageblock of
+    /// freetype `block` goes to, or `None` for the buddy lists. mirrors the
+    /// freetype checks of free_unref_page(): HIGHATOMIC pages go on the
+    /// MOVABLE list; ISOLATE pages, and freetypes without per-CPU lists
+    /// ((MOVABLE, UNMAPPED)), go straight to the buddy lists.
+    #[inline]
+    pub(crate) fn for_free(block: FreeType, order: u8) -> Option<PcpList> {
+        if block.migratetype == MigrateType::HighAtomic {
+            return PcpList::serving(FreeType::plain(MigrateType::Movable), order);
+        }
+        PcpList::serving(block, order)
+    }
+
+    #[inline]
+    fn serving(freetype: FreeType, order: u8) -> Option<PcpList> {
+        let (pindex, recorded) = PerCpuPages::freetype_pindex(freetype, order)?;
+        Some(PcpList {
+            pindex,
+            order,
+            freetype,
+            recorded,
+        })
+    }
+}
 
 /// The per-CPU lists of one CPU for one zone. Cache-line aligned (with its
 /// lock) so that two CPUs' lists never share a line.
@@ -139,60 +191,59 @@ impl PerCpuPages {
         self.batch
     }
 
-    /// Pops the hottest page of list `pindex`, whose blocks are of `order`.
+    /// Pops the hottest block of `list`.
     #[inline]
-    pub(crate) fn pop(&mut self, pindex: usize, order: u8) -> Option<u32> {
-        let pfn = self.lists[pindex].pop()?;
-        self.count -= 1 << order;
+    pub(crate) fn pop(&mut self, list: PcpList) -> Option<u32> {
+        let pfn = self.lists[list.pindex].pop()?;
+        self.count -= 1 << list.order;
         Some(pfn)
     }
 
-    /// Removes up to `max` blocks of `order` from list `pindex`, hottest
-    /// first (the order repeated pops would give).
+    /// Removes up to `max` blocks from `list`, hottest first (the order
+    /// repeated pops would give).
     #[inline]
     pub(crate) fn take_hottest(
         &mut self,
-        pindex: usize,
-        order: u8,
+        list: PcpList,
         max: usize,
     ) -> impl Iterator<Item = u32> + '_ {
-        let list = &mut self.lists[pindex];
-        let taken = max.min(list.len());
-        self.count -= (taken as u32) << order;
-        list.drain(list.len() - taken..).rev()
+        let blocks = &mut self.lists[list.pindex];
+        let taken = max.min(blocks.len());
+        self.count -= (taken as u32) << list.order;
+        blocks.drain(blocks.len() - taken..).rev()
     }
 
-    /// Pushes a freed block of `order` at the hot end of list `pindex`.
+    /// Pushes a freed block at the hot end of `list`.
     #[inline]
-    pub(crate) fn push(&mut self, pindex: usize, order: u8, pfn: u32) {
-        self.lists[pindex].push(pfn);
-        self.count += 1 << order;
+    pub(crate) fn push(&mut self, list: PcpList, pfn: u32) {
+        self.lists[list.pindex].push(pfn);
+        self.count += 1 << list.order;
     }
 
-    /// Pushes freed blocks of `order` at the hot end of list `pindex`, the
-    /// last one hottest (as pushing them one at a time would leave them).
+    /// Pushes freed blocks at the hot end of `list`, the last one hottest
+    /// (as pushing them one at a time would leave them).
     #[inline]
-    pub(crate) fn push_slice(&mut self, pindex: usize, order: u8, pfns: &[u32]) {
-        self.lists[pindex].extend_from_slice(pfns);
-        self.count += (pfns.len() as u32) << order;
+    pub(crate) fn push_slice(&mut self, list: PcpList, pfns: &[u32]) {
+        self.lists[list.pindex].extend_from_slice(pfns);
+        self.count += (pfns.len() as u32) << list.order;
     }
 
     /// Fills an empty list with a refill batch, in the order the buddy
     /// lists gave the blocks: the first one goes out first (rmqueue_bulk()
     /// adds each at the list tail).
     #[inline]
-    pub(crate) fn fill_empty(&mut self, pindex: usize, order: u8, pfns: impl Iterator<Item = u32>) {
-        let list = &mut self.lists[pindex];
-        debug_assert!(list.is_empty());
-        list.extend(pfns);
-        list.reverse();
-        self.count += (list.len() as u32) << order;
+    pub(crate) fn fill_empty(&mut self, list: PcpList, pfns: impl Iterator<Item = u32>) {
+        let blocks = &mut self.lists[list.pindex];
+        debug_assert!(blocks.is_empty());
+        blocks.extend(pfns);
+        blocks.reverse();
+        self.count += (blocks.len() as u32) << list.order;
     }
 
     /// True when a list is empty.
     #[inline]
-    pub(crate) fn list_is_empty(&self, pindex: usize) -> bool {
-        self.lists[pindex].is_empty()
+    pub(crate) fn list_is_empty(&self, list: PcpList) -> bool {
+        self.lists[list.pindex].is_empty()
     }
 
     /// On allocation, halve the free batching factor (rmqueue_pcplist()).
@@ -286,13 +337,15 @@ impl PerCpuPages {
         }
     }
 
-    /// Largest overshoot of `high` a refill can cause.
+    /// Largest overshoot of `high` refills can cause: one refill on every
+    /// list.
     fn max_refill_pages(&self) -> u32 {
-        (0..=PAGE_ALLOC_COSTLY_ORDER)
-            .chain(std::iter::once(self.thp_order))
-            .map(|order| self.refill_count(order) << order)
-            .max()
-            .unwrap_or(0)
+        (0..NR_PCP_LISTS)
+            .map(|pindex| {
+                let order = self.pindex_order(pindex);
+                self.refill_count(order) << order
+            })
+            .sum()
     }
 
     /// Checks the lists against the memmap. Returns the pages listed.
@@ -325,7 +378,7 @@ impl PerCpuPages {
         }
         if self.count > self.high + self.max_refill_pages() {
             return Err(InvariantError(format!(
-                "pcp count {} above high {} plus one refill",
+                "pcp count {} above high {} plus one refill per list",
                 self.count, self.high
             )));
         }
@@ -378,12 +431,15 @@ mod tests {
     #[test]
     fn drain_takes_oldest_round_robin() {
         let mut pcp = PerCpuPages::new(100, 4, 9);
+        let unmovable = PcpList::of(FreeType::plain(MigrateType::Unmovable), 0, 9).unwrap();
+        let movable = PcpList::of(FreeType::plain(MigrateType::Movable), 0, 9).unwrap();
+        assert_eq!((unmovable.pindex, movable.pindex), (0, 1));
         for pfn in [10, 11, 12] {
-            pcp.push(0, 0, pfn);
+            pcp.push(unmovable, pfn);
         }
-        pcp.push(1, 0, 20);
-        assert_eq!(pcp.pop(0, 0), Some(12));
-        pcp.push(0, 0, 12);
+        pcp.push(movable, 20);
+        assert_eq!(pcp.pop(unmovable), Some(12));
+        pcp.push(unmovable, 12);
         let mut out = Vec::new();
         pcp.drain(3, 0, |pfn, order| out.push((pfn, order)));
         assert_eq!(out, vec![(10, 0), (11, 0), (12, 0)]);

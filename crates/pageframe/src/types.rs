@@ -101,6 +101,26 @@ impl fmt::Display for CpuId {
     }
 }
 
+/// A zone's index in the machine's zone table: node by node, lowest zone
+/// type first (the order of `MachineLayout::zones()`). At most
+/// MAX_NUMNODES x ZoneType::COUNT zones, so it fits 16 bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ZoneIdx(pub u16);
+
+impl ZoneIdx {
+    /// The zone as an index into per-zone tables.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for ZoneIdx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
 /// Zone types, lowest first, as in `enum zone_type` (without HIGHMEM and
 /// DEVICE, which x86-64 does not populate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

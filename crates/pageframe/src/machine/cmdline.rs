@@ -2,8 +2,8 @@
 //! kernel's early_param handlers do.
 
 use super::desc::{MachineDesc, NumaFake};
+use super::error::DescError;
 use super::size::parse_size;
-use crate::error::DescError;
 
 /// Applies a kernel command line (`"movablecore=2G mem=16G"`) to a
 /// description. Known parameters: `mem=`, `movablecore=`, `kernelcore=`,

@@ -1,7 +1,7 @@
 //! The user's description of a machine, before validation.
 
+use super::error::DescError;
 use super::size::format_size;
-use crate::error::DescError;
 use crate::types::CpuId;
 
 /// SLIT distance of a node to itself (`LOCAL_DISTANCE`).
@@ -308,7 +308,11 @@ impl MachineDesc {
         let mut all = Vec::new();
         for (node, desc) in self.nodes.iter().enumerate() {
             let field = format!("node[{node}].mem");
-            let bytes: u64 = desc.ranges.iter().map(|range| range.size).sum();
+            let bytes = desc
+                .ranges
+                .iter()
+                .try_fold(0u64, |sum, range| sum.checked_add(range.size))
+                .ok_or_else(|| DescError::new(&field, "the range sizes add up past 2^64 bytes"))?;
             if bytes == 0 {
                 return Err(DescError::new(field, "zero memory"));
             }

@@ -2,9 +2,17 @@
 //! find_zone_movable_pfns_for_nodes() and adjust_zone_range_for_zone_movable().
 
 use super::desc::MachineDesc;
+use super::error::DescError;
 use super::size::format_size;
-use crate::error::DescError;
 use crate::types::{CpuId, NodeId, Pfn, ZoneType};
+
+/// Most (CPU, zone) pairs a machine may have: each holds a set of per-CPU
+/// lists with their lock and the CPU's event counters for the zone, about
+/// 1 KiB, so the limit bounds per-CPU state near 256 MiB (e.g. 65535 CPUs
+/// over 2 nodes, or 8192 CPUs, the kernel's largest NR_CPUS, over 16 nodes
+/// of two zones). The kernel bounds the same state through NR_CPUS and
+/// MAX_NUMNODES at build time.
+pub const MAX_CPU_ZONE_PAIRS: usize = 1 << 18;
 
 /// A half-open range of PFNs `[start, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +154,7 @@ impl MachineDesc {
     /// Lays out a description already validated (or built by emulation,
     /// whose sibling distances of 10 the user-input check would refuse).
     fn layout_validated(&self, parents: Vec<usize>) -> Result<MachineLayout, DescError> {
+        self.check_per_cpu_state()?;
         let shift = self.page_shift as u32;
         let mut node_ranges: Vec<Vec<PfnRange>> = self
             .nodes
@@ -165,6 +174,9 @@ impl MachineDesc {
             .collect();
         if let Some(limit) = self.mem_limit {
             apply_mem_limit(&mut node_ranges, limit >> shift, self.pageblock_order)?;
+        }
+        for ranges in &mut node_ranges {
+            coalesce_touching(ranges);
         }
         let total_pages: u64 = node_ranges.iter().flatten().map(PfnRange::len).sum();
         let dma32_end = if self.dma32 {
@@ -229,6 +241,28 @@ impl MachineDesc {
                 .map(|node| NodeId(node as u16))
                 .collect(),
         })
+    }
+
+    /// Refuses a machine whose per-CPU state (one set of per-CPU lists and
+    /// event counters per CPU and zone) would pass [`MAX_CPU_ZONE_PAIRS`],
+    /// before anything is allocated for it.
+    fn check_per_cpu_state(&self) -> Result<(), DescError> {
+        let zones_per_node = if self.dma32 { 3 } else { 2 };
+        let pairs = self
+            .nr_cpus()
+            .checked_mul(self.nodes.len())
+            .and_then(|pairs| pairs.checked_mul(zones_per_node));
+        match pairs {
+            Some(pairs) if pairs <= MAX_CPU_ZONE_PAIRS => Ok(()),
+            _ => Err(DescError::new(
+                "cpus",
+                format!(
+                    "{} CPUs x {} nodes x {zones_per_node} zones need more than {MAX_CPU_ZONE_PAIRS} per-CPU list sets (about 1 KiB each); give fewer CPUs or nodes",
+                    self.nr_cpus(),
+                    self.nodes.len()
+                ),
+            )),
+        }
     }
 
     /// Start of ZONE_MOVABLE per node, `None` where a node has none.
@@ -354,6 +388,21 @@ fn apply_mem_limit(
         ));
     }
     Ok(())
+}
+
+/// Merges sorted ranges of one node where one ends at the next one's
+/// start, so that a buddy block across the seam lies inside one present
+/// range. mirrors memblock_merge_regions(), which merges neighbouring
+/// regions of the same node.
+pub(crate) fn coalesce_touching(sorted: &mut Vec<PfnRange>) {
+    let mut merged: Vec<PfnRange> = Vec::with_capacity(sorted.len());
+    for range in sorted.drain(..) {
+        match merged.last_mut() {
+            Some(last) if last.end == range.start => last.end = range.end,
+            _ => merged.push(range),
+        }
+    }
+    *sorted = merged;
 }
 
 fn zone_layout(

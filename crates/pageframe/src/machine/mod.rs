@@ -9,6 +9,7 @@
 
 mod cmdline;
 mod desc;
+mod error;
 mod layout;
 mod numa_emulation;
 mod size;
@@ -18,6 +19,8 @@ pub use desc::{
     HotplugStep, MachineDesc, MemRange, MemorySideCache, NodeDesc, NumaFake, ShuffleParam,
     LOCAL_DISTANCE, REMOTE_DISTANCE,
 };
-pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout};
+pub use error::DescError;
+pub(crate) use layout::coalesce_touching;
+pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout, MAX_CPU_ZONE_PAIRS};
 pub use numa_emulation::{emulate_numa, FAKE_NODE_MIN_SIZE};
 pub use size::{format_size, parse_size};

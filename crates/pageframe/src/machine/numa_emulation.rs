@@ -25,8 +25,8 @@
 //! over after the last emulated node of a parent goes to that node.
 
 use super::desc::{MachineDesc, MemRange, NodeDesc, NumaFake};
+use super::error::DescError;
 use super::size::format_size;
-use crate::error::DescError;
 use crate::types::MAX_NUMNODES;
 
 /// Smallest emulated node: 32 MiB (`FAKE_NODE_MIN_SIZE`).
@@ -45,6 +45,12 @@ pub fn emulate_numa(desc: &MachineDesc) -> Result<(MachineDesc, Vec<usize>), Des
         NumaFake::Uniform(per_node) => split_uniform(&phys, per_node as u64)?,
         NumaFake::Interleave(nr_nodes) => split_interleave(&phys, nr_nodes as u64)?,
     };
+    if children.is_empty() {
+        return Err(DescError::new(
+            "cmdline mem",
+            "the limit leaves no memory to emulate nodes on",
+        ));
+    }
     if children.len() > MAX_NUMNODES {
         return Err(DescError::new(
             "cmdline numa",
@@ -61,13 +67,19 @@ pub fn emulate_numa(desc: &MachineDesc) -> Result<(MachineDesc, Vec<usize>), Des
             cpus: Vec::new(),
         })
         .collect();
-    // Each parent's CPUs are dealt round-robin over its children.
+    // Each parent's CPUs are dealt round-robin over its children; the CPUs
+    // of a parent left without memory (by `mem=`) have no child and go to
+    // emulated node 0, as numa_emu_update_cpu_to_node() falls back to 0.
     for (parent, node) in phys.iter().enumerate() {
         let kids: Vec<usize> = (0..parents.len())
             .filter(|&child| parents[child] == parent)
             .collect();
         for (at, cpu) in node.cpus.iter().enumerate() {
-            nodes[kids[at % kids.len()]].cpus.push(*cpu);
+            let child = match kids.len() {
+                0 => 0,
+                nr_kids => kids[at % nr_kids],
+            };
+            nodes[child].cpus.push(*cpu);
         }
     }
     let distances = (0..nodes.len())
@@ -160,6 +172,10 @@ fn split_uniform(phys: &[NodeDesc], per_node: u64) -> Result<Split, DescError> {
     let (mut children, mut parents) = (Vec::new(), Vec::new());
     for (parent, node) in phys.iter().enumerate() {
         let total = node_bytes(&node.ranges);
+        if total == 0 {
+            // `mem=` left this node without memory: it has no children.
+            continue;
+        }
         let size = total / per_node / FAKE_NODE_MIN_SIZE * FAKE_NODE_MIN_SIZE;
         if size == 0 {
             return Err(DescError::new(

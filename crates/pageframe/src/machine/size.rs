@@ -1,7 +1,7 @@
 //! Byte sizes with the kernel's K/M/G/T suffixes (`memparse()`), and the
 //! reverse for messages.
 
-use crate::error::DescError;
+use super::error::DescError;
 
 /// Parses `4096`, `64K`, `2M`, `16G`, `1T` (suffixes are binary, case-insensitive,
 /// an optional trailing `B` or `iB` is accepted) into bytes. mirrors memparse().

@@ -9,54 +9,25 @@
 //! progress (unreserve the HIGHATOMIC blocks, drain every CPU's lists, retry)
 //! and then fails. `__GFP_NOFAIL` therefore fails too, rather than loop forever.
 
+use super::error::AllocError;
 use super::events::VmEvent;
 use super::{PageAllocator, ZoneSlot};
-use crate::error::AllocError;
 use crate::freetype::{FreeType, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};
+use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
 
-/// One per-CPU list as an allocation sees it: its index and order, the
-/// freetype its refills take from the buddy lists, and the freetype index
-/// its pages are recorded under.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PcpList {
-    pub(crate) pindex: usize,
-    pub(crate) order: u8,
-    pub(crate) freetype: FreeType,
-    pub(crate) recorded: usize,
-}
-
-impl PcpList {
-    /// The list that serves `freetype` at `order`, if that order and
-    /// freetype use the per-CPU lists (`pcp_allowed_order()`).
-    #[inline]
-    pub(crate) fn of(freetype: FreeType, order: u8, thp_order: u8) -> Option<PcpList> {
-        if !PerCpuPages::allowed_order(order, thp_order) {
-            return None;
-        }
-        let (pindex, recorded) = PerCpuPages::freetype_pindex(freetype, order)?;
-        Some(PcpList {
-            pindex,
-            order,
-            freetype,
-            recorded,
-        })
-    }
-}
-
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
-    pub(crate) zonelist: &'a [u16],
+    pub(crate) zonelist: &'a [ZoneIdx],
     pub(crate) nodemask: Option<&'a Nodemask>,
     pub(crate) highest_zone: ZoneType,
     pub(crate) freetype: FreeType,
-    pub(crate) preferred_zone: Option<u16>,
+    pub(crate) preferred_zone: Option<ZoneIdx>,
 }
 
 impl AllocContext<'_> {
@@ -66,9 +37,9 @@ impl AllocContext<'_> {
     pub(crate) fn eligible<'z, L: LockFamily>(
         &'z self,
         zones: &'z [ZoneSlot<L>],
-    ) -> impl Iterator<Item = u16> + 'z {
+    ) -> impl Iterator<Item = ZoneIdx> + 'z {
         self.zonelist.iter().copied().filter(move |&zone| {
-            let slot = &zones[zone as usize];
+            let slot = &zones[zone.index()];
             slot.zone_type <= self.highest_zone
                 && self.nodemask.is_none_or(|mask| mask.contains(slot.node))
         })
@@ -182,7 +153,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let Some(zone) = ac.preferred_zone else {
                     return Err(AllocError::NoMemory { order });
                 };
-                self.count_event(cpu, zone as usize, VmEvent::AllocFail, 1);
+                self.count_event(cpu, zone, VmEvent::AllocFail, 1);
                 if request.freetype.is_unmapped() && !gfp.contains(Gfp::DIRECT_RECLAIM) {
                     return Err(AllocError::WouldBlock { order });
                 }
@@ -225,18 +196,18 @@ impl<L: LockFamily> PageAllocator<L> {
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
-        let mark = self.zones[zone as usize]
+        let mark = self.zones[zone.index()]
             .watermarks
             .get(flags.watermark_index());
         if !self.zone_watermark_ok(zone, order, mark, request.highest_zone, flags) {
             return None;
         }
-        let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize])?;
-        if pcp.list_is_empty(list.pindex) {
+        let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()])?;
+        if pcp.list_is_empty(list) {
             return None;
         }
         pcp.note_alloc();
-        let pfn = pcp.pop(list.pindex, order)?;
+        let pfn = pcp.pop(list)?;
         drop(pcp);
         self.frames.memmap.set_info(
             pfn,
@@ -247,7 +218,7 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     #[inline]
-    pub(crate) fn count_event(&self, cpu: CpuId, zone: usize, event: VmEvent, delta: u64) {
+    pub(crate) fn count_event(&self, cpu: CpuId, zone: ZoneIdx, event: VmEvent, delta: u64) {
         if self.options.vm_events {
             self.cpus[cpu.index()].events.add(zone, event, delta);
         }
@@ -259,8 +230,8 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn account_alloc(
         &self,
         cpu: CpuId,
-        preferred_zone: u16,
-        zone: u16,
+        preferred_zone: ZoneIdx,
+        zone: ZoneIdx,
         pages: u64,
         calls: u64,
     ) {
@@ -268,10 +239,10 @@ impl<L: LockFamily> PageAllocator<L> {
             return;
         }
         let cpu_slot = &self.cpus[cpu.index()];
-        let counters = cpu_slot.events.zone(zone as usize);
-        let node = self.zones[zone as usize].node;
+        let counters = cpu_slot.events.zone(zone);
+        let node = self.zones[zone.index()].node;
         counters.add(VmEvent::Pgalloc, pages);
-        if zone == preferred_zone || node == self.zones[preferred_zone as usize].node {
+        if zone == preferred_zone || node == self.zones[preferred_zone.index()].node {
             counters.add(VmEvent::NumaHit, calls);
         } else {
             self.account_numa_miss(cpu, preferred_zone, zone, calls);
@@ -287,16 +258,16 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The NUMA miss side of [`Self::account_alloc`]: `numa_miss` on the
     /// zone allocated from, `numa_foreign` on the preferred one.
     #[cold]
-    fn account_numa_miss(&self, cpu: CpuId, preferred_zone: u16, zone: u16, calls: u64) {
+    fn account_numa_miss(&self, cpu: CpuId, preferred_zone: ZoneIdx, zone: ZoneIdx, calls: u64) {
         let events = &self.cpus[cpu.index()].events;
-        events.add(zone as usize, VmEvent::NumaMiss, calls);
-        events.add(preferred_zone as usize, VmEvent::NumaForeign, calls);
+        events.add(zone, VmEvent::NumaMiss, calls);
+        events.add(preferred_zone, VmEvent::NumaForeign, calls);
     }
 
     /// mirrors alloc_flags_nofragment(), decided per zone at boot.
     #[inline]
-    fn alloc_flags_nofragment(&self, preferred_zone: u16) -> AllocFlags {
-        if self.zones[preferred_zone as usize].nofragment {
+    fn alloc_flags_nofragment(&self, preferred_zone: ZoneIdx) -> AllocFlags {
+        if self.zones[preferred_zone.index()].nofragment {
             AllocFlags::NOFRAGMENT
         } else {
             AllocFlags::empty()
@@ -309,13 +280,13 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline]
     pub(crate) fn zone_watermark_ok(
         &self,
-        zone: u16,
+        zone: ZoneIdx,
         order: u8,
         mark: u64,
         highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
-        let slot = &self.zones[zone as usize];
+        let slot = &self.zones[zone.index()];
         let free = ZoneFree {
             free_pages: slot.free_pages.get(),
             reserved_highatomic: slot.reserved_highatomic.get(),
@@ -340,7 +311,7 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline(never)]
     fn zone_watermark_slow(
         &self,
-        zone: u16,
+        zone: ZoneIdx,
         order: u8,
         free: ZoneFree,
         mark: u64,
@@ -353,7 +324,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return true;
         }
         let highatomic = flags.intersects(AllocFlags::HIGHATOMIC | AllocFlags::OOM);
-        self.lock_zone(zone as usize)
+        self.lock_zone(zone)
             .has_block_at_or_above(order as usize, highatomic)
     }
 
@@ -368,11 +339,11 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> Option<u32> {
         let preferred_zone = ac.preferred_zone?;
         let mut flags = alloc_flags | self.alloc_flags_nofragment(preferred_zone);
-        let preferred_node = self.zones[preferred_zone as usize].node;
+        let preferred_node = self.zones[preferred_zone.index()].node;
         'retry: loop {
             let no_fallback = flags.contains(AllocFlags::NOFRAGMENT);
             for zone in ac.eligible(&self.zones) {
-                let slot = &self.zones[zone as usize];
+                let slot = &self.zones[zone.index()];
                 if no_fallback
                     && self.layout.nodes.len() > 1
                     && zone != preferred_zone
@@ -391,9 +362,9 @@ impl<L: LockFamily> PageAllocator<L> {
                     self.rmqueue(cpu, preferred_zone, zone, order, flags, ac.freetype)
                 {
                     if flags.contains(AllocFlags::HIGHATOMIC) {
-                        let mut buddy = self.lock_zone(zone as usize);
+                        let mut buddy = self.lock_zone(zone);
                         buddy.reserve_highatomic_pageblock(&self.frames, pfn, order);
-                        self.publish(zone as usize, &buddy);
+                        self.publish(zone, &buddy);
                     }
                     return Some(pfn);
                 }
@@ -413,16 +384,16 @@ impl<L: LockFamily> PageAllocator<L> {
     fn rmqueue(
         &self,
         cpu: CpuId,
-        preferred_zone: u16,
-        zone: u16,
+        preferred_zone: ZoneIdx,
+        zone: ZoneIdx,
         order: u8,
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<u32> {
         let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
-            .and_then(|list| self.rmqueue_pcplist(cpu, zone as usize, list, flags))
-            .or_else(|| self.rmqueue_buddy(zone as usize, order, flags, freetype))
-            .or_else(|| self.rmqueue_direct_map(zone as usize, order, flags, freetype))?;
+            .and_then(|list| self.rmqueue_pcplist(cpu, zone, list, flags))
+            .or_else(|| self.rmqueue_buddy(zone, order, flags, freetype))
+            .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))?;
         self.frames.memmap.set_info(
             pfn,
             PageInfo::new(
@@ -441,32 +412,32 @@ impl<L: LockFamily> PageAllocator<L> {
     fn rmqueue_pcplist(
         &self,
         cpu: CpuId,
-        zone: usize,
+        zone: ZoneIdx,
         list: PcpList,
         flags: AllocFlags,
     ) -> Option<u32> {
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone]) else {
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };
         pcp.note_alloc();
-        self.rmqueue_pcp_list(&mut pcp, zone, list, flags)
+        self.take_from_pcp_list(&mut pcp, zone, list, flags)
     }
 
     /// Pops a page from a per-CPU list, refilling it first when it is empty.
     /// mirrors __rmqueue_pcplist().
     #[inline]
-    pub(crate) fn rmqueue_pcp_list(
+    pub(crate) fn take_from_pcp_list(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         list: PcpList,
         flags: AllocFlags,
     ) -> Option<u32> {
-        if pcp.list_is_empty(list.pindex) {
+        if pcp.list_is_empty(list) {
             self.refill_pcp_list(pcp, zone, list, flags);
         }
-        pcp.pop(list.pindex, list.order)
+        pcp.pop(list)
     }
 
     /// Moves a batch of blocks from the buddy lists to a per-CPU list under
@@ -475,26 +446,26 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn refill_pcp_list(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         list: PcpList,
         flags: AllocFlags,
     ) {
         let PcpList {
-            pindex,
             order,
             freetype,
             recorded,
+            ..
         } = list;
         let batch = pcp.refill_count(order);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
         let listed = PageInfo::new(PageState::Pcp, Order(order), recorded);
         let taken = (0..batch).map_while(|_| {
-            let pfn = buddy.rmqueue(&self.frames, order, freetype, flags, &mut mode)?;
+            let pfn = buddy.take_block(&self.frames, order, freetype, flags, &mut mode)?;
             self.frames.memmap.set_info(pfn, listed);
             Some(pfn)
         });
-        pcp.fill_empty(pindex, order, taken);
+        pcp.fill_empty(list, taken);
         buddy.events_mut().pcp_refill += 1;
         self.publish(zone, &buddy);
     }
@@ -503,7 +474,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// for high-order atomic requests, and as a last resort for non-blocking ones.
     fn rmqueue_buddy(
         &self,
-        zone: usize,
+        zone: ZoneIdx,
         order: u8,
         flags: AllocFlags,
         freetype: FreeType,
@@ -515,7 +486,7 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn = buddy.rmqueue_smallest(&self.frames, order, highatomic);
         }
         if pfn.is_none() {
-            pfn = buddy.rmqueue(
+            pfn = buddy.take_block(
                 &self.frames,
                 order,
                 freetype,
@@ -569,10 +540,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// mirrors unreserve_highatomic_pageblock() over the allocation's zonelist.
     fn unreserve_highatomic(&self, ac: &AllocContext, force: bool) -> bool {
         for zone in ac.eligible(&self.zones) {
-            let mut buddy = self.lock_zone(zone as usize);
+            let mut buddy = self.lock_zone(zone);
             let released =
                 buddy.unreserve_highatomic_pageblock(&self.frames, ac.freetype.migratetype, force);
-            self.publish(zone as usize, &buddy);
+            self.publish(zone, &buddy);
             if released {
                 return true;
             }

@@ -4,21 +4,17 @@
 //! zone_set_pageset_high_and_batch(), build_all_zonelists() and
 //! memblock_free_all()/__free_pages_memory().
 
+use super::error::BootError;
 use super::events::CpuEvents;
-use super::zonelist::Zonelists;
 use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
 use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
-use crate::error::BootError;
-use crate::error::DescError;
 use crate::frames::Frames;
+use crate::machine::DescError;
 use crate::machine::{MachineDesc, MachineLayout};
 use crate::pcp::PerCpuPages;
 use crate::sync::{LockFamily, StatCounter};
-use crate::types::{Pfn, ZoneType};
-use crate::zone::watermark::{
-    lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
-    WATERMARK_SCALE_FACTOR,
-};
+use crate::types::{Pfn, ZoneIdx, ZoneType};
+use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -161,25 +157,10 @@ impl<L: LockFamily> PageAllocator<L> {
                 ),
             )
         })?;
-        let page_kb = (1u64 << layout.page_shift) >> 10;
-        let lowmem_kbytes: u64 = layout
-            .zones()
-            .filter(|zone| zone.zone_type <= ZoneType::Normal)
-            .map(|zone| zone.present_pages() * page_kb)
-            .sum();
-        let min_free_kbytes = min_free_kbytes(lowmem_kbytes);
-        let pages_min = min_free_kbytes / page_kb.max(1);
-        let lowmem_pages = layout.present_pages();
-
         let mut zones = Vec::new();
         for node in &layout.nodes {
-            let mut managed = [0u64; ZoneType::COUNT];
             for zone in &node.zones {
-                managed[zone.zone_type.index()] = zone.present_pages();
-            }
-            let reserves = lowmem_reserves(&managed);
-            for zone in &node.zones {
-                let index = zones.len() as u16;
+                let index = ZoneIdx(zones.len() as u16);
                 for range in &zone.present {
                     let mut block = range.start.0;
                     while block < range.end.0 {
@@ -200,14 +181,10 @@ impl<L: LockFamily> PageAllocator<L> {
                     present_pages: zone.present_pages(),
                     spanned_pages: zone.spanned_pages(),
                     start_pfn: zone.span.start.0,
-                    watermarks: zone_watermarks(
-                        pages_min,
-                        zone.present_pages(),
-                        lowmem_pages,
-                        WATERMARK_SCALE_FACTOR,
-                    ),
-                    lowmem_reserve: reserves[zone.zone_type.index()],
-                    nofragment: nofragment(&layout, zone.node, zone.zone_type),
+                    // Set by recompute_zone_limits() below.
+                    watermarks: Watermarks::default(),
+                    lowmem_reserve: [0; ZoneType::COUNT],
+                    nofragment: false,
                     buddy: L::new(buddy),
                     free_pages: StatCounter::default(),
                     reserved_highatomic: StatCounter::default(),
@@ -217,48 +194,35 @@ impl<L: LockFamily> PageAllocator<L> {
             }
         }
 
-        let page_bytes = 1u64 << layout.page_shift;
-        let nr_cpus = layout.nr_cpus();
         let cpus = layout
             .cpu_node
             .iter()
             .map(|&node| CpuSlot {
                 node,
+                // High and batch are set by recompute_zone_limits() below.
                 pcp: zones
                     .iter()
-                    .map(|zone| {
-                        let (high, batch) = if zone.present_pages == 0 {
-                            (0, 1)
-                        } else {
-                            let batch = zone_batchsize(zone.present_pages, page_bytes);
-                            let local_cpus = layout.nodes[zone.node.index()].cpus.len();
-                            (
-                                zone_highsize(zone.watermarks.low, batch, local_cpus, nr_cpus),
-                                batch,
-                            )
-                        };
-                        L::new(PerCpuPages::new(high, batch, layout.pageblock_order))
-                    })
+                    .map(|_| L::new(PerCpuPages::new(0, 1, layout.pageblock_order)))
                     .collect(),
                 events: CpuEvents::new(zones.len()),
                 registered: AtomicBool::new(false),
             })
             .collect();
 
-        let zonelists = Zonelists::build_all(&layout, &zones);
         let mut allocator = PageAllocator {
             layout,
             frames,
             zones: zones.into_boxed_slice(),
             cpus,
-            zonelists,
+            zonelists: Box::default(),
             options,
-            min_free_kbytes,
+            min_free_kbytes: 0,
             rng,
             seed,
             backing,
             unmapped_pageblocks: AtomicU64::new(0),
         };
+        allocator.recompute_zone_limits();
         allocator.free_boot_memory();
         allocator.shuffle_free_memory();
         Ok(allocator)
@@ -268,7 +232,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// blocks, to the tail. mirrors __free_pages_memory().
     fn free_boot_memory(&self) {
         let max_order = self.layout.max_order;
-        for (index, zone) in self.layout.zones().enumerate() {
+        for (index, zone) in self.zone_ids().zip(self.layout.zones()) {
             let mut buddy = self.lock_zone(index);
             for range in &zone.present {
                 let (mut start, end) = (range.start.0, range.end.0);
@@ -278,7 +242,7 @@ impl<L: LockFamily> PageAllocator<L> {
                         order -= 1;
                     }
                     let freetype = self.frames.blocks.freetype(Pfn(start));
-                    buddy.free_one_page(&self.frames, start as u32, order, freetype, true);
+                    buddy.free_block(&self.frames, start as u32, order, freetype, true);
                     start += 1u64 << order;
                 }
             }

@@ -3,13 +3,14 @@
 
 use std::ops::Range;
 
-use super::alloc::{AllocContext, PcpList};
+use super::alloc::AllocContext;
+use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::error::AllocError;
 use crate::gfp::{Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
+use crate::pcp::PcpList;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
 
@@ -65,16 +66,16 @@ impl<L: LockFamily> PageAllocator<L> {
         let flags = gfp.fastpath_alloc_flags();
         let preferred_zone = ac.preferred_zone?;
         let list = PcpList::of(ac.freetype, 0, self.layout.pageblock_order)?;
-        let preferred_node = self.zones[preferred_zone as usize].node;
+        let preferred_node = self.zones[preferred_zone.index()].node;
         let mut chosen = None;
         for zone in ac.eligible(&self.zones) {
             if self.layout.nodes.len() > 1
                 && zone != preferred_zone
-                && self.zones[zone as usize].node != preferred_node
+                && self.zones[zone.index()].node != preferred_node
             {
                 break;
             }
-            let mark = self.zones[zone as usize]
+            let mark = self.zones[zone.index()]
                 .watermarks
                 .get(flags.watermark_index())
                 + nr_pages as u64;
@@ -84,8 +85,8 @@ impl<L: LockFamily> PageAllocator<L> {
             }
         }
         let zone = chosen?;
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone as usize]) else {
-            self.count_event(cpu, zone as usize, VmEvent::PcpTrylockFail, 1);
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
+            self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };
         let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
@@ -103,15 +104,15 @@ impl<L: LockFamily> PageAllocator<L> {
                 nr_populated += 1;
                 continue;
             }
-            if pcp.list_is_empty(list.pindex) {
-                self.refill_pcp_list(&mut pcp, zone as usize, list, flags);
-                if pcp.list_is_empty(list.pindex) {
+            if pcp.list_is_empty(list) {
+                self.refill_pcp_list(&mut pcp, zone, list, flags);
+                if pcp.list_is_empty(list) {
                     break;
                 }
             }
             let run = &mut pages[nr_populated..nr_populated + empty];
             let mut taken = 0;
-            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list.pindex, 0, empty)) {
+            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list, empty)) {
                 records[pfn as usize].set_info(allocated);
                 *slot = Some(Page::from_pfn(Pfn(pfn as u64)));
                 taken += 1;

@@ -10,15 +10,14 @@
 //! and drained: the same drains as the kernel's loop, without updating the
 //! list and its count once per page.
 
+use super::error::FreeError;
 use super::events::VmEvent;
-use super::free::pcp_list_for_free;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::error::FreeError;
 use crate::memmap::{PageInfo, PageState};
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, Order};
+use crate::types::{CpuId, Order, ZoneIdx};
 
 /// Pages gathered into a run before it goes onto its list.
 const RUN_CAPACITY: usize = 16;
@@ -100,7 +99,7 @@ impl<L: LockFamily> PageAllocator<L> {
             pages: 0,
         };
         let mut key = RunKey {
-            zone: usize::MAX,
+            zone: ZoneIdx(crate::pageblock::NO_ZONE),
             list: None,
         };
         let mut listed = None;
@@ -114,7 +113,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let block = self.block_of(pfn).expect("claimed pages are memory");
                 let block_key = RunKey {
                     zone: block.zone,
-                    list: pcp_list_for_free(block.freetype, 0),
+                    list: PcpList::for_free(block.freetype, 0),
                 };
                 if block_key != key {
                     if len > 0 {
@@ -124,7 +123,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     key = block_key;
                     listed = key
                         .list
-                        .map(|(_, recorded)| PageInfo::new(PageState::Pcp, Order(0), recorded));
+                        .map(|list| PageInfo::new(PageState::Pcp, Order(0), list.recorded));
                 }
             }
             if len == RUN_CAPACITY {
@@ -155,7 +154,7 @@ impl<L: LockFamily> PageAllocator<L> {
         key: RunKey,
         mut pfns: &[u32],
     ) {
-        let Some((pindex, _)) = key.list else {
+        let Some(list) = key.list else {
             self.count_event(cpu, key.zone, VmEvent::Pgfree, pfns.len() as u64);
             for &pfn in pfns {
                 self.free_one_page(key.zone, pfn, 0);
@@ -168,7 +167,10 @@ impl<L: LockFamily> PageAllocator<L> {
             .is_none_or(|(held, _)| *held != key.zone)
         {
             locked.release(self, cpu);
-            locked.held = Some((key.zone, L::lock(&self.cpus[cpu.index()].pcp[key.zone]).0));
+            locked.held = Some((
+                key.zone,
+                L::lock(&self.cpus[cpu.index()].pcp[key.zone.index()]).0,
+            ));
         }
         let (_, pcp) = locked.held.as_mut().expect("locked above");
         locked.pages += pfns.len() as u64;
@@ -176,9 +178,9 @@ impl<L: LockFamily> PageAllocator<L> {
             let high = pcp.effective_high(pcp.free_high(0));
             let room = (high.saturating_sub(pcp.count()) as usize).clamp(1, pfns.len());
             let (now, later) = pfns.split_at(room);
-            pcp.push_slice(pindex, 0, now);
+            pcp.push_slice(list, now);
             if pcp.count() >= high {
-                self.drain_above_high(pcp, key.zone, high, false, pindex);
+                self.drain_above_high(pcp, key.zone, high, false, list.pindex);
             }
             pfns = later;
         }
@@ -187,7 +189,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
 /// The pcp lock a bulk free holds, and the pages freed under it.
 struct LockedPcp<'a, L: LockFamily> {
-    held: Option<(usize, L::Guard<'a, PerCpuPages>)>,
+    held: Option<(ZoneIdx, L::Guard<'a, PerCpuPages>)>,
     pages: u64,
 }
 
@@ -206,8 +208,8 @@ impl<'a, L: LockFamily> LockedPcp<'a, L> {
 /// (index, recorded freetype), or its buddy lists when `list` is None.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct RunKey {
-    zone: usize,
-    list: Option<(usize, usize)>,
+    zone: ZoneIdx,
+    list: Option<PcpList>,
 }
 
 /// An element of a bulk free's input: a page, or a page array slot that may

@@ -11,8 +11,8 @@
 //! copied in and out, never borrowed, so two owners of copies of one
 //! [`super::Page`] cannot create aliasing references.
 
+use super::error::{AccessError, AllocError};
 use super::PageAllocator;
-use crate::error::{AccessError, AllocError};
 use crate::memmap::PageState;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn};

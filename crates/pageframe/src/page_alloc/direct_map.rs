@@ -30,7 +30,7 @@ use crate::freetype::FreeType;
 use crate::gfp::AllocFlags;
 use crate::memmap::{PageInfo, PageState};
 use crate::sync::LockFamily;
-use crate::types::{Order, Pfn};
+use crate::types::{Order, Pfn, ZoneIdx};
 use crate::zone::{RmqueueMode, Zone};
 
 /// A free block taken off the lists for a conversion.
@@ -46,7 +46,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// the mapping change failed (the block then goes back where it was).
     pub(crate) fn rmqueue_direct_map(
         &self,
-        zone: usize,
+        zone: ZoneIdx,
         order: u8,
         flags: AllocFlags,
         freetype: FreeType,
@@ -61,7 +61,7 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         let alloc_order = order.max(self.layout.pageblock_order);
         let taken = self.take_for_conversion(zone, |buddy| {
-            let pfn = buddy.rmqueue(
+            let pfn = buddy.take_block(
                 &self.frames,
                 alloc_order,
                 other,
@@ -79,7 +79,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if converted {
             buddy.expand(&self.frames, pfn, order, alloc_order, freetype.index()?);
         } else {
-            buddy.free_one_page(&self.frames, pfn, alloc_order, taken.from, false);
+            buddy.free_block(&self.frames, pfn, alloc_order, taken.from, false);
         }
         self.publish(zone, &buddy);
         converted.then_some(pfn)
@@ -95,7 +95,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub fn release_unmapped_pageblocks(&self) -> u64 {
         let pageblock_order = self.layout.pageblock_order;
         let before = self.unmapped_pageblocks.load(Relaxed);
-        for zone in 0..self.zones.len() {
+        for zone in self.zone_ids() {
             while let Some(taken) = self.take_for_conversion(zone, |buddy| {
                 let (pfn, order, from) =
                     buddy.take_free_unmapped_block(&self.frames, pageblock_order)?;
@@ -104,7 +104,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let plain = FreeType::plain(taken.from.migratetype);
                 let (mut buddy, converted) = self.convert_taken(zone, &taken, plain);
                 let now = if converted { plain } else { taken.from };
-                buddy.free_one_page(&self.frames, taken.pfn, taken.order, now, false);
+                buddy.free_block(&self.frames, taken.pfn, taken.order, now, false);
                 self.publish(zone, &buddy);
                 if !converted {
                     break;
@@ -118,7 +118,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// records it in flight (allocated at its order).
     fn take_for_conversion(
         &self,
-        zone: usize,
+        zone: ZoneIdx,
         take: impl FnOnce(&mut Zone) -> Option<Taken>,
     ) -> Option<Taken> {
         let mut buddy = self.lock_zone(zone);
@@ -139,7 +139,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// caller puts the block on a list either way.
     fn convert_taken(
         &self,
-        zone: usize,
+        zone: ZoneIdx,
         taken: &Taken,
         to: FreeType,
     ) -> (L::Guard<'_, Zone>, bool) {

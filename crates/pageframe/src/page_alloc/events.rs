@@ -3,6 +3,7 @@
 //! Each CPU's counters have one writer: the owner of the CPU.
 
 use crate::sync::StatCounter;
+use crate::types::ZoneIdx;
 
 /// An event counted per CPU and zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +75,7 @@ impl ZoneCounters {
     }
 }
 
-/// One CPU's counters, `[zone][event]`.
+/// One CPU's counters, `[zone.index()][event]`.
 pub(crate) struct CpuEvents {
     counters: Box<[ZoneCounters]>,
 }
@@ -88,18 +89,18 @@ impl CpuEvents {
 
     /// The counters of one zone.
     #[inline]
-    pub(crate) fn zone(&self, zone: usize) -> &ZoneCounters {
-        &self.counters[zone]
+    pub(crate) fn zone(&self, zone: ZoneIdx) -> &ZoneCounters {
+        &self.counters[zone.index()]
     }
 
     /// Adds to a counter. Only the CPU's owner calls this.
     #[inline]
-    pub(crate) fn add(&self, zone: usize, event: VmEvent, delta: u64) {
-        self.counters[zone].add(event, delta);
+    pub(crate) fn add(&self, zone: ZoneIdx, event: VmEvent, delta: u64) {
+        self.counters[zone.index()].add(event, delta);
     }
 
     /// Reads a counter.
-    pub(crate) fn get(&self, zone: usize, event: VmEvent) -> u64 {
-        self.counters[zone].0[event as usize].get()
+    pub(crate) fn get(&self, zone: ZoneIdx, event: VmEvent) -> u64 {
+        self.counters[zone.index()].0[event as usize].get()
     }
 }

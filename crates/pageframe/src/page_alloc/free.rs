@@ -3,15 +3,14 @@
 //! for the rest. mirrors free_pages(), __free_pages_ok(), free_unref_page(),
 //! free_unref_page_commit(), free_pcppages_bulk() and drain_pages_zone().
 
+use super::error::FreeError;
 use super::events::VmEvent;
 use super::PageAllocator;
-use crate::error::FreeError;
-use crate::freetype::{FreeType, MigrateType};
 use crate::memmap::{PageInfo, PageState};
 use crate::pageblock::BlockInfo;
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, Order, Pfn};
+use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees a block of `order` on `cpu` (`__free_pages()`): the checks, then
@@ -131,10 +130,10 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Returns a block straight to the buddy lists under the zone lock.
     /// mirrors free_one_page().
-    pub(crate) fn free_one_page(&self, zone: usize, pfn: u32, order: u8) {
+    pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: u32, order: u8) {
         let mut buddy = self.lock_zone(zone);
         let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
-        buddy.free_one_page(&self.frames, pfn, order, freetype, false);
+        buddy.free_block(&self.frames, pfn, order, freetype, false);
         self.publish(zone, &buddy);
     }
 
@@ -143,11 +142,11 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline(always)]
     fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: u32, order: u8) {
         let zone = block.zone;
-        let Some(list) = pcp_list_for_free(block.freetype, order) else {
+        let Some(list) = PcpList::for_free(block.freetype, order) else {
             self.free_one_page(zone, pfn, order);
             return;
         };
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone]) else {
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             self.free_one_page(zone, pfn, order);
             return;
@@ -155,7 +154,7 @@ impl<L: LockFamily> PageAllocator<L> {
         self.free_unref_page_commit(&mut pcp, zone, pfn, order, list);
     }
 
-    /// Puts a page on the per-CPU list `list` (index, recorded freetype) and
+    /// Puts a page on the per-CPU list `list` and
     /// drains a batch when the list count reaches `high`. mirrors
     /// free_unref_page_commit(). The drain stays out of line so that this
     /// stays small enough to inline into the free fast path.
@@ -163,20 +162,20 @@ impl<L: LockFamily> PageAllocator<L> {
     fn free_unref_page_commit(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         pfn: u32,
         order: u8,
-        list: (usize, usize),
+        list: PcpList,
     ) {
-        let (pindex, recorded) = list;
-        self.frames
-            .memmap
-            .set_info(pfn, PageInfo::new(PageState::Pcp, Order(order), recorded));
-        pcp.push(pindex, order, pfn);
+        self.frames.memmap.set_info(
+            pfn,
+            PageInfo::new(PageState::Pcp, Order(order), list.recorded),
+        );
+        pcp.push(list, pfn);
         let free_high = pcp.free_high(order);
         let high = pcp.effective_high(free_high);
         if pcp.count() >= high {
-            self.drain_above_high(pcp, zone, high, free_high, pindex);
+            self.drain_above_high(pcp, zone, high, free_high, list.pindex);
         }
     }
 
@@ -184,7 +183,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn drain_above_high(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         high: u32,
         free_high: bool,
         pindex: usize,
@@ -198,7 +197,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn free_pcppages_bulk(
         &self,
         pcp: &mut PerCpuPages,
-        zone: usize,
+        zone: ZoneIdx,
         count: u32,
         pindex: usize,
     ) {
@@ -206,7 +205,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut drained = 0u64;
         pcp.drain(count, pindex, |pfn, order| {
             let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
-            buddy.free_one_page(&self.frames, pfn, order, freetype, false);
+            buddy.free_block(&self.frames, pfn, order, freetype, false);
             drained += 1 << order;
         });
         buddy.events_mut().pcp_drain_pages += drained;
@@ -215,8 +214,8 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Empties one CPU's lists of every zone. mirrors drain_local_pages().
     pub(crate) fn drain_cpu(&self, cpu: usize) {
-        for zone in 0..self.zones.len() {
-            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone]);
+        for zone in self.zone_ids() {
+            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone.index()]);
             if pcp.count() > 0 {
                 let count = pcp.count();
                 self.free_pcppages_bulk(&mut pcp, zone, count, 0);
@@ -230,17 +229,4 @@ impl<L: LockFamily> PageAllocator<L> {
             self.drain_cpu(cpu);
         }
     }
-}
-
-/// The per-CPU list (index, recorded freetype index) a freed block of a
-/// pageblock of freetype `block` goes to, or `None` for the buddy lists.
-/// mirrors the freetype checks of free_unref_page(): HIGHATOMIC pages go on
-/// the MOVABLE list; ISOLATE pages, and freetypes without per-CPU lists
-/// ((MOVABLE, UNMAPPED)), go straight to the buddy lists.
-#[inline]
-pub(crate) fn pcp_list_for_free(block: FreeType, order: u8) -> Option<(usize, usize)> {
-    if block.migratetype == MigrateType::HighAtomic {
-        return PerCpuPages::freetype_pindex(FreeType::plain(MigrateType::Movable), order);
-    }
-    PerCpuPages::freetype_pindex(block, order)
 }

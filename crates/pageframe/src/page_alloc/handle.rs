@@ -15,8 +15,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::error::{AccessError, AllocError, CpuError, FreeError};
 use super::PageAllocator;
-use crate::error::{AccessError, AllocError, CpuError, FreeError};
 use crate::gfp::Gfp;
 use crate::sync::{Local, LockFamily, Shared};
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};

@@ -13,18 +13,18 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Checks every invariant; the first broken one is returned. Costs a walk
     /// of every present page: for tests and debugging, not hot paths.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
-        for (index, zone) in self.layout.zones().enumerate() {
+        for (index, zone) in self.zone_ids().zip(self.layout.zones()) {
             let mut pcp_pages = 0u64;
             for cpu in self.cpus.iter() {
-                let (pcp, _) = L::lock(&cpu.pcp[index]);
+                let (pcp, _) = L::lock(&cpu.pcp[index.index()]);
                 pcp_pages += pcp.check_invariants(&self.frames)?;
             }
-            let (buddy, _) = L::lock(&self.zones[index].buddy);
+            let (buddy, _) = L::lock(&self.zones[index.index()].buddy);
             let listed_free = buddy.check_invariants(&self.frames)?;
-            if self.zones[index].free_pages.get() != buddy.nr_free() {
+            if self.zones[index.index()].free_pages.get() != buddy.nr_free() {
                 return Err(InvariantError(format!(
                     "zone {index}: published free pages {} but the zone has {}",
-                    self.zones[index].free_pages.get(),
+                    self.zones[index.index()].free_pages.get(),
                     buddy.nr_free()
                 )));
             }

@@ -20,18 +20,25 @@ mod bulk;
 mod bulk_free;
 mod contents;
 mod direct_map;
+mod error;
 mod events;
 mod free;
 mod handle;
+mod hotplug;
 mod invariants;
+mod resize;
+mod shuffle;
 mod snapshot;
 mod zonelist;
 
 pub(crate) use boot::nofragment;
 pub use boot::ArenaOptions;
 pub(crate) use contents::{check_span, page_pieces};
+pub use error::{AccessError, AllocError, BootError, CpuError, FreeError};
 pub use events::VmEvent;
 pub use handle::{CpuHandle, Page};
+pub use hotplug::HotplugError;
+pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
 use crate::backing::Backing;
@@ -39,7 +46,7 @@ use crate::frames::Frames;
 use crate::machine::MachineLayout;
 use crate::pcp::PerCpuPages;
 use crate::sync::{Local, LockFamily, Shared, StatCounter};
-use crate::types::{NodeId, ZoneType};
+use crate::types::{NodeId, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use events::CpuEvents;
@@ -201,10 +208,16 @@ impl<L: LockFamily> PageAllocator<L> {
         self.zones.iter().map(|zone| zone.free_pages.get()).sum()
     }
 
+    /// Every zone's index, in table order.
+    pub(crate) fn zone_ids(&self) -> impl Iterator<Item = ZoneIdx> {
+        // At most MAX_NUMNODES x ZoneType::COUNT zones: the index fits.
+        (0..self.zones.len() as u16).map(ZoneIdx)
+    }
+
     /// Locks a zone, counting the acquisition and any contention.
     #[inline]
-    pub(crate) fn lock_zone(&self, zone: usize) -> L::Guard<'_, Zone> {
-        let slot = &self.zones[zone];
+    pub(crate) fn lock_zone(&self, zone: ZoneIdx) -> L::Guard<'_, Zone> {
+        let slot = &self.zones[zone.index()];
         let (guard, contended) = L::lock(&slot.buddy);
         slot.lock_acquired.add(1);
         if contended {
@@ -215,8 +228,8 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Publishes a zone's lockless-readable state; call with the lock held.
     #[inline]
-    pub(crate) fn publish(&self, zone: usize, buddy: &Zone) {
-        let slot = &self.zones[zone];
+    pub(crate) fn publish(&self, zone: ZoneIdx, buddy: &Zone) {
+        let slot = &self.zones[zone.index()];
         slot.free_pages.set(buddy.nr_free());
         slot.reserved_highatomic.set(buddy.nr_reserved_highatomic());
     }

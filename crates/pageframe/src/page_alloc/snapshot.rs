@@ -5,7 +5,7 @@ use super::events::VmEvent;
 use super::PageAllocator;
 use crate::freetype::{MIGRATE_TYPES, NR_FREETYPES};
 use crate::sync::LockFamily;
-use crate::types::{NodeId, Order, Pfn, ZoneType};
+use crate::types::{NodeId, Order, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::ZoneEvents;
 
@@ -91,6 +91,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// zone type first); `None` when there is no such zone.
     pub fn zone_snapshot(&self, index: usize) -> Option<ZoneSnapshot> {
         let slot = self.zones.get(index)?;
+        let zone = ZoneIdx(u16::try_from(index).ok()?);
         let pcp = self
             .cpus
             .iter()
@@ -106,7 +107,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut vm_events = [0u64; VmEvent::COUNT];
         for cpu in self.cpus.iter() {
             for event in VmEvent::ALL {
-                vm_events[event as usize] += cpu.events.get(index, event);
+                vm_events[event as usize] += cpu.events.get(zone, event);
             }
         }
         let (buddy, _) = L::lock(&slot.buddy);
@@ -129,7 +130,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let block_pages = 1u64 << self.layout.pageblock_order;
         let mut block = slot.start_pfn;
         while block < slot.start_pfn + slot.spanned_pages {
-            if self.frames.blocks.zone(Pfn(block)) == Some(index) {
+            if self.frames.blocks.zone(Pfn(block)) == Some(zone) {
                 pageblocks[self.frames.blocks.migratetype(Pfn(block)).index()] += 1;
             }
             block += block_pages;

@@ -7,7 +7,7 @@
 use super::ZoneSlot;
 use crate::machine::MachineLayout;
 use crate::sync::LockFamily;
-use crate::types::ZoneType;
+use crate::types::{ZoneIdx, ZoneType};
 
 /// `PENALTY_FOR_NODE_WITH_CPUS`.
 const PENALTY_FOR_NODE_WITH_CPUS: i64 = 1;
@@ -15,18 +15,22 @@ const PENALTY_FOR_NODE_WITH_CPUS: i64 = 1;
 /// The zonelists of one node.
 pub(crate) struct Zonelists {
     /// `ZONELIST_FALLBACK`: zone indices, best first.
-    pub(crate) fallback: Box<[u16]>,
+    pub(crate) fallback: Box<[ZoneIdx]>,
     /// `ZONELIST_NOFALLBACK`: this node's zones only.
-    pub(crate) this_node: Box<[u16]>,
+    pub(crate) this_node: Box<[ZoneIdx]>,
     /// First zone of each list an allocation with no nodemask may use, per
     /// highest zone type: `[fallback, this_node][highest_zone]`.
-    first_eligible: [[Option<u16>; ZoneType::COUNT]; 2],
+    first_eligible: [[Option<ZoneIdx>; ZoneType::COUNT]; 2],
 }
 
 impl Zonelists {
     /// The preferred zone of an allocation without a nodemask.
     #[inline]
-    pub(crate) fn first_eligible(&self, this_node: bool, highest_zone: ZoneType) -> Option<u16> {
+    pub(crate) fn first_eligible(
+        &self,
+        this_node: bool,
+        highest_zone: ZoneType,
+    ) -> Option<ZoneIdx> {
         self.first_eligible[this_node as usize][highest_zone.index()]
     }
 
@@ -38,26 +42,26 @@ impl Zonelists {
     ) -> Box<[Zonelists]> {
         let nr_nodes = layout.nodes.len();
         let mut node_load = vec![0i64; nr_nodes];
-        let node_zones = |node: usize| -> Vec<u16> {
-            let mut own: Vec<u16> = zones
+        let node_zones = |node: usize| -> Vec<ZoneIdx> {
+            let mut own: Vec<ZoneIdx> = zones
                 .iter()
                 .enumerate()
                 .filter(|(_, zone)| zone.node.index() == node && zone.present_pages > 0)
-                .map(|(index, _)| index as u16)
+                .map(|(index, _)| ZoneIdx(index as u16))
                 .collect();
-            own.sort_by_key(|&index| std::cmp::Reverse(zones[index as usize].zone_type));
+            own.sort_by_key(|&index| std::cmp::Reverse(zones[index.index()].zone_type));
             own
         };
         (0..nr_nodes)
             .map(|local| {
                 let order = node_order(layout, local, &mut node_load);
-                let fallback: Box<[u16]> =
+                let fallback: Box<[ZoneIdx]> =
                     order.iter().flat_map(|&node| node_zones(node)).collect();
                 let this_node = node_zones(local).into_boxed_slice();
-                let first = |list: &[u16], highest: ZoneType| {
+                let first = |list: &[ZoneIdx], highest: ZoneType| {
                     list.iter()
                         .copied()
-                        .find(|&zone| zones[zone as usize].zone_type <= highest)
+                        .find(|&zone| zones[zone.index()].zone_type <= highest)
                 };
                 let first_eligible = [&fallback, &this_node]
                     .map(|list| ZoneType::ALL.map(|highest| first(list, highest)));

@@ -1,13 +1,15 @@
-//! Policies over the page allocator's mechanism: free-list shuffling,
-//! memory hotplug, and secret memory over the unmapped pools. Each has the kernel's behaviour as its default and an off
+//! Policies over the page allocator's mechanism: secret memory over the
+//! unmapped pools, with the kernel's behaviour as its default and an off
 //! that costs nothing on the allocation and free paths.
+//!
+//! Free-list shuffling and memory hotplug run inside the page allocator
+//! (`page_alloc::shuffle`, `page_alloc::hotplug`): boot shuffles, and an
+//! online resizes zones and shuffles them, so both are page-allocator
+//! operations; their types are re-exported here under their old paths.
 //! (NUMA emulation is a transformation of the machine description and lives
 //! in `machine::numa_emulation`.)
 
-pub mod hotplug;
 pub mod secretmem;
-pub mod shuffle;
 
-pub use hotplug::HotplugError;
+pub use crate::page_alloc::{HotplugError, ShuffleStats, SHUFFLE_RETRY};
 pub use secretmem::SecretRegion;
-pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};

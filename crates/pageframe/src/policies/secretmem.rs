@@ -10,9 +10,9 @@
 
 use std::ops::Deref;
 
-use crate::error::{AccessError, AllocError, FreeError};
 use crate::gfp::Gfp;
 use crate::page_alloc::{check_span, page_pieces, CpuHandle, Page, PageAllocator};
+use crate::page_alloc::{AccessError, AllocError, FreeError};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order};
 

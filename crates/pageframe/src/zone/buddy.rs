@@ -56,7 +56,7 @@ impl Zone {
     /// shuffle order goes to a random end (shuffle_pick_tail()) and a smaller
     /// one to the end the kernel's buddy_merge_likely() heuristic picks.
     /// mirrors __free_one_page().
-    pub(crate) fn free_one_page(
+    pub(crate) fn free_block(
         &mut self,
         frames: &Frames,
         pfn: u32,
@@ -121,7 +121,7 @@ impl Zone {
         if info.state() != crate::memmap::PageState::Buddy || info.order().0 != order {
             return None;
         }
-        if order >= self.pageblock_order && frames.blocks.zone(pfn) != Some(self.index as usize) {
+        if order >= self.pageblock_order && frames.blocks.zone(pfn) != Some(self.index) {
             return None;
         }
         Some(info.freetype())

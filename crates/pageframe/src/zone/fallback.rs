@@ -35,7 +35,7 @@ impl Zone {
     /// __rmqueue() (without CMA). Fallback (claim and steal) stays among the
     /// plain migratetypes: an unmapped request takes only unmapped blocks,
     /// and gets more of them by converting a pageblock (`direct_map`).
-    pub(crate) fn rmqueue(
+    pub(crate) fn take_block(
         &mut self,
         frames: &Frames,
         order: u8,

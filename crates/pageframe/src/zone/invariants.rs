@@ -103,7 +103,7 @@ impl Zone {
             return Ok(());
         }
         if order >= self.pageblock_order {
-            if frames.blocks.zone(Pfn(buddy as u64)) != Some(self.index as usize) {
+            if frames.blocks.zone(Pfn(buddy as u64)) != Some(self.index) {
                 return Ok(());
             }
             let mine = frames.blocks.freetype(Pfn(pfn as u64));

@@ -30,7 +30,7 @@ use crate::frames::Frames;
 use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
 use crate::memmap::NIL;
-use crate::types::Order;
+use crate::types::{Order, ZoneIdx};
 
 /// One free list, linked through the memmap records.
 #[derive(Clone, Copy, Debug)]
@@ -81,7 +81,7 @@ pub struct ZoneEvents {
 
 /// The buddy state of one zone.
 pub struct Zone {
-    index: u16,
+    index: ZoneIdx,
     span: PfnRange,
     max_order: u8,
     pageblock_order: u8,
@@ -99,7 +99,7 @@ pub struct Zone {
 
 impl Zone {
     /// An empty zone with index `index` over `span`.
-    pub(crate) fn new(index: u16, span: PfnRange, max_order: u8, pageblock_order: u8) -> Zone {
+    pub(crate) fn new(index: ZoneIdx, span: PfnRange, max_order: u8, pageblock_order: u8) -> Zone {
         let area = FreeArea {
             lists: [FreeList::EMPTY; NR_FREETYPES],
             nr_free: 0,

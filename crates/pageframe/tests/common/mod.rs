@@ -91,6 +91,20 @@ pub fn assert_unchanged<L: LockFamily, T>(
     result
 }
 
+/// [`assert_unchanged`] for a refused call that takes the allocator
+/// mutably (memory hotplug): the views and the layout stay as they were.
+pub fn assert_unchanged_mut<L: LockFamily, T>(
+    allocator: &mut PageAllocator<L>,
+    refused: impl FnOnce(&mut PageAllocator<L>) -> T,
+) -> T {
+    let (before, layout) = (ProcViews::capture(allocator), allocator.layout().clone());
+    let result = refused(allocator);
+    allocator.check_invariants().unwrap();
+    assert_eq!(before, ProcViews::capture(allocator), "a view changed");
+    assert_eq!(&layout, allocator.layout(), "the layout changed");
+    result
+}
+
 /// A counter of /proc/vmstat by name.
 pub fn vmstat_value<L: LockFamily>(allocator: &PageAllocator<L>, name: &str) -> u64 {
     proc::vmstat_counters(allocator)

@@ -696,7 +696,7 @@ mod tests {
             &mut self,
             _gfp: Gfp,
             order: crate::types::Order,
-        ) -> Result<Pfn, crate::error::AllocError> {
+        ) -> Result<Pfn, crate::page_alloc::AllocError> {
             let pfn = self.0;
             self.0 += 1024.max(order.nr_pages());
             Ok(Pfn(pfn))
@@ -705,7 +705,7 @@ mod tests {
             &mut self,
             _pfn: Pfn,
             _order: crate::types::Order,
-        ) -> Result<(), crate::error::FreeError> {
+        ) -> Result<(), crate::page_alloc::FreeError> {
             Ok(())
         }
     }

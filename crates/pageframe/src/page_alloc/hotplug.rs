@@ -31,17 +31,13 @@
 //! freetype and restores it, where the kernel restores MOVABLE (a block it
 //! could isolate had only movable or free pages).
 
+use super::shuffle::ShuffleStats;
+use super::PageAllocator;
 use crate::freetype::{FreeType, MigrateType};
-use crate::machine::PfnRange;
+use crate::machine::{HotplugStep, PfnRange};
 use crate::memmap::PageState;
-use crate::page_alloc::PageAllocator;
-use crate::policies::shuffle::ShuffleStats;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneType};
-use crate::zone::watermark::{
-    lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
-    WATERMARK_SCALE_FACTOR,
-};
 use thiserror::Error;
 
 /// `EINVAL`.
@@ -93,32 +89,40 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Applies hotplug steps in order (a machine file's `[[hotplug]]`); the
     /// first failure is returned with the step's index, and the steps before
     /// it stay applied.
-    pub fn apply_hotplug(
-        &mut self,
-        steps: &[crate::machine::HotplugStep],
-    ) -> Result<(), (usize, HotplugError)> {
-        let shift = self.layout.page_shift as u32;
+    pub fn apply_hotplug(&mut self, steps: &[HotplugStep]) -> Result<(), (usize, HotplugError)> {
         for (index, step) in steps.iter().enumerate() {
-            let range = PfnRange {
-                start: Pfn(step.start >> shift),
-                end: Pfn(step.start.saturating_add(step.size) >> shift),
-            };
-            let result = if step.online {
-                self.online_pages(range, NodeId(step.node as u16), step.zone)
-                    .map(|_| ())
-            } else {
-                self.offline_pages(range).map(|_| ())
+            let result = match self.step_range(index, step) {
+                Err(err) => Err(err),
+                Ok(range) if step.online => {
+                    let node = u16::try_from(step.node).map(NodeId).map_err(|_| {
+                        invalid(format!(
+                            "hotplug[{index}].node: {} is not a node id (0 to 65535)",
+                            step.node
+                        ))
+                    });
+                    node.and_then(|node| self.online_pages(range, node, step.zone).map(|_| ()))
+                }
+                Ok(range) => self.offline_pages(range).map(|_| ()),
             };
             result.map_err(|err| (index, err))?;
         }
         Ok(())
     }
 
-    /// The zone index of (node, zone type).
-    fn zone_index(&self, node: NodeId, zone_type: ZoneType) -> Option<usize> {
-        self.zones
-            .iter()
-            .position(|slot| slot.node == node && slot.zone_type == zone_type)
+    /// The PFN range of a step's bytes; an end past 2^64 bytes is an error
+    /// naming the step's fields.
+    fn step_range(&self, index: usize, step: &HotplugStep) -> Result<PfnRange, HotplugError> {
+        let shift = u32::from(self.layout.page_shift);
+        let end = step.start.checked_add(step.size).ok_or_else(|| {
+            invalid(format!(
+                "hotplug[{index}].size: {:#x} + {:#x} ends past 2^64 bytes",
+                step.start, step.size
+            ))
+        })?;
+        Ok(PfnRange {
+            start: Pfn(step.start >> shift),
+            end: Pfn(end >> shift),
+        })
     }
 
     fn check_hotplug_range(&self, range: PfnRange) -> Result<(), HotplugError> {
@@ -156,7 +160,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return Err(invalid("memory is onlined to Normal or Movable, not DMA32"));
         }
         let zone = self
-            .zone_index(node, zone_type)
+            .zone_of(node, zone_type)
             .ok_or_else(|| invalid(format!("node {node} has no {zone_type:?} zone")))?;
         for other in self.layout.zones() {
             for present in &other.present {
@@ -168,28 +172,27 @@ impl<L: LockFamily> PageAllocator<L> {
                 }
             }
         }
-        self.grow_frames(range.end)?;
+        self.grow_frames(range.end)
+            .map_err(|end| HotplugError::NoMemory(end.0))?;
         self.drain_zone_pcp(zone);
         let pageblock = 1u64 << self.layout.pageblock_order;
         let isolate = FreeType::plain(MigrateType::Isolate);
         // move_pfn_range_to_zone(..., MIGRATE_ISOLATE)
         let mut block = range.start.0;
         while block < range.end.0 {
-            self.frames.blocks.set_zone(Pfn(block), zone as u16);
+            self.frames.blocks.set_zone(Pfn(block), zone);
             self.frames.blocks.set_freetype(Pfn(block), isolate);
             block += pageblock;
         }
-        self.add_present(zone, range);
+        self.add_zone_memory(zone, range);
         {
             // online_pages_range(): every page freed, to the tail, in
             // MAX_PAGE_ORDER blocks (__free_pages_core() with FPI_TO_TAIL).
             let mut buddy = self.lock_zone(zone);
-            buddy.set_span(self.layout_zone_span(zone));
-            buddy.add_managed(range.len());
             let max_block = 1u64 << self.layout.max_order;
             let mut pfn = range.start.0;
             while pfn < range.end.0 {
-                buddy.free_one_page(
+                buddy.free_block(
                     &self.frames,
                     pfn as u32,
                     self.layout.max_order,
@@ -203,7 +206,7 @@ impl<L: LockFamily> PageAllocator<L> {
             self.publish(zone, &buddy);
         }
         let stats = self.shuffle_zone(zone);
-        self.after_hotplug();
+        self.recompute_zone_limits();
         Ok(stats)
     }
 
@@ -220,12 +223,8 @@ impl<L: LockFamily> PageAllocator<L> {
             .filter(|_| self.frames.memmap.covers(Pfn(range.end.0 - 1)))
             .ok_or_else(|| invalid(format!("PFN {:#x} is not online", range.start.0)))?;
         // test_pages_in_a_zone(): the whole range present, in one zone.
-        let zone_layout = self
-            .layout
-            .zones()
-            .nth(zone)
-            .expect("zone index from the table");
-        let covered: u64 = zone_layout
+        let covered: u64 = self
+            .zone_layout(zone)
             .present
             .iter()
             .map(|present| {
@@ -305,7 +304,6 @@ impl<L: LockFamily> PageAllocator<L> {
             .count() as u64
             * pageblock;
         buddy.sub_reserved_highatomic(highatomic_pages);
-        buddy.sub_managed(range.len());
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
             self.frames
                 .blocks
@@ -314,13 +312,8 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         drop(buddy);
         self.remap_offlined(range, &saved);
-        self.remove_present(zone, range);
-        {
-            let mut buddy = self.lock_zone(zone);
-            buddy.set_span(self.layout_zone_span(zone));
-            self.publish(zone, &buddy);
-        }
-        self.after_hotplug();
+        self.remove_zone_memory(zone, range);
+        self.recompute_zone_limits();
         Ok(range.len())
     }
 
@@ -359,154 +352,5 @@ impl<L: LockFamily> PageAllocator<L> {
             let freetype = restore(block).index().expect("a saved type is valid");
             buddy.move_freepages_block(&self.frames, block as u32, freetype);
         }
-    }
-
-    /// Returns every CPU's per-CPU pages of `zone` to the buddy lists.
-    fn drain_zone_pcp(&self, zone: usize) {
-        for cpu in self.cpus.iter() {
-            let (mut pcp, _) = L::lock(&cpu.pcp[zone]);
-            if pcp.count() > 0 {
-                let count = pcp.count();
-                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
-            }
-        }
-    }
-
-    /// Grows the memmap and pageblock table to cover PFNs below `end`.
-    fn grow_frames(&mut self, end: Pfn) -> Result<(), HotplugError> {
-        if end.0 <= self.frames.memmap.len() as u64 {
-            return Ok(());
-        }
-        let memmap = self
-            .frames
-            .memmap
-            .grown(end.index())
-            .ok_or(HotplugError::NoMemory(end.0))?;
-        let blocks = self.frames.blocks.grown(end);
-        self.frames.memmap = memmap;
-        self.frames.blocks = blocks;
-        self.layout.end_pfn = self.layout.end_pfn.max(end);
-        Ok(())
-    }
-
-    fn layout_zone_mut(&mut self, zone: usize) -> &mut crate::machine::ZoneLayout {
-        self.layout
-            .nodes
-            .iter_mut()
-            .flat_map(|node| node.zones.iter_mut())
-            .nth(zone)
-            .expect("zone index from the table")
-    }
-
-    fn layout_zone_span(&self, zone: usize) -> PfnRange {
-        self.layout.zones().nth(zone).expect("zone index").span
-    }
-
-    /// Adds `range` to the zone's present memory and span.
-    fn add_present(&mut self, zone: usize, range: PfnRange) {
-        let layout = self.layout_zone_mut(zone);
-        layout.present.push(range);
-        layout.present.sort_unstable_by_key(|present| present.start);
-        // Coalesce touching ranges.
-        let mut merged: Vec<PfnRange> = Vec::with_capacity(layout.present.len());
-        for present in layout.present.drain(..) {
-            match merged.last_mut() {
-                Some(last) if last.end == present.start => last.end = present.end,
-                _ => merged.push(present),
-            }
-        }
-        layout.present = merged;
-        self.sync_zone_span(zone);
-    }
-
-    /// Removes `range` from the zone's present memory; the span shrinks to
-    /// what remains. mirrors shrink_zone_span().
-    fn remove_present(&mut self, zone: usize, range: PfnRange) {
-        let layout = self.layout_zone_mut(zone);
-        let mut kept = Vec::with_capacity(layout.present.len() + 1);
-        for present in layout.present.drain(..) {
-            let before = PfnRange {
-                start: present.start,
-                end: present.end.min(range.start),
-            };
-            let after = PfnRange {
-                start: present.start.max(range.end),
-                end: present.end,
-            };
-            kept.extend([before, after].into_iter().filter(|part| !part.is_empty()));
-        }
-        layout.present = kept;
-        self.sync_zone_span(zone);
-    }
-
-    fn sync_zone_span(&mut self, zone: usize) {
-        let layout = self.layout_zone_mut(zone);
-        layout.span = PfnRange::covering(&layout.present);
-        let (span, present) = (layout.span, layout.present_pages());
-        let slot = &mut self.zones[zone];
-        slot.start_pfn = span.start.0;
-        slot.spanned_pages = span.len();
-        slot.present_pages = present;
-    }
-
-    /// What every hotplug operation recomputes: min_free_kbytes and the
-    /// watermarks of every zone, lowmem reserves, per-CPU high and batch,
-    /// ALLOC_NOFRAGMENT and the zonelists. mirrors init_per_zone_wmark_min(),
-    /// zone_pcp_update() and build_all_zonelists().
-    fn after_hotplug(&mut self) {
-        let page_kb = (1u64 << self.layout.page_shift) >> 10;
-        let lowmem_kbytes: u64 = self
-            .zones
-            .iter()
-            .filter(|slot| slot.zone_type <= ZoneType::Normal)
-            .map(|slot| slot.present_pages * page_kb)
-            .sum();
-        self.min_free_kbytes = min_free_kbytes(lowmem_kbytes);
-        let pages_min = self.min_free_kbytes / page_kb.max(1);
-        let lowmem_pages: u64 = self.zones.iter().map(|slot| slot.present_pages).sum();
-        let nr_nodes = self.layout.nodes.len();
-        for node in 0..nr_nodes {
-            let mut managed = [0u64; ZoneType::COUNT];
-            for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
-                managed[slot.zone_type.index()] = slot.present_pages;
-            }
-            let reserves = lowmem_reserves(&managed);
-            for slot in self
-                .zones
-                .iter_mut()
-                .filter(|slot| slot.node.index() == node)
-            {
-                slot.lowmem_reserve = reserves[slot.zone_type.index()];
-            }
-        }
-        for index in 0..self.zones.len() {
-            let present = self.zones[index].present_pages;
-            self.zones[index].watermarks =
-                zone_watermarks(pages_min, present, lowmem_pages, WATERMARK_SCALE_FACTOR);
-            let (node, zone_type) = (self.zones[index].node, self.zones[index].zone_type);
-            self.zones[index].nofragment =
-                crate::page_alloc::nofragment(&self.layout, node, zone_type);
-        }
-        let page_bytes = 1u64 << self.layout.page_shift;
-        let nr_cpus = self.cpus.len();
-        for index in 0..self.zones.len() {
-            let slot = &self.zones[index];
-            let (high, batch) = if slot.present_pages == 0 {
-                (0, 1)
-            } else {
-                let batch = zone_batchsize(slot.present_pages, page_bytes);
-                let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
-                (
-                    zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
-                    batch,
-                )
-            };
-            for cpu in self.cpus.iter() {
-                let (mut pcp, _) = L::lock(&cpu.pcp[index]);
-                pcp.set_high_and_batch(high, batch);
-            }
-            self.drain_zone_pcp(index);
-        }
-        self.zonelists = crate::page_alloc::build_zonelists(&self.layout, &self.zones);
     }
 }

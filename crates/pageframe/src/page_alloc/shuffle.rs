@@ -24,10 +24,10 @@
 //!
 //! Lock order: the zone lock only, dropped and retaken every 100 blocks.
 
+use super::PageAllocator;
 use crate::memmap::PageState;
-use crate::page_alloc::PageAllocator;
 use crate::sync::LockFamily;
-use crate::types::Pfn;
+use crate::types::{Pfn, ZoneIdx};
 
 /// Random picks tried for a swap partner before a block is skipped.
 pub const SHUFFLE_RETRY: u32 = 10;
@@ -72,7 +72,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Shuffles every zone, if shuffling is on. mirrors shuffle_free_memory().
     pub fn shuffle_free_memory(&mut self) -> ShuffleStats {
         let mut stats = ShuffleStats::default();
-        for zone in 0..self.zones.len() {
+        for zone in self.zone_ids().collect::<Vec<_>>() {
             stats += self.shuffle_zone(zone);
         }
         stats
@@ -80,13 +80,13 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Shuffles one zone's free blocks of the shuffle order, if shuffling is
     /// on. mirrors shuffle_zone() and __shuffle_zone().
-    pub fn shuffle_zone(&mut self, zone: usize) -> ShuffleStats {
+    pub fn shuffle_zone(&mut self, zone: ZoneIdx) -> ShuffleStats {
         let mut stats = ShuffleStats::default();
         let Some(order) = self.shuffle_order() else {
             return stats;
         };
         let order_pages = 1u64 << order;
-        let slot = &self.zones[zone];
+        let slot = &self.zones[zone.index()];
         let (zone_start, spanned) = (slot.start_pfn, slot.spanned_pages);
         if spanned == 0 {
             return stats;
@@ -141,7 +141,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The freetype list of the block at `pfn` if it is a free block of
     /// exactly `order` in `zone` (not a hole, not another zone's memory, not
     /// allocated or split). mirrors shuffle_valid_page().
-    fn shuffle_valid_page(&self, zone: usize, pfn: u64, order: u8) -> Option<usize> {
+    fn shuffle_valid_page(&self, zone: ZoneIdx, pfn: u64, order: u8) -> Option<usize> {
         if !self.frames.memmap.covers(Pfn(pfn)) || self.frames.blocks.zone(Pfn(pfn)) != Some(zone) {
             return None;
         }

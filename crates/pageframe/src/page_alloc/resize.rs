@@ -1,0 +1,190 @@
+//! Resizing zones: the one place where a zone's present memory, span and
+//! managed pages change after boot (memory hotplug), and where the limits
+//! that follow from every zone's size are computed, at boot and after each
+//! resize: min_free_kbytes, watermarks, lowmem reserves, ALLOC_NOFRAGMENT,
+//! per-CPU high and batch, zonelists.
+//!
+//! The narrow API the rest of the allocator (hotplug) uses:
+//! [`PageAllocator::zone_of`], [`PageAllocator::grow_frames`],
+//! [`PageAllocator::add_zone_memory`], [`PageAllocator::remove_zone_memory`],
+//! [`PageAllocator::drain_zone_pcp`] and
+//! [`PageAllocator::recompute_zone_limits`].
+//!
+//! Invariant kept by every call: a zone's present ranges in the layout are
+//! sorted, disjoint and coalesced; its span covers them; its slot's
+//! `start_pfn`, `spanned_pages` and `present_pages` and its buddy span
+//! agree with the layout; `managed` changes by exactly the pages added or
+//! removed. All take `&mut self` (no CPU handle alive) but the drain.
+
+use super::{build_zonelists, nofragment, PageAllocator};
+use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
+use crate::sync::LockFamily;
+use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
+use crate::zone::watermark::{
+    lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
+    WATERMARK_SCALE_FACTOR,
+};
+
+impl<L: LockFamily> PageAllocator<L> {
+    /// The zone index of (node, zone type).
+    pub(super) fn zone_of(&self, node: NodeId, zone_type: ZoneType) -> Option<ZoneIdx> {
+        self.zone_ids().find(|zone| {
+            let slot = &self.zones[zone.index()];
+            slot.node == node && slot.zone_type == zone_type
+        })
+    }
+
+    /// Grows the memmap and pageblock table to cover PFNs below `end`;
+    /// `Err(end)` when the memmap cannot be allocated (nothing changed).
+    pub(super) fn grow_frames(&mut self, end: Pfn) -> Result<(), Pfn> {
+        if end.0 <= self.frames.memmap.len() as u64 {
+            return Ok(());
+        }
+        let memmap = self.frames.memmap.grown(end.index()).ok_or(end)?;
+        let blocks = self.frames.blocks.grown(end);
+        self.frames.memmap = memmap;
+        self.frames.blocks = blocks;
+        self.layout.end_pfn = self.layout.end_pfn.max(end);
+        Ok(())
+    }
+
+    /// Adds `range` to the zone's present memory: the span grows to cover
+    /// it and `managed` grows by its pages, which the caller then frees
+    /// into the buddy lists. mirrors move_pfn_range_to_zone() and
+    /// adjust_managed_page_count().
+    pub(super) fn add_zone_memory(&mut self, zone: ZoneIdx, range: PfnRange) {
+        let layout = self.layout_zone_mut(zone);
+        layout.present.push(range);
+        layout.present.sort_unstable_by_key(|present| present.start);
+        coalesce_touching(&mut layout.present);
+        self.sync_zone_size(zone);
+        self.lock_zone(zone).add_managed(range.len());
+    }
+
+    /// Removes `range`, whose pages the caller took off the buddy lists,
+    /// from the zone's present memory: `managed` drops by its pages and the
+    /// span shrinks to what remains. mirrors shrink_zone_span() and
+    /// adjust_managed_page_count().
+    pub(super) fn remove_zone_memory(&mut self, zone: ZoneIdx, range: PfnRange) {
+        let layout = self.layout_zone_mut(zone);
+        let mut kept = Vec::with_capacity(layout.present.len() + 1);
+        for present in layout.present.drain(..) {
+            let before = PfnRange {
+                start: present.start,
+                end: present.end.min(range.start),
+            };
+            let after = PfnRange {
+                start: present.start.max(range.end),
+                end: present.end,
+            };
+            kept.extend([before, after].into_iter().filter(|part| !part.is_empty()));
+        }
+        layout.present = kept;
+        self.sync_zone_size(zone);
+        let mut buddy = self.lock_zone(zone);
+        buddy.sub_managed(range.len());
+        self.publish(zone, &buddy);
+    }
+
+    /// Returns every CPU's per-CPU pages of `zone` to the buddy lists.
+    pub(super) fn drain_zone_pcp(&self, zone: ZoneIdx) {
+        for cpu in self.cpus.iter() {
+            let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
+            if pcp.count() > 0 {
+                let count = pcp.count();
+                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
+            }
+        }
+    }
+
+    /// What boot computes and every resize recomputes from the zones'
+    /// present pages: min_free_kbytes and the watermarks of every zone,
+    /// lowmem reserves, ALLOC_NOFRAGMENT, per-CPU high and batch (the
+    /// per-CPU lists drained to them) and the zonelists. mirrors
+    /// init_per_zone_wmark_min(), zone_pcp_update() and
+    /// build_all_zonelists().
+    pub(super) fn recompute_zone_limits(&mut self) {
+        let page_kb = (1u64 << self.layout.page_shift) >> 10;
+        let lowmem_kbytes: u64 = self
+            .zones
+            .iter()
+            .filter(|slot| slot.zone_type <= ZoneType::Normal)
+            .map(|slot| slot.present_pages * page_kb)
+            .sum();
+        self.min_free_kbytes = min_free_kbytes(lowmem_kbytes);
+        let pages_min = self.min_free_kbytes / page_kb.max(1);
+        let lowmem_pages: u64 = self.zones.iter().map(|slot| slot.present_pages).sum();
+        for node in 0..self.layout.nodes.len() {
+            let mut managed = [0u64; ZoneType::COUNT];
+            for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
+                managed[slot.zone_type.index()] = slot.present_pages;
+            }
+            let reserves = lowmem_reserves(&managed);
+            for slot in self
+                .zones
+                .iter_mut()
+                .filter(|slot| slot.node.index() == node)
+            {
+                slot.lowmem_reserve = reserves[slot.zone_type.index()];
+            }
+        }
+        for index in 0..self.zones.len() {
+            let present = self.zones[index].present_pages;
+            self.zones[index].watermarks =
+                zone_watermarks(pages_min, present, lowmem_pages, WATERMARK_SCALE_FACTOR);
+            let (node, zone_type) = (self.zones[index].node, self.zones[index].zone_type);
+            self.zones[index].nofragment = nofragment(&self.layout, node, zone_type);
+        }
+        let page_bytes = 1u64 << self.layout.page_shift;
+        let nr_cpus = self.cpus.len();
+        for zone in self.zone_ids() {
+            let slot = &self.zones[zone.index()];
+            let (high, batch) = if slot.present_pages == 0 {
+                (0, 1)
+            } else {
+                let batch = zone_batchsize(slot.present_pages, page_bytes);
+                let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
+                (
+                    zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
+                    batch,
+                )
+            };
+            for cpu in self.cpus.iter() {
+                let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
+                pcp.set_high_and_batch(high, batch);
+            }
+            self.drain_zone_pcp(zone);
+        }
+        self.zonelists = build_zonelists(&self.layout, &self.zones);
+    }
+
+    /// The zone's layout entry (present ranges and span).
+    pub(super) fn zone_layout(&self, zone: ZoneIdx) -> &ZoneLayout {
+        self.layout
+            .zones()
+            .nth(zone.index())
+            .expect("zone index from the table")
+    }
+
+    fn layout_zone_mut(&mut self, zone: ZoneIdx) -> &mut ZoneLayout {
+        self.layout
+            .nodes
+            .iter_mut()
+            .flat_map(|node| node.zones.iter_mut())
+            .nth(zone.index())
+            .expect("zone index from the table")
+    }
+
+    /// Makes the span, the slot's sizes and the buddy span follow the
+    /// zone's present ranges.
+    fn sync_zone_size(&mut self, zone: ZoneIdx) {
+        let layout = self.layout_zone_mut(zone);
+        layout.span = PfnRange::covering(&layout.present);
+        let (span, present) = (layout.span, layout.present_pages());
+        let slot = &mut self.zones[zone.index()];
+        slot.start_pfn = span.start.0;
+        slot.spanned_pages = span.len();
+        slot.present_pages = present;
+        self.lock_zone(zone).set_span(span);
+    }
+}
