@@ -37,6 +37,7 @@ pub mod pageblock;
 pub mod pcp;
 pub mod policies;
 pub mod proc;
+pub mod reclaim;
 pub mod rng;
 pub mod slab;
 pub mod sync;
