@@ -85,7 +85,8 @@ fn main() {
         let allocator =
             LocalPageAllocator::boot_seeded(&desc, AllocOptions::default(), seed).expect("boot");
         let page_shift = allocator.layout().page_shift as u32;
-        let config = AgingConfig::for_machine(3 * CACHE >> page_shift, memory >> page_shift, CpuId(0));
+        let config =
+            AgingConfig::for_machine((3 * CACHE) >> page_shift, memory >> page_shift, CpuId(0));
         let mut workload = AgingWorkload::new(&allocator, config, seed ^ 0xa9e).expect("workload");
         let started = std::time::Instant::now();
         let mut rates = Vec::new();
@@ -97,7 +98,11 @@ fn main() {
         }
         workload.mm().check_invariants().expect("invariants");
         let text: Vec<String> = rates.iter().map(|r| format!("{:.3}", r)).collect();
-        println!("shuffle={shuffle} ({:.1} s): {}", started.elapsed().as_secs_f64(), text.join(" "));
+        println!(
+            "shuffle={shuffle} ({:.1} s): {}",
+            started.elapsed().as_secs_f64(),
+            text.join(" ")
+        );
         print!("{}", workload.mm().vmstat());
         print!("{}", workload.mm().meminfo().render(page_shift as u8));
     }

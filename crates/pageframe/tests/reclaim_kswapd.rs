@@ -45,7 +45,14 @@ fn file_of(mm: &mut Mm, pages: u64) -> pageframe::reclaim::FileId {
 #[test]
 fn kswapd_wakes_below_low_and_reclaims_to_high() {
     let allocator = boot(&one_node(64, 2));
-    assert_eq!(allocator.zone_snapshots().iter().filter(|z| z.managed > 0).count(), 1);
+    assert_eq!(
+        allocator
+            .zone_snapshots()
+            .iter()
+            .filter(|z| z.managed > 0)
+            .count(),
+        1
+    );
     let mut mm = Mm::new(&allocator, MmConfig::default());
     let file = file_of(&mut mm, 1 << 15);
     let mut index = 0;
@@ -108,7 +115,10 @@ fn direct_reclaim_when_kswapd_does_not_run() {
     let pages = 2 * (64 << 20) / PAGE;
     let file = file_of(&mut mm, pages);
     for chunk in 0..pages / 64 {
-        assert_eq!(mm.read(CPU, file, chunk * 64 * PAGE, 64 * PAGE).unwrap(), 64 * PAGE);
+        assert_eq!(
+            mm.read(CPU, file, chunk * 64 * PAGE, 64 * PAGE).unwrap(),
+            64 * PAGE
+        );
     }
     assert!(count(&mm, ReclaimEvent::AllocstallMovable) > 0);
     assert_eq!(count(&mm, ReclaimEvent::AllocstallNormal), 0);
@@ -133,7 +143,8 @@ fn pages_used_twice_survive_a_stream() {
     let pages = 2 * (64 << 20) / PAGE;
     let stream = file_of(&mut mm, pages);
     for chunk in 0..pages / 256 {
-        mm.read(CPU, stream, chunk * 256 * PAGE, 256 * PAGE).unwrap();
+        mm.read(CPU, stream, chunk * 256 * PAGE, 256 * PAGE)
+            .unwrap();
         mm.kswapd_run(NODE).unwrap();
     }
     let stolen = count(&mm, ReclaimEvent::PgstealKswapd) + count(&mm, ReclaimEvent::PgstealDirect);

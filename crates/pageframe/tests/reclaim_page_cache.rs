@@ -22,8 +22,11 @@ fn lru(mm: &Mm, list: LruList) -> u64 {
     mm.lru_pages(NodeId(0), list)
 }
 
+/// A file's cached pages as (offset, PFN).
+type CachedPages = Result<Vec<(u64, u64)>, MmError>;
+
 /// Everything a refused call must leave unchanged.
-fn state(mm: &Mm, file: FileId) -> (Result<Vec<(u64, u64)>, MmError>, u64, u64, String) {
+fn state(mm: &Mm, file: FileId) -> (CachedPages, u64, u64, String) {
     (
         mm.file_pages(file),
         mm.allocator().nr_free_pages(),
@@ -62,7 +65,10 @@ fn sequential_read_allocates_in_offset_order_and_second_read_activates() {
     assert_eq!(mm.meminfo().cached, 100);
     assert_eq!(mm.meminfo().active_file, 10);
     // Reads stop at the end of the file.
-    assert_eq!(mm.read(CPU, file, 99 * PAGE + 10, 5 * PAGE).unwrap(), PAGE - 10);
+    assert_eq!(
+        mm.read(CPU, file, 99 * PAGE + 10, 5 * PAGE).unwrap(),
+        PAGE - 10
+    );
     assert_eq!(mm.read(CPU, file, 200 * PAGE, PAGE).unwrap(), 0);
     assert_eq!(mm.file_pages(file).unwrap().len(), 100);
     // No memory pressure: no reclaim, kswapd asleep.
@@ -183,7 +189,9 @@ fn exit_frees_anon_pages_and_gone_processes_are_esrch() {
     mm.touch(pid, 0, 5).unwrap();
     let pages = mm.process_pages(pid).unwrap();
     assert_eq!(pages.len(), 35);
-    assert!(pages.iter().all(|&(vpn, pfn)| mm.owner(pfn) == Owner::Anon { pid, vpn }));
+    assert!(pages
+        .iter()
+        .all(|&(vpn, pfn)| mm.owner(pfn) == Owner::Anon { pid, vpn }));
     assert_eq!(lru(&mm, LruList::InactiveAnon), 35);
     assert_eq!(mm.meminfo().anon_pages, 35);
     conserved(&mm);
@@ -217,21 +225,31 @@ fn meminfo_has_the_kernel_layout() {
     mm.write(CPU, file, 0, 3 * PAGE).unwrap();
     let info = mm.meminfo();
     let zones = allocator.zone_snapshots();
-    assert_eq!(info.total, zones.iter().map(|zone| zone.managed).sum::<u64>());
+    assert_eq!(
+        info.total,
+        zones.iter().map(|zone| zone.managed).sum::<u64>()
+    );
     assert!(info.total * PAGE <= 64 * MIB && info.total * PAGE > 60 * MIB);
     assert_eq!(info.free, allocator.nr_free_pages());
     // si_mem_available(): free - totalreserve + cache - min(cache / 2, low).
     let reserve: u64 = zones
         .iter()
-        .map(|zone| (zone.lowmem_reserve.iter().max().unwrap() + zone.watermarks.high).min(zone.managed))
+        .map(|zone| {
+            (zone.lowmem_reserve.iter().max().unwrap() + zone.watermarks.high).min(zone.managed)
+        })
         .sum();
     assert_eq!(info.available, info.free + 3 - 1 - reserve);
     let text = info.render(12);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 19);
-    assert_eq!(lines[0], format!("MemTotal:       {:>8} kB", info.total * 4));
+    assert_eq!(
+        lines[0],
+        format!("MemTotal:       {:>8} kB", info.total * 4)
+    );
     assert_eq!(lines[4], "Cached:               12 kB");
     assert_eq!(lines[11], "Inactive(file):       12 kB");
     assert_eq!(lines[16], "Dirty:                12 kB");
-    assert!(lines.iter().all(|line| line.len() == 27 && line.ends_with(" kB")));
+    assert!(lines
+        .iter()
+        .all(|line| line.len() == 27 && line.ends_with(" kB")));
 }

@@ -127,7 +127,10 @@ impl<'a> AgingWorkload<'a> {
         let pid = self.mm.spawn(cpu)?;
         let mut touched = 0;
         while touched < self.config.heap_pages {
-            let count = self.config.chunk_pages.min(self.config.heap_pages - touched);
+            let count = self
+                .config
+                .chunk_pages
+                .min(self.config.heap_pages - touched);
             self.mm.touch(pid, touched, count)?;
             touched += count;
             self.mm.kswapd_run_all()?;
@@ -154,13 +157,19 @@ impl<'a> AgingWorkload<'a> {
         let page_bytes = 1u64 << self.mm.allocator().layout().page_shift;
         let log = self.mm.create_file();
         self.logs.push(log);
-        let chunks = self.config.read_pages_per_run.div_ceil(self.config.chunk_pages);
+        let chunks = self
+            .config
+            .read_pages_per_run
+            .div_ceil(self.config.chunk_pages);
         let log_per_chunk = self.config.log_pages_per_run.div_ceil(chunks.max(1));
         for _ in 0..chunks {
             let file = self.dataset[self.rng.below(self.dataset.len() as u64) as usize];
-            let start = self
-                .rng
-                .below(self.config.dataset_file_pages.saturating_sub(self.config.chunk_pages) + 1);
+            let start = self.rng.below(
+                self.config
+                    .dataset_file_pages
+                    .saturating_sub(self.config.chunk_pages)
+                    + 1,
+            );
             self.mm.read(
                 cpu,
                 file,

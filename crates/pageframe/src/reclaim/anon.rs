@@ -58,7 +58,9 @@ impl Mm<'_> {
         let end = first
             .checked_add(count)
             .filter(|&end| end <= TASK_PAGES)
-            .ok_or(MmError::InvalidLength(i64::try_from(first).unwrap_or(i64::MAX)))?;
+            .ok_or(MmError::InvalidLength(
+                i64::try_from(first).unwrap_or(i64::MAX),
+            ))?;
         let node = self.cpu_node(cpu)?;
         for vpn in first..end {
             match self.processes[pid.0 as usize].pages.get(&vpn) {

@@ -56,10 +56,9 @@ impl MmError {
         match self {
             MmError::BadFile(_) => 9,
             MmError::NoSuchFile(_) => 2,
-            MmError::InvalidLength(_)
-            | MmError::Alloc(_)
-            | MmError::Cpu(_)
-            | MmError::Free(_) => 22,
+            MmError::InvalidLength(_) | MmError::Alloc(_) | MmError::Cpu(_) | MmError::Free(_) => {
+                22
+            }
             MmError::FileTooBig { .. } => 27,
             MmError::NoSuchProcess(_) => 3,
             MmError::NoMemory(_) => 12,

@@ -42,10 +42,16 @@ impl Mm<'_> {
             for (&index, &pfn) in &slot.pages {
                 let meta = self.lru.meta(pfn);
                 if meta.owner != (Owner::File { file: id, index }) {
-                    return fail(format!("file {id} page {index}: PFN {pfn} owned by {:?}", meta.owner));
+                    return fail(format!(
+                        "file {id} page {index}: PFN {pfn} owned by {:?}",
+                        meta.owner
+                    ));
                 }
                 if index >= limit {
-                    return fail(format!("file {id} page {index} beyond its size {}", slot.size));
+                    return fail(format!(
+                        "file {id} page {index} beyond its size {}",
+                        slot.size
+                    ));
                 }
                 dirty += meta.test(DIRTY) as u64;
             }
@@ -71,7 +77,10 @@ impl Mm<'_> {
             mapped += process.pages.len() as u64;
         }
         if mapped != self.nr_anon {
-            return fail(format!("processes hold {mapped} pages, counter says {}", self.nr_anon));
+            return fail(format!(
+                "processes hold {mapped} pages, counter says {}",
+                self.nr_anon
+            ));
         }
         Ok(())
     }

@@ -85,11 +85,16 @@ impl Mm<'_> {
     pub(super) fn wakeup_kswapd(&mut self, node: usize, order: u8, highest_zone: ZoneType) {
         let kswapd = &mut self.kswapd[node];
         kswapd.order = kswapd.order.max(order);
-        kswapd.highest_zone = Some(kswapd.highest_zone.map_or(highest_zone, |z| z.max(highest_zone)));
+        kswapd.highest_zone = Some(
+            kswapd
+                .highest_zone
+                .map_or(highest_zone, |z| z.max(highest_zone)),
+        );
         if kswapd.state == KswapdState::Woken {
             return;
         }
-        if kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced(node, order, highest_zone) {
+        if kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced(node, order, highest_zone)
+        {
             return;
         }
         if self.kswapd[node].state == KswapdState::Napping {
@@ -119,7 +124,8 @@ impl Mm<'_> {
                     };
                     false
                 } else {
-                    self.counters.add(ReclaimEvent::KswapdHighWmarkHitQuickly, 1);
+                    self.counters
+                        .add(ReclaimEvent::KswapdHighWmarkHitQuickly, 1);
                     true
                 }
             }

@@ -298,10 +298,17 @@ impl Lru {
                         Owner::None => false,
                     };
                     if meta.lru != Some(list) || meta.prev != prev || meta.node as usize != node {
-                        return fail(format!("PFN {pfn}: links or list of {} broken", list.stat_name()));
+                        return fail(format!(
+                            "PFN {pfn}: links or list of {} broken",
+                            list.stat_name()
+                        ));
                     }
                     if !kind_ok {
-                        return fail(format!("PFN {pfn} on {} has owner {:?}", list.stat_name(), meta.owner));
+                        return fail(format!(
+                            "PFN {pfn} on {} has owner {:?}",
+                            list.stat_name(),
+                            meta.owner
+                        ));
                     }
                     prev = pfn;
                 }
@@ -313,7 +320,9 @@ impl Lru {
         }
         let (file, anon) = self.owned();
         if file + anon != listed {
-            return fail(format!("{file} file + {anon} anon pages owned, {listed} on LRU lists"));
+            return fail(format!(
+                "{file} file + {anon} anon pages owned, {listed} on LRU lists"
+            ));
         }
         Ok(())
     }

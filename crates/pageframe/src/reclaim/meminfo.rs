@@ -68,7 +68,9 @@ impl Mm<'_> {
     /// The machine's `/proc/meminfo` values.
     pub fn meminfo(&self) -> Meminfo {
         let sum = |list: LruList| -> u64 {
-            (0..self.nr_nodes()).map(|node| self.lru.count(node, list)).sum()
+            (0..self.nr_nodes())
+                .map(|node| self.lru.count(node, list))
+                .sum()
         };
         let (mut total, mut wmark_low, mut totalreserve) = (0u64, 0u64, 0u64);
         for zone in &self.zones {

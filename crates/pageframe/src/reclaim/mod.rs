@@ -30,6 +30,7 @@
 //! Single-threaded: no locks. The allocator's own locks are taken inside
 //! its calls only.
 
+pub mod aging;
 mod anon;
 pub mod error;
 mod invariants;
@@ -40,7 +41,6 @@ mod page_cache;
 mod slowpath;
 mod vmscan;
 pub mod vmstat;
-pub mod aging;
 
 pub use error::MmError;
 pub use kswapd::{KswapdState, KswapdStep};

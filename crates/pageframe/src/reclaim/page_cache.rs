@@ -44,10 +44,12 @@ impl Mm<'_> {
     /// The page offsets `[first, end)` a byte range covers; EINVAL when
     /// its end overflows `loff_t` (rw_verify_area()).
     fn page_range(&self, pos: u64, len: u64) -> Result<(u64, u64), MmError> {
-        let end = pos
-            .checked_add(len)
-            .filter(|&end| end <= MAX_LOFF)
-            .ok_or(MmError::InvalidLength(i64::try_from(pos).unwrap_or(i64::MAX)))?;
+        let end =
+            pos.checked_add(len)
+                .filter(|&end| end <= MAX_LOFF)
+                .ok_or(MmError::InvalidLength(
+                    i64::try_from(pos).unwrap_or(i64::MAX),
+                ))?;
         let shift = self.page_shift();
         Ok((pos >> shift, end.div_ceil(1 << shift)))
     }
@@ -149,7 +151,10 @@ impl Mm<'_> {
     /// fsync(2): writes back the file's dirty pages (at once); EBADF when deleted.
     pub fn fsync(&mut self, file: FileId) -> Result<u64, MmError> {
         let pages: Vec<u64> = self.live_file(file)?.pages.values().copied().collect();
-        Ok(pages.into_iter().filter(|&pfn| self.end_writeback(pfn)).count() as u64)
+        Ok(pages
+            .into_iter()
+            .filter(|&pfn| self.end_writeback(pfn))
+            .count() as u64)
     }
 
     /// sync(2): writes back every dirty page; returns how many.
@@ -159,7 +164,10 @@ impl Mm<'_> {
             .iter()
             .flat_map(|slot| slot.pages.values().copied())
             .collect();
-        pages.into_iter().filter(|&pfn| self.end_writeback(pfn)).count() as u64
+        pages
+            .into_iter()
+            .filter(|&pfn| self.end_writeback(pfn))
+            .count() as u64
     }
 
     /// ftruncate(2) to `length` bytes on `cpu`: pages wholly past the new
@@ -216,7 +224,13 @@ impl Mm<'_> {
 
     fn insert_file_page(&mut self, file: FileId, index: u64, pfn: u64, flags: u8) {
         let node = self.node_of(pfn);
-        self.lru.adopt(pfn, node, Owner::File { file, index }, LruList::InactiveFile, flags);
+        self.lru.adopt(
+            pfn,
+            node,
+            Owner::File { file, index },
+            LruList::InactiveFile,
+            flags,
+        );
         self.files[file.0 as usize].pages.insert(index, pfn);
         self.nr_file += 1;
     }
@@ -227,7 +241,8 @@ impl Mm<'_> {
         let meta = *self.lru.meta(pfn);
         let Some(list) = meta.lru else { return };
         if !list.is_active() && meta.test(REFERENCED) {
-            self.lru.move_to(pfn, LruList::of(list.is_file(), true), false);
+            self.lru
+                .move_to(pfn, LruList::of(list.is_file(), true), false);
             self.lru.meta_mut(pfn).flags &= !REFERENCED;
             self.counters.add(ReclaimEvent::Pgactivate, 1);
         } else if !meta.test(REFERENCED) {

@@ -44,7 +44,9 @@ impl Mm<'_> {
     pub fn free_pages(&mut self, cpu: CpuId, page: Page, order: Order) -> Result<(), MmError> {
         let pages = 1u64 << order.0;
         if pages > self.nr_other {
-            return Err(MmError::Free(crate::error::FreeError::NotMemory(page.pfn())));
+            return Err(MmError::Free(crate::error::FreeError::NotMemory(
+                page.pfn(),
+            )));
         }
         self.allocator
             .cpu(cpu)?
@@ -179,7 +181,8 @@ impl Mm<'_> {
                 }
                 sc.priority -= 1;
             }
-            if sc.nr_reclaimed >= sc.nr_to_reclaim || !sc.skipped_deactivate || sc.force_deactivate {
+            if sc.nr_reclaimed >= sc.nr_to_reclaim || !sc.skipped_deactivate || sc.force_deactivate
+            {
                 return Ok(sc.nr_reclaimed);
             }
             sc.priority = super::vmscan::DEF_PRIORITY;
@@ -206,12 +209,12 @@ impl Mm<'_> {
         nodes.iter().any(|&node| {
             let reclaimable = self.lru.count(node, LruList::InactiveFile)
                 + self.lru.count(node, LruList::ActiveFile);
-            let (free, min) = self
-                .eligible_zones(&[node], highest_zone)
-                .fold((0, 0), |(free, min), zone| {
-                    let (zone_free, watermarks) = self.zone_free(zone);
-                    (free + zone_free, min + watermarks.min)
-                });
+            let (free, min) =
+                self.eligible_zones(&[node], highest_zone)
+                    .fold((0, 0), |(free, min), zone| {
+                        let (zone_free, watermarks) = self.zone_free(zone);
+                        (free + zone_free, min + watermarks.min)
+                    });
             free + reclaimable >= min + (1 << order) && min > 0
         })
     }

@@ -154,13 +154,15 @@ impl Mm<'_> {
     /// pages, which this model has none of, stay active when referenced).
     fn shrink_active_list(&mut self, node: usize, list: LruList, nr_to_scan: u64) {
         let taken = self.isolate(node, list, nr_to_scan);
-        self.counters.add(ReclaimEvent::Pgrefill, taken.len() as u64);
+        self.counters
+            .add(ReclaimEvent::Pgrefill, taken.len() as u64);
         let inactive = LruList::of(list.is_file(), false);
         for &pfn in &taken {
             self.lru.meta_mut(pfn).flags &= !YOUNG;
             self.lru.move_to(pfn, inactive, false);
         }
-        self.counters.add(ReclaimEvent::Pgdeactivate, taken.len() as u64);
+        self.counters
+            .add(ReclaimEvent::Pgdeactivate, taken.len() as u64);
     }
 
     /// folio_check_references(): a mapped page referenced through its PTE
@@ -276,7 +278,8 @@ impl Mm<'_> {
         if meta.test(RECLAIM) {
             self.lru.meta_mut(pfn).flags &= !RECLAIM;
             if let Some(list) = meta.lru {
-                self.lru.move_to(pfn, LruList::of(list.is_file(), false), true);
+                self.lru
+                    .move_to(pfn, LruList::of(list.is_file(), false), true);
                 self.counters.add(ReclaimEvent::Pgrotated, 1);
             }
         }

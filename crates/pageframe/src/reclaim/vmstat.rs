@@ -152,7 +152,9 @@ impl Mm<'_> {
     pub fn vmstat(&self) -> String {
         let mut out = String::new();
         for list in LruList::ALL {
-            let pages: u64 = (0..self.nr_nodes()).map(|node| self.lru.count(node, list)).sum();
+            let pages: u64 = (0..self.nr_nodes())
+                .map(|node| self.lru.count(node, list))
+                .sum();
             out.push_str(&format!("{} {pages}\n", list.stat_name()));
         }
         out.push_str(&format!("nr_anon_pages {}\n", self.nr_anon_pages()));
