@@ -257,8 +257,27 @@ fn allocations_that_cannot_reclaim_fail_and_others_reclaim() {
     assert!(count(&mm, ReclaimEvent::PgstealDirect) > 0);
     mm.check_invariants().unwrap();
     assert_conserved(&allocator, mm.nr_file_pages() + held.len() as u64);
+    // Page cache pages cannot be freed as someone else's.
+    let (_, cached) = mm.file_pages(file).unwrap()[0];
+    let before = mm.vmstat();
+    let err = mm.free_pages(
+        CPU,
+        pageframe::Page::from_pfn(pageframe::Pfn(cached)),
+        Order(0),
+    );
+    assert_eq!(err.unwrap_err().name(), "EBUSY");
+    let err = mm.free_pages(CPU, held[0], Order(200)).unwrap_err();
+    assert_eq!(err.name(), "EINVAL");
+    assert_eq!(mm.vmstat(), before);
     for page in held {
         mm.free_pages(CPU, page, Order(0)).unwrap();
     }
     conserved(&mm);
+    // Everything handed out came back: another free is refused.
+    let err = mm.free_pages(
+        CPU,
+        pageframe::Page::from_pfn(pageframe::Pfn(cached)),
+        Order(0),
+    );
+    assert_eq!(err.unwrap_err().name(), "EINVAL");
 }

@@ -4,7 +4,7 @@
 //! allocation slow path gives up).
 
 use crate::error::{AllocError, CpuError, FreeError};
-use crate::reclaim::{FileId, Pid};
+use crate::reclaim::{FileId, Owner, Pid};
 use crate::types::NodeId;
 
 /// An error of the reclaim layer's calls. Bad input leaves all state unchanged.
@@ -45,6 +45,14 @@ pub enum MmError {
     /// A node that does not exist: ENODEV.
     #[error("ENODEV: no node {0}")]
     NoSuchNode(NodeId),
+    /// A page cache or anon page passed to a free: EBUSY.
+    #[error("EBUSY: PFN {pfn} belongs to {owner:?}")]
+    PageInUse {
+        /// The page.
+        pfn: u64,
+        /// Who holds it.
+        owner: Owner,
+    },
     /// A free the allocator refused.
     #[error("{0}")]
     Free(FreeError),
@@ -63,6 +71,7 @@ impl MmError {
             MmError::NoSuchProcess(_) => 3,
             MmError::NoMemory(_) => 12,
             MmError::NoSuchNode(_) => 19,
+            MmError::PageInUse { .. } => 16,
         }
     }
 
@@ -75,6 +84,7 @@ impl MmError {
             3 => "ESRCH",
             12 => "ENOMEM",
             19 => "ENODEV",
+            16 => "EBUSY",
             _ => "EINVAL",
         }
     }

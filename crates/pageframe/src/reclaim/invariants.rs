@@ -39,6 +39,7 @@ impl Mm<'_> {
                 return fail(format!("deleted file {id} keeps pages or a size"));
             }
             let limit = slot.size.div_ceil(1 << page_shift);
+            let mut file_dirty = 0u64;
             for (&index, &pfn) in &slot.pages {
                 let meta = self.lru.meta(pfn);
                 if meta.owner != (Owner::File { file: id, index }) {
@@ -53,8 +54,15 @@ impl Mm<'_> {
                         slot.size
                     ));
                 }
-                dirty += meta.test(DIRTY) as u64;
+                file_dirty += meta.test(DIRTY) as u64;
             }
+            if file_dirty != slot.dirty {
+                return fail(format!(
+                    "file {id} has {file_dirty} dirty pages, counts {}",
+                    slot.dirty
+                ));
+            }
+            dirty += file_dirty;
             cached += slot.pages.len() as u64;
         }
         if cached != self.nr_file || dirty != self.nr_dirty {

@@ -244,9 +244,11 @@ impl<'a> Mm<'a> {
         let meta = *self.lru.meta(pfn);
         match meta.owner {
             Owner::File { file, index } => {
-                self.files[file.0 as usize].pages.remove(&index);
+                let slot = &mut self.files[file.0 as usize];
+                slot.pages.remove(&index);
                 self.nr_file -= 1;
                 if meta.test(lru::DIRTY) {
+                    slot.dirty -= 1;
                     self.nr_dirty -= 1;
                 }
             }

@@ -22,6 +22,8 @@ pub(super) struct FileSlot {
     pub(super) deleted: bool,
     /// `i_size`, in bytes.
     pub(super) size: u64,
+    /// Dirty pages (the inode is on the flusher's dirty list when nonzero).
+    pub(super) dirty: u64,
     /// Page offset to PFN (`mapping->i_pages`).
     pub(super) pages: BTreeMap<u64, u64>,
 }
@@ -140,7 +142,7 @@ impl Mm<'_> {
                     Err(_) => break,
                 },
             };
-            self.set_dirty(pfn);
+            self.set_dirty(file, pfn);
             written_end = end.min((index + 1) << self.page_shift());
         }
         let slot = &mut self.files[file.0 as usize];
@@ -157,11 +159,12 @@ impl Mm<'_> {
             .count() as u64)
     }
 
-    /// sync(2): writes back every dirty page; returns how many.
+    /// sync(2): writes back every dirty page, file by file; returns how many.
     pub fn sync(&mut self) -> u64 {
         let pages: Vec<u64> = self
             .files
             .iter()
+            .filter(|slot| slot.dirty > 0)
             .flat_map(|slot| slot.pages.values().copied())
             .collect();
         pages
@@ -250,11 +253,12 @@ impl Mm<'_> {
         }
     }
 
-    /// folio_mark_dirty().
-    fn set_dirty(&mut self, pfn: u64) {
+    /// folio_mark_dirty() of a page of `file`.
+    fn set_dirty(&mut self, file: FileId, pfn: u64) {
         let meta = self.lru.meta_mut(pfn);
         if !meta.test(DIRTY) {
             meta.flags |= DIRTY;
+            self.files[file.0 as usize].dirty += 1;
             self.nr_dirty += 1;
             self.counters.add(ReclaimEvent::NrDirtied, 1);
         }

@@ -40,13 +40,22 @@ impl Mm<'_> {
         Ok(Page::from_pfn(Pfn(pfn)))
     }
 
-    /// Frees pages from [`Mm::alloc_pages`].
+    /// Frees pages from [`Mm::alloc_pages`]. EBUSY for a page of the page
+    /// cache or of a process (those leave by truncation, deletion, exit or
+    /// reclaim); the allocator's refusals (double free, wrong order) as
+    /// [`MmError::Free`]. Nothing changes on error.
     pub fn free_pages(&mut self, cpu: CpuId, page: Page, order: Order) -> Result<(), MmError> {
-        let pages = 1u64 << order.0;
+        let not_ours = MmError::Free(crate::error::FreeError::NotAllocated(page.pfn()));
+        let pages = 1u64.checked_shl(order.0 as u32).ok_or(not_ours.clone())?;
         if pages > self.nr_other {
-            return Err(MmError::Free(crate::error::FreeError::NotMemory(
-                page.pfn(),
-            )));
+            return Err(not_ours);
+        }
+        let first = page.pfn().0;
+        for pfn in first..first.saturating_add(pages) {
+            let owner = self.owner(pfn);
+            if owner != super::Owner::None {
+                return Err(MmError::PageInUse { pfn, owner });
+            }
         }
         self.allocator
             .cpu(cpu)?

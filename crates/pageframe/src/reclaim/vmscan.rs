@@ -271,6 +271,9 @@ impl Mm<'_> {
             return false;
         }
         self.lru.meta_mut(pfn).flags &= !DIRTY;
+        if let Owner::File { file, .. } = meta.owner {
+            self.files[file.0 as usize].dirty -= 1;
+        }
         self.nr_dirty -= 1;
         self.counters.add(ReclaimEvent::NrWritten, 1);
         let kib = 1 << (self.allocator.layout().page_shift - 10);
