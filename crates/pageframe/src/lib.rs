@@ -49,6 +49,7 @@ pub mod pageblock;
 pub mod pcp;
 pub mod policies;
 pub mod proc;
+pub mod reclaim;
 pub mod rng;
 pub mod slab;
 pub mod sync;

@@ -1,0 +1,106 @@
+//! Errors of the page cache, process and reclaim calls, each with the errno
+//! Linux returns for the same call (open(2), read(2), write(2),
+//! ftruncate(2), unlink(2), kill(2) on a gone process, and ENOMEM when the
+//! allocation slow path gives up).
+
+use crate::error::{AllocError, CpuError, FreeError};
+use crate::reclaim::{FileId, Owner, Pid};
+use crate::types::NodeId;
+
+/// An error of the reclaim layer's calls. Bad input leaves all state unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MmError {
+    /// The file was deleted (its descriptor is closed): EBADF, as read(2),
+    /// write(2) and ftruncate(2) return on a closed descriptor.
+    #[error("EBADF: file {0} was deleted")]
+    BadFile(FileId),
+    /// No such file, or it was deleted already: ENOENT, as unlink(2).
+    #[error("ENOENT: no file {0}")]
+    NoSuchFile(FileId),
+    /// A negative length or an offset whose end overflows: EINVAL, as
+    /// do_ftruncate() and rw_verify_area().
+    #[error("EINVAL: length {0} is invalid")]
+    InvalidLength(i64),
+    /// Beyond the file system's maximum file size: EFBIG, as
+    /// inode_newsize_ok() and generic_write_check_limits().
+    #[error("EFBIG: {size} bytes is beyond the maximum file size {max}")]
+    FileTooBig {
+        /// The size asked for.
+        size: u64,
+        /// The file system's `s_maxbytes`.
+        max: u64,
+    },
+    /// No such process, or it exited: ESRCH.
+    #[error("ESRCH: no process {0}")]
+    NoSuchProcess(Pid),
+    /// The slow path gave up after reclaim: ENOMEM.
+    #[error("ENOMEM: {0}")]
+    NoMemory(AllocError),
+    /// The allocator refused the request itself (bad order, node or flags).
+    #[error("allocation refused: {0}")]
+    Alloc(AllocError),
+    /// A CPU that does not exist.
+    #[error("{0}")]
+    Cpu(CpuError),
+    /// A node that does not exist: ENODEV.
+    #[error("ENODEV: no node {0}")]
+    NoSuchNode(NodeId),
+    /// A page cache or anon page passed to a free: EBUSY.
+    #[error("EBUSY: PFN {pfn} belongs to {owner:?}")]
+    PageInUse {
+        /// The page.
+        pfn: u64,
+        /// Who holds it.
+        owner: Owner,
+    },
+    /// A free the allocator refused.
+    #[error("{0}")]
+    Free(FreeError),
+}
+
+impl MmError {
+    /// The positive Linux error number.
+    pub fn code(&self) -> i32 {
+        match self {
+            MmError::BadFile(_) => 9,
+            MmError::NoSuchFile(_) => 2,
+            MmError::InvalidLength(_) | MmError::Alloc(_) | MmError::Cpu(_) | MmError::Free(_) => {
+                22
+            }
+            MmError::FileTooBig { .. } => 27,
+            MmError::NoSuchProcess(_) => 3,
+            MmError::NoMemory(_) => 12,
+            MmError::NoSuchNode(_) => 19,
+            MmError::PageInUse { .. } => 16,
+        }
+    }
+
+    /// The symbolic errno name (`EBADF`).
+    pub fn name(&self) -> &'static str {
+        match self.code() {
+            9 => "EBADF",
+            2 => "ENOENT",
+            27 => "EFBIG",
+            3 => "ESRCH",
+            12 => "ENOMEM",
+            19 => "ENODEV",
+            16 => "EBUSY",
+            _ => "EINVAL",
+        }
+    }
+}
+
+impl From<AllocError> for MmError {
+    fn from(err: AllocError) -> MmError {
+        match err {
+            AllocError::NoMemory { .. } | AllocError::WouldBlock { .. } => MmError::NoMemory(err),
+            other => MmError::Alloc(other),
+        }
+    }
+}
+
+impl From<CpuError> for MmError {
+    fn from(err: CpuError) -> MmError {
+        MmError::Cpu(err)
+    }
+}

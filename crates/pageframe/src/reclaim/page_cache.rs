@@ -1,0 +1,269 @@
+//! Files and their page cache: pages by file offset, read(2) that fills
+//! missing pages in offset order, write(2) that dirties them, writeback
+//! that cleans them, ftruncate(2) and unlink(2) that free them.
+//!
+//! Owns: one [`FileSlot`] per file ever created (a deleted file keeps its
+//! slot, empty, so that its id answers EBADF rather than naming another
+//! file). Invariants: a file's pages all have offsets below
+//! `ceil(size / PAGE_SIZE)` after a truncation (reads and writes only add
+//! pages below the size); a deleted file has no pages; each page's owner
+//! is its (file, offset).
+
+use super::error::MmError;
+use super::lru::{LruList, Owner, DIRTY, REFERENCED};
+use super::{FileId, Mm, ReclaimEvent};
+use crate::gfp::Gfp;
+use crate::types::CpuId;
+use std::collections::BTreeMap;
+
+/// One file.
+#[derive(Clone, Debug, Default)]
+pub(super) struct FileSlot {
+    pub(super) deleted: bool,
+    /// `i_size`, in bytes.
+    pub(super) size: u64,
+    /// Dirty pages (the inode is on the flusher's dirty list when nonzero).
+    pub(super) dirty: u64,
+    /// Page offset to PFN (`mapping->i_pages`).
+    pub(super) pages: BTreeMap<u64, u64>,
+}
+
+/// `mapping_gfp_mask()` of a regular file: GFP_HIGHUSER_MOVABLE.
+pub(super) const MAPPING_GFP: Gfp = Gfp::HIGHUSER_MOVABLE;
+
+impl Mm<'_> {
+    fn page_shift(&self) -> u32 {
+        self.allocator.layout().page_shift as u32
+    }
+
+    fn live_file(&self, file: FileId) -> Result<&FileSlot, MmError> {
+        match self.files.get(file.0 as usize) {
+            Some(slot) if !slot.deleted => Ok(slot),
+            _ => Err(MmError::BadFile(file)),
+        }
+    }
+
+    /// The page offsets `[first, end)` a byte range covers; EINVAL when
+    /// its end overflows `loff_t` (rw_verify_area()).
+    fn page_range(&self, pos: u64, len: u64) -> Result<(u64, u64), MmError> {
+        let end =
+            pos.checked_add(len)
+                .filter(|&end| end <= MAX_LOFF)
+                .ok_or(MmError::InvalidLength(
+                    i64::try_from(pos).unwrap_or(i64::MAX),
+                ))?;
+        let shift = self.page_shift();
+        Ok((pos >> shift, end.div_ceil(1 << shift)))
+    }
+
+    /// Creates an empty file (creat(2)).
+    pub fn create_file(&mut self) -> FileId {
+        self.files.push(FileSlot::default());
+        FileId((self.files.len() - 1) as u32)
+    }
+
+    /// A file's size in bytes; EBADF when deleted.
+    pub fn file_size(&self, file: FileId) -> Result<u64, MmError> {
+        Ok(self.live_file(file)?.size)
+    }
+
+    /// A file's cached pages as (offset, PFN), in offset order; EBADF when deleted.
+    pub fn file_pages(&self, file: FileId) -> Result<Vec<(u64, u64)>, MmError> {
+        Ok(self
+            .live_file(file)?
+            .pages
+            .iter()
+            .map(|(&index, &pfn)| (index, pfn))
+            .collect())
+    }
+
+    /// pread(2) of `len` bytes at `pos` on `cpu`: bytes up to the end of
+    /// the file are read; each missing page is allocated in offset order
+    /// and added to the inactive file list, and every page read is marked
+    /// accessed. Returns the bytes read (0 at or past the end). A short
+    /// read when memory runs out part way; ENOMEM when nothing was read.
+    /// mirrors filemap_read(), filemap_create_folio() and folio_mark_accessed().
+    pub fn read(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
+        let size = self.live_file(file)?.size;
+        self.page_range(pos, len)?;
+        let node = self.cpu_node(cpu)?;
+        if pos >= size || len == 0 {
+            return Ok(0);
+        }
+        let end = size.min(pos + len);
+        let (first, last) = self.page_range(pos, end - pos)?;
+        for index in first..last {
+            let pfn = match self.files[file.0 as usize].pages.get(&index) {
+                Some(&pfn) => pfn,
+                None => match self.alloc_lru_page(cpu, node, MAPPING_GFP) {
+                    Ok(pfn) => {
+                        self.insert_file_page(file, index, pfn, 0);
+                        self.counters
+                            .add(ReclaimEvent::Pgpgin, 1 << (self.page_shift() - 10));
+                        pfn
+                    }
+                    Err(err) if index == first => return Err(err),
+                    Err(_) => return Ok((index << self.page_shift()) - pos),
+                },
+            };
+            self.mark_page_accessed(pfn);
+        }
+        Ok(end - pos)
+    }
+
+    /// pwrite(2) of `len` bytes at `pos` on `cpu`: grows the file, puts
+    /// every page written in the cache (allocating missing ones) and
+    /// dirties it. EFBIG when `pos` is at or past the maximum file size
+    /// (the write is cut short at it otherwise). mirrors
+    /// generic_perform_write() and generic_write_check_limits().
+    pub fn write(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
+        self.live_file(file)?;
+        self.page_range(pos, len)?;
+        let node = self.cpu_node(cpu)?;
+        let max = self.config.max_file_bytes;
+        if len == 0 {
+            return Ok(0);
+        }
+        if pos >= max {
+            return Err(MmError::FileTooBig { size: pos, max });
+        }
+        let end = max.min(pos + len);
+        let (first, last) = self.page_range(pos, end - pos)?;
+        let mut written_end = pos;
+        for index in first..last {
+            let pfn = match self.files[file.0 as usize].pages.get(&index) {
+                Some(&pfn) => pfn,
+                None => match self.alloc_lru_page(cpu, node, MAPPING_GFP) {
+                    Ok(pfn) => {
+                        self.insert_file_page(file, index, pfn, 0);
+                        pfn
+                    }
+                    Err(err) if index == first => return Err(err),
+                    Err(_) => break,
+                },
+            };
+            self.set_dirty(file, pfn);
+            written_end = end.min((index + 1) << self.page_shift());
+        }
+        let slot = &mut self.files[file.0 as usize];
+        slot.size = slot.size.max(written_end);
+        Ok(written_end - pos)
+    }
+
+    /// fsync(2): writes back the file's dirty pages (at once); EBADF when deleted.
+    pub fn fsync(&mut self, file: FileId) -> Result<u64, MmError> {
+        let pages: Vec<u64> = self.live_file(file)?.pages.values().copied().collect();
+        Ok(pages
+            .into_iter()
+            .filter(|&pfn| self.end_writeback(pfn))
+            .count() as u64)
+    }
+
+    /// sync(2): writes back every dirty page, file by file; returns how many.
+    pub fn sync(&mut self) -> u64 {
+        let pages: Vec<u64> = self
+            .files
+            .iter()
+            .filter(|slot| slot.dirty > 0)
+            .flat_map(|slot| slot.pages.values().copied())
+            .collect();
+        pages
+            .into_iter()
+            .filter(|&pfn| self.end_writeback(pfn))
+            .count() as u64
+    }
+
+    /// ftruncate(2) to `length` bytes on `cpu`: pages wholly past the new
+    /// size leave the cache and are freed in offset order (the page that
+    /// straddles it stays); growing only sets the size. EINVAL for a
+    /// negative length, EFBIG past the maximum file size, EBADF for a
+    /// deleted file; nothing changes on error. mirrors do_ftruncate(),
+    /// inode_newsize_ok() and truncate_inode_pages_range().
+    pub fn truncate(&mut self, cpu: CpuId, file: FileId, length: i64) -> Result<(), MmError> {
+        self.live_file(file)?;
+        let size = u64::try_from(length).map_err(|_| MmError::InvalidLength(length))?;
+        if size > self.config.max_file_bytes {
+            return Err(MmError::FileTooBig {
+                size,
+                max: self.config.max_file_bytes,
+            });
+        }
+        self.cpu_node(cpu)?;
+        let keep = size.div_ceil(1 << self.page_shift());
+        self.drop_file_pages(cpu, file, keep)?;
+        self.files[file.0 as usize].size = size;
+        Ok(())
+    }
+
+    /// unlink(2) of the file's only name with its descriptor closed: the
+    /// page cache is freed in offset order (truncate_inode_pages_final());
+    /// the id then answers EBADF to every call, and ENOENT to another
+    /// delete.
+    pub fn delete_file(&mut self, cpu: CpuId, file: FileId) -> Result<(), MmError> {
+        match self.files.get(file.0 as usize) {
+            Some(slot) if !slot.deleted => {}
+            _ => return Err(MmError::NoSuchFile(file)),
+        }
+        self.cpu_node(cpu)?;
+        self.drop_file_pages(cpu, file, 0)?;
+        let slot = &mut self.files[file.0 as usize];
+        slot.deleted = true;
+        slot.size = 0;
+        Ok(())
+    }
+
+    /// Frees the file's pages at offsets `from..`, in offset order.
+    fn drop_file_pages(&mut self, cpu: CpuId, file: FileId, from: u64) -> Result<(), MmError> {
+        let doomed: Vec<u64> = self.files[file.0 as usize]
+            .pages
+            .range(from..)
+            .map(|(_, &pfn)| pfn)
+            .collect();
+        for pfn in doomed {
+            self.free_owned(cpu, pfn)?;
+        }
+        Ok(())
+    }
+
+    fn insert_file_page(&mut self, file: FileId, index: u64, pfn: u64, flags: u8) {
+        let node = self.node_of(pfn);
+        self.lru.adopt(
+            pfn,
+            node,
+            Owner::File { file, index },
+            LruList::InactiveFile,
+            flags,
+        );
+        self.files[file.0 as usize].pages.insert(index, pfn);
+        self.nr_file += 1;
+    }
+
+    /// folio_mark_accessed() of a page cache page: an inactive page already
+    /// referenced is activated (and loses the mark); otherwise it gains it.
+    fn mark_page_accessed(&mut self, pfn: u64) {
+        let meta = *self.lru.meta(pfn);
+        let Some(list) = meta.lru else { return };
+        if !list.is_active() && meta.test(REFERENCED) {
+            self.lru
+                .move_to(pfn, LruList::of(list.is_file(), true), false);
+            self.lru.meta_mut(pfn).flags &= !REFERENCED;
+            self.counters.add(ReclaimEvent::Pgactivate, 1);
+        } else if !meta.test(REFERENCED) {
+            self.lru.meta_mut(pfn).flags |= REFERENCED;
+        }
+    }
+
+    /// folio_mark_dirty() of a page of `file`.
+    fn set_dirty(&mut self, file: FileId, pfn: u64) {
+        let meta = self.lru.meta_mut(pfn);
+        if !meta.test(DIRTY) {
+            meta.flags |= DIRTY;
+            self.files[file.0 as usize].dirty += 1;
+            self.nr_dirty += 1;
+            self.counters.add(ReclaimEvent::NrDirtied, 1);
+        }
+    }
+}
+
+/// The largest `loff_t`.
+const MAX_LOFF: u64 = i64::MAX as u64;

@@ -1,0 +1,291 @@
+//! Page reclaim over one node's LRU lists. mirrors, of mm/vmscan.c (6.12):
+//! shrink_node(), prepare_scan_control()'s deactivation decision,
+//! get_scan_count() with no swap (SCAN_FILE), shrink_lruvec(),
+//! shrink_list(), shrink_active_list(), shrink_inactive_list(),
+//! shrink_folio_list(), folio_check_references() and inactive_is_low();
+//! and of mm/swap.c and mm/filemap.c the end of writeback,
+//! folio_end_writeback() with folio_rotate_reclaimable().
+//!
+//! Simplifications: the scan targets are not rebalanced once enough was
+//! reclaimed (shrink_lruvec() stops instead of finishing proportionally);
+//! the flusher woken by reclaim writes every dirty page back at once.
+
+use super::error::MmError;
+use super::lru::{LruList, Owner, DIRTY, RECLAIM, REFERENCED, YOUNG};
+use super::{Mm, NodeId, ReclaimEvent};
+use crate::types::CpuId;
+
+/// `SWAP_CLUSTER_MAX`: pages isolated per batch.
+pub(super) const SWAP_CLUSTER_MAX: u64 = 32;
+/// `DEF_PRIORITY`: the first pass scans `size >> 12` of each list.
+pub(super) const DEF_PRIORITY: u32 = 12;
+
+/// One reclaim pass's parameters and results (`struct scan_control`).
+#[derive(Clone, Debug)]
+pub(super) struct ScanControl {
+    pub(super) nr_to_reclaim: u64,
+    pub(super) priority: u32,
+    pub(super) nr_scanned: u64,
+    pub(super) nr_reclaimed: u64,
+    /// Reclaim by kswapd (else direct reclaim).
+    pub(super) kswapd: bool,
+    /// The CPU the reclaimer runs on (where freed pages go).
+    pub(super) cpu: CpuId,
+    pub(super) may_deactivate_file: bool,
+    pub(super) force_deactivate: bool,
+    pub(super) skipped_deactivate: bool,
+}
+
+impl ScanControl {
+    pub(super) fn new(nr_to_reclaim: u64, kswapd: bool, cpu: CpuId) -> ScanControl {
+        ScanControl {
+            nr_to_reclaim,
+            priority: DEF_PRIORITY,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+            kswapd,
+            cpu,
+            may_deactivate_file: false,
+            force_deactivate: false,
+            skipped_deactivate: false,
+        }
+    }
+}
+
+/// folio_check_references()'s verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum References {
+    Activate,
+    Keep,
+    ReclaimClean,
+    Reclaim,
+}
+
+impl Mm<'_> {
+    /// inactive_is_low(): the inactive list is too small when
+    /// `inactive * int_sqrt(10 * gb) < active`, with `gb` the size of both
+    /// lists in GiB (a ratio of 1 below 1 GiB).
+    pub fn inactive_is_low(&self, node: NodeId, inactive: LruList) -> bool {
+        if node.index() >= self.nr_nodes() || inactive.is_active() {
+            return false;
+        }
+        let active = LruList::of(inactive.is_file(), true);
+        let inactive = self.lru.count(node.index(), inactive);
+        let active = self.lru.count(node.index(), active);
+        let gb = (inactive + active) >> (30 - self.allocator.layout().page_shift as u32);
+        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// shrink_node() of one node: decides whether the active file list may
+    /// be deactivated, then shrinks the lists.
+    pub(super) fn shrink_node(&mut self, node: usize, sc: &mut ScanControl) -> Result<(), MmError> {
+        sc.may_deactivate_file =
+            sc.force_deactivate || self.inactive_is_low(NodeId(node as u16), LruList::InactiveFile);
+        let reclaimed = sc.nr_reclaimed;
+        self.shrink_lruvec(node, sc)?;
+        if sc.nr_reclaimed > reclaimed {
+            // Reclaim made progress: the node is not hopeless.
+            self.kswapd[node].failures = 0;
+        }
+        Ok(())
+    }
+
+    /// shrink_lruvec(): scans `size >> priority` of each file list (no
+    /// swap: get_scan_count() leaves the anon lists alone) in batches of
+    /// SWAP_CLUSTER_MAX, until the targets are met or enough was reclaimed.
+    fn shrink_lruvec(&mut self, node: usize, sc: &mut ScanControl) -> Result<(), MmError> {
+        let mut targets = [0u64; 4];
+        for list in [LruList::InactiveFile, LruList::ActiveFile] {
+            targets[list as usize] = self.lru.count(node, list) >> sc.priority;
+        }
+        let start = sc.nr_reclaimed;
+        while targets.iter().any(|&target| target > 0) {
+            for list in LruList::ALL {
+                let batch = targets[list as usize].min(SWAP_CLUSTER_MAX);
+                if batch > 0 {
+                    targets[list as usize] -= batch;
+                    self.shrink_list(node, list, batch, sc)?;
+                }
+            }
+            if sc.nr_reclaimed - start >= sc.nr_to_reclaim {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// shrink_list(): active lists are only aged when deactivation is allowed.
+    fn shrink_list(
+        &mut self,
+        node: usize,
+        list: LruList,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+    ) -> Result<(), MmError> {
+        if list.is_active() {
+            if list.is_file() && sc.may_deactivate_file {
+                self.shrink_active_list(node, list, nr_to_scan);
+            } else {
+                sc.skipped_deactivate = true;
+            }
+            Ok(())
+        } else {
+            self.shrink_inactive_list(node, list, nr_to_scan, sc)
+        }
+    }
+
+    /// Takes up to `nr` pages from the tail of a list (isolate_lru_folios()).
+    fn isolate(&self, node: usize, list: LruList, nr: u64) -> Vec<u64> {
+        let mut taken = Vec::new();
+        let mut at = self.lru.tail(node, list);
+        while let Some(pfn) = at {
+            if taken.len() as u64 == nr {
+                break;
+            }
+            taken.push(pfn);
+            at = self.lru.prev(pfn);
+        }
+        taken
+    }
+
+    /// shrink_active_list(): pages from the active tail go to the inactive
+    /// head, their PTE young bits cleared on the way (only executable file
+    /// pages, which this model has none of, stay active when referenced).
+    fn shrink_active_list(&mut self, node: usize, list: LruList, nr_to_scan: u64) {
+        let taken = self.isolate(node, list, nr_to_scan);
+        self.counters
+            .add(ReclaimEvent::Pgrefill, taken.len() as u64);
+        let inactive = LruList::of(list.is_file(), false);
+        for &pfn in &taken {
+            self.lru.meta_mut(pfn).flags &= !YOUNG;
+            self.lru.move_to(pfn, inactive, false);
+        }
+        self.counters
+            .add(ReclaimEvent::Pgdeactivate, taken.len() as u64);
+    }
+
+    /// folio_check_references(): a mapped page referenced through its PTE
+    /// gets PG_referenced and another trip around the inactive list, and is
+    /// activated if it was referenced before; an unmapped page cache page
+    /// that is only PG_referenced is reclaimed if clean.
+    fn check_references(&mut self, pfn: u64) -> References {
+        let meta = self.lru.meta_mut(pfn);
+        let referenced_ptes = meta.test(YOUNG);
+        let referenced_folio = meta.test(REFERENCED);
+        meta.flags &= !(YOUNG | REFERENCED);
+        let file = matches!(meta.owner, Owner::File { .. });
+        if referenced_ptes {
+            meta.flags |= REFERENCED;
+            if referenced_folio {
+                return References::Activate;
+            }
+            return References::Keep;
+        }
+        if referenced_folio && file {
+            return References::ReclaimClean;
+        }
+        References::Reclaim
+    }
+
+    /// shrink_inactive_list() with shrink_folio_list(): scans pages from
+    /// the inactive tail; referenced ones are kept or activated, dirty file
+    /// pages are marked PG_reclaim, activated and handed to the flusher,
+    /// clean unreferenced ones are freed.
+    fn shrink_inactive_list(
+        &mut self,
+        node: usize,
+        list: LruList,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+    ) -> Result<(), MmError> {
+        let taken = self.isolate(node, list, nr_to_scan);
+        let scanned = taken.len() as u64;
+        sc.nr_scanned += scanned;
+        let (scan, steal) = if sc.kswapd {
+            (ReclaimEvent::PgscanKswapd, ReclaimEvent::PgstealKswapd)
+        } else {
+            (ReclaimEvent::PgscanDirect, ReclaimEvent::PgstealDirect)
+        };
+        let (scan_kind, steal_kind) = if list.is_file() {
+            (ReclaimEvent::PgscanFile, ReclaimEvent::PgstealFile)
+        } else {
+            (ReclaimEvent::PgscanAnon, ReclaimEvent::PgstealAnon)
+        };
+        self.counters.add(scan, scanned);
+        self.counters.add(scan_kind, scanned);
+        let active = LruList::of(list.is_file(), true);
+        let (mut reclaimed, mut dirty_seen) = (0u64, false);
+        let mut kept = Vec::new();
+        for pfn in taken {
+            let verdict = self.check_references(pfn);
+            let dirty = self.lru.meta(pfn).test(DIRTY);
+            match verdict {
+                References::Activate => self.activate(pfn, active),
+                References::Keep => kept.push(pfn),
+                References::ReclaimClean if dirty => kept.push(pfn),
+                References::ReclaimClean | References::Reclaim if dirty => {
+                    // Dirty file pages are left to the flusher and
+                    // reclaimed once written (NR_VMSCAN_IMMEDIATE).
+                    self.lru.meta_mut(pfn).flags |= RECLAIM;
+                    self.counters.add(ReclaimEvent::NrVmscanImmediateReclaim, 1);
+                    self.activate(pfn, active);
+                    dirty_seen = true;
+                }
+                References::ReclaimClean | References::Reclaim => {
+                    if !list.is_file() {
+                        // No swap: an anon page cannot be paged out.
+                        self.activate(pfn, active);
+                        continue;
+                    }
+                    self.free_owned(sc.cpu, pfn)?;
+                    reclaimed += 1;
+                }
+            }
+        }
+        // move_folios_to_lru(): kept pages go back to the inactive head.
+        for pfn in kept {
+            self.lru.move_to(pfn, list, false);
+        }
+        self.counters.add(steal, reclaimed);
+        self.counters.add(steal_kind, reclaimed);
+        sc.nr_reclaimed += reclaimed;
+        if dirty_seen {
+            // wakeup_flusher_threads(WB_REASON_VMSCAN).
+            self.sync();
+        }
+        Ok(())
+    }
+
+    fn activate(&mut self, pfn: u64, active: LruList) {
+        self.lru.move_to(pfn, active, false);
+        self.counters.add(ReclaimEvent::Pgactivate, 1);
+    }
+
+    /// Writeback of one page completes: it is clean, and if reclaim asked
+    /// for it (PG_reclaim) it is deactivated to the inactive tail for
+    /// prompt reclaim. Returns whether the page was dirty.
+    pub(super) fn end_writeback(&mut self, pfn: u64) -> bool {
+        let meta = *self.lru.meta(pfn);
+        if !meta.test(DIRTY) {
+            return false;
+        }
+        self.lru.meta_mut(pfn).flags &= !DIRTY;
+        if let Owner::File { file, .. } = meta.owner {
+            self.files[file.0 as usize].dirty -= 1;
+        }
+        self.nr_dirty -= 1;
+        self.counters.add(ReclaimEvent::NrWritten, 1);
+        let kib = 1 << (self.allocator.layout().page_shift - 10);
+        self.counters.add(ReclaimEvent::Pgpgout, kib);
+        if meta.test(RECLAIM) {
+            self.lru.meta_mut(pfn).flags &= !RECLAIM;
+            if let Some(list) = meta.lru {
+                self.lru
+                    .move_to(pfn, LruList::of(list.is_file(), false), true);
+                self.counters.add(ReclaimEvent::Pgrotated, 1);
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,283 @@
+//! Reclaim under memory pressure: kswapd woken below the low watermark and
+//! reclaiming to the high one, its nap and the hit-quickly counters,
+//! direct reclaim with allocstall when kswapd does not keep up, second
+//! chance for pages used twice, dirty pages written back before reclaim,
+//! and anon memory (no swap) running out with ENOMEM. Pages are conserved
+//! throughout.
+
+mod common;
+
+use common::{assert_conserved, boot, one_node};
+use pageframe::reclaim::{KswapdState, LruList, Mm, MmConfig, ReclaimEvent};
+use pageframe::{CpuId, Gfp, LocalPageAllocator, NodeId, Order};
+
+const PAGE: u64 = 4096;
+const CPU: CpuId = CpuId(0);
+const NODE: NodeId = NodeId(0);
+
+fn conserved(mm: &Mm) {
+    mm.check_invariants().unwrap();
+    assert_conserved(mm.allocator(), mm.nr_file_pages() + mm.nr_anon_pages());
+}
+
+fn count(mm: &Mm, event: ReclaimEvent) -> u64 {
+    mm.counters().get(event)
+}
+
+/// The machine's one populated zone: (free pages, low, high watermark).
+fn zone(allocator: &LocalPageAllocator) -> (u64, u64, u64) {
+    let index = allocator
+        .zone_snapshots()
+        .iter()
+        .position(|zone| zone.managed > 0)
+        .unwrap();
+    let (free, watermarks) = allocator.zone_free_pages(index).unwrap();
+    (free, watermarks.low, watermarks.high)
+}
+
+/// A file of `pages` pages, nothing cached.
+fn file_of(mm: &mut Mm, pages: u64) -> pageframe::reclaim::FileId {
+    let file = mm.create_file();
+    mm.truncate(CPU, file, (pages * PAGE) as i64).unwrap();
+    file
+}
+
+#[test]
+fn kswapd_wakes_below_low_and_reclaims_to_high() {
+    let allocator = boot(&one_node(64, 2));
+    assert_eq!(
+        allocator
+            .zone_snapshots()
+            .iter()
+            .filter(|z| z.managed > 0)
+            .count(),
+        1
+    );
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = file_of(&mut mm, 1 << 15);
+    let mut index = 0;
+    while mm.kswapd_state(NODE) == Some(KswapdState::Sleeping) {
+        mm.read(CPU, file, index * PAGE, PAGE).unwrap();
+        index += 1;
+        assert!(index < 1 << 15, "kswapd never woke");
+    }
+    let (free, low, high) = zone(&allocator);
+    assert!(free <= low + 1, "woken with {free} free, low {low}");
+    assert_eq!(count(&mm, ReclaimEvent::PgscanKswapd), 0);
+    assert_eq!(count(&mm, ReclaimEvent::AllocstallMovable), 0);
+    conserved(&mm);
+    let step = mm.kswapd_run(NODE).unwrap();
+    assert_eq!(step.state, KswapdState::Napping);
+    assert!(step.reclaimed > 0 && step.scanned >= step.reclaimed);
+    let (free, _, high_after) = zone(&allocator);
+    assert!(free > high_after, "{free} free after kswapd, high {high}");
+    assert_eq!(count(&mm, ReclaimEvent::Pageoutrun), 1);
+    assert_eq!(count(&mm, ReclaimEvent::PgstealKswapd), step.reclaimed);
+    assert_eq!(count(&mm, ReclaimEvent::PgstealFile), step.reclaimed);
+    assert_eq!(count(&mm, ReclaimEvent::PgscanKswapd), step.scanned);
+    conserved(&mm);
+    // The oldest pages went first: the file's start is gone, its end cached.
+    let cached = mm.file_pages(file).unwrap();
+    assert!(cached[0].0 > 0);
+    assert_eq!(cached.last().unwrap().0, index - 1);
+    // Still balanced after the nap: kswapd sleeps.
+    assert_eq!(mm.kswapd_run(NODE).unwrap().state, KswapdState::Sleeping);
+    assert_eq!(count(&mm, ReclaimEvent::KswapdHighWmarkHitQuickly), 0);
+    assert_eq!(mm.kswapd_run(NODE).unwrap(), Default::default());
+    assert!(mm.kswapd_run(NodeId(3)).is_err());
+}
+
+#[test]
+fn a_wakeup_during_the_nap_is_low_wmark_hit_quickly() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = file_of(&mut mm, 1 << 15);
+    let mut index = 0;
+    let mut runs = 0;
+    while count(&mm, ReclaimEvent::KswapdLowWmarkHitQuickly) == 0 {
+        mm.read(CPU, file, index * PAGE, PAGE).unwrap();
+        index += 1;
+        if mm.kswapd_state(NODE) == Some(KswapdState::Woken) && runs == 0 {
+            mm.kswapd_run(NODE).unwrap();
+            runs += 1;
+        }
+        assert!(index < 1 << 15);
+    }
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Woken));
+    assert_eq!(count(&mm, ReclaimEvent::Pageoutrun), 1);
+    conserved(&mm);
+}
+
+#[test]
+fn direct_reclaim_when_kswapd_does_not_run() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let pages = 2 * (64 << 20) / PAGE;
+    let file = file_of(&mut mm, pages);
+    for chunk in 0..pages / 64 {
+        assert_eq!(
+            mm.read(CPU, file, chunk * 64 * PAGE, 64 * PAGE).unwrap(),
+            64 * PAGE
+        );
+    }
+    assert!(count(&mm, ReclaimEvent::AllocstallMovable) > 0);
+    assert_eq!(count(&mm, ReclaimEvent::AllocstallNormal), 0);
+    assert!(count(&mm, ReclaimEvent::PgstealDirect) > pages / 2);
+    assert_eq!(count(&mm, ReclaimEvent::PgscanKswapd), 0);
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Woken));
+    // The page cache holds most of memory; reclaim freed the rest.
+    let info = mm.meminfo();
+    assert!(info.cached > info.total * 9 / 10, "{info:?}");
+    assert_eq!(info.cached, info.active_file + info.inactive_file);
+    conserved(&mm);
+}
+
+#[test]
+fn pages_used_twice_survive_a_stream() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let hot = file_of(&mut mm, 200);
+    mm.read(CPU, hot, 0, 200 * PAGE).unwrap();
+    mm.read(CPU, hot, 0, 200 * PAGE).unwrap();
+    assert_eq!(mm.lru_pages(NODE, LruList::ActiveFile), 200);
+    let pages = 2 * (64 << 20) / PAGE;
+    let stream = file_of(&mut mm, pages);
+    for chunk in 0..pages / 256 {
+        mm.read(CPU, stream, chunk * 256 * PAGE, 256 * PAGE)
+            .unwrap();
+        mm.kswapd_run(NODE).unwrap();
+    }
+    let stolen = count(&mm, ReclaimEvent::PgstealKswapd) + count(&mm, ReclaimEvent::PgstealDirect);
+    assert!(stolen > pages / 2, "{}", mm.vmstat());
+    assert!(count(&mm, ReclaimEvent::PgstealKswapd) > 0);
+    // The active list was never deactivated (the inactive list is not low).
+    assert_eq!(mm.file_pages(hot).unwrap().len(), 200);
+    assert_eq!(count(&mm, ReclaimEvent::Pgdeactivate), 0);
+    assert!(!mm.inactive_is_low(NODE, LruList::InactiveFile));
+    conserved(&mm);
+}
+
+#[test]
+fn inactive_is_low_compares_with_the_square_root_ratio() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = file_of(&mut mm, 100);
+    mm.read(CPU, file, 0, 100 * PAGE).unwrap();
+    mm.read(CPU, file, 0, 50 * PAGE).unwrap();
+    // 50 inactive, 50 active, under 1 GiB: ratio 1, not low.
+    assert!(!mm.inactive_is_low(NODE, LruList::InactiveFile));
+    mm.read(CPU, file, 50 * PAGE, PAGE).unwrap();
+    mm.read(CPU, file, 50 * PAGE, PAGE).unwrap();
+    // 49 inactive < 51 active.
+    assert!(mm.inactive_is_low(NODE, LruList::InactiveFile));
+    assert!(!mm.inactive_is_low(NODE, LruList::InactiveAnon));
+    assert!(!mm.inactive_is_low(NODE, LruList::ActiveFile));
+
+    // 1 GiB of lists: ratio int_sqrt(10) = 3.
+    let allocator = boot(&one_node(2048, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let gib = (1 << 30) / PAGE;
+    let file = file_of(&mut mm, gib);
+    mm.read(CPU, file, 0, gib * PAGE).unwrap();
+    let active = gib * 7 / 10;
+    mm.read(CPU, file, 0, active * PAGE).unwrap();
+    assert_eq!(mm.lru_pages(NODE, LruList::ActiveFile), active);
+    // 0.3 GiB inactive * 3 > 0.7 GiB active: not low (ratio 1 would say low).
+    assert!(!mm.inactive_is_low(NODE, LruList::InactiveFile));
+    let more = gib * 6 / 100;
+    mm.read(CPU, file, active * PAGE, more * PAGE).unwrap();
+    // 0.24 * 3 < 0.76.
+    assert!(mm.inactive_is_low(NODE, LruList::InactiveFile));
+    conserved(&mm);
+}
+
+#[test]
+fn dirty_pages_are_written_back_then_reclaimed() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = mm.create_file();
+    let pages = 2 * (64 << 20) / PAGE;
+    for chunk in 0..pages / 64 {
+        let written = mm.write(CPU, file, chunk * 64 * PAGE, 64 * PAGE).unwrap();
+        assert_eq!(written, 64 * PAGE);
+        mm.kswapd_run(NODE).unwrap();
+    }
+    assert!(count(&mm, ReclaimEvent::NrVmscanImmediateReclaim) > 0);
+    assert!(count(&mm, ReclaimEvent::Pgrotated) > 0);
+    assert!(count(&mm, ReclaimEvent::NrWritten) > pages / 2);
+    assert_eq!(count(&mm, ReclaimEvent::NrDirtied), pages);
+    assert_eq!(mm.file_size(file).unwrap(), pages * PAGE);
+    conserved(&mm);
+}
+
+#[test]
+fn anon_memory_without_swap_runs_out_with_enomem() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = file_of(&mut mm, 1000);
+    mm.read(CPU, file, 0, 1000 * PAGE).unwrap();
+    let pid = mm.spawn(CPU).unwrap();
+    let err = mm.touch(pid, 0, (64 << 20) / PAGE).unwrap_err();
+    assert_eq!((err.code(), err.name()), (12, "ENOMEM"));
+    // The page cache was reclaimed to make room; the anon pages were not.
+    assert!(mm.nr_file_pages() < 1000);
+    assert!(mm.nr_anon_pages() > (60 << 20) / PAGE);
+    assert!(count(&mm, ReclaimEvent::AllocstallMovable) > 0);
+    assert_eq!(count(&mm, ReclaimEvent::PgscanAnon), 0);
+    conserved(&mm);
+    let anon = mm.nr_anon_pages();
+    assert_eq!(mm.exit(pid).unwrap(), anon);
+    conserved(&mm);
+}
+
+#[test]
+fn allocations_that_cannot_reclaim_fail_and_others_reclaim() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let pages = 2 * (64 << 20) / PAGE;
+    let file = file_of(&mut mm, pages);
+    mm.read(CPU, file, 0, pages * PAGE).unwrap();
+    // Take what is left above the min watermark without reclaim.
+    let mut held = Vec::new();
+    while let Ok(page) = mm.alloc_pages(CPU, Gfp::NOWAIT, Order(0), NODE) {
+        held.push(page);
+    }
+    let stalls = count(&mm, ReclaimEvent::AllocstallNormal);
+    assert_eq!(stalls, 0);
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Woken));
+    assert!(mm.alloc_pages(CPU, Gfp::NOWAIT, Order(0), NODE).is_err());
+    // GFP_KERNEL may reclaim: it succeeds, with allocstalls once the
+    // allocator's own last resorts are spent.
+    let mut tries = 0;
+    while count(&mm, ReclaimEvent::AllocstallNormal) == 0 {
+        held.push(mm.alloc_pages(CPU, Gfp::KERNEL, Order(0), NODE).unwrap());
+        tries += 1;
+        assert!(tries < 10_000);
+    }
+    assert!(count(&mm, ReclaimEvent::PgstealDirect) > 0);
+    mm.check_invariants().unwrap();
+    assert_conserved(&allocator, mm.nr_file_pages() + held.len() as u64);
+    // Page cache pages cannot be freed as someone else's.
+    let (_, cached) = mm.file_pages(file).unwrap()[0];
+    let before = mm.vmstat();
+    let err = mm.free_pages(
+        CPU,
+        pageframe::Page::from_pfn(pageframe::Pfn(cached)),
+        Order(0),
+    );
+    assert_eq!(err.unwrap_err().name(), "EBUSY");
+    let err = mm.free_pages(CPU, held[0], Order(200)).unwrap_err();
+    assert_eq!(err.name(), "EINVAL");
+    assert_eq!(mm.vmstat(), before);
+    for page in held {
+        mm.free_pages(CPU, page, Order(0)).unwrap();
+    }
+    conserved(&mm);
+    // Everything handed out came back: another free is refused.
+    let err = mm.free_pages(
+        CPU,
+        pageframe::Page::from_pfn(pageframe::Pfn(cached)),
+        Order(0),
+    );
+    assert_eq!(err.unwrap_err().name(), "EINVAL");
+}
