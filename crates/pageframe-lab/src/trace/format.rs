@@ -15,7 +15,7 @@
 //! An event in the payload: one tag byte (bits 0-2 kind, bit 3 the flag,
 //! bits 4-7 the order, 15 meaning "order in the next byte"), then LEB128
 //! varints: CPU, nanoseconds since the previous event, zigzag PFN delta from
-//! the previous event's PFN; then by kind: alloc `migratetype` byte and
+//! the previous PFN of the same CPU; then by kind: alloc `migratetype` byte and
 //! varint `gfp`; zone-locked and drain a `migratetype` byte; extfrag
 //! `fallback_order`, `migratetype`, `fallback_migratetype` bytes.
 //!
@@ -80,7 +80,7 @@ pub fn encode(trace: &Trace) -> Result<Vec<u8>, TraceError> {
 fn encode_events(events: &[TraceEvent]) -> Vec<u8> {
     let mut out = Vec::with_capacity(events.len() * 6);
     let mut previous_ts = 0u64;
-    let mut previous_pfn = 0u64;
+    let mut previous_pfn = vec![0u64; 1 << 16];
     for event in events {
         let order_bits = if event.order < 15 { event.order } else { 15 };
         out.push(event.kind as u8 | (event.flag as u8) << 3 | order_bits << 4);
@@ -89,10 +89,11 @@ fn encode_events(events: &[TraceEvent]) -> Vec<u8> {
         }
         put_varint(&mut out, event.cpu as u64);
         put_varint(&mut out, event.timestamp_ns - previous_ts);
-        let delta = event.pfn.wrapping_sub(previous_pfn) as i64;
+        let previous = &mut previous_pfn[event.cpu as usize];
+        let delta = event.pfn.wrapping_sub(*previous) as i64;
         put_varint(&mut out, ((delta << 1) ^ (delta >> 63)) as u64);
         previous_ts = event.timestamp_ns;
-        previous_pfn = event.pfn;
+        *previous = event.pfn;
         match event.kind {
             EventKind::Alloc => {
                 out.push(event.migratetype as u8);
@@ -208,12 +209,11 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
     }
     let event_count = reader.u64("event count")?;
     let payload_len_offset = reader.offset;
-    let payload_len = usize::try_from(reader.u64("payload length")?).map_err(|_| {
-        TraceError::Corrupt {
+    let payload_len =
+        usize::try_from(reader.u64("payload length")?).map_err(|_| TraceError::Corrupt {
             offset: payload_len_offset as u64,
             reason: "payload length does not fit in memory".to_string(),
-        }
-    })?;
+        })?;
     let payload_offset = reader.offset;
     let payload = reader.take(payload_len, "event payload")?;
     let checksum_offset = reader.offset;
@@ -253,7 +253,7 @@ fn decode_events(
         offset: payload_offset,
     };
     let mut timestamp = 0u64;
-    let mut pfn = 0u64;
+    let mut previous_pfn = vec![0u64; 1 << 16];
     for _ in 0..event_count {
         let start = reader.offset as u64;
         let tag = reader.u8("event tag")?;
@@ -278,8 +278,9 @@ fn decode_events(
             })?;
         let zigzag = reader.varint("event pfn")?;
         let pfn_delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-        pfn = pfn.wrapping_add(pfn_delta as u64);
-        let mut event = TraceEvent::new(kind, timestamp, cpu, pfn);
+        let previous = &mut previous_pfn[cpu as usize];
+        *previous = previous.wrapping_add(pfn_delta as u64);
+        let mut event = TraceEvent::new(kind, timestamp, cpu, *previous);
         event.order = order;
         event.flag = tag & 8 != 0;
         match kind {

@@ -42,8 +42,7 @@ pub fn unusable_free_index(nr_free: &[u64], order: u32) -> i64 {
         return 1000;
     }
     let suitable_pages = info.free_blocks_suitable.saturating_mul(1 << order);
-    (info.free_pages.saturating_sub(suitable_pages) as u128 * 1000 / info.free_pages as u128)
-        as i64
+    (info.free_pages.saturating_sub(suitable_pages) as u128 * 1000 / info.free_pages as u128) as i64
 }
 
 /// The fragmentation index of `order` in thousandths: -1000 when the

@@ -46,9 +46,9 @@ pub fn flag_value(name: &str) -> Option<u32> {
     let user = kernel | bit("__GFP_HARDWALL");
     let highuser = user | bit("__GFP_HIGHMEM");
     let highuser_movable = highuser | bit("__GFP_MOVABLE");
-    let transhuge_light = (highuser_movable | bit("__GFP_COMP") | bit("__GFP_NOMEMALLOC")
-        | bit("__GFP_NOWARN"))
-        & !reclaim;
+    let transhuge_light =
+        (highuser_movable | bit("__GFP_COMP") | bit("__GFP_NOMEMALLOC") | bit("__GFP_NOWARN"))
+            & !reclaim;
     Some(match name {
         "GFP_TRANSHUGE" => transhuge_light | bit("__GFP_DIRECT_RECLAIM"),
         "GFP_TRANSHUGE_LIGHT" => transhuge_light,

@@ -193,10 +193,8 @@ pub fn shipped_trace_path() -> PathBuf {
 
 /// The policies the `trace-replay` experiment compares, by name and
 /// kernel command line.
-pub const EXPERIMENT_POLICIES: [(&str, &str); 2] = [
-    ("kernel", ""),
-    ("shuffle", "page_alloc.shuffle=1"),
-];
+pub const EXPERIMENT_POLICIES: [(&str, &str); 2] =
+    [("kernel", ""), ("shuffle", "page_alloc.shuffle=1")];
 
 /// The `trace-replay` experiment: the shipped trace replayed under each of
 /// [`EXPERIMENT_POLICIES`] on a host-shaped machine; each row's key starts

@@ -34,16 +34,31 @@ pub fn to_svg(trace: &Trace, report: &ReplayReport) -> String {
     );
     let last_events = samples.last().map_or(1, |sample| sample.events.max(1)) as f64;
     let panels: [(&str, fn(&FragSample) -> &Vec<i64>, f64, f64); 2] = [
-        ("unusable free index (pageframe lines, kernel dots at end)", |s| &s.unusable, 0.0, 1000.0),
-        ("fragmentation index (-1 = request would succeed)", |s| &s.fragmentation, -1000.0, 1000.0),
+        (
+            "unusable free index (pageframe lines, kernel dots at end)",
+            |s| &s.unusable,
+            0.0,
+            1000.0,
+        ),
+        (
+            "fragmentation index (-1 = request would succeed)",
+            |s| &s.fragmentation,
+            -1000.0,
+            1000.0,
+        ),
     ];
     for (panel, (title, series, low, high)) in panels.into_iter().enumerate() {
         let top = MARGIN / 2.0 + panel as f64 * (PANEL_HEIGHT + MARGIN);
         let left = MARGIN;
         let plot_width = WIDTH - 2.0 * MARGIN - 60.0;
         let x = |events: u64| left + events as f64 / last_events * plot_width;
-        let y = |value: i64| top + 20.0 + (high - value as f64) / (high - low) * (PANEL_HEIGHT - 30.0);
-        let _ = writeln!(svg, "<text x=\"{left}\" y=\"{}\">{title}</text>", top + 12.0);
+        let y =
+            |value: i64| top + 20.0 + (high - value as f64) / (high - low) * (PANEL_HEIGHT - 30.0);
+        let _ = writeln!(
+            svg,
+            "<text x=\"{left}\" y=\"{}\">{title}</text>",
+            top + 12.0
+        );
         let _ = writeln!(
             svg,
             "<rect x=\"{left}\" y=\"{}\" width=\"{plot_width}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
@@ -95,6 +110,10 @@ pub fn to_svg(trace: &Trace, report: &ReplayReport) -> String {
 }
 
 /// Writes the plot to `path`.
-pub fn write_svg(trace: &Trace, report: &ReplayReport, path: &std::path::Path) -> Result<(), TraceError> {
+pub fn write_svg(
+    trace: &Trace,
+    report: &ReplayReport,
+    path: &std::path::Path,
+) -> Result<(), TraceError> {
     std::fs::write(path, to_svg(trace, report)).map_err(|err| TraceError::io(path, err))
 }

@@ -7,6 +7,7 @@
 //! error, and on Ctrl-C (SIGINT and SIGTERM only raise a flag while
 //! recording, so the loop ends and the guard runs). Lost events are counted
 //! from the sub-buffers' missed-events flags and each CPU's `stats` file.
+//! Signal handling is per process: run one recording at a time.
 
 use super::event::{EventKind, Trace, TraceEvent};
 use super::host::{count_cpu_list, snapshot_into, Moment};
@@ -17,7 +18,7 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The tracefs mount point.
@@ -85,21 +86,24 @@ pub struct InstanceGuard {
 }
 
 impl InstanceGuard {
-    /// Creates `instances/pageframe-<pid>`, first removing instances that
-    /// earlier recordings left behind (their process is gone).
+    /// Creates `instances/pageframe-<pid>-<n>`, first removing instances
+    /// that earlier recordings left behind (their process is gone).
     pub fn create() -> Result<InstanceGuard, TraceError> {
         let instances = Path::new(TRACEFS).join("instances");
         if let Ok(entries) = std::fs::read_dir(&instances) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().to_string();
-                if let Some(pid) = name.strip_prefix("pageframe-") {
+                if let Some(rest) = name.strip_prefix("pageframe-") {
+                    let pid = rest.split('-').next().unwrap_or(rest);
                     if !Path::new("/proc").join(pid).exists() {
                         let _ = std::fs::remove_dir(entry.path());
                     }
                 }
             }
         }
-        let path = instances.join(format!("pageframe-{}", std::process::id()));
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let serial = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = instances.join(format!("pageframe-{}-{serial}", std::process::id()));
         std::fs::create_dir(&path).map_err(|err| TraceError::io(&path, err))?;
         Ok(InstanceGuard { path })
     }
@@ -233,7 +237,10 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
     let mut formats = Vec::new();
     for kind in EventKind::ALL {
         let dir = format!("events/kmem/{}", kind.tracepoint());
-        formats.push(EventFormat::parse(kind, &instance.read(&format!("{dir}/format"))?)?);
+        formats.push(EventFormat::parse(
+            kind,
+            &instance.read(&format!("{dir}/format"))?,
+        )?);
         instance.write(&format!("{dir}/enable"), "1")?;
     }
     let subbuffer_bytes = instance
@@ -309,7 +316,9 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
         }
         let done = match (&mut child, &options.target) {
             (Some(child), _) => {
-                exit_status = child.try_wait().map_err(|err| TraceError::Invalid(err.to_string()))?;
+                exit_status = child
+                    .try_wait()
+                    .map_err(|err| TraceError::Invalid(err.to_string()))?;
                 exit_status.is_some()
             }
             (None, RecordTarget::Duration(duration)) => started.elapsed() >= *duration,
@@ -320,7 +329,9 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            return Err(TraceError::Invalid("interrupted; nothing saved".to_string()));
+            return Err(TraceError::Invalid(
+                "interrupted; nothing saved".to_string(),
+            ));
         }
         if done {
             break;
@@ -338,8 +349,14 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
     let dropped = stats_total(&instance, &cpus, "dropped events:");
     let overrun = stats_total(&instance, &cpus, "overrun:");
     trace.set_meta("elapsed_ns", started.elapsed().as_nanos().to_string());
-    trace.set_meta("lost_events", (collector.missed + dropped + overrun).to_string());
-    trace.set_meta("lost_subbuffers_uncounted", collector.missed_unknown.to_string());
+    trace.set_meta(
+        "lost_events",
+        (collector.missed + dropped + overrun).to_string(),
+    );
+    trace.set_meta(
+        "lost_subbuffers_uncounted",
+        collector.missed_unknown.to_string(),
+    );
     if let Some(status) = exit_status {
         trace.set_meta("command_status", status.to_string());
     }

@@ -48,7 +48,7 @@ pub struct ReplayOptions {
     /// Accept a machine smaller than the host (fewer CPUs: CPU `c` replays
     /// on `c % nr_cpus`; less memory: allocations may fail and are counted).
     pub fit: bool,
-    /// Fragmentation samples over the trace (plus one at the end).
+    /// Fragmentation samples over the trace, at most (plus one at the end).
     pub samples: usize,
 }
 
@@ -86,7 +86,10 @@ impl FragSample {
         FragSample {
             events,
             timestamp_ns,
-            unusable: orders.clone().map(|o| unusable_free_index(&nr_free, o)).collect(),
+            unusable: orders
+                .clone()
+                .map(|o| unusable_free_index(&nr_free, o))
+                .collect(),
             fragmentation: orders.map(|o| fragmentation_index(&nr_free, o)).collect(),
             nr_free,
         }
@@ -262,7 +265,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut counts = ReplayCounts::default();
     let mut live = LiveBlocks::new();
     let mut samples = Vec::new();
-    let sample_every = (trace.events.len() / options.samples.max(1)).max(1);
+    let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
     // The migratetype of the last GFP mask seen (masks repeat in runs).
     let mut last_gfp = (Gfp::empty(), MigrateType::Unmovable);
@@ -309,9 +312,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                 let block = (ours >> pageblock_order) as usize;
                 let now = blocks.migratetype(Pfn(ours));
                 if last_gfp.0 != gfp {
-                    let wanted = gfp
-                        .request()
-                        .map_or(MigrateType::Unmovable, |request| request.freetype.migratetype);
+                    let wanted = gfp.request().map_or(MigrateType::Unmovable, |request| {
+                        request.freetype.migratetype
+                    });
                     last_gfp = (gfp, wanted);
                 }
                 let wanted = last_gfp.1;

@@ -58,7 +58,10 @@ fn parse_seconds(token: &str) -> Option<u64> {
     let seconds = seconds.parse::<u64>().ok()?;
     let mut nanos = 0u64;
     for position in 0..9 {
-        let digit = fraction.as_bytes().get(position).map_or(0, |byte| byte - b'0');
+        let digit = fraction
+            .as_bytes()
+            .get(position)
+            .map_or(0, |byte| byte - b'0');
         nanos = nanos * 10 + digit as u64;
     }
     seconds.checked_mul(1_000_000_000)?.checked_add(nanos)
@@ -77,7 +80,9 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
         token.len() > 2
             && token.starts_with('[')
             && token.ends_with(']')
-            && token[1..token.len() - 1].bytes().all(|b| b.is_ascii_digit())
+            && token[1..token.len() - 1]
+                .bytes()
+                .all(|b| b.is_ascii_digit())
     }) else {
         return Ok(None);
     };
@@ -111,7 +116,12 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
         .iter()
         .filter_map(|token| token.split_once('='))
         .collect();
-    let field = |key: &str| fields.iter().find(|(name, _)| *name == key).map(|(_, v)| *v);
+    let field = |key: &str| {
+        fields
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, v)| *v)
+    };
     let number = |key: &str| -> Result<i64, TraceError> {
         let text = field(key).ok_or_else(|| bad(format!("{name} without {key}=")))?;
         parse_number(text).ok_or_else(|| bad(format!("{key}={text} is not a number")))
@@ -127,7 +137,11 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
     let failed = field("page").is_some_and(|page| {
         page.contains("null") || page.bytes().all(|byte| byte == b'0' || byte == b'x')
     });
-    let pfn = if failed { u64::MAX } else { number("pfn")? as u64 };
+    let pfn = if failed {
+        u64::MAX
+    } else {
+        number("pfn")? as u64
+    };
     let mut event = TraceEvent::new(kind, timestamp, cpu, pfn);
     match kind {
         EventKind::Alloc => {

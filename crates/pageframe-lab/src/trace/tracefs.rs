@@ -77,9 +77,14 @@ impl EventFormat {
                     }
                 }
                 match (name, offset, size) {
-                    (Some(name), Some(offset), Some(size @ (1 | 2 | 4 | 8))) => {
-                        fields.push((name, FieldSpec { offset, size, signed }))
-                    }
+                    (Some(name), Some(offset), Some(size @ (1 | 2 | 4 | 8))) => fields.push((
+                        name,
+                        FieldSpec {
+                            offset,
+                            size,
+                            signed,
+                        },
+                    )),
                     _ => return Err(bad(format!("bad field line {line:?}"))),
                 }
             }
@@ -176,8 +181,9 @@ impl RecordDecoder {
         event.gfp = small(decoder.gfp).unwrap_or(0) as u32;
         event.flag = small(decoder.flag).unwrap_or(0) != 0;
         event.fallback_order = small(decoder.fallback_order).unwrap_or(0).clamp(0, 255) as u8;
-        event.fallback_migratetype =
-            small(decoder.fallback_migratetype).unwrap_or(0).clamp(-1, 127) as i8;
+        event.fallback_migratetype = small(decoder.fallback_migratetype)
+            .unwrap_or(0)
+            .clamp(-1, 127) as i8;
         Some(event)
     }
 
