@@ -78,14 +78,16 @@ fn same_seed_same_rows() {
 #[test]
 fn host_blocks_map_to_ours_and_early_frees_are_skipped() {
     let kernel = pageframe::Gfp::KERNEL.bits();
-    let mut trace = Trace::default();
-    trace.events = vec![
-        alloc(0, 1, 0x7fff_ffff_0000, 2, kernel), // a PFN far beyond our machine
-        free(1, 0, 0x1234, 0),                    // allocated before the trace
-        alloc(2, 0, 0x10, 0, pageframe::Gfp::MOVABLE.bits()),
-        free(3, 0, 0x7fff_ffff_0000, 2),
-        free(4, 1, 0x7fff_ffff_0000, 2), // a second free: unknown now
-    ];
+    let trace = Trace {
+        events: vec![
+            alloc(0, 1, 0x7fff_ffff_0000, 2, kernel), // a PFN far beyond our machine
+            free(1, 0, 0x1234, 0),                    // allocated before the trace
+            alloc(2, 0, 0x10, 0, pageframe::Gfp::MOVABLE.bits()),
+            free(3, 0, 0x7fff_ffff_0000, 2),
+            free(4, 1, 0x7fff_ffff_0000, 2), // a second free: unknown now
+        ],
+        ..Trace::default()
+    };
     let outcome = trace::replay(&trace, &small_machine()).unwrap();
     let counts = &outcome.counts;
     assert_eq!(counts.allocs, 2);
@@ -112,8 +114,10 @@ fn a_bigger_host_needs_fit() {
 
 #[test]
 fn more_cpus_than_the_machine_need_fit() {
-    let mut trace = Trace::default();
-    trace.events = vec![alloc(0, 5, 1, 0, pageframe::Gfp::KERNEL.bits())];
+    let trace = Trace {
+        events: vec![alloc(0, 5, 1, 0, pageframe::Gfp::KERNEL.bits())],
+        ..Trace::default()
+    };
     let err = trace::replay(&trace, &small_machine()).unwrap_err();
     assert!(err.to_string().contains("6 CPUs"), "{err}");
     let fitted = ReplayOptions {
@@ -208,5 +212,19 @@ fn the_experiment_compares_two_policies_on_the_shipped_trace() {
         assert_eq!(row.pageframe, Some(157_966.0));
     }
     let report_row = rows[0].to_report_row();
+    let trace = trace::read_file(&trace::shipped_trace_path()).unwrap();
+    let report = run_replay(&trace, &ReplayOptions::default()).unwrap();
+    let svg = trace::plot::to_svg(&trace, &report);
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        2 * 11,
+        "two panels, orders 0-10"
+    );
+    assert_eq!(
+        svg.matches("<circle").count(),
+        2 * 11,
+        "the host's values at the end"
+    );
     assert!(format!("{report_row:?}").contains("section"));
 }

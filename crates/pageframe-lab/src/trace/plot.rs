@@ -12,6 +12,14 @@ const WIDTH: f64 = 900.0;
 const PANEL_HEIGHT: f64 = 260.0;
 const MARGIN: f64 = 50.0;
 
+/// One panel: its title, which index of a sample it shows, and its range.
+struct Panel {
+    title: &'static str,
+    series: fn(&FragSample) -> &Vec<i64>,
+    low: f64,
+    high: f64,
+}
+
 fn colour(order: usize) -> String {
     // Hue around the wheel, orders 0..=10.
     format!("hsl({},70%,40%)", order * 33 % 360)
@@ -33,22 +41,28 @@ pub fn to_svg(trace: &Trace, report: &ReplayReport) -> String {
          font-family=\"sans-serif\" font-size=\"12\"><rect width=\"100%\" height=\"100%\" fill=\"white\"/>"
     );
     let last_events = samples.last().map_or(1, |sample| sample.events.max(1)) as f64;
-    let panels: [(&str, fn(&FragSample) -> &Vec<i64>, f64, f64); 2] = [
-        (
-            "unusable free index (pageframe lines, kernel dots at end)",
-            |s| &s.unusable,
-            0.0,
-            1000.0,
-        ),
-        (
-            "fragmentation index (-1 = request would succeed)",
-            |s| &s.fragmentation,
-            -1000.0,
-            1000.0,
-        ),
+    let panels = [
+        Panel {
+            title: "unusable free index (pageframe lines, kernel dots at end)",
+            series: |sample| &sample.unusable,
+            low: 0.0,
+            high: 1000.0,
+        },
+        Panel {
+            title: "fragmentation index (-1 = request would succeed)",
+            series: |sample| &sample.fragmentation,
+            low: -1000.0,
+            high: 1000.0,
+        },
     ];
-    for (panel, (title, series, low, high)) in panels.into_iter().enumerate() {
-        let top = MARGIN / 2.0 + panel as f64 * (PANEL_HEIGHT + MARGIN);
+    for (index, panel) in panels.iter().enumerate() {
+        let Panel {
+            title,
+            series,
+            low,
+            high,
+        } = *panel;
+        let top = MARGIN / 2.0 + index as f64 * (PANEL_HEIGHT + MARGIN);
         let left = MARGIN;
         let plot_width = WIDTH - 2.0 * MARGIN - 60.0;
         let x = |events: u64| left + events as f64 / last_events * plot_width;

@@ -11,7 +11,7 @@
 
 use super::event::{EventKind, Trace, TraceEvent};
 use super::gfp_names::parse_gfp;
-use super::TraceError;
+use super::{TraceError, MAX_TRACE_ORDER};
 
 /// Imports text trace output.
 pub fn import_text(text: &str) -> Result<Trace, TraceError> {
@@ -145,25 +145,25 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
     let mut event = TraceEvent::new(kind, timestamp, cpu, pfn);
     match kind {
         EventKind::Alloc => {
-            event.order = small("order", 0, 255)? as u8;
+            event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8;
             event.migratetype = small("migratetype", -1, 127)? as i8;
             let gfp = field("gfp_flags").ok_or_else(|| bad("no gfp_flags=".to_string()))?;
             event.gfp = parse_gfp(gfp).ok_or_else(|| bad(format!("unknown gfp flags {gfp}")))?;
         }
-        EventKind::Free => event.order = small("order", 0, 255)? as u8,
+        EventKind::Free => event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8,
         EventKind::FreeBatched => {}
         EventKind::ZoneLocked => {
-            event.order = small("order", 0, 255)? as u8;
+            event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8;
             event.migratetype = small("migratetype", -1, 127)? as i8;
             event.flag = small("percpu_refill", 0, 1)? != 0;
         }
         EventKind::PcpuDrain => {
-            event.order = small("order", 0, 255)? as u8;
+            event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8;
             event.migratetype = small("migratetype", -1, 127)? as i8;
         }
         EventKind::Extfrag => {
-            event.order = small("alloc_order", 0, 255)? as u8;
-            event.fallback_order = small("fallback_order", 0, 255)? as u8;
+            event.order = small("alloc_order", 0, MAX_TRACE_ORDER as i64)? as u8;
+            event.fallback_order = small("fallback_order", 0, MAX_TRACE_ORDER as i64)? as u8;
             event.migratetype = small("alloc_migratetype", -1, 127)? as i8;
             event.fallback_migratetype = small("fallback_migratetype", -1, 127)? as i8;
             event.flag = small("change_ownership", 0, 1)? != 0;
