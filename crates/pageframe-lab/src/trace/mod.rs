@@ -5,8 +5,9 @@
 //! `mm_page_free_batched`, `mm_page_alloc_zone_locked`,
 //! `mm_page_pcpu_drain` and `mm_page_alloc_extfrag` with CPU and time, plus
 //! the host's /proc state at start and end. It is recorded live from a
-//! private tracefs instance ([`record`]), imported from text ([`import`]),
-//! stored as a `.pftrace` file ([`format`]), and replayed ([`run_replay`]).
+//! private tracefs instance ([`record()`]), imported from text ([`import()`]),
+//! stored as a `.pftrace` file ([`format`](mod@format)), and replayed
+//! ([`run_replay`]).
 //!
 //! # How the CLI calls this module
 //!

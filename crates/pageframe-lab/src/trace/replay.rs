@@ -7,12 +7,16 @@
 //! our allocator gave for it (our PFN and order), so a host bigger than the
 //! replay machine still replays (with `fit`). Pcp refills, drains and
 //! fallbacks are the replay allocator's own; the trace's are counted beside
-//! them (see [`super::compare`]).
+//! them (see [`compare`](mod@super::compare)).
 //!
 //! Our fallback events are observed where a block is handed out: the
 //! pageblock's migratetype differs from the request (a steal) or changed
-//! since we last saw it (a claim, `change_ownership`). The engine's exact
-//! claim and steal totals come from its zone counters.
+//! since we last saw it (a claim, `change_ownership`). So an observed claim
+//! counts pageblocks that changed hands (a claim of an order-10 block
+//! converts two pageblocks, which the kernel traces as one event), and a
+//! steal counts blocks handed out, not blocks taken into a pcp list. The
+//! engine's exact claim and steal totals come from its zone counters and
+//! are reported beside the trace's totals.
 //!
 //! Deterministic: the machine boots with `options.seed` and nothing else
 //! is random.
