@@ -19,6 +19,7 @@ fn tracefs_trace_file_imports() {
     let trace = trace::import(&data("tracefs_trace.txt")).unwrap();
     trace.check_invariants().unwrap();
     assert_eq!(trace.events.len(), 52);
+    assert_eq!(trace.meta("cpus"), Some("2"), "from the header's #P:2");
     let first = trace.events[0];
     assert_eq!(first.kind, EventKind::Alloc);
     assert_eq!(

@@ -312,7 +312,16 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
     loop {
         let mut pages = 0;
         for pipe in &mut pipes {
-            pages += collector.drain(pipe)?;
+            match collector.drain(pipe) {
+                Ok(count) => pages += count,
+                Err(err) => {
+                    if let Some(child) = &mut child {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                    }
+                    return Err(err);
+                }
+            }
         }
         let done = match (&mut child, &options.target) {
             (Some(child), _) => {

@@ -21,6 +21,12 @@ pub fn import_text(text: &str) -> Result<Trace, TraceError> {
         let line_no = index + 1;
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
+            // The `trace` file's header names the CPU count as `#P:2`.
+            if let Some(cpus) = trimmed.split("#P:").nth(1) {
+                if let Ok(cpus) = cpus.trim().parse::<usize>() {
+                    trace.set_meta("cpus", cpus.to_string());
+                }
+            }
             continue;
         }
         if let Some(count) = lost_marker(trimmed) {

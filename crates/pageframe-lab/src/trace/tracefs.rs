@@ -131,44 +131,47 @@ struct Decoder {
 /// Decodes the records of the six kmem events out of sub-buffers.
 #[derive(Clone, Debug)]
 pub struct RecordDecoder {
-    /// Indexed by event id.
-    by_id: Vec<Option<Decoder>>,
+    /// By event id (six entries: a linear scan beats a 64 Ki table).
+    by_id: Vec<(u16, Decoder)>,
 }
 
 impl RecordDecoder {
     /// A decoder for these formats; every one needs a `pfn` field.
     pub fn new(formats: &[EventFormat]) -> Result<RecordDecoder, TraceError> {
-        let mut by_id = vec![None; 1 << 16];
+        let mut by_id = Vec::with_capacity(formats.len());
         for format in formats {
             let pfn = format.field("pfn").ok_or_else(|| {
                 TraceError::Tracefs(format!("{} has no pfn field", format.kind.tracepoint()))
             })?;
             let extfrag = format.kind == EventKind::Extfrag;
-            by_id[format.id as usize] = Some(Decoder {
-                kind: format.kind,
-                pfn,
-                order: format.field(if extfrag { "alloc_order" } else { "order" }),
-                migratetype: format.field(if extfrag {
-                    "alloc_migratetype"
-                } else {
-                    "migratetype"
-                }),
-                gfp: format.field("gfp_flags"),
-                flag: format.field(if extfrag {
-                    "change_ownership"
-                } else {
-                    "percpu_refill"
-                }),
-                fallback_order: format.field("fallback_order"),
-                fallback_migratetype: format.field("fallback_migratetype"),
-            });
+            by_id.push((
+                format.id,
+                Decoder {
+                    kind: format.kind,
+                    pfn,
+                    order: format.field(if extfrag { "alloc_order" } else { "order" }),
+                    migratetype: format.field(if extfrag {
+                        "alloc_migratetype"
+                    } else {
+                        "migratetype"
+                    }),
+                    gfp: format.field("gfp_flags"),
+                    flag: format.field(if extfrag {
+                        "change_ownership"
+                    } else {
+                        "percpu_refill"
+                    }),
+                    fallback_order: format.field("fallback_order"),
+                    fallback_migratetype: format.field("fallback_migratetype"),
+                },
+            ));
         }
         Ok(RecordDecoder { by_id })
     }
 
     fn decode(&self, record: &[u8], timestamp_ns: u64, cpu: u16) -> Option<TraceEvent> {
         let id = u16::from_le_bytes([*record.first()?, *record.get(1)?]);
-        let decoder = self.by_id[id as usize]?;
+        let decoder = self.by_id.iter().find(|(known, _)| *known == id)?.1;
         let small = |spec: Option<FieldSpec>| spec.and_then(|spec| read_field(record, spec));
         let mut event = TraceEvent::new(
             decoder.kind,
