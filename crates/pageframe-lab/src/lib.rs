@@ -21,4 +21,5 @@ pub mod report;
 pub mod site;
 pub mod summary;
 pub mod timing;
+pub mod trace;
 pub mod workloads;

@@ -1,0 +1,191 @@
+//! The events of a page-allocator trace, as the kernel's kmem tracepoints
+//! (include/trace/events/kmem.h) report them, and a whole trace: events in
+//! timestamp order plus the recording's metadata (host state at start and
+//! end, lost events, caps).
+//!
+//! Invariant: `Trace::events` is sorted by `timestamp_ns` (ties keep the
+//! order they were recorded in); `Trace::check_invariants` verifies it.
+
+use super::TraceError;
+
+/// Which tracepoint an event came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum EventKind {
+    /// `mm_page_alloc`: a block handed out (pcp or zone).
+    Alloc = 0,
+    /// `mm_page_free`: a block freed by `__free_pages()` and friends.
+    Free = 1,
+    /// `mm_page_free_batched`: an order-0 page freed through a batch.
+    FreeBatched = 2,
+    /// `mm_page_alloc_zone_locked`: a block taken from the buddy lists under
+    /// the zone lock; `percpu_refill` tells a pcp refill from a direct one.
+    ZoneLocked = 3,
+    /// `mm_page_pcpu_drain`: a block returned from a pcp list to the buddy.
+    PcpuDrain = 4,
+    /// `mm_page_alloc_extfrag`: a fallback to another migratetype.
+    Extfrag = 5,
+}
+
+impl EventKind {
+    /// Every kind, in tag order.
+    pub const ALL: [EventKind; 6] = [
+        EventKind::Alloc,
+        EventKind::Free,
+        EventKind::FreeBatched,
+        EventKind::ZoneLocked,
+        EventKind::PcpuDrain,
+        EventKind::Extfrag,
+    ];
+
+    /// The tracepoint's name.
+    pub fn tracepoint(self) -> &'static str {
+        match self {
+            EventKind::Alloc => "mm_page_alloc",
+            EventKind::Free => "mm_page_free",
+            EventKind::FreeBatched => "mm_page_free_batched",
+            EventKind::ZoneLocked => "mm_page_alloc_zone_locked",
+            EventKind::PcpuDrain => "mm_page_pcpu_drain",
+            EventKind::Extfrag => "mm_page_alloc_extfrag",
+        }
+    }
+
+    /// The kind of a tracepoint name.
+    pub fn from_tracepoint(name: &str) -> Option<EventKind> {
+        EventKind::ALL
+            .into_iter()
+            .find(|kind| kind.tracepoint() == name)
+    }
+
+    /// The kind with tag `tag` (its discriminant).
+    pub fn from_tag(tag: u8) -> Option<EventKind> {
+        EventKind::ALL.get(tag as usize).copied()
+    }
+}
+
+/// One event. Fields a tracepoint does not have are zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    /// Nanoseconds since the first event of the trace.
+    pub timestamp_ns: u64,
+    /// The tracepoint.
+    pub kind: EventKind,
+    /// The CPU the event fired on.
+    pub cpu: u16,
+    /// Order of the block (`order`; `alloc_order` for extfrag).
+    pub order: u8,
+    /// `migratetype` (`alloc_migratetype` for extfrag); -1 when the kernel
+    /// reports none.
+    pub migratetype: i8,
+    /// The host's PFN of the block.
+    pub pfn: u64,
+    /// `gfp_flags` of an allocation, the kernel's bits.
+    pub gfp: u32,
+    /// Extfrag: `fallback_order`.
+    pub fallback_order: u8,
+    /// Extfrag: `fallback_migratetype`.
+    pub fallback_migratetype: i8,
+    /// Zone-locked: `percpu_refill`; extfrag: `change_ownership`.
+    pub flag: bool,
+}
+
+impl TraceEvent {
+    /// An event of `kind` with every field zero.
+    pub fn new(kind: EventKind, timestamp_ns: u64, cpu: u16, pfn: u64) -> TraceEvent {
+        TraceEvent {
+            timestamp_ns,
+            kind,
+            cpu,
+            order: 0,
+            migratetype: 0,
+            pfn,
+            gfp: 0,
+            fallback_order: 0,
+            fallback_migratetype: 0,
+            flag: false,
+        }
+    }
+}
+
+/// A recorded or imported trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// Named facts about the recording, in insertion order: `source`,
+    /// `command`, `cpus`, `lost_events`, `event_cap`, and the host's files
+    /// at start and end (see [`super::host::HOST_FILES`]).
+    pub meta: Vec<(String, String)>,
+    /// Events in timestamp order.
+    pub events: Vec<TraceEvent>,
+}
+
+impl Trace {
+    /// The value of metadata `key`.
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.meta
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// Sets metadata `key`, replacing an earlier value.
+    pub fn set_meta(&mut self, key: &str, value: impl Into<String>) {
+        let value = value.into();
+        match self.meta.iter_mut().find(|(name, _)| name == key) {
+            Some(entry) => entry.1 = value,
+            None => self.meta.push((key.to_string(), value)),
+        }
+    }
+
+    /// Events of each kind, in [`EventKind::ALL`] order.
+    pub fn counts(&self) -> [u64; 6] {
+        let mut counts = [0u64; 6];
+        for event in &self.events {
+            counts[event.kind as usize] += 1;
+        }
+        counts
+    }
+
+    /// Highest CPU number seen, plus one (0 for an empty trace).
+    pub fn nr_cpus_seen(&self) -> usize {
+        self.events
+            .iter()
+            .map(|event| event.cpu as usize + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Sorts events by timestamp (stable) and rebases timestamps so that the
+    /// first event is at 0.
+    pub fn normalize(&mut self) {
+        self.events.sort_by_key(|event| event.timestamp_ns);
+        if let Some(first) = self.events.first().map(|event| event.timestamp_ns) {
+            for event in &mut self.events {
+                event.timestamp_ns -= first;
+            }
+        }
+    }
+
+    /// Checks that events are in timestamp order and orders are plausible.
+    pub fn check_invariants(&self) -> Result<(), TraceError> {
+        for (index, pair) in self.events.windows(2).enumerate() {
+            if pair[1].timestamp_ns < pair[0].timestamp_ns {
+                return Err(TraceError::Invariant(format!(
+                    "event {} is earlier than event {index}",
+                    index + 1
+                )));
+            }
+        }
+        if let Some(index) = self
+            .events
+            .iter()
+            .position(|event| event.order > super::MAX_TRACE_ORDER)
+        {
+            return Err(TraceError::Invariant(format!(
+                "event {index} has order {} above {}",
+                self.events[index].order,
+                super::MAX_TRACE_ORDER
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,130 @@
+//! The traced host's layout and state: the /proc files a recording saves at
+//! its start and end, and what replay reads back from them (memory size,
+//! CPUs, buddyinfo per zone).
+//!
+//! Metadata keys: `host.start.<name>` and `host.end.<name>` for each of
+//! [`HOST_FILES`], and `cpus` (online CPUs of the host).
+
+use super::event::Trace;
+
+/// The files saved, by short name.
+pub const HOST_FILES: [(&str, &str); 5] = [
+    ("zoneinfo", "/proc/zoneinfo"),
+    ("buddyinfo", "/proc/buddyinfo"),
+    ("pagetypeinfo", "/proc/pagetypeinfo"),
+    ("vmstat", "/proc/vmstat"),
+    ("min_free_kbytes", "/proc/sys/vm/min_free_kbytes"),
+];
+
+/// Which moment of the recording a snapshot belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// Before tracing starts.
+    Start,
+    /// After tracing stops.
+    End,
+}
+
+impl Moment {
+    fn prefix(self) -> &'static str {
+        match self {
+            Moment::Start => "host.start.",
+            Moment::End => "host.end.",
+        }
+    }
+}
+
+/// Saves this host's files into the trace's metadata (files that cannot be
+/// read are left out).
+pub fn snapshot_into(trace: &mut Trace, moment: Moment) {
+    for (name, path) in HOST_FILES {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            trace.set_meta(&format!("{}{name}", moment.prefix()), text);
+        }
+    }
+}
+
+/// A saved host file.
+pub fn host_file(trace: &Trace, moment: Moment, name: &str) -> Option<String> {
+    trace
+        .meta(&format!("{}{name}", moment.prefix()))
+        .map(str::to_string)
+}
+
+/// One zone's line of /proc/buddyinfo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuddyLine {
+    /// Node number.
+    pub node: u32,
+    /// Zone name (`DMA32`, `Normal`...).
+    pub zone: String,
+    /// Free blocks per order.
+    pub nr_free: Vec<u64>,
+}
+
+/// Parses /proc/buddyinfo text; lines that do not parse are skipped.
+pub fn parse_buddyinfo(text: &str) -> Vec<BuddyLine> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("Node ")?;
+            let (node, rest) = rest.split_once(',')?;
+            let rest = rest.trim_start().strip_prefix("zone")?;
+            let mut words = rest.split_whitespace();
+            let zone = words.next()?.to_string();
+            let nr_free = words
+                .map(|word| word.parse::<u64>().ok())
+                .collect::<Option<Vec<u64>>>()?;
+            Some(BuddyLine {
+                node: node.trim().parse().ok()?,
+                zone,
+                nr_free,
+            })
+        })
+        .collect()
+}
+
+/// Sum of the `managed` pages of every zone in /proc/zoneinfo text.
+pub fn managed_pages(zoneinfo: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut seen = false;
+    for line in zoneinfo.lines() {
+        let mut words = line.split_whitespace();
+        if words.next() == Some("managed") {
+            total = total.checked_add(words.next()?.parse::<u64>().ok()?)?;
+            seen = true;
+        }
+    }
+    seen.then_some(total)
+}
+
+/// The host's CPU count: the `cpus` key, else one more than the highest
+/// CPU seen in the events.
+pub fn host_cpus(trace: &Trace) -> usize {
+    trace
+        .meta("cpus")
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .unwrap_or_else(|| trace.nr_cpus_seen().max(1))
+}
+
+/// The host's memory in bytes (4 KiB pages), from zoneinfo at start.
+pub fn host_bytes(trace: &Trace) -> Option<u64> {
+    managed_pages(&host_file(trace, Moment::Start, "zoneinfo")?)?.checked_mul(4096)
+}
+
+/// Number of CPUs in `/sys/devices/system/cpu/online` notation (`0-3,6`).
+pub fn count_cpu_list(text: &str) -> Option<usize> {
+    let mut count = 0usize;
+    for part in text.trim().split(',').filter(|part| !part.is_empty()) {
+        match part.split_once('-') {
+            Some((low, high)) => {
+                let (low, high) = (low.parse::<usize>().ok()?, high.parse::<usize>().ok()?);
+                count = count.checked_add(high.checked_sub(low)?.checked_add(1)?)?;
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                count = count.checked_add(1)?;
+            }
+        }
+    }
+    Some(count)
+}

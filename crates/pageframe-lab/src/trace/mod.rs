@@ -1,0 +1,218 @@
+//! Page-allocator traces of real kernels, and their replay on pageframe:
+//! "what would *my* workload's allocations do under this allocator?".
+//!
+//! A trace holds the kmem tracepoints `mm_page_alloc`, `mm_page_free`,
+//! `mm_page_free_batched`, `mm_page_alloc_zone_locked`,
+//! `mm_page_pcpu_drain` and `mm_page_alloc_extfrag` with CPU and time, plus
+//! the host's /proc state at start and end. It is recorded live from a
+//! private tracefs instance ([`record()`]), imported from text ([`import()`]),
+//! stored as a `.pftrace` file ([`format`](mod@format)), and replayed
+//! ([`run_replay`]).
+//!
+//! # How the CLI calls this module
+//!
+//! ```text
+//! pageframe trace record -o FILE -- CMD...
+//!     let trace = trace::record(&RecordOptions::new(RecordTarget::Command(argv)))?;
+//!     trace::write_file(&path, &trace)?;            // print trace::summary(&trace)
+//! pageframe trace record -o FILE --duration S [--max-events N]
+//!     RecordTarget::Duration(Duration::from_secs_f64(s)); options.max_events = n;
+//! pageframe trace import FILE [-o OUT]
+//!     let trace = trace::import(&path)?;           // text (trace, trace_pipe,
+//!     trace::write_file(&out, &trace)?;            // trace-cmd report, perf script)
+//!                                                  // or a .pftrace file
+//! pageframe trace replay FILE [--machine/--mem/--cpus ...] [--cmdline "page_alloc.shuffle=1"]
+//!                        [--seed N] [--fit] [--plot OUT.svg] [--format table|json|csv]
+//!     let trace = trace::import(&path)?;
+//!     let options = ReplayOptions { machine: Some(desc) /* or None: host-shaped */,
+//!                                   cmdline, seed, fit, ..Default::default() };
+//!     let report = trace::run_replay(&trace, &options)?;
+//!     rows: report.rows (ReplayRow::to_report_row() gives report::Row);
+//!     plot: trace::plot::write_svg(&trace, &report, &out)?;
+//! experiment `trace-replay` (in `run all`):
+//!     trace::run_experiment(seed) -> Vec<ReplayRow> over trace::shipped_trace_path(),
+//!     each policy (kernel default, shuffle) tagged in `key`.
+//! ```
+//!
+//! Every error is a [`TraceError`] whose `Display` is one line naming the
+//! byte offset, line number or mismatch; the CLI prints it and exits 2.
+//! Not modelled here: pcp sizing and fallback-order switches (the engine's
+//! public API has none yet), so policies are the kernel command line's
+//! (`page_alloc.shuffle=`, `page_alloc.shuffle_order=`) and the machine.
+
+pub mod compare;
+pub mod event;
+pub mod format;
+pub mod frag;
+pub mod gfp_names;
+pub mod host;
+pub mod live;
+pub mod plot;
+pub mod record;
+pub mod replay;
+pub mod text_import;
+pub mod tracefs;
+
+pub use compare::{compare, ReplayRow};
+pub use event::{EventKind, Trace, TraceEvent};
+pub use format::{decode, encode, read_file, write_file};
+pub use record::{record, RecordOptions, RecordTarget};
+pub use replay::{replay, FragSample, ReplayOptions, ReplayOutcome};
+
+use std::path::{Path, PathBuf};
+
+/// Largest order a trace event may carry.
+pub const MAX_TRACE_ORDER: u8 = 20;
+
+/// What can go wrong with a trace. `Display` is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The file ends inside a section.
+    #[error("truncated trace: {what} at byte offset {offset} runs past the end of the file")]
+    Truncated {
+        /// Where the section starts.
+        offset: u64,
+        /// Which section.
+        what: String,
+    },
+    /// The file is not a pageframe trace.
+    #[error("not a pageframe trace: magic at byte offset {offset} is \"{found}\", expected \"PGFTRACE\" (text traces go through import)")]
+    Foreign {
+        /// Always 0.
+        offset: u64,
+        /// What the file starts with.
+        found: String,
+    },
+    /// A field makes no sense.
+    #[error("corrupt trace at byte offset {offset}: {reason}")]
+    Corrupt {
+        /// Where.
+        offset: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A text trace line naming one of our events lacks a field.
+    #[error("text trace line {line}: {reason}")]
+    Text {
+        /// Line number, from 1.
+        line: usize,
+        /// Why.
+        reason: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        message: String,
+    },
+    /// tracefs refused or returned something unexpected.
+    #[error("tracefs: {0}")]
+    Tracefs(String),
+    /// The trace does not fit the replay machine.
+    #[error("mismatch: {0}")]
+    Mismatch(String),
+    /// The replay machine could not be described or booted.
+    #[error("replay machine: {0}")]
+    Machine(String),
+    /// Bad arguments.
+    #[error("{0}")]
+    Invalid(String),
+    /// A structure's invariant does not hold.
+    #[error("invariant: {0}")]
+    Invariant(String),
+}
+
+impl TraceError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, err: std::io::Error) -> TraceError {
+        TraceError::Io {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        }
+    }
+}
+
+/// Reads a trace file of any supported kind: a `.pftrace` file (by its
+/// magic) or text output of tracefs, `trace-cmd report` or `perf script`.
+pub fn import(path: &Path) -> Result<Trace, TraceError> {
+    let bytes = std::fs::read(path).map_err(|err| TraceError::io(path, err))?;
+    if bytes.starts_with(format::MAGIC) {
+        return decode(&bytes);
+    }
+    if bytes.contains(&0) {
+        // Binary but not ours: decoding names the foreign magic.
+        return decode(&bytes);
+    }
+    let trace = text_import::import_text(&String::from_utf8_lossy(&bytes))?;
+    trace.check_invariants()?;
+    Ok(trace)
+}
+
+/// One paragraph about a trace: events per kind, CPUs, lost events, source.
+pub fn summary(trace: &Trace) -> String {
+    let counts = trace.counts();
+    let kinds: Vec<String> = EventKind::ALL
+        .iter()
+        .zip(counts)
+        .map(|(kind, count)| format!("{} {count}", kind.tracepoint()))
+        .collect();
+    format!(
+        "{} events over {:.3} s on {} CPUs ({}); lost events: {}; source: {}",
+        trace.events.len(),
+        trace.events.last().map_or(0, |event| event.timestamp_ns) as f64 / 1e9,
+        host::host_cpus(trace),
+        kinds.join(", "),
+        trace.meta("lost_events").unwrap_or("unknown"),
+        trace.meta("source").unwrap_or("unknown"),
+    )
+}
+
+/// A replay's report: typed rows beside the kernel's figures, and the
+/// fragmentation series for plots.
+#[derive(Clone, Debug)]
+pub struct ReplayReport {
+    /// The side-by-side rows.
+    pub rows: Vec<ReplayRow>,
+    /// The replay's own outcome (series, /proc views, counters).
+    pub outcome: ReplayOutcome,
+}
+
+/// Replays `trace` and compares: the `trace replay` command's whole work.
+/// Deterministic: the same trace and options give the same rows.
+pub fn run_replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayReport, TraceError> {
+    let outcome = replay(trace, options)?;
+    let rows = compare(trace, &outcome);
+    Ok(ReplayReport { rows, outcome })
+}
+
+/// The trace shipped with the repository (recorded on a 2-CPU machine).
+pub fn shipped_trace_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/kernel-untar-build.pftrace")
+}
+
+/// The policies the `trace-replay` experiment compares, by name and
+/// kernel command line.
+pub const EXPERIMENT_POLICIES: [(&str, &str); 2] =
+    [("kernel", ""), ("shuffle", "page_alloc.shuffle=1")];
+
+/// The `trace-replay` experiment: the shipped trace replayed under each of
+/// [`EXPERIMENT_POLICIES`] on a host-shaped machine; each row's key starts
+/// with the policy's name.
+pub fn run_experiment(seed: u64) -> Result<Vec<ReplayRow>, TraceError> {
+    let trace = import(&shipped_trace_path())?;
+    let mut rows = Vec::new();
+    for (policy, cmdline) in EXPERIMENT_POLICIES {
+        let options = ReplayOptions {
+            cmdline: cmdline.to_string(),
+            seed,
+            ..ReplayOptions::default()
+        };
+        for mut row in run_replay(&trace, &options)?.rows {
+            row.key = format!("{policy}: {}", row.key);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,427 @@
+//! Replaying a trace on a simulated machine: each `mm_page_alloc` becomes
+//! an `alloc_pages()` on the same CPU with the same GFP flags and order,
+//! each free of a block the replay allocated frees our block, and frees of
+//! blocks allocated before the trace began are counted and skipped.
+//!
+//! The host's PFNs are only names here: `live` maps a host PFN to the block
+//! our allocator gave for it (our PFN and order), so a host bigger than the
+//! replay machine still replays (with `fit`). Pcp refills, drains and
+//! fallbacks are the replay allocator's own; the trace's are counted beside
+//! them (see [`compare`](mod@super::compare)).
+//!
+//! Our fallback events are observed where a block is handed out: the
+//! pageblock's migratetype differs from the request (a steal) or changed
+//! since we last saw it (a claim, `change_ownership`). So an observed claim
+//! counts pageblocks that changed hands (a claim of an order-10 block
+//! converts two pageblocks, which the kernel traces as one event), and a
+//! steal counts blocks handed out, not blocks taken into a pcp list. The
+//! engine's exact claim and steal totals come from its zone counters and
+//! are reported beside the trace's totals.
+//!
+//! Deterministic: the machine boots with `options.seed` and nothing else
+//! is random.
+
+use super::event::{EventKind, Trace};
+use super::frag::{fragmentation_index, sum_orders, unusable_free_index};
+use super::host::{host_bytes, host_cpus, host_file, Moment};
+use super::live::LiveBlocks;
+use super::TraceError;
+use pageframe::machine::apply_cmdline;
+use pageframe::{
+    AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, MigrateType, Order, Pfn,
+};
+
+/// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
+/// to, less `__GFP_ZERO`. Higher kernel bits (`__GFP_ZEROTAGS`,
+/// `__GFP_NO_OBJ_EXT`...) mean nothing to pageframe, and zeroing changes a
+/// page's contents, never which page is chosen, while the simulated
+/// backing's zeroing bookkeeping would cost the replay a tenth of its time.
+const REPLAYED_GFP_BITS: u32 = ((1 << 23) - 1) & !Gfp::ZERO.bits();
+
+/// How to replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayOptions {
+    /// The machine; `None` boots one shaped like the traced host (its
+    /// managed memory, CPUs and a DMA32 zone if it had one).
+    pub machine: Option<MachineDesc>,
+    /// Kernel command-line policy switches applied to the machine
+    /// (`page_alloc.shuffle=1`, `page_alloc.shuffle_order=9`, ...).
+    pub cmdline: String,
+    /// The machine's RNG seed.
+    pub seed: u64,
+    /// Accept a machine smaller than the host (fewer CPUs: CPU `c` replays
+    /// on `c % nr_cpus`; less memory: allocations may fail and are counted).
+    pub fit: bool,
+    /// Fragmentation samples over the trace, at most (plus one at the end).
+    pub samples: usize,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions {
+            machine: None,
+            cmdline: String::new(),
+            seed: 42,
+            fit: false,
+            samples: 32,
+        }
+    }
+}
+
+/// Both fragmentation indices per order at one point of the replay.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FragSample {
+    /// Events replayed so far.
+    pub events: u64,
+    /// Trace time of the last of them, nanoseconds.
+    pub timestamp_ns: u64,
+    /// Free blocks per order over all zones.
+    pub nr_free: Vec<u64>,
+    /// Unusable free index per order (thousandths).
+    pub unusable: Vec<i64>,
+    /// Fragmentation index per order (thousandths).
+    pub fragmentation: Vec<i64>,
+}
+
+impl FragSample {
+    /// Both indices of every order from free blocks per order.
+    pub fn from_nr_free(events: u64, timestamp_ns: u64, nr_free: Vec<u64>) -> FragSample {
+        let orders = 0..nr_free.len() as u32;
+        FragSample {
+            events,
+            timestamp_ns,
+            unusable: orders
+                .clone()
+                .map(|o| unusable_free_index(&nr_free, o))
+                .collect(),
+            fragmentation: orders.map(|o| fragmentation_index(&nr_free, o)).collect(),
+            nr_free,
+        }
+    }
+}
+
+/// A fallback, keyed as `mm_page_alloc_extfrag` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FallbackKey {
+    /// Order of the request.
+    pub order: u8,
+    /// Migratetype requested.
+    pub migratetype: i8,
+    /// Migratetype of the block used.
+    pub fallback_migratetype: i8,
+    /// Whether the block changed hands.
+    pub change_ownership: bool,
+}
+
+/// Counts of one replay, beside the trace's own counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplayCounts {
+    /// Allocations replayed.
+    pub allocs: u64,
+    /// Allocations the host failed (PFN -1), skipped.
+    pub host_failed_allocs: u64,
+    /// Allocations our allocator failed.
+    pub failed_allocs: u64,
+    /// Allocations above the machine's largest order, skipped.
+    pub unreplayable_allocs: u64,
+    /// Frees of our blocks.
+    pub frees: u64,
+    /// Frees of blocks allocated before the trace began (or by a failed
+    /// replay), skipped.
+    pub frees_unknown: u64,
+    /// Frees whose order differed from the allocation's (freed with ours).
+    pub free_order_mismatches: u64,
+    /// Host PFNs allocated again while we still held them (a free the trace
+    /// missed): our block is freed first.
+    pub reallocated_live: u64,
+    /// Frees our allocator refused (should stay 0).
+    pub free_errors: u64,
+    /// Trace: `mm_page_alloc_zone_locked` with `percpu_refill`, in pages.
+    pub trace_refill_pages: u64,
+    /// Trace: runs of refill events on one CPU (one `rmqueue_bulk()` each).
+    pub trace_refill_calls: u64,
+    /// Trace: pages drained from pcp lists (`mm_page_pcpu_drain`).
+    pub trace_drain_pages: u64,
+    /// Trace: `mm_page_alloc_extfrag` per key.
+    pub trace_fallbacks: Vec<(FallbackKey, u64)>,
+    /// Ours: fallbacks observed at hand-out, per key.
+    pub fallbacks: Vec<(FallbackKey, u64)>,
+    /// Ours: blocks still allocated at the end.
+    pub live_at_end: u64,
+}
+
+/// Everything a replay produced.
+#[derive(Clone, Debug)]
+pub struct ReplayOutcome {
+    /// The machine that ran.
+    pub machine: MachineDesc,
+    /// Counters.
+    pub counts: ReplayCounts,
+    /// Fragmentation over time.
+    pub samples: Vec<FragSample>,
+    /// Our /proc/buddyinfo and /proc/pagetypeinfo at the start and end.
+    pub buddyinfo_start: String,
+    /// At the end.
+    pub buddyinfo_end: String,
+    /// Our /proc/pagetypeinfo at the end.
+    pub pagetypeinfo_end: String,
+    /// Our zone counters summed at the end: claims, steals, pcp refills,
+    /// pcp drain pages.
+    pub extfrag_claim: u64,
+    /// Steals.
+    pub extfrag_steal: u64,
+    /// `rmqueue_bulk()` calls.
+    pub pcp_refill: u64,
+    /// Pages drained from pcp lists.
+    pub pcp_drain_pages: u64,
+    /// Pageblocks per migratetype at the end, over all zones.
+    pub pageblocks: [u64; 5],
+}
+
+/// The machine a replay boots: the given one, else one shaped like the
+/// host; then the policy switches. Checks the size against the host.
+pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineDesc, TraceError> {
+    let host_cpus = host_cpus(trace);
+    let host_memory = host_bytes(trace);
+    let mut desc = match &options.machine {
+        Some(desc) => desc.clone(),
+        None => {
+            // Without saved zoneinfo (an imported text trace), the highest
+            // PFN seen bounds the host's memory from below.
+            let bytes = host_memory.unwrap_or_else(|| {
+                let top = trace
+                    .events
+                    .iter()
+                    .filter(|event| event.pfn != u64::MAX)
+                    .map(|event| event.pfn.saturating_add(1 << event.order))
+                    .max()
+                    .unwrap_or(1 << 18);
+                top.saturating_mul(4096)
+            });
+            let block = 2u64 << 20;
+            let bytes = bytes.div_ceil(block).saturating_mul(block).max(64 << 20);
+            let mut desc = MachineDesc::uniform(bytes, 1, host_cpus)
+                .map_err(|err| TraceError::Machine(err.to_string()))?;
+            desc.dma32 = host_file(trace, Moment::Start, "zoneinfo")
+                .is_some_and(|zoneinfo| zoneinfo.contains("zone    DMA32"))
+                && bytes > 4 << 30;
+            desc
+        }
+    };
+    if !options.cmdline.trim().is_empty() {
+        apply_cmdline(&mut desc, &options.cmdline)
+            .map_err(|err| TraceError::Machine(err.to_string()))?;
+    }
+    if !options.fit {
+        let cpus_seen = trace.nr_cpus_seen();
+        if cpus_seen > desc.nr_cpus() {
+            return Err(TraceError::Mismatch(format!(
+                "the trace uses {cpus_seen} CPUs, the replay machine has {}; \
+                 give a machine with more CPUs or fit the trace to it",
+                desc.nr_cpus()
+            )));
+        }
+        if let Some(host) = host_memory {
+            if host > desc.total_bytes() {
+                return Err(TraceError::Mismatch(format!(
+                    "the traced host managed {} MiB, the replay machine has {} MiB; \
+                     give a bigger machine or fit the trace to it",
+                    host >> 20,
+                    desc.total_bytes() >> 20
+                )));
+            }
+        }
+    }
+    Ok(desc)
+}
+
+fn bump(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey) {
+    match counts.iter_mut().find(|(existing, _)| *existing == key) {
+        Some((_, count)) => *count += 1,
+        None => counts.push((key, 1)),
+    }
+}
+
+/// Free blocks per order over every zone.
+fn machine_nr_free(allocator: &LocalPageAllocator) -> Vec<u64> {
+    let snapshots = allocator.zone_snapshots();
+    sum_orders(snapshots.iter().map(|zone| zone.nr_free_blocks.as_slice()))
+}
+
+/// Replays a trace. Deterministic for a given trace and options.
+pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, TraceError> {
+    trace.check_invariants()?;
+    let desc = replay_machine(trace, options)?;
+    let allocator = LocalPageAllocator::boot_seeded(&desc, AllocOptions::KERNEL, options.seed)
+        .map_err(|err| TraceError::Machine(err.to_string()))?;
+    let layout = allocator.layout().clone();
+    let nr_cpus = allocator.nr_cpus();
+    let handles = (0..nr_cpus)
+        .map(|cpu| allocator.cpu(CpuId(cpu as u16)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| TraceError::Machine(err.to_string()))?;
+    let pageblock_order = layout.pageblock_order as u32;
+    let blocks = &allocator.frames().blocks;
+    let mut shadow: Vec<u8> = (0..layout.end_pfn.0 >> pageblock_order)
+        .map(|block| blocks.migratetype(Pfn(block << pageblock_order)) as u8)
+        .collect();
+    let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
+    let mut counts = ReplayCounts::default();
+    let mut live = LiveBlocks::new();
+    let mut samples = Vec::new();
+    let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
+    let mut until_sample = 0usize;
+    // The migratetype of the last GFP mask seen (masks repeat in runs).
+    let mut last_gfp = (Gfp::empty(), MigrateType::Unmovable);
+    let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
+    let max_order = layout.max_order;
+
+    for (index, event) in trace.events.iter().enumerate() {
+        if until_sample == 0 {
+            until_sample = sample_every;
+            samples.push(FragSample::from_nr_free(
+                index as u64,
+                event.timestamp_ns,
+                machine_nr_free(&allocator),
+            ));
+        }
+        until_sample -= 1;
+        let cpu = event.cpu as usize;
+        let is_refill = event.kind == EventKind::ZoneLocked && event.flag;
+        if !is_refill {
+            last_refill_cpu[cpu] = false;
+        }
+        let handle = &handles[cpu % nr_cpus];
+        match event.kind {
+            EventKind::Alloc => {
+                if event.pfn == u64::MAX {
+                    counts.host_failed_allocs += 1;
+                    continue;
+                }
+                if event.order > max_order {
+                    counts.unreplayable_allocs += 1;
+                    continue;
+                }
+                let gfp = Gfp::from_bits_truncate(event.gfp & REPLAYED_GFP_BITS);
+                let node = layout.cpu_node[cpu % nr_cpus];
+                let page = match handle.alloc_pages(gfp, Order(event.order), node) {
+                    Ok(page) => page,
+                    Err(_) => {
+                        counts.failed_allocs += 1;
+                        continue;
+                    }
+                };
+                counts.allocs += 1;
+                let ours = page.pfn().0;
+                let block = (ours >> pageblock_order) as usize;
+                let now = blocks.migratetype(Pfn(ours));
+                if last_gfp.0 != gfp {
+                    let wanted = gfp.request().map_or(MigrateType::Unmovable, |request| {
+                        request.freetype.migratetype
+                    });
+                    last_gfp = (gfp, wanted);
+                }
+                let wanted = last_gfp.1;
+                if now != MigrateType::HighAtomic {
+                    let before = shadow[block];
+                    if before != now as u8 {
+                        shadow[block] = now as u8;
+                        bump(
+                            &mut counts.fallbacks,
+                            FallbackKey {
+                                order: event.order,
+                                migratetype: wanted as i8,
+                                fallback_migratetype: before as i8,
+                                change_ownership: true,
+                            },
+                        );
+                    } else if now != wanted {
+                        bump(
+                            &mut counts.fallbacks,
+                            FallbackKey {
+                                order: event.order,
+                                migratetype: wanted as i8,
+                                fallback_migratetype: now as i8,
+                                change_ownership: false,
+                            },
+                        );
+                    }
+                }
+                if let Some((old_pfn, old_order)) = live.insert(event.pfn, ours, event.order) {
+                    counts.reallocated_live += 1;
+                    let page = pageframe::Page::from_pfn(Pfn(old_pfn));
+                    if handle.free_pages(page, Order(old_order)).is_err() {
+                        counts.free_errors += 1;
+                    }
+                }
+            }
+            EventKind::Free | EventKind::FreeBatched => match live.remove(event.pfn) {
+                Some((our_pfn, order)) => {
+                    if event.kind == EventKind::Free && order != event.order {
+                        counts.free_order_mismatches += 1;
+                    }
+                    let page = pageframe::Page::from_pfn(Pfn(our_pfn));
+                    match handle.free_pages(page, Order(order)) {
+                        Ok(()) => counts.frees += 1,
+                        Err(_) => counts.free_errors += 1,
+                    }
+                }
+                None => counts.frees_unknown += 1,
+            },
+            EventKind::ZoneLocked => {
+                if is_refill {
+                    counts.trace_refill_pages += 1 << event.order.min(63);
+                    if !last_refill_cpu[cpu] {
+                        counts.trace_refill_calls += 1;
+                        last_refill_cpu[cpu] = true;
+                    }
+                }
+            }
+            EventKind::PcpuDrain => counts.trace_drain_pages += 1 << event.order.min(63),
+            EventKind::Extfrag => bump(
+                &mut counts.trace_fallbacks,
+                FallbackKey {
+                    order: event.order,
+                    migratetype: event.migratetype,
+                    fallback_migratetype: event.fallback_migratetype,
+                    change_ownership: event.flag,
+                },
+            ),
+        }
+    }
+    samples.push(FragSample::from_nr_free(
+        trace.events.len() as u64,
+        trace.events.last().map_or(0, |event| event.timestamp_ns),
+        machine_nr_free(&allocator),
+    ));
+    counts.live_at_end = live.len() as u64;
+    counts.fallbacks.sort();
+    counts.trace_fallbacks.sort();
+    drop(handles);
+    allocator
+        .check_invariants()
+        .map_err(|err| TraceError::Invariant(err.to_string()))?;
+    let snapshots = allocator.zone_snapshots();
+    let sum = |field: &dyn Fn(&pageframe::ZoneSnapshot) -> u64| -> u64 {
+        snapshots.iter().map(field).sum()
+    };
+    let mut pageblocks = [0u64; 5];
+    for zone in &snapshots {
+        for (total, count) in pageblocks.iter_mut().zip(zone.pageblocks) {
+            *total += count;
+        }
+    }
+    Ok(ReplayOutcome {
+        machine: desc,
+        counts,
+        samples,
+        buddyinfo_start,
+        buddyinfo_end: pageframe::proc::buddyinfo(&allocator),
+        pagetypeinfo_end: pageframe::proc::pagetypeinfo(&allocator),
+        extfrag_claim: sum(&|zone| zone.zone_events.extfrag_claim),
+        extfrag_steal: sum(&|zone| zone.zone_events.extfrag_steal),
+        pcp_refill: sum(&|zone| zone.zone_events.pcp_refill),
+        pcp_drain_pages: sum(&|zone| zone.zone_events.pcp_drain_pages),
+        pageblocks,
+    })
+}

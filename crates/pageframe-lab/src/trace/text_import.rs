@@ -1,0 +1,186 @@
+//! Importing text traces of the same six kmem events: tracefs's own `trace`
+//! and `trace_pipe` files, `trace-cmd report` and `perf script` output.
+//!
+//! All four print one event per line as
+//! `COMM-PID [CPU] (flags) SECONDS: [kmem:]EVENT: key=value ...`
+//! (perf puts the PID after a space). The parser finds the `[CPU]` token,
+//! the first `SECONDS:` after it, then the event name and the fields it
+//! needs; other events, comments (`#`) and blank lines are skipped, and
+//! `[LOST n EVENTS]` markers are counted. A line naming one of our events
+//! without a field it needs is an error that names its line number.
+
+use super::event::{EventKind, Trace, TraceEvent};
+use super::gfp_names::parse_gfp;
+use super::{TraceError, MAX_TRACE_ORDER};
+
+/// Imports text trace output.
+pub fn import_text(text: &str) -> Result<Trace, TraceError> {
+    let mut trace = Trace::default();
+    let mut lost = 0u64;
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            // The `trace` file's header names the CPU count as `#P:2`.
+            if let Some(cpus) = trimmed.split("#P:").nth(1) {
+                if let Ok(cpus) = cpus.trim().parse::<usize>() {
+                    trace.set_meta("cpus", cpus.to_string());
+                }
+            }
+            continue;
+        }
+        if let Some(count) = lost_marker(trimmed) {
+            lost = lost.saturating_add(count);
+            continue;
+        }
+        if let Some(cpus) = trimmed.strip_prefix("cpus=") {
+            if let Ok(cpus) = cpus.trim().parse::<usize>() {
+                trace.set_meta("cpus", cpus.to_string());
+            }
+            continue;
+        }
+        if let Some(event) = parse_line(trimmed, line_no)? {
+            trace.events.push(event);
+        }
+    }
+    trace.set_meta("source", "text import");
+    trace.set_meta("lost_events", lost.to_string());
+    trace.normalize();
+    Ok(trace)
+}
+
+/// `CPU:1 [LOST 42 EVENTS]` (tracefs) or `... [LOST 42 EVENTS] ...`.
+fn lost_marker(line: &str) -> Option<u64> {
+    let start = line.find("[LOST ")?;
+    let rest = &line[start + 6..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+fn parse_seconds(token: &str) -> Option<u64> {
+    let (seconds, fraction) = token.split_once('.').unwrap_or((token, ""));
+    if fraction.len() > 9 || !fraction.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let seconds = seconds.parse::<u64>().ok()?;
+    let mut nanos = 0u64;
+    for position in 0..9 {
+        let digit = fraction
+            .as_bytes()
+            .get(position)
+            .map_or(0, |byte| byte - b'0');
+        nanos = nanos * 10 + digit as u64;
+    }
+    seconds.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
+fn parse_number(text: &str) -> Option<i64> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok().map(|value| value as i64),
+        None => text.parse::<i64>().ok(),
+    }
+}
+
+fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceError> {
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    let Some(cpu_index) = tokens.iter().position(|token| {
+        token.len() > 2
+            && token.starts_with('[')
+            && token.ends_with(']')
+            && token[1..token.len() - 1]
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+    }) else {
+        return Ok(None);
+    };
+    let Some(time_index) = (cpu_index + 1..tokens.len()).find(|&index| {
+        tokens[index]
+            .strip_suffix(':')
+            .is_some_and(|seconds| parse_seconds(seconds).is_some())
+    }) else {
+        return Ok(None);
+    };
+    let Some(name) = tokens.get(time_index + 1).and_then(|t| t.strip_suffix(':')) else {
+        return Ok(None);
+    };
+    let name = name.strip_prefix("kmem:").unwrap_or(name);
+    let Some(kind) = EventKind::from_tracepoint(name) else {
+        return Ok(None);
+    };
+    let bad = |reason: String| TraceError::Text {
+        line: line_no,
+        reason,
+    };
+    let cpu_text = &tokens[cpu_index][1..tokens[cpu_index].len() - 1];
+    let cpu = cpu_text
+        .parse::<u16>()
+        .map_err(|_| bad(format!("cpu {cpu_text} out of range")))?;
+    let timestamp = tokens[time_index]
+        .strip_suffix(':')
+        .and_then(parse_seconds)
+        .ok_or_else(|| bad("bad timestamp".to_string()))?;
+    let fields: Vec<(&str, &str)> = tokens[time_index + 2..]
+        .iter()
+        .filter_map(|token| token.split_once('='))
+        .collect();
+    let field = |key: &str| {
+        fields
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, v)| *v)
+    };
+    let number = |key: &str| -> Result<i64, TraceError> {
+        let text = field(key).ok_or_else(|| bad(format!("{name} without {key}=")))?;
+        parse_number(text).ok_or_else(|| bad(format!("{key}={text} is not a number")))
+    };
+    let small = |key: &str, low: i64, high: i64| -> Result<i64, TraceError> {
+        let value = number(key)?;
+        if (low..=high).contains(&value) {
+            Ok(value)
+        } else {
+            Err(bad(format!("{key}={value} out of range")))
+        }
+    };
+    let failed = field("page").is_some_and(|page| {
+        page.contains("null") || page.bytes().all(|byte| byte == b'0' || byte == b'x')
+    });
+    let pfn = if failed {
+        u64::MAX
+    } else {
+        number("pfn")? as u64
+    };
+    let mut event = TraceEvent::new(kind, timestamp, cpu, pfn);
+    match kind {
+        EventKind::Alloc => {
+            event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8;
+            event.migratetype = small("migratetype", -1, 127)? as i8;
+            let gfp = field("gfp_flags").ok_or_else(|| bad("no gfp_flags=".to_string()))?;
+            event.gfp = parse_gfp(gfp).ok_or_else(|| bad(format!("unknown gfp flags {gfp}")))?;
+        }
+        EventKind::Free => event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8,
+        EventKind::FreeBatched => {}
+        EventKind::ZoneLocked => {
+            event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8;
+            event.migratetype = small("migratetype", -1, 127)? as i8;
+            event.flag = small("percpu_refill", 0, 1)? != 0;
+        }
+        EventKind::PcpuDrain => {
+            event.order = small("order", 0, MAX_TRACE_ORDER as i64)? as u8;
+            event.migratetype = small("migratetype", -1, 127)? as i8;
+        }
+        EventKind::Extfrag => {
+            event.order = small("alloc_order", 0, MAX_TRACE_ORDER as i64)? as u8;
+            event.fallback_order = small("fallback_order", 0, MAX_TRACE_ORDER as i64)? as u8;
+            event.migratetype = small("alloc_migratetype", -1, 127)? as i8;
+            event.fallback_migratetype = small("fallback_migratetype", -1, 127)? as i8;
+            event.flag = small("change_ownership", 0, 1)? != 0;
+        }
+    }
+    Ok(Some(event))
+}
+
+/// Reads and imports a text trace file.
+pub fn import_file(path: &std::path::Path) -> Result<Trace, TraceError> {
+    let bytes = std::fs::read(path).map_err(|err| TraceError::io(path, err))?;
+    let text = String::from_utf8_lossy(&bytes);
+    import_text(&text)
+}

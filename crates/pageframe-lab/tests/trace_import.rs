@@ -1,0 +1,136 @@
+//! Importing text traces: tracefs's `trace` file and `perf script` output
+//! (samples cut from real recordings on these machines), GFP flag names,
+//! and errors naming the line.
+
+use pageframe::Gfp;
+use pageframe_lab::trace::gfp_names::parse_gfp;
+use pageframe_lab::trace::text_import::import_text;
+use pageframe_lab::trace::{self, EventKind, TraceError};
+use std::path::Path;
+
+fn data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/trace_data")
+        .join(name)
+}
+
+#[test]
+fn tracefs_trace_file_imports() {
+    let trace = trace::import(&data("tracefs_trace.txt")).unwrap();
+    trace.check_invariants().unwrap();
+    assert_eq!(trace.events.len(), 52);
+    assert_eq!(trace.meta("cpus"), Some("2"), "from the header's #P:2");
+    let first = trace.events[0];
+    assert_eq!(first.kind, EventKind::Alloc);
+    assert_eq!(
+        (first.cpu, first.pfn, first.order, first.migratetype),
+        (0, 0x3e90c2, 1, 2)
+    );
+    let expected = Gfp::RECLAIMABLE.bits()
+        | Gfp::IO.bits()
+        | Gfp::FS.bits()
+        | Gfp::NOWARN.bits()
+        | Gfp::NORETRY.bits()
+        | Gfp::COMP.bits()
+        | Gfp::NOMEMALLOC.bits();
+    assert_eq!(first.gfp, expected);
+    assert_eq!(first.timestamp_ns, 0, "rebased to the first event");
+    let refills = trace
+        .events
+        .iter()
+        .filter(|event| event.kind == EventKind::ZoneLocked && event.flag)
+        .count();
+    assert_eq!(refills, 8);
+    // Task names with spaces ("lto cgu.0.rcgu.-3079") parse too.
+    assert!(trace
+        .events
+        .iter()
+        .any(|event| event.pfn == 0x104fd9 && event.kind == EventKind::Free));
+    // 2450.893837 s to 2450.894033 s.
+    assert_eq!(trace.events[1].timestamp_ns, 196_000);
+}
+
+#[test]
+fn perf_script_output_imports() {
+    let trace = trace::import(&data("perf_script.txt")).unwrap();
+    assert_eq!(trace.events.len(), 36);
+    let counts = trace.counts();
+    assert_eq!(counts[EventKind::Alloc as usize], 20);
+    assert_eq!(counts[EventKind::Free as usize], 10);
+    assert_eq!(counts[EventKind::ZoneLocked as usize], 6);
+    let alloc = trace
+        .events
+        .iter()
+        .find(|event| event.pfn == 0x1092c6)
+        .unwrap();
+    assert_eq!(alloc.gfp, (Gfp::HIGHUSER | Gfp::ACCOUNT).bits());
+}
+
+#[test]
+fn trace_cmd_report_lines_import() {
+    let text = "cpus=2\n\
+        \x20           tar-2150  [001]  1234.500000: mm_page_alloc:        page=0xffffea0000123400 pfn=0x48d0 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO\n\
+        \x20           tar-2150  [001]  1234.500001: mm_page_alloc_extfrag: page=0xffffea0000123400 pfn=0x48d0 alloc_order=0 fallback_order=9 pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=0 change_ownership=1\n\
+        \x20           tar-2150  [000]  1234.500002: mm_page_pcpu_drain:   page=0xffffea0000123400 pfn=0x48d0 order=0 migratetype=1\n\
+        CPU:0 [LOST 7 EVENTS]\n";
+    let trace = import_text(text).unwrap();
+    assert_eq!(trace.meta("cpus"), Some("2"));
+    assert_eq!(trace.meta("lost_events"), Some("7"));
+    assert_eq!(trace.events.len(), 3);
+    let extfrag = trace.events[1];
+    assert_eq!(extfrag.kind, EventKind::Extfrag);
+    assert_eq!(
+        (
+            extfrag.order,
+            extfrag.fallback_order,
+            extfrag.migratetype,
+            extfrag.fallback_migratetype,
+            extfrag.flag
+        ),
+        (0, 9, 0, 1, true)
+    );
+    assert_eq!(
+        trace.events[0].gfp,
+        (Gfp::HIGHUSER_MOVABLE | Gfp::ZERO).bits()
+    );
+}
+
+#[test]
+fn failed_allocations_and_other_events_are_told_apart() {
+    let text = "x-1 [000] .... 1.000000: mm_page_alloc: page=0000000000000000 pfn=0x0 order=3 migratetype=0 gfp_flags=GFP_ATOMIC\n\
+                x-1 [000] .... 1.000001: kmalloc: call_site=foo ptr=0 bytes_req=8\n\
+                x-1 [000] .... 1.000002: mm_page_free: page=00000000ab12cd34 pfn=0x10 order=0\n";
+    let trace = import_text(text).unwrap();
+    assert_eq!(trace.events.len(), 2);
+    assert_eq!(trace.events[0].pfn, u64::MAX, "a failed allocation");
+    assert_eq!(trace.events[1].pfn, 0x10);
+}
+
+#[test]
+fn bad_lines_name_their_line_number() {
+    let text = "# header\nx-1 [000] .... 1.000000: mm_page_free: page=00000000ab12cd34 order=0\n";
+    let err = import_text(text).unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 2, .. }), "{err}");
+    assert!(err.to_string().starts_with("text trace line 2:"), "{err}");
+    let text = "x-1 [000] .... 1.0: mm_page_alloc: page=00000000ab12cd34 pfn=0x1 order=0 migratetype=0 gfp_flags=GFP_BOGUS\n";
+    let err = import_text(text).unwrap_err();
+    assert!(err.to_string().contains("GFP_BOGUS"), "{err}");
+    let text = "x-1 [000] .... 1.0: mm_page_free: page=00000000ab12cd34 pfn=0x1 order=300\n";
+    assert!(matches!(
+        import_text(text),
+        Err(TraceError::Text { line: 1, .. })
+    ));
+}
+
+#[test]
+fn gfp_names_map_to_the_kernel_bits() {
+    assert_eq!(parse_gfp("GFP_KERNEL"), Some(Gfp::KERNEL.bits()));
+    assert_eq!(
+        parse_gfp("GFP_NOWAIT|__GFP_COMP"),
+        Some((Gfp::NOWAIT | Gfp::COMP).bits())
+    );
+    assert_eq!(parse_gfp("GFP_TRANSHUGE"), Some(0x001c_24ca));
+    assert_eq!(parse_gfp("none"), Some(0));
+    assert_eq!(parse_gfp("__GFP_HIGH|0x4000000"), Some(0x0400_0020));
+    assert_eq!(parse_gfp("GFP_WHATEVER"), None);
+}

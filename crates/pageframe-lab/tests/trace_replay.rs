@@ -1,0 +1,230 @@
+//! Replay: determinism, the mapping of host blocks to ours, frees of blocks
+//! from before the trace, size and CPU mismatches, and the kernel's
+//! fragmentation formulas.
+
+use pageframe::MachineDesc;
+use pageframe_lab::trace::frag::{fragmentation_index, unusable_free_index};
+use pageframe_lab::trace::live::LiveBlocks;
+use pageframe_lab::trace::{
+    self, run_replay, EventKind, ReplayOptions, Trace, TraceError, TraceEvent,
+};
+
+/// The first `count` events of the shipped trace, with its metadata.
+fn shipped_prefix(count: usize) -> Trace {
+    let mut trace = trace::read_file(&trace::shipped_trace_path()).unwrap();
+    trace.events.truncate(count);
+    trace
+}
+
+fn alloc(time: u64, cpu: u16, pfn: u64, order: u8, gfp: u32) -> TraceEvent {
+    let mut event = TraceEvent::new(EventKind::Alloc, time, cpu, pfn);
+    event.order = order;
+    event.gfp = gfp;
+    event
+}
+
+fn free(time: u64, cpu: u16, pfn: u64, order: u8) -> TraceEvent {
+    let mut event = TraceEvent::new(EventKind::Free, time, cpu, pfn);
+    event.order = order;
+    event
+}
+
+fn small_machine() -> ReplayOptions {
+    ReplayOptions {
+        machine: Some(MachineDesc::uniform(256 << 20, 1, 2).unwrap()),
+        samples: 4,
+        ..ReplayOptions::default()
+    }
+}
+
+#[test]
+fn same_seed_same_rows() {
+    let trace = shipped_prefix(60_000);
+    let options = ReplayOptions {
+        seed: 7,
+        cmdline: "page_alloc.shuffle=1".to_string(),
+        ..ReplayOptions::default()
+    };
+    let first = run_replay(&trace, &options).unwrap();
+    let second = run_replay(&trace, &options).unwrap();
+    assert_eq!(first.rows, second.rows);
+    assert_eq!(first.outcome.samples, second.outcome.samples);
+    assert_eq!(first.outcome.buddyinfo_end, second.outcome.buddyinfo_end);
+    let counts = &first.outcome.counts;
+    let allocs = trace.counts()[EventKind::Alloc as usize];
+    assert_eq!(
+        counts.allocs + counts.failed_allocs + counts.host_failed_allocs,
+        allocs
+    );
+    assert_eq!(counts.failed_allocs, 0, "the host-shaped machine has room");
+    // Every free is either ours or from before the trace.
+    let frees =
+        trace.counts()[EventKind::Free as usize] + trace.counts()[EventKind::FreeBatched as usize];
+    assert_eq!(counts.frees + counts.frees_unknown, frees);
+    assert_eq!(
+        counts.live_at_end,
+        counts.allocs - counts.frees - counts.reallocated_live
+    );
+    assert!(first
+        .rows
+        .iter()
+        .any(|row| row.section == "buddyinfo" && row.kernel.is_some()));
+    assert!(first
+        .rows
+        .iter()
+        .any(|row| row.section == "pageblocks" && row.kernel.is_some()));
+}
+
+#[test]
+fn host_blocks_map_to_ours_and_early_frees_are_skipped() {
+    let kernel = pageframe::Gfp::KERNEL.bits();
+    let trace = Trace {
+        events: vec![
+            alloc(0, 1, 0x7fff_ffff_0000, 2, kernel), // a PFN far beyond our machine
+            free(1, 0, 0x1234, 0),                    // allocated before the trace
+            alloc(2, 0, 0x10, 0, pageframe::Gfp::MOVABLE.bits()),
+            free(3, 0, 0x7fff_ffff_0000, 2),
+            free(4, 1, 0x7fff_ffff_0000, 2), // a second free: unknown now
+        ],
+        ..Trace::default()
+    };
+    let outcome = trace::replay(&trace, &small_machine()).unwrap();
+    let counts = &outcome.counts;
+    assert_eq!(counts.allocs, 2);
+    assert_eq!(counts.frees, 1);
+    assert_eq!(counts.frees_unknown, 2);
+    assert_eq!(counts.live_at_end, 1);
+    assert_eq!(counts.free_errors, 0);
+    assert_eq!(outcome.samples.len(), 4, "events 0, 2, 4 and the end");
+}
+
+#[test]
+fn a_bigger_host_needs_fit() {
+    let trace = shipped_prefix(1_000);
+    let err = trace::replay(&trace, &small_machine()).unwrap_err();
+    assert!(matches!(err, TraceError::Mismatch(_)), "{err}");
+    assert!(err.to_string().contains("MiB"), "{err}");
+    let fitted = ReplayOptions {
+        fit: true,
+        ..small_machine()
+    };
+    let outcome = trace::replay(&trace, &fitted).unwrap();
+    assert!(outcome.counts.allocs > 0);
+}
+
+#[test]
+fn more_cpus_than_the_machine_need_fit() {
+    let trace = Trace {
+        events: vec![alloc(0, 5, 1, 0, pageframe::Gfp::KERNEL.bits())],
+        ..Trace::default()
+    };
+    let err = trace::replay(&trace, &small_machine()).unwrap_err();
+    assert!(err.to_string().contains("6 CPUs"), "{err}");
+    let fitted = ReplayOptions {
+        fit: true,
+        ..small_machine()
+    };
+    assert_eq!(trace::replay(&trace, &fitted).unwrap().counts.allocs, 1);
+}
+
+#[test]
+fn policy_switches_reach_the_machine() {
+    let trace = shipped_prefix(10);
+    let shuffled = ReplayOptions {
+        cmdline: "page_alloc.shuffle=1".to_string(),
+        ..small_machine()
+    };
+    let desc = trace::replay::replay_machine(
+        &trace,
+        &ReplayOptions {
+            fit: true,
+            ..shuffled
+        },
+    )
+    .unwrap();
+    assert!(desc.shuffle_enabled());
+    let bad = ReplayOptions {
+        cmdline: "page_alloc.shuffle=maybe".to_string(),
+        fit: true,
+        ..small_machine()
+    };
+    assert!(matches!(
+        trace::replay(&trace, &bad),
+        Err(TraceError::Machine(_))
+    ));
+}
+
+#[test]
+fn fragmentation_formulas_match_the_kernel() {
+    // All free memory in one order-10 block: nothing unusable, every
+    // request would succeed.
+    let mut one_block = vec![0u64; 11];
+    one_block[10] = 1;
+    assert_eq!(unusable_free_index(&one_block, 10), 0);
+    assert_eq!(fragmentation_index(&one_block, 10), -1000);
+    // 1024 single pages: order 1 and up are all unusable; an order-10
+    // request fails for fragmentation: 1000 - (1000 + 1024*1000/1024)/1024 = 999.
+    let mut singles = vec![0u64; 11];
+    singles[0] = 1024;
+    assert_eq!(unusable_free_index(&singles, 0), 0);
+    assert_eq!(unusable_free_index(&singles, 1), 1000);
+    assert_eq!(fragmentation_index(&singles, 10), 999);
+    // Two order-3 blocks and an order-0 page, asking order 4:
+    // free 17 pages, 3 blocks: 1000 - (1000 + 17000/16)/3 = 1000 - 687 = 313.
+    let mut mixed = vec![0u64; 11];
+    mixed[0] = 1;
+    mixed[3] = 2;
+    assert_eq!(fragmentation_index(&mixed, 4), 313);
+    // Unusable at order 3: (17 - 2*8) * 1000 / 17 = 58.
+    assert_eq!(unusable_free_index(&mixed, 3), 58);
+    // No free memory: all unusable, index 0.
+    assert_eq!(unusable_free_index(&[0; 11], 3), 1000);
+    assert_eq!(fragmentation_index(&[0; 11], 3), 0);
+}
+
+#[test]
+fn live_blocks_count_what_they_hold() {
+    let mut live = LiveBlocks::new();
+    assert_eq!(live.insert(5, 100, 2), None);
+    assert_eq!(live.insert(1 << 40, 0, 0), None);
+    assert_eq!(live.insert(5, 200, 1), Some((100, 2)));
+    assert_eq!(live.len(), 2);
+    assert_eq!(live.count_live(), 2);
+    assert_eq!(live.remove(1 << 40), Some((0, 0)));
+    assert_eq!(live.remove(1 << 40), None);
+    assert_eq!(live.remove(6), None);
+    assert_eq!(live.len(), live.count_live());
+    assert_eq!(live.len(), 1);
+}
+
+#[test]
+fn the_experiment_compares_two_policies_on_the_shipped_trace() {
+    let rows = trace::run_experiment(42).unwrap();
+    assert!(rows.iter().any(|row| row.key.starts_with("kernel: ")));
+    assert!(rows.iter().any(|row| row.key.starts_with("shuffle: ")));
+    let allocations: Vec<_> = rows
+        .iter()
+        .filter(|row| row.key.ends_with(": allocations"))
+        .collect();
+    assert_eq!(allocations.len(), 2);
+    for row in allocations {
+        assert_eq!(row.kernel, Some(157_966.0));
+        assert_eq!(row.pageframe, Some(157_966.0));
+    }
+    let report_row = rows[0].to_report_row();
+    let trace = trace::read_file(&trace::shipped_trace_path()).unwrap();
+    let report = run_replay(&trace, &ReplayOptions::default()).unwrap();
+    let svg = trace::plot::to_svg(&trace, &report);
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        2 * 11,
+        "two panels, orders 0-10"
+    );
+    assert_eq!(
+        svg.matches("<circle").count(),
+        2 * 11,
+        "the host's values at the end"
+    );
+    assert!(format!("{report_row:?}").contains("section"));
+}
