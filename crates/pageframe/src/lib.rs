@@ -48,9 +48,10 @@ pub mod zram;
 
 pub use error::Errno;
 pub use error::{
-    AccessError, AllocError, BootError, CpuError, DescError, FreeError, InvariantError, SlabError,
-    ZpoolError,
+    AccessError, AllocError, BootError, CpuError, DescError, FreeError, InvariantError,
 };
+pub use slab::SlabError;
+pub use zpool::ZpoolError;
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{MachineDesc, MachineLayout};

@@ -8,7 +8,7 @@ use pageframe::zpool::afmalloc::{AfConfig, AfPool};
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
 use pageframe::zpool::{Zpool, ZpoolHandle};
 use pageframe::{
-    AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, MachineRng, Order, Pfn,
+    AccessError, AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, MachineRng, Order, Pfn,
     ZpoolError,
 };
 
@@ -36,6 +36,12 @@ impl<P: PageSource> PageSource for Budget<P> {
             *budget += order.nr_pages();
         }
         self.inner.free_pages(pfn, order)
+    }
+    fn write(&mut self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), AccessError> {
+        self.inner.write(pfn, offset, bytes)
+    }
+    fn read(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), AccessError> {
+        self.inner.read(pfn, offset, out)
     }
 }
 

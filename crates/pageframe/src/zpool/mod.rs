@@ -9,10 +9,13 @@
 //! and their simulated bytes ([`crate::page_source::PageData`]).
 
 pub mod afmalloc;
+mod error;
 pub mod sizes;
 pub mod zsmalloc;
 
-use crate::error::{InvariantError, ZpoolError};
+pub use error::ZpoolError;
+
+use crate::error::InvariantError;
 
 /// An opaque handle to a stored object. 0 is never a valid handle.
 pub type ZpoolHandle = u64;

@@ -33,7 +33,8 @@ pub mod compress;
 
 pub use compress::Compressor;
 
-use crate::error::{Errno, InvariantError, ZpoolError};
+use crate::error::{Errno, InvariantError};
+use crate::zpool::ZpoolError;
 use crate::page_source::PageSource;
 use crate::slab::SlabParams;
 use crate::zpool::afmalloc::{AfConfig, AfPool};
