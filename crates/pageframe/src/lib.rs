@@ -50,8 +50,6 @@ pub use error::Errno;
 pub use error::{
     AccessError, AllocError, BootError, CpuError, DescError, FreeError, InvariantError,
 };
-pub use slab::SlabError;
-pub use zpool::ZpoolError;
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{MachineDesc, MachineLayout};
@@ -61,4 +59,6 @@ pub use page_alloc::{
 };
 pub use policies::{HotplugError, ShuffleStats};
 pub use rng::MachineRng;
+pub use slab::SlabError;
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneType};
+pub use zpool::ZpoolError;

@@ -4,7 +4,8 @@
 use pageframe::page_source::{CpuPages, PageSource};
 use pageframe::slab::{slabinfo, SlabAllocator, SlabParams};
 use pageframe::{
-    AccessError, AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, Order, Pfn, SlabError,
+    AccessError, AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, Order, Pfn,
+    SlabError,
 };
 
 /// Fails every allocation above `max_order` (a fragmented machine).

@@ -307,14 +307,7 @@ impl ArenaBacking {
             access,
         };
         Ok(ArenaBacking {
-            core: BackingCore::new(
-                nr_pages,
-                page_size,
-                nr_cpus,
-                mermap,
-                slots,
-                SimCosts::NONE,
-            )?,
+            core: BackingCore::new(nr_pages, page_size, nr_cpus, mermap, slots, SimCosts::NONE)?,
             direct_mapping,
             host_nodes,
             bound,
@@ -356,14 +349,16 @@ impl Backing for ArenaBacking {
     /// One `mprotect(PROT_NONE)`, after which the kernel flushes the range
     /// from every CPU's TLB that may cache it.
     fn unmap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.core.direct_map
+        self.core
+            .direct_map
             .set_valid(&self.core.counters, start, nr_pages, false, |pages| {
                 self.protect(pages, false)
             })
     }
 
     fn remap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.core.direct_map
+        self.core
+            .direct_map
             .set_valid(&self.core.counters, start, nr_pages, true, |pages| {
                 self.protect(pages, true)
             })

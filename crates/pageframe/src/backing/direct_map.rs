@@ -103,7 +103,10 @@ impl DirectMap {
         len: usize,
     ) -> Result<u64, BackingError> {
         let page_size = self.page_size as u64;
-        let out_of_range = BackingError::OutOfRange { start: pfn, nr_pages: 1 };
+        let out_of_range = BackingError::OutOfRange {
+            start: pfn,
+            nr_pages: 1,
+        };
         let start = u64::try_from(offset)
             .ok()
             .and_then(|offset| pfn.0.checked_mul(page_size)?.checked_add(offset))

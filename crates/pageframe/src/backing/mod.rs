@@ -52,9 +52,9 @@ mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
 pub use counters::BackingCounters;
+pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
 pub use os::host_numa_nodes;
-pub(crate) use direct_map::page_pieces;
 pub use sim::{SimBacking, SimCosts};
 
 use std::ptr::NonNull;
@@ -176,6 +176,12 @@ pub trait Backing: Send + Sync {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), BackingError>;
+
+    /// Keeps (`true`, the default) or drops the bytes later writes copy in.
+    /// Only the simulation can drop them: a cost-model run of more memory
+    /// than the host has turns keeping off, and its writes are still counted
+    /// and charged. A backing whose contents are real memory ignores it.
+    fn set_contents_kept(&self, _kept: bool) {}
 
     /// The event counters (and, for the simulation, the charged time).
     fn counters(&self) -> BackingCounters;

@@ -9,7 +9,9 @@
 //!
 //! Lifecycle, as real memory has it: zeroing a page (`__GFP_ZERO`,
 //! clear_page()) drops its buffer; a freed page keeps its bytes until it is
-//! zeroed or written again, as the arena's pages do.
+//! zeroed or written again, as the arena's pages do. A cost-model run of
+//! more memory than the host has may turn keeping off: writes are then
+//! counted and charged by the backing but their bytes dropped.
 //!
 //! Concurrency: the table is lock-free (a slot is installed by
 //! compare-and-swap, a lost race frees its own buffer). A page's bytes are
@@ -19,7 +21,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::BackingError;
 use crate::types::Pfn;
@@ -37,6 +39,8 @@ pub(crate) struct PageStore {
     page_size: usize,
     nr_pages: u64,
     chunks: Box<[AtomicPtr<Chunk>]>,
+    /// False when writes are discarded (see [`PageStore::set_kept`]).
+    kept: AtomicBool,
 }
 
 impl std::fmt::Debug for PageStore {
@@ -60,6 +64,7 @@ impl PageStore {
             page_size,
             nr_pages,
             chunks: chunks.into_boxed_slice(),
+            kept: AtomicBool::new(true),
         })
     }
 
@@ -130,7 +135,7 @@ impl PageStore {
     /// page is in the store and the bytes fit in it.
     pub(crate) fn write(&self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
         debug_assert!(pfn.0 < self.nr_pages && offset + bytes.len() <= self.page_size);
-        if bytes.is_empty() {
+        if bytes.is_empty() || !self.kept.load(Ordering::Relaxed) {
             return Ok(());
         }
         let buffer = self.buffer(pfn.0, true)?.expect("created");
@@ -177,6 +182,13 @@ impl PageStore {
                 }
             }
         }
+    }
+
+    /// Keeps (the default) or discards what later writes copy in. Discarding
+    /// is for cost-model runs of more memory than the host has: bytes already
+    /// stored stay, new writes are dropped, unwritten pages read as zeros.
+    pub(crate) fn set_kept(&self, kept: bool) {
+        self.kept.store(kept, Ordering::Relaxed);
     }
 
     /// Pages holding a buffer (for tests and `describe`).
@@ -239,6 +251,11 @@ mod tests {
         assert_eq!(store.nr_written(), 1);
         store.zero(Pfn(1999), 1);
         store.read(Pfn(1999), 100, &mut out);
+        assert_eq!(out, [0; 8]);
+        assert_eq!(store.nr_written(), 0);
+        store.set_kept(false);
+        store.write(Pfn(5), 0, b"dropped").unwrap();
+        store.read(Pfn(5), 0, &mut out);
         assert_eq!(out, [0; 8]);
         assert_eq!(store.nr_written(), 0);
     }

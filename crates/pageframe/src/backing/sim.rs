@@ -194,7 +194,10 @@ impl Backing for SimBacking {
     }
 
     fn write_mapped(&self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
-        let start = self.core.direct_map.check_mapped_bytes(pfn, offset, bytes.len())?;
+        let start = self
+            .core
+            .direct_map
+            .check_mapped_bytes(pfn, offset, bytes.len())?;
         let page_size = self.core.direct_map.page_size();
         let first = start / page_size as u64;
         let in_first = (start % page_size as u64) as usize;
@@ -206,7 +209,10 @@ impl Backing for SimBacking {
     }
 
     fn read_mapped(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
-        let start = self.core.direct_map.check_mapped_bytes(pfn, offset, out.len())?;
+        let start = self
+            .core
+            .direct_map
+            .check_mapped_bytes(pfn, offset, out.len())?;
         let page_size = self.core.direct_map.page_size();
         let first = start / page_size as u64;
         let in_first = (start % page_size as u64) as usize;
@@ -246,6 +252,10 @@ impl Backing for SimBacking {
         out: &mut [u8],
     ) -> Result<(), BackingError> {
         self.core.read_unmapped(cpu, pfn, offset, out)
+    }
+
+    fn set_contents_kept(&self, kept: bool) {
+        self.store().set_kept(kept);
     }
 
     fn counters(&self) -> BackingCounters {

@@ -234,7 +234,9 @@ fn direct_map_and_mermap_share_the_bytes(factory: Factory) {
     backing.read_mapped(Pfn(40), 4000, &mut out).unwrap();
     assert_eq!(out, data[..200]);
     let mut tail = [0u8; 104];
-    backing.read_unmapped(CpuId(1), Pfn(41), 0, &mut tail).unwrap();
+    backing
+        .read_unmapped(CpuId(1), Pfn(41), 0, &mut tail)
+        .unwrap();
     assert_eq!(tail[..], data[96..200]);
     backing.unmap_direct(Pfn(41), 1).unwrap();
     assert_eq!(
@@ -245,7 +247,9 @@ fn direct_map_and_mermap_share_the_bytes(factory: Factory) {
         backing.read_mapped(Pfn(41), 0, &mut tail),
         Err(BackingError::NotMapped(Pfn(41)))
     );
-    backing.read_unmapped(CpuId(0), Pfn(41), 0, &mut tail).unwrap();
+    backing
+        .read_unmapped(CpuId(0), Pfn(41), 0, &mut tail)
+        .unwrap();
     assert_eq!(tail[..], data[96..200], "the failed write copied nothing");
     backing.read_mapped(Pfn(40), 4000, &mut out[..96]).unwrap();
     assert_eq!(out[..96], data[..96], "the failed write copied nothing");
@@ -269,7 +273,9 @@ fn overflowing_spans_are_errors(factory: Factory) {
         ));
     }
     assert!(backing.write_mapped(Pfn(u64::MAX), 0, &[1]).is_err());
-    assert!(backing.read_mapped(Pfn(PAGES - 1), PAGE_SIZE - 8, &mut out).is_err());
+    assert!(backing
+        .read_mapped(Pfn(PAGES - 1), PAGE_SIZE - 8, &mut out)
+        .is_err());
     let mut page = vec![0u8; 2 * PAGE_SIZE];
     backing.read_mapped(Pfn(0), 0, &mut page).unwrap();
     assert!(page.iter().all(|&b| b == 0), "nothing was written");

@@ -56,4 +56,3 @@ pub enum SlabError {
     #[error("object bytes: {0}")]
     Access(#[from] AccessError),
 }
-

@@ -99,7 +99,9 @@ impl<T> IdSlots<T> {
     /// The id a handle names, if it names a live slot's current life.
     #[inline]
     pub fn id_of(&self, handle: Handle) -> Option<u32> {
-        let id = u32::try_from(handle & u64::from(u32::MAX)).ok()?.checked_sub(1)?;
+        let id = u32::try_from(handle & u64::from(u32::MAX))
+            .ok()?
+            .checked_sub(1)?;
         let slot = self.slots.get(id as usize)?;
         (slot.value.is_some() && u64::from(slot.generation) == handle >> 32).then_some(id)
     }
@@ -130,7 +132,11 @@ impl<T> IdSlots<T> {
 
     /// Checks the module's invariants.
     pub fn check(&self) -> Result<(), String> {
-        let empty = self.slots.iter().filter(|slot| slot.value.is_none()).count();
+        let empty = self
+            .slots
+            .iter()
+            .filter(|slot| slot.value.is_none())
+            .count();
         let mut free = self.free.clone();
         free.sort_unstable();
         free.dedup();

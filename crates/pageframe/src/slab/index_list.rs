@@ -181,7 +181,9 @@ mod tests {
     #[test]
     fn pushes_and_removals_keep_the_links_consistent() {
         let mut nodes = IdSlots::default();
-        let ids: Vec<u32> = (0..5).map(|_| nodes.insert(Item(Links::UNLINKED))).collect();
+        let ids: Vec<u32> = (0..5)
+            .map(|_| nodes.insert(Item(Links::UNLINKED)))
+            .collect();
         let mut list = IndexList::EMPTY;
         list.push_back(&mut nodes, ids[0]);
         list.push_front(&mut nodes, ids[1]);

@@ -48,9 +48,9 @@ pub use slabinfo::{slabinfo, SlabInfo};
 
 use crate::gfp::Gfp;
 use crate::page_source::{PageSource, PfnMap};
+use crate::types::{Order, Pfn};
 use id_slots::IdSlots;
 use index_list::{IndexList, Linked, Links, NIL};
-use crate::types::{Order, Pfn};
 
 /// An object address: `pfn << page_shift | offset` (a physical address).
 pub type ObjAddr = u64;
@@ -349,8 +349,7 @@ impl<P: PageSource> SlabAllocator<P> {
             self.add_partial(index, slab_id, false);
         }
         let size = self.caches[index].size as u64;
-        let slab = self.slabs.get_mut(slab_id)
-            .expect("partial slab exists");
+        let slab = self.slabs.get_mut(slab_id).expect("partial slab exists");
         let object = slab.freelist;
         debug_assert_ne!(object, NO_OBJ, "a partial slab has a free object");
         slab.freelist = slab.next_free[usize::from(object)];
@@ -372,9 +371,7 @@ impl<P: PageSource> SlabAllocator<P> {
     /// nothing.
     pub fn kmem_cache_free(&mut self, cache: CacheId, addr: ObjAddr) -> Result<(), SlabError> {
         let (slab_id, object) = self.locate(addr)?;
-        let owner = self.slabs.get(slab_id)
-            .expect("located")
-            .cache;
+        let owner = self.slabs.get(slab_id).expect("located").cache;
         if owner != cache.0 {
             let given = self
                 .caches

@@ -56,4 +56,3 @@ pub enum ZpoolError {
     #[error("handle {0:#x} is not mapped")]
     NotMapped(u64),
 }
-

@@ -47,13 +47,13 @@ use std::collections::HashMap;
 
 use super::{Zpool, ZpoolHandle, ZpoolStats};
 use crate::error::InvariantError;
-use crate::slab::SlabError;
-use crate::zpool::ZpoolError;
 use crate::gfp::Gfp;
 use crate::page_source::PageSource;
 use crate::slab::id_slots::IdSlots;
+use crate::slab::SlabError;
 use crate::slab::{CacheId, ObjAddr, SlabAllocator, SlabParams};
 use crate::types::Pfn;
+use crate::zpool::ZpoolError;
 
 /// `afmalloc_OBJ_MIN_SIZE`: the smallest chunk.
 pub const AFMALLOC_OBJ_MIN_SIZE: usize = 32;

@@ -5,8 +5,8 @@ use super::{
     ZsPool, ALLOCATED, NIL, ZS_INUSE_RATIO_0, ZS_INUSE_RATIO_10, ZS_INUSE_RATIO_100,
     ZS_INUSE_RATIO_99,
 };
-use crate::zpool::ZpoolError;
 use crate::page_source::PageSource;
+use crate::zpool::ZpoolError;
 
 impl<P: PageSource> ZsPool<P> {
     /// Pages a class could free by compaction (zs_can_compact()).

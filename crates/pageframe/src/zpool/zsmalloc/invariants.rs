@@ -46,7 +46,8 @@ impl<P: PageSource> ZsPool<P> {
             for (obj, word) in zspage.slots.iter().enumerate() {
                 if word & ALLOCATED != 0 {
                     let entry = self.handles.get(word & !ALLOCATED);
-                    if !entry.is_some_and(|entry| entry.zspage == id && entry.obj_idx == obj as u32) {
+                    if !entry.is_some_and(|entry| entry.zspage == id && entry.obj_idx == obj as u32)
+                    {
                         return fail(format!("zspage {id} object {obj}: handle points elsewhere"));
                     }
                 }
@@ -69,10 +70,12 @@ impl<P: PageSource> ZsPool<P> {
                 let listed = state.lists[group]
                     .check(&self.zspages)
                     .map_err(|err| InvariantError(format!("class {index} group {group}: {err}")))?;
-                if listed
-                    .iter()
-                    .any(|id| self.zspages.get(*id).map(|zspage| usize::from(zspage.fullness)) != Some(group))
-                {
+                if listed.iter().any(|id| {
+                    self.zspages
+                        .get(*id)
+                        .map(|zspage| usize::from(zspage.fullness))
+                        != Some(group)
+                }) {
                     return fail(format!("class {index} group {group}: broken list"));
                 }
             }

@@ -41,12 +41,12 @@ use std::cell::Cell;
 
 use super::{Zpool, ZpoolHandle, ZpoolStats};
 use crate::error::InvariantError;
-use crate::zpool::ZpoolError;
 use crate::gfp::Gfp;
 use crate::page_source::PageSource;
 use crate::slab::id_slots::IdSlots;
 use crate::slab::index_list::{IndexList, Linked, Links, NIL};
 use crate::types::{Order, Pfn};
+use crate::zpool::ZpoolError;
 
 /// Fullness groups: 0 %, 10 .. 90 %, 99 %, 100 % (`enum fullness_group`).
 pub const NR_FULLNESS_GROUPS: usize = 12;
@@ -447,7 +447,13 @@ impl<P: PageSource> ZsPool<P> {
     /// at the page boundary when the object spans two pages: (page, offset
     /// in it, bytes) for the first page and, if any, the second.
     #[inline]
-    fn obj_pieces(&self, zspage_id: u32, obj: u32, at: usize, len: usize) -> [(Pfn, usize, usize); 2] {
+    fn obj_pieces(
+        &self,
+        zspage_id: u32,
+        obj: u32,
+        at: usize,
+        len: usize,
+    ) -> [(Pfn, usize, usize); 2] {
         let zspage = self.zspages.get(zspage_id).expect("zspage");
         let place = self.place(usize::from(zspage.class), obj);
         let start = place.offset + at;
@@ -465,7 +471,13 @@ impl<P: PageSource> ZsPool<P> {
     /// Writes `data` at byte `at` of an object, splitting it over two pages
     /// when the object spans them. The only writer of object bytes.
     #[inline]
-    fn write_obj_bytes(&mut self, zspage_id: u32, obj: u32, at: usize, data: &[u8]) -> Result<(), ZpoolError> {
+    fn write_obj_bytes(
+        &mut self,
+        zspage_id: u32,
+        obj: u32,
+        at: usize,
+        data: &[u8],
+    ) -> Result<(), ZpoolError> {
         let [(first, start, first_len), (second, _, rest)] =
             self.obj_pieces(zspage_id, obj, at, data.len());
         self.source.write(first, start, &data[..first_len])?;
@@ -478,7 +490,13 @@ impl<P: PageSource> ZsPool<P> {
     /// Reads bytes at `at` of an object into `out`, joining two pages when
     /// the object spans them. The only reader of object bytes.
     #[inline]
-    fn read_obj_bytes(&self, zspage_id: u32, obj: u32, at: usize, out: &mut [u8]) -> Result<(), ZpoolError> {
+    fn read_obj_bytes(
+        &self,
+        zspage_id: u32,
+        obj: u32,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<(), ZpoolError> {
         let [(first, start, first_len), (second, _, rest)] =
             self.obj_pieces(zspage_id, obj, at, out.len());
         self.source.read(first, start, &mut out[..first_len])?;
@@ -503,11 +521,7 @@ impl<P: PageSource> ZsPool<P> {
     ) -> Result<(u32, u32, usize), ZpoolError> {
         let slot = self.handle_slot(handle)?;
         let entry = self.entry(slot);
-        let index = usize::from(
-            self.zspages.get(entry.zspage)
-                .expect("zspage")
-                .class,
-        );
+        let index = usize::from(self.zspages.get(entry.zspage).expect("zspage").class);
         let capacity = self.capacity(index);
         if len > capacity {
             return Err(ZpoolError::OutOfBounds { len, capacity });
