@@ -201,6 +201,10 @@ impl Backing for SimBacking {
         let page_size = self.core.direct_map.page_size();
         let first = start / page_size as u64;
         let in_first = (start % page_size as u64) as usize;
+        if in_first + bytes.len() <= page_size {
+            // The common case: the bytes lie in one page.
+            return self.store().write(Pfn(first), in_first, bytes);
+        }
         for (page, in_page, from, len) in page_pieces(page_size, in_first, bytes.len()) {
             self.store()
                 .write(Pfn(first + page as u64), in_page, &bytes[from..from + len])?;
@@ -216,6 +220,10 @@ impl Backing for SimBacking {
         let page_size = self.core.direct_map.page_size();
         let first = start / page_size as u64;
         let in_first = (start % page_size as u64) as usize;
+        if in_first + out.len() <= page_size {
+            self.store().read(Pfn(first), in_first, out);
+            return Ok(());
+        }
         for (page, in_page, to, len) in page_pieces(page_size, in_first, out.len()) {
             self.store()
                 .read(Pfn(first + page as u64), in_page, &mut out[to..to + len]);
