@@ -12,8 +12,10 @@
 //! - `store` / `load`: write or read every byte of 4096 live objects;
 //!   reported in bytes per second.
 //!
-//! Simulated page contents live in host memory ([`pageframe::page_source::PageData`]),
-//! so the copies are real memcpys.
+//! Each benchmark runs on the simulated backing (page contents in its
+//! sparse store, so the copies are real memcpys) and, with `-arena` in the
+//! name, on a memfd arena (skipped with a printed reason when the host
+//! cannot make one).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use pageframe::page_source::CpuPages;
@@ -22,16 +24,29 @@ use pageframe::zpool::afmalloc::{AfConfig, AfPool};
 use pageframe::zpool::sizes::CompressedSizes;
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
 use pageframe::zpool::{Zpool, ZpoolHandle};
-use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
+use pageframe::{
+    AllocOptions, ArenaOptions, CpuId, LocalPageAllocator, MachineDesc, PageAllocator,
+};
 use std::collections::VecDeque;
 
 const LIVE: [usize; 2] = [1024, 20_000];
 const BATCH: usize = 1024;
 const LOADED: usize = 4096;
 
-fn machine() -> LocalPageAllocator {
-    LocalPageAllocator::boot(&MachineDesc::uniform(1 << 30, 1, 2).expect("valid machine"))
-        .expect("boots")
+/// The benchmarked machines: the simulation (name suffix "") and, when the
+/// host can make one, a memfd arena ("-arena").
+fn machines() -> Vec<(&'static str, LocalPageAllocator)> {
+    let desc = MachineDesc::uniform(1 << 30, 1, 2).expect("valid machine");
+    let mut machines = vec![("", LocalPageAllocator::boot(&desc).expect("boots"))];
+    let options = ArenaOptions {
+        populate: true,
+        ..ArenaOptions::default()
+    };
+    match PageAllocator::boot_arena(&desc, AllocOptions::default(), 0, options) {
+        Ok(arena) => machines.push(("-arena", arena)),
+        Err(err) => println!("arena benchmarks skipped: no memfd arena on this host ({err})"),
+    }
+    machines
 }
 
 fn sizes(count: usize) -> Vec<usize> {
@@ -101,34 +116,38 @@ fn store_load(c: &mut Criterion, name: &str, pool: &mut dyn Zpool) {
 }
 
 fn zsmalloc(c: &mut Criterion) {
-    let allocator = machine();
-    let make = || {
-        ZsPool::new(
-            CpuPages::new(allocator.cpu(CpuId(0)).expect("cpu")),
-            ZsConfig::default(),
-        )
-        .expect("pool")
-    };
-    for live in LIVE {
-        steady_state(c, "zsmalloc", live, &mut make());
+    for (suffix, allocator) in machines() {
+        let name = format!("zsmalloc{suffix}");
+        let make = || {
+            ZsPool::new(
+                CpuPages::new(allocator.cpu(CpuId(0)).expect("cpu")),
+                ZsConfig::default(),
+            )
+            .expect("pool")
+        };
+        for live in LIVE {
+            steady_state(c, &name, live, &mut make());
+        }
+        store_load(c, &name, &mut make());
     }
-    store_load(c, "zsmalloc", &mut make());
 }
 
 fn afmalloc(c: &mut Criterion) {
-    let allocator = machine();
-    let make = || {
-        AfPool::new(
-            CpuPages::new(allocator.cpu(CpuId(0)).expect("cpu")),
-            SlabParams::new(2, 4096),
-            AfConfig::default(),
-        )
-        .expect("pool")
-    };
-    for live in LIVE {
-        steady_state(c, "afmalloc", live, &mut make());
+    for (suffix, allocator) in machines() {
+        let name = format!("afmalloc{suffix}");
+        let make = || {
+            AfPool::new(
+                CpuPages::new(allocator.cpu(CpuId(0)).expect("cpu")),
+                SlabParams::new(2, 4096),
+                AfConfig::default(),
+            )
+            .expect("pool")
+        };
+        for live in LIVE {
+            steady_state(c, &name, live, &mut make());
+        }
+        store_load(c, &name, &mut make());
     }
-    store_load(c, "afmalloc", &mut make());
 }
 
 criterion_group!(benches, zsmalloc, afmalloc);

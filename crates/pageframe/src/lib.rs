@@ -59,7 +59,7 @@ pub mod zone;
 pub mod zpool;
 pub mod zram;
 
-pub use error::{Errno, InvariantError, SlabError, ZpoolError};
+pub use error::{Errno, InvariantError};
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{DescError, MachineDesc, MachineLayout};
@@ -69,4 +69,6 @@ pub use page_alloc::{
     VmEvent, ZoneSnapshot,
 };
 pub use rng::MachineRng;
+pub use slab::SlabError;
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};
+pub use zpool::ZpoolError;

@@ -4,7 +4,8 @@
 use pageframe::page_source::{CpuPages, PageSource};
 use pageframe::slab::{slabinfo, SlabAllocator, SlabParams};
 use pageframe::{
-    AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, Order, Pfn, SlabError,
+    AccessError, AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, Order, Pfn,
+    SlabError,
 };
 
 /// Fails every allocation above `max_order` (a fragmented machine).
@@ -25,6 +26,12 @@ impl<P: PageSource> PageSource for NoHighOrder<P> {
     }
     fn free_pages(&mut self, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.inner.free_pages(pfn, order)
+    }
+    fn write(&mut self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), AccessError> {
+        self.inner.write(pfn, offset, bytes)
+    }
+    fn read(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), AccessError> {
+        self.inner.read(pfn, offset, out)
     }
 }
 

@@ -15,7 +15,8 @@ mod common;
 use common::{one_node, vmstat_value};
 use pageframe::policies::SecretRegion;
 use pageframe::{
-    proc, AllocError, AllocOptions, CpuId, Gfp, LocalPageAllocator, NodeId, Order, Page,
+    proc, AccessError, AllocError, AllocOptions, CpuId, Gfp, LocalPageAllocator, NodeId, Order,
+    Page,
 };
 
 const UNMAPPED: Gfp = Gfp::KERNEL.union(Gfp::UNMAPPED);
@@ -236,5 +237,51 @@ fn secret_region_round_trip_on_the_simulation_counts_its_clearing() {
     region.free(&cpu).unwrap();
     assert!(allocator.backing().counters().mermap_bytes_written >= 3 * 4096);
     assert_eq!(allocator.backing().counters().pages_zeroed, zeroed);
+    allocator.check_invariants().unwrap();
+}
+
+/// The simulation keeps page contents (in its sparse store): a secret
+/// region reads back what was written, across a page boundary; offsets whose
+/// sum with the length wraps past `usize::MAX` are typed errors that write
+/// nothing, for the region and for the page accessors alike.
+#[test]
+fn secret_regions_and_pages_hold_bytes_and_refuse_wrapping_offsets() {
+    let allocator = boot16();
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let region = SecretRegion::alloc(&cpu, 2, NodeId(0)).unwrap();
+    region.write(&cpu, 4090, b"across the boundary").unwrap();
+    let mut back = [0u8; 19];
+    region.read(&cpu, 4090, &mut back).unwrap();
+    assert_eq!(&back, b"across the boundary");
+    let page = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap();
+    cpu.write_page(page, 0, &[0x5A; 4096]).unwrap();
+    for offset in [usize::MAX, usize::MAX - 3, usize::MAX - 4095] {
+        assert!(matches!(
+            region.write(&cpu, offset, b"wrapped"),
+            Err(AccessError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            region.read(&cpu, offset, &mut back),
+            Err(AccessError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            cpu.write_page(page, offset, b"wrapped"),
+            Err(AccessError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            cpu.write_unmapped(page, offset, b"wrapped"),
+            Err(AccessError::OutOfBounds { .. })
+        ));
+    }
+    region.read(&cpu, 4090, &mut back).unwrap();
+    assert_eq!(&back, b"across the boundary");
+    let mut whole = vec![0u8; 4096];
+    cpu.read_page(page, 0, &mut whole).unwrap();
+    assert!(
+        whole.iter().all(|byte| *byte == 0x5A),
+        "nothing was written"
+    );
+    cpu.free_pages(page, Order(0)).unwrap();
+    region.free(&cpu).unwrap();
     allocator.check_invariants().unwrap();
 }

@@ -1,6 +1,9 @@
 //! The zpool conformance suite: the same checks run against every
-//! implementation of [`Zpool`] (zsmalloc and afmalloc). A new allocator
-//! joins by adding one line to `conformance!` at the bottom.
+//! implementation of [`Zpool`] (zsmalloc and afmalloc), over both backings:
+//! the simulation (page contents in its sparse store) and a memfd arena
+//! (real memory; skipped with a printed reason when the host cannot make
+//! one). A new allocator joins by adding lines to `conformance!` at the
+//! bottom.
 
 use pageframe::page_source::{CpuPages, PageSource};
 use pageframe::slab::SlabParams;
@@ -8,8 +11,8 @@ use pageframe::zpool::afmalloc::{AfConfig, AfPool};
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
 use pageframe::zpool::{Zpool, ZpoolHandle};
 use pageframe::{
-    AllocError, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc, MachineRng, Order, Pfn,
-    ZpoolError,
+    AccessError, AllocError, AllocOptions, ArenaOptions, CpuId, FreeError, Gfp, LocalPageAllocator,
+    MachineDesc, MachineRng, Order, PageAllocator, Pfn, ZpoolError,
 };
 
 /// A page source that refuses allocations once `budget` is spent.
@@ -37,13 +40,44 @@ impl<P: PageSource> PageSource for Budget<P> {
         }
         self.inner.free_pages(pfn, order)
     }
+    fn write(&mut self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), AccessError> {
+        self.inner.write(pfn, offset, bytes)
+    }
+    fn read(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), AccessError> {
+        self.inner.read(pfn, offset, out)
+    }
 }
 
 type Source<'a> = Budget<CpuPages<&'a LocalPageAllocator, pageframe::sync::Local>>;
 
-fn machine(mib: u64) -> LocalPageAllocator {
+/// Which backing a test machine stands on.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Sim,
+    Arena,
+}
+
+/// A machine of `mib` MiB on `kind`; `None` (with the reason printed) when
+/// the host cannot make an arena.
+fn machine(kind: Kind, mib: u64) -> Option<LocalPageAllocator> {
     let desc = MachineDesc::uniform(mib << 20, 1, 2).unwrap();
-    LocalPageAllocator::boot(&desc).unwrap()
+    match kind {
+        Kind::Sim => Some(LocalPageAllocator::boot(&desc).unwrap()),
+        Kind::Arena => {
+            match PageAllocator::boot_arena(
+                &desc,
+                AllocOptions::default(),
+                0,
+                ArenaOptions::default(),
+            ) {
+                Ok(allocator) => Some(allocator),
+                Err(err) => {
+                    println!("skipped: no memfd arena on this host ({err})");
+                    None
+                }
+            }
+        }
+    }
 }
 
 fn source(allocator: &LocalPageAllocator, budget: Option<u64>) -> Source<'_> {
@@ -263,40 +297,44 @@ fn compaction_frees_pages_and_keeps_data(pool: &mut impl Zpool) {
 }
 
 macro_rules! conformance {
-    ($($module:ident => $make:ident),* $(,)?) => {$(
+    ($($module:ident => $make:ident on $kind:ident),* $(,)?) => {$(
         mod $module {
             use super::*;
 
+            fn machine(mib: u64) -> Option<LocalPageAllocator> {
+                super::machine(Kind::$kind, mib)
+            }
+
             #[test]
             fn round_trip_every_size() {
-                let allocator = machine(64);
+                let Some(allocator) = machine(64) else { return };
                 super::round_trip_every_size(&mut $make(&allocator, None));
                 allocator.check_invariants().unwrap();
             }
 
             #[test]
             fn bad_input_is_refused() {
-                let allocator = machine(64);
+                let Some(allocator) = machine(64) else { return };
                 super::bad_input_is_refused(&mut $make(&allocator, None));
             }
 
             #[test]
             fn exhaustion_of_a_budget_fails_cleanly() {
-                let allocator = machine(64);
+                let Some(allocator) = machine(64) else { return };
                 super::exhaustion_fails_cleanly(&mut $make(&allocator, Some(600)));
                 allocator.check_invariants().unwrap();
             }
 
             #[test]
             fn exhaustion_of_the_machine_fails_cleanly() {
-                let allocator = machine(16);
+                let Some(allocator) = machine(16) else { return };
                 super::exhaustion_fails_cleanly(&mut $make(&allocator, None));
                 allocator.check_invariants().unwrap();
             }
 
             #[test]
             fn dropping_the_pool_gives_every_page_back() {
-                let allocator = machine(64);
+                let Some(allocator) = machine(64) else { return };
                 let free_at_start = allocator.nr_free_pages();
                 let mut pool = $make(&allocator, None);
                 for id in 0..2000u64 {
@@ -311,11 +349,16 @@ macro_rules! conformance {
 
             #[test]
             fn compaction_frees_pages_and_keeps_data() {
-                let allocator = machine(64);
+                let Some(allocator) = machine(64) else { return };
                 super::compaction_frees_pages_and_keeps_data(&mut $make(&allocator, None));
             }
         }
     )*};
 }
 
-conformance!(zsmalloc_pool => zsmalloc, afmalloc_pool => afmalloc);
+conformance!(
+    zsmalloc_pool => zsmalloc on Sim,
+    afmalloc_pool => afmalloc on Sim,
+    zsmalloc_arena => zsmalloc on Arena,
+    afmalloc_arena => afmalloc on Arena,
+);

@@ -43,7 +43,8 @@ use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 
-use super::counters::{BackingCounters, EventCounters};
+use super::core::BackingCore;
+use super::counters::BackingCounters;
 use super::direct_map::DirectMap;
 use super::mermap::{Mermap, MermapAccess, MermapConfig, MermapSlots};
 use super::os::{
@@ -214,12 +215,10 @@ impl MermapSlots for ArenaSlots {
 /// unmaps the direct map and the windows and closes the memfd.
 #[derive(Debug)]
 pub struct ArenaBacking {
-    direct_map: DirectMap,
+    core: BackingCore<ArenaSlots>,
     /// The direct map itself: the whole memfd, shared, read-write but for
     /// unmapped pages.
     direct_mapping: Mapping,
-    mermap: Mermap<ArenaSlots>,
-    counters: EventCounters,
     /// The host's online NUMA nodes.
     host_nodes: Vec<u32>,
     /// True when the node ranges were bound to host nodes.
@@ -308,10 +307,8 @@ impl ArenaBacking {
             access,
         };
         Ok(ArenaBacking {
-            mermap: Mermap::new(mermap, nr_cpus, slots)?,
-            direct_map: DirectMap::new(nr_pages, page_size)?,
+            core: BackingCore::new(nr_pages, page_size, nr_cpus, mermap, slots, SimCosts::NONE)?,
             direct_mapping,
-            counters: EventCounters::new(SimCosts::NONE),
             host_nodes,
             bound,
         })
@@ -319,7 +316,7 @@ impl ArenaBacking {
 
     /// The direct-map protection change for pages `pages` (mprotect).
     fn protect(&self, pages: Range<u64>, valid: bool) -> Result<(), BackingError> {
-        let page_size = self.direct_map.page_size();
+        let page_size = self.core.direct_map.page_size();
         let len = (pages.end - pages.start) as usize * page_size;
         self.direct_mapping
             .protect(pages.start as usize * page_size, len, valid)
@@ -332,42 +329,70 @@ impl Backing for ArenaBacking {
     }
 
     fn page_size(&self) -> usize {
-        self.direct_map.page_size()
+        self.core.direct_map.page_size()
     }
 
     fn nr_pages(&self) -> u64 {
-        self.direct_map.nr_pages()
+        self.core.direct_map.nr_pages()
     }
 
     fn direct_map_ptr(&self, pfn: Pfn) -> Option<NonNull<u8>> {
-        let page_size = self.direct_map.page_size();
+        let page_size = self.core.direct_map.page_size();
         let offset = usize::try_from(pfn.0).ok()?.checked_mul(page_size)?;
         self.direct_mapping.at(offset, page_size).ok()
     }
 
     fn is_direct_mapped(&self, pfn: Pfn) -> bool {
-        self.direct_map.is_mapped(pfn)
+        self.core.direct_map.is_mapped(pfn)
     }
 
     /// One `mprotect(PROT_NONE)`, after which the kernel flushes the range
     /// from every CPU's TLB that may cache it.
     fn unmap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.direct_map
-            .set_valid(&self.counters, start, nr_pages, false, |pages| {
+        self.core
+            .direct_map
+            .set_valid(&self.core.counters, start, nr_pages, false, |pages| {
                 self.protect(pages, false)
             })
     }
 
     fn remap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.direct_map
-            .set_valid(&self.counters, start, nr_pages, true, |pages| {
+        self.core
+            .direct_map
+            .set_valid(&self.core.counters, start, nr_pages, true, |pages| {
                 self.protect(pages, true)
             })
     }
 
+    fn write_mapped(&self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
+        let start = self
+            .core
+            .direct_map
+            .check_mapped_bytes(pfn, offset, bytes.len())?;
+        let dst = self.direct_mapping.at(start as usize, bytes.len())?;
+        // SAFETY: `at` checked the range against the direct map, and
+        // `check_mapped_bytes` that every page of it is mapped read-write;
+        // the pages' owner (the caller) serialises accesses to them; `bytes`
+        // is a Rust slice outside the arena; bytes are copied, no reference
+        // to the shared memory is made.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.as_ptr(), bytes.len()) };
+        Ok(())
+    }
+
+    fn read_mapped(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+        let start = self
+            .core
+            .direct_map
+            .check_mapped_bytes(pfn, offset, out.len())?;
+        let src = self.direct_mapping.at(start as usize, out.len())?;
+        // SAFETY: as in `write_mapped`, with source and destination swapped.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
     fn zero_mapped(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        let pages = self.direct_map.check_mapped(start, nr_pages)?;
-        let page_size = self.direct_map.page_size();
+        let pages = self.core.direct_map.check_mapped(start, nr_pages)?;
+        let page_size = self.core.direct_map.page_size();
         let len = nr_pages as usize * page_size;
         let addr = self
             .direct_mapping
@@ -377,13 +402,12 @@ impl Backing for ArenaBacking {
         // the caller owns the pages, so nobody unmaps or uses them meanwhile);
         // the bytes are filled, no reference to them is made.
         unsafe { std::ptr::write_bytes(addr.as_ptr(), 0, len) };
-        self.counters.pages_zeroed(nr_pages);
+        self.core.counters.pages_zeroed(nr_pages);
         Ok(())
     }
 
     fn zero_unmapped(&self, cpu: CpuId, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.mermap
-            .zero(&self.direct_map, &self.counters, cpu, start, nr_pages)
+        self.core.zero_unmapped(cpu, start, nr_pages)
     }
 
     fn write_unmapped(
@@ -393,8 +417,7 @@ impl Backing for ArenaBacking {
         offset: usize,
         bytes: &[u8],
     ) -> Result<(), BackingError> {
-        self.mermap
-            .write(&self.direct_map, &self.counters, cpu, pfn, offset, bytes)
+        self.core.write_unmapped(cpu, pfn, offset, bytes)
     }
 
     fn read_unmapped(
@@ -404,12 +427,11 @@ impl Backing for ArenaBacking {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), BackingError> {
-        self.mermap
-            .read(&self.direct_map, &self.counters, cpu, pfn, offset, out)
+        self.core.read_unmapped(cpu, pfn, offset, out)
     }
 
     fn counters(&self) -> BackingCounters {
-        self.counters.snapshot()
+        self.core.counters()
     }
 
     fn describe(&self) -> String {
@@ -425,13 +447,13 @@ impl Backing for ArenaBacking {
         };
         format!(
             "arena: memfd {}, direct map at {:p}, host NUMA nodes: {} ({}), mermap {} slots x {} CPUs{}",
-            format_size(self.direct_map.nr_pages() * self.direct_map.page_size() as u64),
+            format_size(self.core.direct_map.nr_pages() * self.core.direct_map.page_size() as u64),
             self.direct_mapping.start(),
             self.host_nodes.len(),
             binding,
-            self.mermap.config().slots_per_cpu,
-            self.mermap.nr_cpus(),
-            match self.mermap.config().access {
+            self.core.mermap.config().slots_per_cpu,
+            self.core.mermap.nr_cpus(),
+            match self.core.mermap.config().access {
                 MermapAccess::Window => "",
                 MermapAccess::FileIo => " (file I/O access)",
             },

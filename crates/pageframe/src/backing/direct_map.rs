@@ -92,6 +92,38 @@ impl DirectMap {
         }
     }
 
+    /// Checks that bytes `offset..offset + len` from the start of page
+    /// `pfn` (a run of pages: `offset` may pass the first page) lie inside
+    /// the backing and in mapped pages; returns the first byte's offset in
+    /// the backing. Overflow-proof: every sum is checked.
+    pub(crate) fn check_mapped_bytes(
+        &self,
+        pfn: Pfn,
+        offset: usize,
+        len: usize,
+    ) -> Result<u64, BackingError> {
+        let page_size = self.page_size as u64;
+        let out_of_range = BackingError::OutOfRange {
+            start: pfn,
+            nr_pages: 1,
+        };
+        let start = u64::try_from(offset)
+            .ok()
+            .and_then(|offset| pfn.0.checked_mul(page_size)?.checked_add(offset))
+            .ok_or(out_of_range)?;
+        let end = u64::try_from(len)
+            .ok()
+            .and_then(|len| start.checked_add(len))
+            .ok_or(out_of_range)?;
+        if len == 0 {
+            return Ok(start);
+        }
+        let first = start / page_size;
+        let last = (end - 1) / page_size;
+        self.check_mapped(Pfn(first), last - first + 1)?;
+        Ok(start)
+    }
+
     /// True while `pfn` is inside the backing and mapped.
     pub(crate) fn is_mapped(&self, pfn: Pfn) -> bool {
         pfn.0 < self.nr_pages && !self.is_unmapped_bit(pfn.0)
@@ -159,6 +191,28 @@ impl DirectMap {
         let word = self.unmapped[(pfn / BITS_PER_WORD) as usize].load(Ordering::Relaxed);
         word & (1 << (pfn % BITS_PER_WORD)) != 0
     }
+}
+
+/// Splits bytes `offset..offset + len` of a run of pages of `page_size`
+/// bytes into per-page pieces: (page index in the run, offset in that page,
+/// offset in the caller's buffer, length).
+pub(crate) fn page_pieces(
+    page_size: usize,
+    offset: usize,
+    len: usize,
+) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+    let mut done = 0;
+    std::iter::from_fn(move || {
+        if done == len {
+            return None;
+        }
+        let at = offset + done;
+        let in_page = at % page_size;
+        let piece = (page_size - in_page).min(len - done);
+        let item = (at / page_size, in_page, done, piece);
+        done += piece;
+        Some(item)
+    })
 }
 
 /// `nr_words` zero words from the allocator's zeroed path (calloc: fresh

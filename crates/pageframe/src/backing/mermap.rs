@@ -60,7 +60,7 @@ pub enum MermapAccess {
     /// Beyond the series: a slot maps nothing, and bytes are copied by file
     /// I/O at the page's offset in the backing's file (`pwrite`/`pread` of
     /// the arena's memfd). Slots are still handed out, wrapped, flushed and
-    /// counted as in `Window`. The simulated backing has no bytes and
+    /// counted as in `Window`. The simulated backing has no file and
     /// behaves the same in both modes.
     FileIo,
 }
@@ -129,7 +129,7 @@ impl MermapConfig {
 pub(crate) trait MermapSlots: Send + Sync {
     /// How a page in a slot is reached (an address, a file offset, nothing):
     /// the backing's business.
-    type Page: Copy + Send;
+    type Page: Copy + Send + std::fmt::Debug;
 
     /// Maps `nr_pages` pages from `first` into slot `slot` of `cpu`'s window
     /// (slot `slots_per_cpu` is the reserved one; a slot has room for
@@ -152,8 +152,7 @@ pub(crate) trait MermapSlots: Send + Sync {
     /// Copies `bytes` into the page at `offset`.
     fn write(&self, page: Self::Page, offset: usize, bytes: &[u8]) -> Result<(), BackingError>;
 
-    /// Copies bytes of the page from `offset` into `out`; zeros for a
-    /// backing without bytes.
+    /// Copies bytes of the page from `offset` into `out`.
     fn read(&self, page: Self::Page, offset: usize, out: &mut [u8]) -> Result<(), BackingError>;
 
     /// Drops the mappings of slots `first..first + count` of `cpu`'s window
@@ -230,6 +229,11 @@ impl<S: MermapSlots> Mermap<S> {
         &self.config
     }
 
+    /// The backing's slot layer.
+    pub(crate) fn slots(&self) -> &S {
+        &self.slots
+    }
+
     /// Number of CPU windows.
     pub(crate) fn nr_cpus(&self) -> usize {
         self.windows.len()
@@ -273,7 +277,7 @@ impl<S: MermapSlots> Mermap<S> {
     }
 
     /// Copies bytes of page `pfn` from `offset` into `out` through `cpu`'s
-    /// window; zeros when the backing has no bytes.
+    /// window.
     pub(crate) fn read(
         &self,
         map: &DirectMap,

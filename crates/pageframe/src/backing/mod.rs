@@ -7,9 +7,11 @@
 //! which pages absent from the direct map are zeroed, written and read.
 //!
 //! Two implementations, one trait, one conformance suite (`tests`):
-//! - [`SimBacking`]: no bytes; every event is counted and charged a
-//!   configurable cost in simulated nanoseconds, so a TiB machine runs the
-//!   same code paths as a real arena.
+//! - [`SimBacking`]: page contents in a sparse store it owns (a buffer per
+//!   written page, allocated on first write, dropped when the page is
+//!   zeroed; unwritten pages read as zeros); every event is counted and
+//!   charged a configurable cost in simulated nanoseconds, so a TiB machine
+//!   runs the same code paths as a real arena.
 //! - [`ArenaBacking`]: a memfd of the machine's size mapped shared into the
 //!   process (the direct map), `mprotect` for unmapping and remapping, a
 //!   second mapping of the same memfd per CPU for the mermap (or, as an
@@ -19,9 +21,11 @@
 //! PFN `p` is byte offset `p * page_size` of the arena: holes in the machine's
 //! PFN space cost nothing because the memfd is sparse.
 //!
-//! Shared by both: `direct_map` (geometry, bounds checks, the one-bit-per-page
-//! mapped state), `mermap` (per-CPU windows, wrap and fallback bookkeeping)
-//! and `counters` (events and their simulated prices). `os` holds every
+//! Shared by both: `core` (what both hold: the three parts below, and the
+//! mermap accessors), `direct_map` (geometry, bounds checks, the
+//! one-bit-per-page mapped state), `mermap` (per-CPU windows, wrap and
+//! fallback bookkeeping) and `counters` (events and their simulated prices).
+//! `page_store` is the simulation's page contents. `os` holds every
 //! system call of the crate.
 //!
 //! Invariants: a page is in exactly one of two states, mapped (readable and
@@ -36,16 +40,19 @@
 //! holding another; the allocator never calls it with a zone lock held.
 
 mod arena;
+mod core;
 mod counters;
 mod direct_map;
 mod mermap;
 mod os;
+mod page_store;
 mod sim;
 #[cfg(test)]
 mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
 pub use counters::BackingCounters;
+pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
 pub use os::host_numa_nodes;
 pub use sim::{SimBacking, SimCosts};
@@ -59,7 +66,7 @@ use crate::types::{CpuId, Pfn};
 /// Which implementation a backing is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackingKind {
-    /// Simulated: counts and costs, no bytes.
+    /// Simulated: counts and costs, bytes in a sparse store.
     Sim,
     /// A real memfd arena.
     Arena,
@@ -117,7 +124,8 @@ pub trait Backing: Send + Sync {
     fn nr_pages(&self) -> u64;
 
     /// The direct-map address of the first byte of `pfn`; `None` for a
-    /// backing without bytes or a PFN outside it. The pointer is valid for
+    /// backing without a direct map in the address space (the simulation)
+    /// or a PFN outside it. The pointer is valid for
     /// the backing's lifetime; accessing it while the page is unmapped faults.
     fn direct_map_ptr(&self, pfn: Pfn) -> Option<NonNull<u8>>;
 
@@ -133,6 +141,15 @@ pub trait Backing: Send + Sync {
     /// Puts `nr_pages` pages back into the direct map. Making a translation
     /// present needs no flush. mirrors set_direct_map_valid_noflush(.., true).
     fn remap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError>;
+
+    /// Copies `bytes` to byte `offset` of the run of pages starting at
+    /// `pfn`, through the direct map (`offset` may pass the first page);
+    /// every page touched must be mapped. Nothing is copied on error.
+    fn write_mapped(&self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError>;
+
+    /// Copies bytes from byte `offset` of the run of pages starting at `pfn`
+    /// into `out`, through the direct map, as [`Backing::write_mapped`].
+    fn read_mapped(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), BackingError>;
 
     /// Zeroes mapped pages through the direct map (clear_page()).
     fn zero_mapped(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError>;
@@ -151,7 +168,7 @@ pub trait Backing: Send + Sync {
     ) -> Result<(), BackingError>;
 
     /// Copies bytes of page `pfn` from `offset` into `out` through `cpu`'s
-    /// mermap window. A backing without bytes fills `out` with zeros.
+    /// mermap window.
     fn read_unmapped(
         &self,
         cpu: CpuId,
@@ -159,6 +176,12 @@ pub trait Backing: Send + Sync {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), BackingError>;
+
+    /// Keeps (`true`, the default) or drops the bytes later writes copy in.
+    /// Only the simulation can drop them: a cost-model run of more memory
+    /// than the host has turns keeping off, and its writes are still counted
+    /// and charged. A backing whose contents are real memory ignores it.
+    fn set_contents_kept(&self, _kept: bool) {}
 
     /// The event counters (and, for the simulation, the charged time).
     fn counters(&self) -> BackingCounters;

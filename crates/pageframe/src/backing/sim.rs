@@ -1,18 +1,21 @@
-//! The simulated backing: no bytes, every event counted and charged a price
-//! in simulated time, so that a TiB machine runs the same code paths as a
-//! real arena at the cost of a bitmap (one bit per page) and some counters.
+//! The simulated backing: page contents in a sparse store, every event
+//! counted and charged a price in simulated time, so that a TiB machine runs
+//! the same code paths as a real arena at the cost of a bitmap (one bit per
+//! page), a directory of the store and the pages actually written.
 //!
 //! Invariants: those of the [`Backing`] trait, with "reachable through the
 //! direct map" read as "its state bit says mapped"; `sim_ns` is the sum of
 //! the [`SimCosts`] prices of the events counted so far. The mermap's access
-//! mode is accepted and changes nothing: without bytes, a window slot and
+//! mode is accepted and changes nothing: without a file, a window slot and
 //! file I/O are the same bookkeeping, counted and charged alike.
 
 use std::ptr::NonNull;
 
-use super::counters::{BackingCounters, EventCounters};
-use super::direct_map::DirectMap;
-use super::mermap::{Mermap, MermapConfig, MermapSlots};
+use super::core::BackingCore;
+use super::counters::BackingCounters;
+use super::direct_map::{page_pieces, DirectMap};
+use super::mermap::{MermapConfig, MermapSlots};
+use super::page_store::PageStore;
 use super::{Backing, BackingError, BackingKind};
 use crate::machine::format_size;
 use crate::types::{CpuId, Pfn};
@@ -72,37 +75,43 @@ impl Default for SimCosts {
     }
 }
 
-/// Slots without bytes: mapping and flushing only cost what the counters
-/// charge, copies move nothing and reads give zeros. With nothing to reach,
-/// both [`MermapAccess`](super::MermapAccess) modes behave alike.
+/// The simulation's slots: a page in a slot is its PFN, reached in the
+/// store; mapping and flushing only cost what the counters charge. With no
+/// file to reach, both [`MermapAccess`](super::MermapAccess) modes behave
+/// alike.
 #[derive(Debug)]
-struct SimSlots;
+struct SimSlots {
+    store: PageStore,
+}
 
 impl MermapSlots for SimSlots {
-    type Page = ();
+    type Page = Pfn;
 
     fn map_slot(
         &self,
         _cpu: usize,
         _slot: u32,
-        _first: Pfn,
+        first: Pfn,
         _nr_pages: u64,
-    ) -> Result<(), BackingError> {
+    ) -> Result<Pfn, BackingError> {
+        Ok(first)
+    }
+
+    fn page_in_span(&self, first: Pfn, index: u64) -> Pfn {
+        Pfn(first.0 + index)
+    }
+
+    fn zero_page(&self, page: Pfn) -> Result<(), BackingError> {
+        self.store.zero(page, 1);
         Ok(())
     }
 
-    fn page_in_span(&self, _first: (), _index: u64) {}
-
-    fn zero_page(&self, _page: ()) -> Result<(), BackingError> {
-        Ok(())
+    fn write(&self, page: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
+        self.store.write(page, offset, bytes)
     }
 
-    fn write(&self, _page: (), _offset: usize, _bytes: &[u8]) -> Result<(), BackingError> {
-        Ok(())
-    }
-
-    fn read(&self, _page: (), _offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
-        out.fill(0);
+    fn read(&self, page: Pfn, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+        self.store.read(page, offset, out);
         Ok(())
     }
 
@@ -111,12 +120,11 @@ impl MermapSlots for SimSlots {
     }
 }
 
-/// A backing without bytes: mapped state, counters and simulated time.
+/// A backing whose bytes live in a sparse store: mapped state, page
+/// contents, counters and simulated time.
 #[derive(Debug)]
 pub struct SimBacking {
-    direct_map: DirectMap,
-    mermap: Mermap<SimSlots>,
-    counters: EventCounters,
+    core: BackingCore<SimSlots>,
 }
 
 impl SimBacking {
@@ -124,7 +132,8 @@ impl SimBacking {
     /// of two), all mapped, with a mermap window for each of `nr_cpus` CPUs,
     /// charging `costs`. Fails on an empty backing, no CPU, a bad page size,
     /// an invalid `mermap`, or no memory for the state bitmap
-    /// (`nr_pages / 8` bytes, zeroed lazily by the OS).
+    /// (`nr_pages / 8` bytes, zeroed lazily by the OS) or the store's
+    /// directory (`nr_pages / 64` bytes).
     pub fn new(
         nr_pages: u64,
         page_size: usize,
@@ -132,11 +141,22 @@ impl SimBacking {
         costs: SimCosts,
         mermap: MermapConfig,
     ) -> Result<SimBacking, BackingError> {
+        DirectMap::check_geometry(nr_pages, page_size)?;
+        let slots = SimSlots {
+            store: PageStore::new(nr_pages, page_size)?,
+        };
         Ok(SimBacking {
-            mermap: Mermap::new(mermap, nr_cpus, SimSlots)?,
-            direct_map: DirectMap::new(nr_pages, page_size)?,
-            counters: EventCounters::new(costs),
+            core: BackingCore::new(nr_pages, page_size, nr_cpus, mermap, slots, costs)?,
         })
+    }
+
+    fn store(&self) -> &PageStore {
+        &self.core.mermap.slots().store
+    }
+
+    /// Pages whose contents the store holds (written and not zeroed since).
+    pub fn nr_pages_stored(&self) -> u64 {
+        self.store().nr_written()
     }
 }
 
@@ -146,11 +166,11 @@ impl Backing for SimBacking {
     }
 
     fn page_size(&self) -> usize {
-        self.direct_map.page_size()
+        self.core.direct_map.page_size()
     }
 
     fn nr_pages(&self) -> u64 {
-        self.direct_map.nr_pages()
+        self.core.direct_map.nr_pages()
     }
 
     fn direct_map_ptr(&self, _pfn: Pfn) -> Option<NonNull<u8>> {
@@ -158,28 +178,68 @@ impl Backing for SimBacking {
     }
 
     fn is_direct_mapped(&self, pfn: Pfn) -> bool {
-        self.direct_map.is_mapped(pfn)
+        self.core.direct_map.is_mapped(pfn)
     }
 
     fn unmap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.direct_map
-            .set_valid(&self.counters, start, nr_pages, false, |_| Ok(()))
+        self.core
+            .direct_map
+            .set_valid(&self.core.counters, start, nr_pages, false, |_| Ok(()))
     }
 
     fn remap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.direct_map
-            .set_valid(&self.counters, start, nr_pages, true, |_| Ok(()))
+        self.core
+            .direct_map
+            .set_valid(&self.core.counters, start, nr_pages, true, |_| Ok(()))
+    }
+
+    fn write_mapped(&self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
+        let start = self
+            .core
+            .direct_map
+            .check_mapped_bytes(pfn, offset, bytes.len())?;
+        let page_size = self.core.direct_map.page_size();
+        let first = start / page_size as u64;
+        let in_first = (start % page_size as u64) as usize;
+        if in_first + bytes.len() <= page_size {
+            // The common case: the bytes lie in one page.
+            return self.store().write(Pfn(first), in_first, bytes);
+        }
+        for (page, in_page, from, len) in page_pieces(page_size, in_first, bytes.len()) {
+            self.store()
+                .write(Pfn(first + page as u64), in_page, &bytes[from..from + len])?;
+        }
+        Ok(())
+    }
+
+    fn read_mapped(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+        let start = self
+            .core
+            .direct_map
+            .check_mapped_bytes(pfn, offset, out.len())?;
+        let page_size = self.core.direct_map.page_size();
+        let first = start / page_size as u64;
+        let in_first = (start % page_size as u64) as usize;
+        if in_first + out.len() <= page_size {
+            self.store().read(Pfn(first), in_first, out);
+            return Ok(());
+        }
+        for (page, in_page, to, len) in page_pieces(page_size, in_first, out.len()) {
+            self.store()
+                .read(Pfn(first + page as u64), in_page, &mut out[to..to + len]);
+        }
+        Ok(())
     }
 
     fn zero_mapped(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.direct_map.check_mapped(start, nr_pages)?;
-        self.counters.pages_zeroed(nr_pages);
+        self.core.direct_map.check_mapped(start, nr_pages)?;
+        self.store().zero(start, nr_pages);
+        self.core.counters.pages_zeroed(nr_pages);
         Ok(())
     }
 
     fn zero_unmapped(&self, cpu: CpuId, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
-        self.mermap
-            .zero(&self.direct_map, &self.counters, cpu, start, nr_pages)
+        self.core.zero_unmapped(cpu, start, nr_pages)
     }
 
     fn write_unmapped(
@@ -189,8 +249,7 @@ impl Backing for SimBacking {
         offset: usize,
         bytes: &[u8],
     ) -> Result<(), BackingError> {
-        self.mermap
-            .write(&self.direct_map, &self.counters, cpu, pfn, offset, bytes)
+        self.core.write_unmapped(cpu, pfn, offset, bytes)
     }
 
     fn read_unmapped(
@@ -200,23 +259,27 @@ impl Backing for SimBacking {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), BackingError> {
-        self.mermap
-            .read(&self.direct_map, &self.counters, cpu, pfn, offset, out)
+        self.core.read_unmapped(cpu, pfn, offset, out)
+    }
+
+    fn set_contents_kept(&self, kept: bool) {
+        self.store().set_kept(kept);
     }
 
     fn counters(&self) -> BackingCounters {
-        self.counters.snapshot()
+        self.core.counters()
     }
 
     fn describe(&self) -> String {
-        let bytes = (self.direct_map.nr_pages()).saturating_mul(self.direct_map.page_size() as u64);
+        let map = &self.core.direct_map;
+        let bytes = (map.nr_pages()).saturating_mul(map.page_size() as u64);
         format!(
-            "sim: {} in {} pages of {} bytes, no data, mermap {} slots x {} CPUs",
+            "sim: {} in {} pages of {} bytes, contents in a sparse store, mermap {} slots x {} CPUs",
             format_size(bytes),
-            self.direct_map.nr_pages(),
-            self.direct_map.page_size(),
-            self.mermap.config().slots_per_cpu,
-            self.mermap.nr_cpus(),
+            map.nr_pages(),
+            map.page_size(),
+            self.core.mermap.config().slots_per_cpu,
+            self.core.mermap.nr_cpus(),
         )
     }
 }

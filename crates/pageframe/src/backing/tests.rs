@@ -2,8 +2,8 @@
 //! a factory, instantiated by `conformance!` once per implementation and
 //! mermap access mode (`Window`, and `FileIo` through the `_file_io`
 //! factories, which override the mode of whatever configuration a test
-//! asks for). Data is asserted only where the backing has bytes (`kind() ==
-//! Arena`); a simulated backing reads zeros. Tests specific to one
+//! asks for). Data is asserted on every backing: the arena's bytes are real
+//! memory, the simulation's live in its sparse store. Tests specific to one
 //! implementation are in its own file.
 
 use super::*;
@@ -64,17 +64,13 @@ fn pattern(pfn: u64, salt: u8) -> Vec<u8> {
         .collect()
 }
 
-/// Writes a pattern through `cpu`'s window, reads it back and checks it where
-/// the backing has bytes (zeros where it has none).
+/// Writes a pattern through `cpu`'s window, reads it back and checks it.
 fn round_trip(backing: &dyn Backing, cpu: CpuId, pfn: u64, salt: u8) {
     let data = pattern(pfn, salt);
     backing.write_unmapped(cpu, Pfn(pfn), 0, &data).unwrap();
     let mut out = vec![0xEE; PAGE_SIZE];
     backing.read_unmapped(cpu, Pfn(pfn), 0, &mut out).unwrap();
-    match backing.kind() {
-        BackingKind::Arena => assert_eq!(out, data, "PFN {pfn}"),
-        BackingKind::Sim => assert!(out.iter().all(|&b| b == 0)),
-    }
+    assert_eq!(out, data, "PFN {pfn}");
 }
 
 fn fresh_pages_are_mapped(factory: Factory) {
@@ -215,10 +211,8 @@ fn mermap_round_trip_on_mapped_and_unmapped_pages(factory: Factory) {
     backing
         .read_unmapped(CpuId(1), Pfn(6), 99, &mut out)
         .unwrap();
-    if backing.kind() == BackingKind::Arena {
-        let before = pattern(6, 2)[99];
-        assert_eq!(&out[..7], &[&[before][..], b"mermap"].concat()[..]);
-    }
+    let before = pattern(6, 2)[99];
+    assert_eq!(&out[..7], &[&[before][..], b"mermap"].concat()[..]);
     let counters = backing.counters();
     assert_eq!(counters.mermap_bytes_written, 2 * PAGE_SIZE as u64 + 6);
     assert_eq!(counters.mermap_bytes_read, 2 * PAGE_SIZE as u64 + 8);
@@ -227,6 +221,64 @@ fn mermap_round_trip_on_mapped_and_unmapped_pages(factory: Factory) {
         !backing.is_direct_mapped(Pfn(6)),
         "the mermap leaves the direct map alone"
     );
+}
+
+/// The direct map and the mermap are two views of the same bytes, on every
+/// backing; a direct-map access may span pages, and fails (copying
+/// nothing) when a page it touches is unmapped.
+fn direct_map_and_mermap_share_the_bytes(factory: Factory) {
+    let backing = build(factory);
+    let data = pattern(40, 9);
+    backing.write_mapped(Pfn(40), 4000, &data[..200]).unwrap();
+    let mut out = vec![0u8; 200];
+    backing.read_mapped(Pfn(40), 4000, &mut out).unwrap();
+    assert_eq!(out, data[..200]);
+    let mut tail = [0u8; 104];
+    backing
+        .read_unmapped(CpuId(1), Pfn(41), 0, &mut tail)
+        .unwrap();
+    assert_eq!(tail[..], data[96..200]);
+    backing.unmap_direct(Pfn(41), 1).unwrap();
+    assert_eq!(
+        backing.write_mapped(Pfn(40), 4000, &[0xAB; 200]),
+        Err(BackingError::NotMapped(Pfn(41)))
+    );
+    assert_eq!(
+        backing.read_mapped(Pfn(41), 0, &mut tail),
+        Err(BackingError::NotMapped(Pfn(41)))
+    );
+    backing
+        .read_unmapped(CpuId(0), Pfn(41), 0, &mut tail)
+        .unwrap();
+    assert_eq!(tail[..], data[96..200], "the failed write copied nothing");
+    backing.read_mapped(Pfn(40), 4000, &mut out[..96]).unwrap();
+    assert_eq!(out[..96], data[..96], "the failed write copied nothing");
+}
+
+/// Offsets and lengths whose sums overflow are errors, never a wrapped
+/// access (the checks never compute an unchecked `offset + len`).
+fn overflowing_spans_are_errors(factory: Factory) {
+    let backing = build(factory);
+    let mut out = [0u8; 16];
+    for offset in [usize::MAX, usize::MAX - 8, usize::MAX - 4095] {
+        assert!(backing.write_mapped(Pfn(1), offset, &[1; 16]).is_err());
+        assert!(backing.read_mapped(Pfn(1), offset, &mut out).is_err());
+        assert!(matches!(
+            backing.write_unmapped(CpuId(0), Pfn(1), offset, &[1; 16]),
+            Err(BackingError::BadOffset { .. })
+        ));
+        assert!(matches!(
+            backing.read_unmapped(CpuId(0), Pfn(1), offset, &mut out),
+            Err(BackingError::BadOffset { .. })
+        ));
+    }
+    assert!(backing.write_mapped(Pfn(u64::MAX), 0, &[1]).is_err());
+    assert!(backing
+        .read_mapped(Pfn(PAGES - 1), PAGE_SIZE - 8, &mut out)
+        .is_err());
+    let mut page = vec![0u8; 2 * PAGE_SIZE];
+    backing.read_mapped(Pfn(0), 0, &mut page).unwrap();
+    assert!(page.iter().all(|&b| b == 0), "nothing was written");
 }
 
 fn zero_unmapped_zeroes_and_counts(factory: Factory) {
@@ -408,6 +460,8 @@ macro_rules! conformance_suite {
                 invalid_mermap_configs_are_rejected,
                 mermap_round_trip_on_mapped_and_unmapped_pages,
                 zero_unmapped_zeroes_and_counts,
+                direct_map_and_mermap_share_the_bytes,
+                overflowing_spans_are_errors,
                 window_wraps_after_slots_per_cpu,
                 spans_map_once_per_aligned_run,
                 failed_gets_use_the_reserved_slot,

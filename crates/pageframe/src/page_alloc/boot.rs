@@ -63,8 +63,9 @@ impl<L: LockFamily> PageAllocator<L> {
         PageAllocator::boot_layout_seeded(layout, options, 0)
     }
 
-    /// Boots a validated layout over a simulated backing (no page contents;
-    /// direct-map changes, flushes and zeroing counted and charged).
+    /// Boots a validated layout over a simulated backing (page contents in a
+    /// sparse store; direct-map changes, flushes and zeroing counted and
+    /// charged).
     pub fn boot_layout_seeded(
         layout: MachineLayout,
         options: AllocOptions,

@@ -1,6 +1,10 @@
 //! The bytes of allocated pages: `__GFP_ZERO` at allocation (prep_new_page()),
 //! copies through the direct map for mapped pages, and through the mermap
 //! for pages absent from it (guest_memfd's write() path in the series).
+//! The backing is the only home of page contents (the arena's memory, the
+//! simulation's sparse store); the object allocators reach them through
+//! [`PageAllocator::write_block`] / [`PageAllocator::read_block`], which pick
+//! the direct map or the mermap per access.
 //!
 //! The checks (an allocated block, bytes inside it, mapped for the
 //! direct-map accessors) fail before anything is copied; a backing failure
@@ -13,9 +17,12 @@
 
 use super::error::{AccessError, AllocError};
 use super::PageAllocator;
+use crate::backing::BackingError;
 use crate::memmap::PageState;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn};
+
+pub(crate) use crate::backing::page_pieces;
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Zeroes a new block: through the mermap when it is unmapped, the
@@ -52,26 +59,6 @@ impl<L: LockFamily> PageAllocator<L> {
         Ok(info.order())
     }
 
-    /// The direct-map address of byte `offset` of the allocated block at `pfn`.
-    pub(crate) fn direct_map_bytes(
-        &self,
-        pfn: Pfn,
-        offset: usize,
-        len: usize,
-    ) -> Result<*mut u8, AccessError> {
-        let order = self.allocated_block(pfn, offset, len)?;
-        if (0..order.nr_pages()).any(|page| !self.backing.is_direct_mapped(Pfn(pfn.0 + page))) {
-            return Err(AccessError::NotMapped(pfn));
-        }
-        let base = self
-            .backing
-            .direct_map_ptr(pfn)
-            .ok_or(AccessError::NoData)?;
-        // SAFETY: `allocated_block` checked offset + len against the block's
-        // size, and the direct map covers the whole block contiguously.
-        Ok(unsafe { base.as_ptr().add(offset) })
-    }
-
     /// Copies `bytes` into the allocated block at `pfn` through the direct map.
     pub(crate) fn write_mapped(
         &self,
@@ -79,12 +66,10 @@ impl<L: LockFamily> PageAllocator<L> {
         offset: usize,
         bytes: &[u8],
     ) -> Result<(), AccessError> {
-        let dst = self.direct_map_bytes(pfn, offset, bytes.len())?;
-        // SAFETY: `dst..dst + len` lies in one allocated, mapped block of the
-        // backing (checked above), which stays mapped for the backing's
-        // lifetime; the source is a distinct Rust slice, so they cannot overlap.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
-        Ok(())
+        self.allocated_block(pfn, offset, bytes.len())?;
+        self.backing
+            .write_mapped(pfn, offset, bytes)
+            .map_err(mapped_error)
     }
 
     /// Copies bytes of the allocated block at `pfn` into `out` through the
@@ -95,10 +80,43 @@ impl<L: LockFamily> PageAllocator<L> {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), AccessError> {
-        let src = self.direct_map_bytes(pfn, offset, out.len())?;
-        // SAFETY: as in `write_mapped`, with the roles of the buffers swapped.
-        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
-        Ok(())
+        self.allocated_block(pfn, offset, out.len())?;
+        self.backing
+            .read_mapped(pfn, offset, out)
+            .map_err(mapped_error)
+    }
+
+    /// Copies `bytes` into the allocated block at `pfn` wherever its pages
+    /// are: through the direct map when every page touched is mapped, else
+    /// through `cpu`'s mermap. The accessor of the object allocators.
+    pub(crate) fn write_block(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), AccessError> {
+        self.allocated_block(pfn, offset, bytes.len())?;
+        match self.backing.write_mapped(pfn, offset, bytes) {
+            Err(BackingError::NotMapped(_)) => self.write_unmapped(cpu, pfn, offset, bytes),
+            done => done.map_err(AccessError::Backing),
+        }
+    }
+
+    /// Copies bytes of the allocated block at `pfn` into `out` wherever its
+    /// pages are, as [`Self::write_block`].
+    pub(crate) fn read_block(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), AccessError> {
+        self.allocated_block(pfn, offset, out.len())?;
+        match self.backing.read_mapped(pfn, offset, out) {
+            Err(BackingError::NotMapped(_)) => self.read_unmapped(cpu, pfn, offset, out),
+            done => done.map_err(AccessError::Backing),
+        }
     }
 
     /// Copies `bytes` into the allocated block at `pfn` through `cpu`'s mermap.
@@ -138,33 +156,25 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 }
 
-/// Splits bytes `offset..offset + len` of a run of pages of `page_size`
-/// bytes into per-page pieces: (page index in the run, offset in that page,
-/// offset in the caller's buffer, length).
-pub(crate) fn page_pieces(
-    page_size: usize,
-    offset: usize,
-    len: usize,
-) -> impl Iterator<Item = (usize, usize, usize, usize)> {
-    let mut done = 0;
-    std::iter::from_fn(move || {
-        if done == len {
-            return None;
-        }
-        let at = offset + done;
-        let in_page = at % page_size;
-        let piece = (page_size - in_page).min(len - done);
-        let item = (at / page_size, in_page, done, piece);
-        done += piece;
-        Some(item)
-    })
+/// A direct-map access to an unmapped page is the caller's error (EFAULT,
+/// use the mermap); any other backing failure is the backing's.
+fn mapped_error(err: BackingError) -> AccessError {
+    match err {
+        BackingError::NotMapped(pfn) => AccessError::NotMapped(pfn),
+        other => AccessError::Backing(other),
+    }
 }
 
 /// An error unless bytes `offset..offset + len` lie in `size` bytes.
+/// Overflow-proof: an end past `usize::MAX` is out of bounds, reported as
+/// `usize::MAX`.
 pub(crate) fn check_span(offset: usize, len: usize, size: usize) -> Result<(), AccessError> {
-    let end = offset.saturating_add(len);
-    if end > size {
-        return Err(AccessError::OutOfBounds { offset, end, size });
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        end => Err(AccessError::OutOfBounds {
+            offset,
+            end: end.unwrap_or(usize::MAX),
+            size,
+        }),
     }
-    Ok(())
 }

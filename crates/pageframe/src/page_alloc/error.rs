@@ -81,9 +81,6 @@ pub enum AccessError {
     /// use the mermap accessors.
     #[error("PFN {0} is not in the direct map")]
     NotMapped(Pfn),
-    /// The backing has no bytes (a simulation).
-    #[error("the backing has no page contents (simulated memory)")]
-    NoData,
     /// The backing failed.
     #[error(transparent)]
     Backing(#[from] BackingError),
@@ -94,7 +91,7 @@ impl AccessError {
     pub fn errno(self) -> Errno {
         match self {
             AccessError::OutOfBounds { .. } => Errno::EINVAL,
-            AccessError::NoData | AccessError::Backing(_) => Errno::EIO,
+            AccessError::Backing(_) => Errno::EIO,
             AccessError::NotAllocated(_) | AccessError::NotMapped(_) => Errno::EFAULT,
         }
     }

@@ -229,8 +229,9 @@ where
     }
 
     /// The direct-map address of the block's first byte (`page_address()`);
-    /// `None` on a backing without bytes. Accessing it while the page is
-    /// unmapped faults; prefer the copying accessors below.
+    /// `None` on a backing without a direct map in the address space (the
+    /// simulation keeps contents in its store). Accessing it while the page
+    /// is unmapped faults; prefer the copying accessors below.
     pub fn page_ptr(&self, page: Page) -> Option<NonNull<u8>> {
         self.allocator.backing.direct_map_ptr(page.pfn())
     }

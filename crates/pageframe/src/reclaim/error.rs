@@ -3,7 +3,7 @@
 //! ftruncate(2), unlink(2), kill(2) on a gone process, and ENOMEM when the
 //! allocation slow path gives up).
 
-use crate::error::{AllocError, CpuError, FreeError};
+use crate::page_alloc::{AllocError, CpuError, FreeError};
 use crate::reclaim::{FileId, Owner, Pid};
 use crate::types::NodeId;
 

@@ -235,7 +235,7 @@ impl<'a> Mm<'a> {
             .cpu_node
             .get(cpu.index())
             .copied()
-            .ok_or(MmError::Cpu(crate::error::CpuError::NoSuchCpu(cpu)))
+            .ok_or(MmError::Cpu(crate::page_alloc::CpuError::NoSuchCpu(cpu)))
     }
 
     /// Frees a page cache or anon page the layer owns: off its LRU list,

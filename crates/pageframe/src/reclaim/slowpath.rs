@@ -19,8 +19,8 @@ use super::kswapd::MAX_RECLAIM_RETRIES;
 use super::lru::LruList;
 use super::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
 use super::{Mm, ReclaimEvent, ZoneInfo};
-use crate::error::AllocError;
 use crate::gfp::Gfp;
+use crate::page_alloc::AllocError;
 use crate::page_alloc::Page;
 use crate::types::{CpuId, NodeId, Order, Pfn, ZoneType};
 
@@ -45,7 +45,7 @@ impl Mm<'_> {
     /// reclaim); the allocator's refusals (double free, wrong order) as
     /// [`MmError::Free`]. Nothing changes on error.
     pub fn free_pages(&mut self, cpu: CpuId, page: Page, order: Order) -> Result<(), MmError> {
-        let not_ours = MmError::Free(crate::error::FreeError::NotAllocated(page.pfn()));
+        let not_ours = MmError::Free(crate::page_alloc::FreeError::NotAllocated(page.pfn()));
         let pages = 1u64.checked_shl(order.0 as u32).ok_or(not_ours.clone())?;
         if pages > self.nr_other {
             return Err(not_ours);
@@ -86,7 +86,7 @@ impl Mm<'_> {
         if node.index() >= self.nr_nodes() {
             return Err(MmError::Alloc(AllocError::NoSuchNode(node)));
         }
-        let request = gfp.request()?;
+        let request = gfp.request().map_err(AllocError::from)?;
         let highest_zone = request.highest_zone;
         let nodes = self.zonelist_nodes(node, request.this_node);
         let kswapd_reclaim = gfp.contains(Gfp::KSWAPD_RECLAIM);

@@ -12,11 +12,10 @@ impl<P: PageSource> SlabAllocator<P> {
         let mut mapped_pages = 0u64;
         for (index, cache) in self.caches.iter().enumerate() {
             let (mut slabs, mut objects, mut active, mut pages) = (0u64, 0u64, 0u64, 0u64);
-            for slab in self
+            for (_, slab) in self
                 .slabs
                 .iter()
-                .flatten()
-                .filter(|slab| slab.cache as usize == index)
+                .filter(|(_, slab)| slab.cache as usize == index)
             {
                 slabs += 1;
                 objects += u64::from(slab.objects);
@@ -79,14 +78,8 @@ impl<P: PageSource> SlabAllocator<P> {
                     cache.name, cache.nr_slabs, cache.total_objects, cache.active_objects, cache.pages
                 ));
             }
-            let listed = self.partial_ids(index);
-            if listed.len() as u32 != cache.nr_partial {
-                return fail(format!(
-                    "{}: nr_partial {} but {} listed",
-                    cache.name,
-                    cache.nr_partial,
-                    listed.len()
-                ));
+            if let Err(err) = cache.partial.check(&self.slabs) {
+                return fail(format!("{}: partial list: {err}", cache.name));
             }
         }
         if mapped_pages != self.page_to_slab.len() as u64 {

@@ -1,9 +1,10 @@
 //! A SLUB-like slab allocator: kmem caches of fixed-size objects carved
 //! out of page blocks, and the kmalloc caches on top.
 //!
-//! Owns: the caches, their slabs, the per-cache partial list, and the
-//! bytes of its slabs ([`PageData`]). Does not own: the pages (they come from
-//! a [`PageSource`], i.e. the public page-allocator API).
+//! Owns: the caches, their slabs and the per-cache partial list. Does not
+//! own: the pages (they come from a [`PageSource`], i.e. the public
+//! page-allocator API) nor their bytes, which live in the backing and are
+//! copied in and out through the page source.
 //!
 //! Behaviour mirrors mm/slub.c where it matters for memory use:
 //! - each cache prefers slabs of the order calculate_order() picks and falls
@@ -32,19 +33,24 @@
 //! `0 < inuse < objects` or (it is empty and was kept), `free list length ==
 //! objects - inuse`, and the pages map names exactly the pages of live slabs.
 
+mod error;
+pub(crate) mod id_slots;
+pub(crate) mod index_list;
 mod invariants;
 mod kmalloc;
 mod order;
 mod slabinfo;
 
+pub use error::SlabError;
 pub use kmalloc::{kmalloc_cache_name, kmalloc_index, KMALLOC_MAX_CACHE_SIZE, KMALLOC_SIZES};
 pub use order::{calculate_order, get_order, min_partial, SlabParams, MAX_PARTIAL, MIN_PARTIAL};
 pub use slabinfo::{slabinfo, SlabInfo};
 
-use crate::error::SlabError;
 use crate::gfp::Gfp;
-use crate::page_source::{PageData, PageSource, PfnMap};
+use crate::page_source::{PageSource, PfnMap};
 use crate::types::{Order, Pfn};
+use id_slots::IdSlots;
+use index_list::{IndexList, Linked, Links, NIL};
 
 /// An object address: `pfn << page_shift | offset` (a physical address).
 pub type ObjAddr = u64;
@@ -53,8 +59,7 @@ pub type ObjAddr = u64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CacheId(pub u32);
 
-/// "No slab" / "no object" in the index-linked lists.
-const NIL: u32 = u32::MAX;
+/// "No object" in a slab's free list.
 const NO_OBJ: u16 = u16::MAX;
 
 /// One slab: a block of `1 << order` pages cut into `objects` objects.
@@ -71,8 +76,17 @@ struct Slab {
     /// Per object: allocated bit.
     allocated: Box<[u64]>,
     on_partial: bool,
-    prev: u32,
-    next: u32,
+    /// Its place on the cache's partial list.
+    links: Links,
+}
+
+impl Linked for Slab {
+    fn links(&self) -> &Links {
+        &self.links
+    }
+    fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
+    }
 }
 
 impl Slab {
@@ -119,9 +133,7 @@ pub struct KmemCache {
     min_partial: u32,
     gfp: Gfp,
     // kmem_cache_node:
-    partial_head: u32,
-    partial_tail: u32,
-    nr_partial: u32,
+    partial: IndexList,
     nr_slabs: u64,
     total_objects: u64,
     active_objects: u64,
@@ -164,7 +176,7 @@ impl KmemCache {
     }
     /// Slabs on the partial list.
     pub fn nr_partial(&self) -> u32 {
-        self.nr_partial
+        self.partial.len()
     }
     /// Slabs of the cache.
     pub fn nr_slabs(&self) -> u64 {
@@ -194,15 +206,13 @@ pub struct SlabAllocator<P: PageSource> {
     params: SlabParams,
     page_shift: u32,
     caches: Vec<KmemCache>,
-    slabs: Vec<Option<Slab>>,
-    free_slab_ids: Vec<u32>,
+    slabs: IdSlots<Slab>,
     /// Every page of every slab → the slab's id (virt_to_slab()).
     page_to_slab: PfnMap<u32>,
     /// kmalloc_large() blocks: head PFN → order.
     large: PfnMap<Order>,
     /// kmalloc caches by kmalloc_index().
     kmalloc: [Option<CacheId>; KMALLOC_SIZES.len()],
-    data: PageData,
 }
 
 impl<P: PageSource> SlabAllocator<P> {
@@ -221,12 +231,10 @@ impl<P: PageSource> SlabAllocator<P> {
             params,
             page_shift: page_size.trailing_zeros(),
             caches: Vec::new(),
-            slabs: Vec::new(),
-            free_slab_ids: Vec::new(),
+            slabs: IdSlots::default(),
             page_to_slab: PfnMap::default(),
             large: PfnMap::default(),
             kmalloc: [None; KMALLOC_SIZES.len()],
-            data: PageData::new(page_size),
         };
         for (index, size) in KMALLOC_SIZES.iter().enumerate() {
             let name = kmalloc_cache_name(*size);
@@ -318,9 +326,7 @@ impl<P: PageSource> SlabAllocator<P> {
             min_objects,
             min_partial: min_partial(slot),
             gfp: Gfp::KERNEL,
-            partial_head: NIL,
-            partial_tail: NIL,
-            nr_partial: 0,
+            partial: IndexList::EMPTY,
             nr_slabs: 0,
             total_objects: 0,
             active_objects: 0,
@@ -337,15 +343,13 @@ impl<P: PageSource> SlabAllocator<P> {
         if index >= self.caches.len() {
             return Err(SlabError::NoSuchCache(cache.0));
         }
-        let mut slab_id = self.caches[index].partial_head;
+        let mut slab_id = self.caches[index].partial.head();
         if slab_id == NIL {
             slab_id = self.new_slab(index, gfp)?;
             self.add_partial(index, slab_id, false);
         }
         let size = self.caches[index].size as u64;
-        let slab = self.slabs[slab_id as usize]
-            .as_mut()
-            .expect("partial slab exists");
+        let slab = self.slabs.get_mut(slab_id).expect("partial slab exists");
         let object = slab.freelist;
         debug_assert_ne!(object, NO_OBJ, "a partial slab has a free object");
         slab.freelist = slab.next_free[usize::from(object)];
@@ -367,10 +371,7 @@ impl<P: PageSource> SlabAllocator<P> {
     /// nothing.
     pub fn kmem_cache_free(&mut self, cache: CacheId, addr: ObjAddr) -> Result<(), SlabError> {
         let (slab_id, object) = self.locate(addr)?;
-        let owner = self.slabs[slab_id as usize]
-            .as_ref()
-            .expect("located")
-            .cache;
+        let owner = self.slabs.get(slab_id).expect("located").cache;
         if owner != cache.0 {
             let given = self
                 .caches
@@ -394,7 +395,7 @@ impl<P: PageSource> SlabAllocator<P> {
             .page_to_slab
             .get(&pfn)
             .ok_or(SlabError::NotObject(addr))?;
-        let slab = self.slabs[slab_id as usize].as_ref().expect("mapped slab");
+        let slab = self.slabs.get(slab_id).expect("mapped slab");
         let offset = addr - (slab.pfn.0 << self.page_shift);
         let size = u64::from(self.caches[slab.cache as usize].size);
         if offset % size != 0 || offset / size >= u64::from(slab.objects) {
@@ -409,7 +410,7 @@ impl<P: PageSource> SlabAllocator<P> {
 
     /// Mirrors __slab_free() once the object is known to be allocated.
     fn free_located(&mut self, slab_id: u32, object: u16) -> Result<(), SlabError> {
-        let slab = self.slabs[slab_id as usize].as_mut().expect("located");
+        let slab = self.slabs.get_mut(slab_id).expect("located");
         let index = slab.cache as usize;
         let was_full = slab.inuse == slab.objects;
         slab.next_free[usize::from(object)] = slab.freelist;
@@ -429,7 +430,7 @@ impl<P: PageSource> SlabAllocator<P> {
                 // A one-object slab: it was on no list.
                 self.add_partial(index, slab_id, true);
             }
-            if self.caches[index].nr_partial >= self.caches[index].min_partial {
+            if self.caches[index].partial.len() >= self.caches[index].min_partial {
                 self.remove_partial(index, slab_id);
                 self.discard_slab(slab_id)?;
             }
@@ -491,19 +492,9 @@ impl<P: PageSource> SlabAllocator<P> {
             next_free,
             allocated: vec![0u64; (objects as usize).div_ceil(64)].into_boxed_slice(),
             on_partial: false,
-            prev: NIL,
-            next: NIL,
+            links: Links::UNLINKED,
         };
-        let id = match self.free_slab_ids.pop() {
-            Some(id) => {
-                self.slabs[id as usize] = Some(slab);
-                id
-            }
-            None => {
-                self.slabs.push(Some(slab));
-                (self.slabs.len() - 1) as u32
-            }
-        };
+        let id = self.slabs.insert(slab);
         for page in 0..order.nr_pages() {
             self.page_to_slab.insert(pfn.offset(page), id);
         }
@@ -517,15 +508,11 @@ impl<P: PageSource> SlabAllocator<P> {
 
     /// Returns an empty slab's pages (discard_slab()).
     fn discard_slab(&mut self, slab_id: u32) -> Result<(), SlabError> {
-        let slab = self.slabs[slab_id as usize]
-            .take()
-            .expect("slab to discard");
+        let slab = self.slabs.remove(slab_id).expect("slab to discard");
         debug_assert_eq!(slab.inuse, 0);
         for page in 0..slab.order.nr_pages() {
             self.page_to_slab.remove(&slab.pfn.offset(page));
         }
-        self.free_slab_ids.push(slab_id);
-        self.data.detach(slab.pfn);
         let cache = &mut self.caches[slab.cache as usize];
         cache.nr_slabs -= 1;
         cache.total_objects -= u64::from(slab.objects);
@@ -537,71 +524,27 @@ impl<P: PageSource> SlabAllocator<P> {
     }
 
     fn add_partial(&mut self, index: usize, slab_id: u32, tail: bool) {
-        let cache = &mut self.caches[index];
-        let (head, last) = (cache.partial_head, cache.partial_tail);
-        {
-            let slab = self.slabs[slab_id as usize].as_mut().expect("slab");
-            debug_assert!(!slab.on_partial);
-            slab.on_partial = true;
-            if tail {
-                slab.prev = last;
-                slab.next = NIL;
-            } else {
-                slab.prev = NIL;
-                slab.next = head;
-            }
-        }
+        let slab = self.slabs.get_mut(slab_id).expect("slab");
+        debug_assert!(!slab.on_partial);
+        slab.on_partial = true;
+        let partial = &mut self.caches[index].partial;
         if tail {
-            if last != NIL {
-                self.slabs[last as usize].as_mut().expect("tail").next = slab_id;
-            } else {
-                cache.partial_head = slab_id;
-            }
-            cache.partial_tail = slab_id;
+            partial.push_back(&mut self.slabs, slab_id);
         } else {
-            if head != NIL {
-                self.slabs[head as usize].as_mut().expect("head").prev = slab_id;
-            } else {
-                cache.partial_tail = slab_id;
-            }
-            cache.partial_head = slab_id;
+            partial.push_front(&mut self.slabs, slab_id);
         }
-        cache.nr_partial += 1;
     }
 
     fn remove_partial(&mut self, index: usize, slab_id: u32) {
-        let (prev, next) = {
-            let slab = self.slabs[slab_id as usize].as_mut().expect("slab");
-            debug_assert!(slab.on_partial);
-            slab.on_partial = false;
-            let links = (slab.prev, slab.next);
-            slab.prev = NIL;
-            slab.next = NIL;
-            links
-        };
-        let cache = &mut self.caches[index];
-        if prev != NIL {
-            self.slabs[prev as usize].as_mut().expect("prev").next = next;
-        } else {
-            cache.partial_head = next;
-        }
-        if next != NIL {
-            self.slabs[next as usize].as_mut().expect("next").prev = prev;
-        } else {
-            cache.partial_tail = prev;
-        }
-        cache.nr_partial -= 1;
+        let slab = self.slabs.get_mut(slab_id).expect("slab");
+        debug_assert!(slab.on_partial);
+        slab.on_partial = false;
+        self.caches[index].partial.remove(&mut self.slabs, slab_id);
     }
 
     /// The partial slabs of a cache, head first.
     fn partial_ids(&self, index: usize) -> Vec<u32> {
-        let mut ids = Vec::new();
-        let mut cursor = self.caches[index].partial_head;
-        while cursor != NIL {
-            ids.push(cursor);
-            cursor = self.slabs[cursor as usize].as_ref().expect("partial").next;
-        }
-        ids
+        self.caches[index].partial.ids(&self.slabs).collect()
     }
 
     /// Discards every empty slab of the cache and orders the partial list
@@ -618,7 +561,7 @@ impl<P: PageSource> SlabAllocator<P> {
         let mut freed = 0;
         let mut keep = Vec::new();
         for id in ids.drain(..) {
-            let slab = self.slabs[id as usize].as_ref().expect("partial");
+            let slab = self.slabs.get(id).expect("partial");
             if slab.inuse == 0 {
                 freed += slab.order.nr_pages();
                 self.discard_slab(id)?;
@@ -679,7 +622,6 @@ impl<P: PageSource> SlabAllocator<P> {
             let pfn = Pfn(addr >> self.page_shift);
             if let Some(order) = self.large.get(&pfn).copied() {
                 self.large.remove(&pfn);
-                self.data.detach(pfn);
                 return self
                     .source
                     .free_pages(pfn, order)
@@ -711,52 +653,33 @@ impl<P: PageSource> SlabAllocator<P> {
             }
         }
         let (slab_id, _) = self.locate(addr)?;
-        let slab = self.slabs[slab_id as usize].as_ref().expect("located");
+        let slab = self.slabs.get(slab_id).expect("located");
         let offset = (addr - (slab.pfn.0 << self.page_shift)) as usize;
         let size = self.caches[slab.cache as usize].size as usize;
         Ok(((slab.pfn, slab.order), offset, size))
     }
 
-    /// Copies `data` into the object at `offset`. The simulated bytes live
-    /// in the slab's [`PageData`].
+    /// Copies `data` into the object at `offset`, in the slab's pages.
     pub fn write(&mut self, addr: ObjAddr, offset: usize, data: &[u8]) -> Result<(), SlabError> {
-        let ((pfn, order), start, size) = self.object_block(addr)?;
-        if offset + data.len() > size {
-            return Err(SlabError::OutOfBounds {
-                offset,
-                len: data.len(),
-                size,
-            });
-        }
-        self.data.write(pfn, order, start + offset, data);
+        let ((pfn, _), start, size) = self.object_block(addr)?;
+        check_object_span(offset, data.len(), size)?;
+        self.source.write(pfn, start + offset, data)?;
         Ok(())
     }
 
     /// Copies `out.len()` bytes of the object from `offset` into `out`.
     pub fn read(&self, addr: ObjAddr, offset: usize, out: &mut [u8]) -> Result<(), SlabError> {
         let ((pfn, _), start, size) = self.object_block(addr)?;
-        if offset + out.len() > size {
-            return Err(SlabError::OutOfBounds {
-                offset,
-                len: out.len(),
-                size,
-            });
-        }
-        self.data.read(pfn, start + offset, out);
+        check_object_span(offset, out.len(), size)?;
+        self.source.read(pfn, start + offset, out)?;
         Ok(())
-    }
-
-    /// The object's bytes, writable in place (a direct mapping).
-    pub fn object_mut(&mut self, addr: ObjAddr) -> Result<&mut [u8], SlabError> {
-        let ((pfn, order), start, size) = self.object_block(addr)?;
-        Ok(&mut self.data.block_mut(pfn, order)[start..start + size])
     }
 
     /// The slab an allocated object lives in: (cache, head PFN, objects in
     /// use, objects). `None` for anything else.
     pub fn slab_occupancy(&self, addr: ObjAddr) -> Option<(CacheId, Pfn, u32, u32)> {
         let (slab_id, _) = self.locate(addr).ok()?;
-        let slab = self.slabs[slab_id as usize].as_ref()?;
+        let slab = self.slabs.get(slab_id)?;
         Some((
             CacheId(slab.cache),
             slab.pfn,
@@ -766,11 +689,21 @@ impl<P: PageSource> SlabAllocator<P> {
     }
 }
 
+/// An error unless `len` bytes at `offset` lie in an object of `size`
+/// bytes. Overflow-proof: `offset + len` is never computed, so an offset
+/// near `usize::MAX` cannot wrap past the check into the next object.
+fn check_object_span(offset: usize, len: usize, size: usize) -> Result<(), SlabError> {
+    if offset > size || len > size - offset {
+        return Err(SlabError::OutOfBounds { offset, len, size });
+    }
+    Ok(())
+}
+
 impl<P: PageSource> Drop for SlabAllocator<P> {
     /// Gives every slab and kmalloc_large block back to the page allocator
     /// (kmem_cache_destroy() of every cache, leaked objects included).
     fn drop(&mut self) {
-        for slab in self.slabs.drain(..).flatten() {
+        for slab in self.slabs.drain() {
             let _ = self.source.free_pages(slab.pfn, slab.order);
         }
         for (pfn, order) in self.large.drain() {

@@ -4,15 +4,18 @@
 //! conformance suite in `tests/zpool_conformance.rs` runs against every
 //! implementation.
 //!
-//! Owns: nothing but the trait and the shared statistics type. Each
-//! implementation owns its pages (from a [`crate::page_source::PageSource`])
-//! and their simulated bytes ([`crate::page_source::PageData`]).
+//! Owns: nothing but the trait, the shared statistics type and the layer's
+//! error type ([`ZpoolError`]). Each implementation owns its pages (from a
+//! [`crate::page_source::PageSource`]); their bytes live in the backing.
 
 pub mod afmalloc;
+mod error;
 pub mod sizes;
 pub mod zsmalloc;
 
-use crate::error::{InvariantError, ZpoolError};
+pub use error::ZpoolError;
+
+use crate::error::InvariantError;
 
 /// An opaque handle to a stored object. 0 is never a valid handle.
 pub type ZpoolHandle = u64;

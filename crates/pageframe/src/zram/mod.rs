@@ -33,11 +33,12 @@ pub mod compress;
 
 pub use compress::Compressor;
 
-use crate::error::{Errno, InvariantError, ZpoolError};
+use crate::error::{Errno, InvariantError};
 use crate::page_source::PageSource;
 use crate::slab::SlabParams;
 use crate::zpool::afmalloc::{AfConfig, AfPool};
 use crate::zpool::zsmalloc::{ZsConfig, ZsPool};
+use crate::zpool::ZpoolError;
 use crate::zpool::{Zpool, ZpoolHandle};
 use compress::Stream;
 use thiserror::Error;
@@ -181,15 +182,25 @@ enum Slot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Prepared {
     /// One word repeated over the page.
-    Same(u64),
+    Same {
+        /// The word.
+        element: u64,
+        /// Bytes of the page it was made from.
+        page_len: usize,
+    },
     /// The compressed bytes, and the page itself when the compressed size is
     /// at least [`KEEP_ORIGINAL_FROM`] of a page (any pool may then store it
     /// uncompressed).
     Compressed {
+        /// The compressor that made `bytes`: only a device with the same
+        /// one can read them back.
+        compressor: Compressor,
         /// Compressed bytes.
         bytes: Box<[u8]>,
         /// The original page, kept for large compressed sizes.
         original: Option<Box<[u8]>>,
+        /// Bytes of the page it was made from.
+        page_len: usize,
     },
 }
 
@@ -201,15 +212,18 @@ pub const KEEP_ORIGINAL_FROM: usize = 2;
 impl Prepared {
     /// Tests and compresses `page`.
     pub fn new(compressor: Compressor, page: &[u8]) -> Result<Prepared, ZramError> {
+        let page_len = page.len();
         if let Some(element) = page_same_filled(page) {
-            return Ok(Prepared::Same(element));
+            return Ok(Prepared::Same { element, page_len });
         }
         let bytes = compressor.compress_page(page)?;
         let original =
             (bytes.len() * 4 >= page.len() * KEEP_ORIGINAL_FROM).then(|| page.to_vec().into());
         Ok(Prepared::Compressed {
+            compressor,
             bytes: bytes.into(),
             original,
+            page_len,
         })
     }
 }
@@ -374,29 +388,63 @@ impl<'a> Zram<'a> {
 
     /// Writes a page prepared with [`Prepared::new`] and the device's
     /// compressor; the same as [`Zram::write`] of the page, minus the work
-    /// already done.
+    /// already done. Everything is validated before anything changes: a
+    /// page of another size, or compressed with another compressor (which
+    /// this device could never decompress), is refused and the slot keeps
+    /// what it had.
     pub fn write_prepared(&mut self, slot: usize, page: &Prepared) -> Result<(), ZramError> {
         self.check_slot(slot)?;
+        self.check_prepared(page)?;
         self.stats.num_writes += 1;
         let result = match page {
-            Prepared::Same(element) => {
+            Prepared::Same { element, .. } => {
                 self.store(slot, Slot::Same(*element));
                 Ok(())
             }
-            Prepared::Compressed { bytes, original } => {
-                if bytes.len() >= self.huge_class_size && original.is_none() {
-                    Err(ZramError::Config(
-                        "a prepared page without its original reached the huge threshold".into(),
-                    ))
-                } else {
-                    self.store_object(slot, bytes, original.as_deref().unwrap_or(&[]))
-                }
-            }
+            Prepared::Compressed {
+                bytes, original, ..
+            } => self.store_object(slot, bytes, original.as_deref().unwrap_or(&[])),
         };
         if result.is_err() {
             self.stats.failed_writes += 1;
         }
         result
+    }
+
+    /// Checks a prepared page against the device: its page size, its
+    /// compressor, and that a page reaching the huge threshold kept its
+    /// original (of a page's size) to store whole.
+    fn check_prepared(&self, page: &Prepared) -> Result<(), ZramError> {
+        match page {
+            Prepared::Same { page_len, .. } => self.check_page(*page_len),
+            Prepared::Compressed {
+                compressor,
+                bytes,
+                original,
+                page_len,
+            } => {
+                self.check_page(*page_len)?;
+                // Decompression depends on the algorithm, not the level.
+                if compressor.name() != self.config.compressor.name() {
+                    return Err(ZramError::Config(format!(
+                        "a page prepared with {} written to a {} device",
+                        compressor.name(),
+                        self.config.compressor.name()
+                    )));
+                }
+                if bytes.len() >= self.huge_class_size {
+                    match original {
+                        Some(original) => self.check_page(original.len()),
+                        None => Err(ZramError::Config(
+                            "a prepared page without its original reached the huge threshold"
+                                .into(),
+                        )),
+                    }
+                } else {
+                    Ok(())
+                }
+            }
+        }
     }
 
     /// Allocates, checks the limit, copies and installs an object

@@ -20,11 +20,17 @@
 //!   `{level: u32, alloced: u32, chunk addresses: u64 × level}` stored in a
 //!   kmalloc object (its bytes really live in the slab's pages);
 //! - store/load copy chunk by chunk; `map_handle` copies into a per-CPU
-//!   buffer (a direct entry maps in place) and `unmap_handle` copies back.
+//!   buffer and `unmap_handle` copies back. The RFC maps a direct entry in
+//!   place; here page contents live in the backing and are only copied in
+//!   and out, so a direct entry goes through the buffer too. One mapping at
+//!   a time (the one CPU's buffer, as zs_map_object()'s per-CPU area): a
+//!   second map before the unmap is an error, not a silent replacement.
 //!
-//! Beyond the RFC (documented): handles carry a 15-bit generation in bits
-//! 48..63 so that a stale handle is an error, and the pool keeps each
-//! object's length (zram keeps it too) so that reads of any prefix work.
+//! Beyond the RFC (documented): a handle is not the entry's address but
+//! names a slot of a handle table ([`IdSlots`]) holding the address, with a
+//! 32-bit per-slot generation, so that a freed handle stays an error until
+//! its slot has been reused 2^32 times; and the pool keeps each object's
+//! length (zram keeps it too) so that reads of any prefix work.
 //! Compaction is the one the document sketches: per kmalloc cache, pick the
 //! sparsest slabs whose chunks fit in the free slots of the others, copy
 //! those chunks out in address order, free them, shrink the cache (the
@@ -38,14 +44,16 @@
 //! allocated kmalloc objects; the slab allocator's own invariants hold.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
 use super::{Zpool, ZpoolHandle, ZpoolStats};
-use crate::error::{InvariantError, SlabError, ZpoolError};
+use crate::error::InvariantError;
 use crate::gfp::Gfp;
-use crate::page_source::{PageSource, PfnHasher};
+use crate::page_source::PageSource;
+use crate::slab::id_slots::IdSlots;
+use crate::slab::SlabError;
 use crate::slab::{CacheId, ObjAddr, SlabAllocator, SlabParams};
 use crate::types::Pfn;
+use crate::zpool::ZpoolError;
 
 /// `afmalloc_OBJ_MIN_SIZE`: the smallest chunk.
 pub const AFMALLOC_OBJ_MIN_SIZE: usize = 32;
@@ -53,11 +61,6 @@ pub const AFMALLOC_OBJ_MIN_SIZE: usize = 32;
 pub const AFMALLOC_MIN_LEVEL: usize = 1;
 /// `AFMALLOC_MAX_LEVEL` on 64-bit: 4 + 4 + 8 × 7 = 64 bytes of metadata.
 pub const AFMALLOC_MAX_LEVEL: usize = 7;
-/// `DIRECT_ENTRY`: the tag of a handle that is a chunk's address.
-const DIRECT_ENTRY: u64 = 1;
-/// Bits of the address part of a handle.
-const ADDR_BITS: u32 = 48;
-const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
 /// Bytes of the metadata header (`level`, `alloced`).
 const ENTRY_HEADER: usize = 8;
 
@@ -89,8 +92,21 @@ impl Default for AfConfig {
 /// What the pool remembers of a live handle.
 #[derive(Clone, Copy, Debug)]
 struct Live {
+    /// The kmalloc object the handle stands for: the chunk of a direct
+    /// entry, else the metadata entry.
+    addr: ObjAddr,
+    /// A direct entry (the RFC's `DIRECT_ENTRY` tag).
+    direct: bool,
     len: u32,
     alloced: u32,
+}
+
+/// The one live mapping: its handle, length and mode.
+#[derive(Clone, Copy, Debug)]
+struct Mapping {
+    handle: ZpoolHandle,
+    len: usize,
+    read_only: bool,
 }
 
 /// An afmalloc pool.
@@ -100,11 +116,11 @@ pub struct AfPool<P: PageSource> {
     /// `pool->size`: bytes of kmalloc objects (chunks and metadata) held.
     size: u64,
     stored: u64,
-    live: HashMap<ZpoolHandle, Live, BuildHasherDefault<PfnHasher>>,
-    generation: u16,
+    /// The handle table.
+    live: IdSlots<Live>,
     /// The per-CPU mapping buffer (one CPU: the pool's).
     map_buffer: Vec<u8>,
-    mapped: Option<(ZpoolHandle, usize, bool)>,
+    mapped: Option<Mapping>,
     pages_compacted: u64,
 }
 
@@ -138,8 +154,7 @@ impl<P: PageSource> AfPool<P> {
             config,
             size: 0,
             stored: 0,
-            live: HashMap::default(),
-            generation: 0,
+            live: IdSlots::default(),
             map_buffer: vec![0; page_size],
             mapped: None,
             pages_compacted: 0,
@@ -217,15 +232,9 @@ impl<P: PageSource> AfPool<P> {
         }
     }
 
-    fn make_handle(&mut self, addr: ObjAddr, direct: bool) -> ZpoolHandle {
-        self.generation = (self.generation + 1) & 0x7fff;
-        let tag = if direct { DIRECT_ENTRY } else { 0 };
-        (u64::from(self.generation.max(1)) << ADDR_BITS) | addr | tag
-    }
-
-    fn handle_addr(handle: ZpoolHandle) -> (ObjAddr, bool) {
-        let low = handle & ADDR_MASK;
-        (low & !DIRECT_ENTRY, low & DIRECT_ENTRY != 0)
+    /// True when `handle` is a live direct entry (one kmalloc object).
+    pub fn is_direct(&self, handle: ZpoolHandle) -> bool {
+        self.live(handle).is_ok_and(|live| live.direct)
     }
 
     fn kmalloc(&mut self, size: usize) -> Result<ObjAddr, ZpoolError> {
@@ -312,56 +321,81 @@ impl<P: PageSource> AfPool<P> {
             entry_addr
         };
         if self.size + alloced as u64 > self.config.max_size {
-            for chunk in chunks {
-                self.slab.kfree(chunk)?;
-            }
-            self.slab.kfree(addr)?;
+            self.release(&chunks, addr)?;
             return Err(ZpoolError::Limit(self.config.max_size));
         }
         if !direct {
-            let mut header = [0u8; ENTRY_HEADER];
-            header[..4].copy_from_slice(&(level as u32).to_le_bytes());
-            header[4..].copy_from_slice(&(alloced as u32).to_le_bytes());
-            self.slab.write(addr, 0, &header)?;
-            for (index, chunk) in chunks.iter().enumerate() {
-                self.write_chunk_addr(addr, index, *chunk)?;
+            if let Err(err) = self.write_entry(addr, level, alloced, &chunks) {
+                self.release(&chunks, addr)?;
+                return Err(err);
             }
         }
         self.size += alloced as u64;
         self.stored += len as u64;
-        let handle = self.make_handle(addr, direct);
-        self.live.insert(
-            handle,
-            Live {
-                len: len as u32,
-                alloced: alloced as u32,
-            },
-        );
-        Ok(handle)
+        let id = self.live.insert(Live {
+            addr,
+            direct,
+            len: len as u32,
+            alloced: alloced as u32,
+        });
+        Ok(self.live.handle(id))
+    }
+
+    /// Writes a metadata entry: header, then the chunk addresses.
+    fn write_entry(
+        &mut self,
+        addr: ObjAddr,
+        level: usize,
+        alloced: usize,
+        chunks: &[ObjAddr],
+    ) -> Result<(), ZpoolError> {
+        let mut header = [0u8; ENTRY_HEADER];
+        header[..4].copy_from_slice(&(level as u32).to_le_bytes());
+        header[4..].copy_from_slice(&(alloced as u32).to_le_bytes());
+        self.slab.write(addr, 0, &header)?;
+        for (index, chunk) in chunks.iter().enumerate() {
+            self.write_chunk_addr(addr, index, *chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Gives back the kmalloc objects of an allocation that failed part-way.
+    fn release(&mut self, chunks: &[ObjAddr], addr: ObjAddr) -> Result<(), ZpoolError> {
+        for chunk in chunks {
+            self.slab.kfree(*chunk)?;
+        }
+        self.slab.kfree(addr)?;
+        Ok(())
     }
 
     fn live(&self, handle: ZpoolHandle) -> Result<Live, ZpoolError> {
         self.live
-            .get(&handle)
+            .id_of(handle)
+            .and_then(|id| self.live.get(id))
             .copied()
             .ok_or(ZpoolError::InvalidHandle(handle))
     }
 
-    /// Frees an object and its chunks (afmalloc_free() / free_entry()).
+    /// Frees an object and its chunks (afmalloc_free() / free_entry()). A
+    /// mapping of the handle ends with it (its buffer is not stored back).
+    /// The metadata is read before anything is freed, so a failure changes
+    /// nothing.
     pub fn afmalloc_free(&mut self, handle: ZpoolHandle) -> Result<(), ZpoolError> {
         let live = self.live(handle)?;
-        if matches!(self.mapped, Some((mapped, _, _)) if mapped == handle) {
+        let chunks = if live.direct {
+            Vec::new()
+        } else {
+            self.read_entry(live.addr)?.2
+        };
+        if matches!(self.mapped, Some(mapping) if mapping.handle == handle) {
             self.mapped = None;
         }
-        let (addr, direct) = Self::handle_addr(handle);
-        if !direct {
-            let (_, _, chunks) = self.read_entry(addr)?;
-            for chunk in chunks {
-                self.slab.kfree(chunk)?;
-            }
+        for chunk in chunks {
+            self.slab.kfree(chunk)?;
         }
-        self.slab.kfree(addr)?;
-        self.live.remove(&handle);
+        self.slab.kfree(live.addr)?;
+        let id = self.live.id_of(handle).expect("checked live");
+        self.live.remove(id);
         self.size -= u64::from(live.alloced);
         self.stored -= u64::from(live.len);
         Ok(())
@@ -371,16 +405,14 @@ impl<P: PageSource> AfPool<P> {
     /// with (chunk address, offset in the object, bytes in this chunk).
     fn for_each_chunk(
         &self,
-        handle: ZpoolHandle,
         live: Live,
         len: usize,
         mut visit: impl FnMut(ObjAddr, usize, usize) -> Result<(), ZpoolError>,
     ) -> Result<(), ZpoolError> {
-        let (addr, direct) = Self::handle_addr(handle);
-        if direct {
-            return visit(addr, 0, len);
+        if live.direct {
+            return visit(live.addr, 0, len);
         }
-        let (level, _, chunks) = self.read_entry(addr)?;
+        let (level, _, chunks) = self.read_entry(live.addr)?;
         for (index, chunk) in chunks.iter().enumerate() {
             let (offset, span) = Self::chunk_span(level, live.len as usize, index);
             if offset >= len {
@@ -405,7 +437,7 @@ impl<P: PageSource> AfPool<P> {
             });
         }
         let mut spans = Vec::with_capacity(AFMALLOC_MAX_LEVEL);
-        self.for_each_chunk(handle, live, data.len(), |chunk, offset, len| {
+        self.for_each_chunk(live, data.len(), |chunk, offset, len| {
             spans.push((chunk, offset, len));
             Ok(())
         })?;
@@ -425,7 +457,7 @@ impl<P: PageSource> AfPool<P> {
             });
         }
         let len = out.len();
-        self.for_each_chunk(handle, live, len, |chunk, offset, span| {
+        self.for_each_chunk(live, len, |chunk, offset, span| {
             self.slab
                 .read(chunk, 0, &mut out[offset..offset + span])
                 .map_err(ZpoolError::from)
@@ -433,9 +465,10 @@ impl<P: PageSource> AfPool<P> {
         Ok(len)
     }
 
-    /// Maps `len` bytes of an object contiguously (afmalloc_map_handle()): a
-    /// direct entry in place, otherwise a copy in the per-CPU buffer. One
-    /// mapping at a time; end it with [`Self::afmalloc_unmap_handle`].
+    /// Maps `len` bytes of an object contiguously (afmalloc_map_handle()):
+    /// its bytes copied into the per-CPU buffer. One mapping at a time: a
+    /// map while any handle is mapped is `AlreadyMapped` and changes
+    /// nothing. End it with [`Self::afmalloc_unmap_handle`].
     pub fn afmalloc_map_handle(
         &mut self,
         handle: ZpoolHandle,
@@ -443,44 +476,44 @@ impl<P: PageSource> AfPool<P> {
         read_only: bool,
     ) -> Result<&mut [u8], ZpoolError> {
         let live = self.live(handle)?;
+        if let Some(mapping) = self.mapped {
+            return Err(ZpoolError::AlreadyMapped(mapping.handle));
+        }
         if len > live.len as usize {
             return Err(ZpoolError::OutOfBounds {
                 len,
                 capacity: live.len as usize,
             });
         }
-        let (addr, direct) = Self::handle_addr(handle);
-        self.mapped = Some((handle, len, read_only));
-        if direct {
-            let object = self.slab.object_mut(addr)?;
-            return Ok(&mut object[..len]);
-        }
         let mut buffer = std::mem::take(&mut self.map_buffer);
         let loaded = self.afmalloc_load(handle, &mut buffer[..len]);
         self.map_buffer = buffer;
         loaded?;
+        self.mapped = Some(Mapping {
+            handle,
+            len,
+            read_only,
+        });
         Ok(&mut self.map_buffer[..len])
     }
 
-    /// Ends a mapping, storing the buffer back unless it was read-only
-    /// (afmalloc_unmap_handle()).
+    /// Ends the mapping of `handle`, storing the buffer back unless it was
+    /// read-only (afmalloc_unmap_handle()). `NotMapped` when `handle` is
+    /// not the mapped one; on a failing store the mapping stays.
     pub fn afmalloc_unmap_handle(&mut self, handle: ZpoolHandle) -> Result<(), ZpoolError> {
         self.live(handle)?;
-        let Some((mapped, len, read_only)) = self.mapped.take() else {
-            return Err(ZpoolError::InvalidHandle(handle));
+        let mapping = match self.mapped {
+            Some(mapping) if mapping.handle == handle => mapping,
+            _ => return Err(ZpoolError::NotMapped(handle)),
         };
-        if mapped != handle {
-            self.mapped = Some((mapped, len, read_only));
-            return Err(ZpoolError::InvalidHandle(handle));
+        if !mapping.read_only {
+            let buffer = std::mem::take(&mut self.map_buffer);
+            let stored = self.afmalloc_store(handle, &buffer[..mapping.len]);
+            self.map_buffer = buffer;
+            stored?;
         }
-        let (_, direct) = Self::handle_addr(handle);
-        if direct || read_only {
-            return Ok(());
-        }
-        let buffer = std::mem::take(&mut self.map_buffer);
-        let stored = self.afmalloc_store(handle, &buffer[..len]);
-        self.map_buffer = buffer;
-        stored.map(|_| ())
+        self.mapped = None;
+        Ok(())
     }
 
     /// The compaction the document sketches (see the module header);
@@ -492,8 +525,8 @@ impl<P: PageSource> AfPool<P> {
         self.slab.shrink_all()?;
         // Every movable chunk: (address, owner entry, index in the entry).
         let mut movable: Vec<(ObjAddr, ObjAddr, usize)> = Vec::new();
-        for handle in self.live.keys() {
-            let (addr, direct) = Self::handle_addr(*handle);
+        for (_, live) in self.live.iter() {
+            let (addr, direct) = (live.addr, live.direct);
             if direct {
                 continue;
             }
@@ -578,10 +611,20 @@ impl<P: PageSource> AfPool<P> {
         self.slab.check_invariants()?;
         let mut alloced = 0u64;
         let mut stored = 0u64;
-        for (handle, live) in &self.live {
+        self.live.check().map_err(InvariantError)?;
+        if let Some(mapping) = self.mapped {
+            if self.live(mapping.handle).is_err() {
+                return Err(InvariantError(format!(
+                    "mapped handle {:#x} is not live",
+                    mapping.handle
+                )));
+            }
+        }
+        for (id, live) in self.live.iter() {
+            let handle = self.live.handle(id);
             alloced += u64::from(live.alloced);
             stored += u64::from(live.len);
-            let (addr, direct) = Self::handle_addr(*handle);
+            let (addr, direct) = (live.addr, live.direct);
             let size = self
                 .slab
                 .ksize(addr)
@@ -686,44 +729,31 @@ impl<P: PageSource> Zpool for AfPool<P> {
 mod tests {
     use super::*;
 
-    /// A page source that hands out fresh PFNs and never fails.
-    struct Endless(u64);
-    impl PageSource for Endless {
-        fn page_size(&self) -> usize {
-            4096
-        }
-        fn alloc_pages(
-            &mut self,
-            _gfp: Gfp,
-            order: crate::types::Order,
-        ) -> Result<Pfn, crate::page_alloc::AllocError> {
-            let pfn = self.0;
-            self.0 += 1024.max(order.nr_pages());
-            Ok(Pfn(pfn))
-        }
-        fn free_pages(
-            &mut self,
-            _pfn: Pfn,
-            _order: crate::types::Order,
-        ) -> Result<(), crate::page_alloc::FreeError> {
-            Ok(())
-        }
+    use crate::page_source::CpuPages;
+    use crate::{CpuId, LocalPageAllocator, MachineDesc};
+
+    type Source<'a> = CpuPages<&'a LocalPageAllocator, crate::sync::Local>;
+
+    fn machine() -> LocalPageAllocator {
+        LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 1, 1).unwrap()).unwrap()
     }
 
-    fn pool(min_chunk: usize) -> AfPool<Endless> {
+    fn pool(machine: &LocalPageAllocator, min_chunk: usize) -> AfPool<Source<'_>> {
         let config = AfConfig {
             min_chunk,
             ..AfConfig::default()
         };
-        AfPool::new(Endless(1024), SlabParams::new(2, 4096), config).unwrap()
+        let source = CpuPages::new(machine.cpu(CpuId(0)).unwrap());
+        AfPool::new(source, SlabParams::new(2, 4096), config).unwrap()
     }
 
     #[test]
     fn the_documents_400_byte_example() {
-        let pool16 = pool(16);
+        let machine = machine();
+        let pool16 = pool(&machine, 16);
         let level = pool16.calculate_level(400);
         assert_eq!(pool16.chunk_sizes(level, 400), [256, 128, 16]);
-        let pool32 = pool(32);
+        let pool32 = pool(&machine, 32);
         let level = pool32.calculate_level(400);
         assert_eq!(pool32.chunk_sizes(level, 400), [256, 128, 32]);
         // Powers of two need one chunk.
@@ -732,15 +762,16 @@ mod tests {
 
     #[test]
     fn power_of_two_and_cheap_roundups_are_direct() {
-        let mut pool = pool(32);
+        let machine = machine();
+        let mut pool = pool(&machine, 32);
         let handle = pool.afmalloc_alloc(512).unwrap();
-        assert_eq!(handle & DIRECT_ENTRY, DIRECT_ENTRY);
+        assert!(pool.is_direct(handle));
         // 90 bytes: metadata (kmalloc-32) + 64 + 32 >= 128, so one kmalloc-96.
         let handle = pool.afmalloc_alloc(90).unwrap();
-        assert_eq!(handle & DIRECT_ENTRY, DIRECT_ENTRY);
+        assert!(pool.is_direct(handle));
         assert_eq!(pool.stats().real_overhead_bytes, 6);
         let handle = pool.afmalloc_alloc(1300).unwrap();
-        assert_eq!(handle & DIRECT_ENTRY, 0);
+        assert!(!pool.is_direct(handle));
         let data: Vec<u8> = (0..1300).map(|i| (i * 7) as u8).collect();
         pool.afmalloc_store(handle, &data).unwrap();
         let mut out = vec![0; 1300];

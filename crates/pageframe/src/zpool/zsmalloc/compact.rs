@@ -5,8 +5,8 @@ use super::{
     ZsPool, ALLOCATED, NIL, ZS_INUSE_RATIO_0, ZS_INUSE_RATIO_10, ZS_INUSE_RATIO_100,
     ZS_INUSE_RATIO_99,
 };
-use crate::error::ZpoolError;
 use crate::page_source::PageSource;
+use crate::zpool::ZpoolError;
 
 impl<P: PageSource> ZsPool<P> {
     /// Pages a class could free by compaction (zs_can_compact()).
@@ -24,7 +24,7 @@ impl<P: PageSource> ZsPool<P> {
     /// (isolate_src_zspage()), or of the highest (isolate_dst_zspage()),
     /// taken off its list.
     fn isolate_zspage(&mut self, index: usize, sparsest: bool) -> u32 {
-        let heads = self.classes[index].heads;
+        let heads = self.classes[index].lists.map(|list| list.head());
         let mut groups = ZS_INUSE_RATIO_10..=ZS_INUSE_RATIO_99;
         let found = if sparsest {
             groups.find(|group| heads[*group] != NIL)
@@ -43,39 +43,48 @@ impl<P: PageSource> ZsPool<P> {
 
     /// Moves the objects of `src` into `dst` until `dst` is full or `src`
     /// is empty, objects in address order (migrate_zspage()).
-    fn migrate_zspage(&mut self, src: u32, dst: u32) {
-        let index = usize::from(self.zspages[src as usize].as_ref().expect("src").class);
+    fn migrate_zspage(&mut self, src: u32, dst: u32) -> Result<(), ZpoolError> {
+        let index = usize::from(self.zspages.get(src).expect("src").class);
         let size = self.table.classes[index].size;
         let objs = self.table.classes[index].objs_per_zspage as u32;
         let mut scratch = std::mem::take(&mut self.scratch);
         for obj in 0..objs {
-            let slot_word = self.zspages[src as usize].as_ref().expect("src").slots[obj as usize];
+            let slot_word = self.zspages.get(src).expect("src").slots[obj as usize];
             if slot_word & ALLOCATED == 0 {
                 continue;
             }
             let handle_slot = slot_word & !ALLOCATED;
-            let new_obj = self.obj_malloc(dst, handle_slot);
-            // zs_object_copy(): the whole slot, handle included.
-            self.read_obj_bytes(src, obj, 0, &mut scratch[..size]);
-            self.write_obj_bytes(dst, new_obj, 0, &scratch[..size]);
-            let entry = &mut self.handles[handle_slot as usize];
+            // zs_object_copy(): the whole slot, handle included, copied
+            // before any metadata moves, so a failing copy changes nothing.
+            let new_obj = self.zspages.get(dst).expect("dst").freeobj;
+            let copied = self
+                .read_obj_bytes(src, obj, 0, &mut scratch[..size])
+                .and_then(|()| self.write_obj_bytes(dst, new_obj, 0, &scratch[..size]));
+            if let Err(err) = copied {
+                self.scratch = scratch;
+                return Err(err);
+            }
+            let allocated = self.obj_malloc(dst, handle_slot);
+            debug_assert_eq!(allocated, new_obj);
+            let entry = self.handles.get_mut(handle_slot).expect("live handle");
             entry.zspage = dst;
             entry.obj_idx = new_obj;
             self.obj_free(src, obj);
-            let dst_page = self.zspages[dst as usize].as_ref().expect("dst");
+            let dst_page = self.zspages.get(dst).expect("dst");
             if dst_page.inuse == objs {
                 break;
             }
-            if self.zspages[src as usize].as_ref().expect("src").inuse == 0 {
+            if self.zspages.get(src).expect("src").inuse == 0 {
                 break;
             }
         }
         self.scratch = scratch;
+        Ok(())
     }
 
     /// Puts an isolated zspage back on its group's list (putback_zspage()).
     fn putback_zspage(&mut self, id: u32) -> usize {
-        let group = self.fullness_group(self.zspages[id as usize].as_ref().expect("zspage"));
+        let group = self.fullness_group(self.zspages.get(id).expect("zspage"));
         self.insert_zspage(id, group);
         group
     }
@@ -95,13 +104,17 @@ impl<P: PageSource> ZsPool<P> {
             if src == NIL {
                 break;
             }
-            self.migrate_zspage(src, dst);
+            if let Err(err) = self.migrate_zspage(src, dst) {
+                self.putback_zspage(src);
+                self.putback_zspage(dst);
+                return Err(err);
+            }
             if self.putback_zspage(src) == ZS_INUSE_RATIO_0 {
                 self.free_zspage(src)?;
                 freed += self.table.classes[index].pages_per_zspage as u64;
             }
             let full = {
-                let zspage = self.zspages[dst as usize].as_ref().expect("dst");
+                let zspage = self.zspages.get(dst).expect("dst");
                 self.fullness_group(zspage) == ZS_INUSE_RATIO_100
             };
             if full {

@@ -1,7 +1,7 @@
 //! The zsmalloc invariant walk (see the equations in the parent module's
 //! header): zspages, free lists, fullness lists, counters and handles.
 
-use super::{ZsPool, ALLOCATED, FREE_END, NIL, NR_FULLNESS_GROUPS};
+use super::{ZsPool, ALLOCATED, FREE_END, NR_FULLNESS_GROUPS};
 use crate::error::InvariantError;
 use crate::page_source::PageSource;
 
@@ -12,8 +12,7 @@ impl<P: PageSource> ZsPool<P> {
         let mut pages = 0u64;
         let mut zspages_per_class = vec![0u64; self.classes.len()];
         let mut inuse_per_class = vec![0u64; self.classes.len()];
-        for (id, zspage) in self.zspages.iter().enumerate() {
-            let Some(zspage) = zspage else { continue };
+        for (id, zspage) in self.zspages.iter() {
             let index = usize::from(zspage.class);
             let geometry = self.table.classes[index];
             if geometry.merged_into != index {
@@ -46,8 +45,9 @@ impl<P: PageSource> ZsPool<P> {
             }
             for (obj, word) in zspage.slots.iter().enumerate() {
                 if word & ALLOCATED != 0 {
-                    let entry = self.handles[(word & !ALLOCATED) as usize];
-                    if entry.zspage != id as u32 || entry.obj_idx != obj as u32 {
+                    let entry = self.handles.get(word & !ALLOCATED);
+                    if !entry.is_some_and(|entry| entry.zspage == id && entry.obj_idx == obj as u32)
+                    {
                         return fail(format!("zspage {id} object {obj}: handle points elsewhere"));
                     }
                 }
@@ -67,43 +67,33 @@ impl<P: PageSource> ZsPool<P> {
                 return fail(format!("class {index}: object counters are off"));
             }
             for group in 0..NR_FULLNESS_GROUPS {
-                let mut listed = 0u64;
-                let mut cursor = state.heads[group];
-                let mut prev = NIL;
-                while cursor != NIL {
-                    let zspage = self.zspages[cursor as usize].as_ref();
-                    let Some(zspage) = zspage else {
-                        return fail(format!("class {index} group {group} lists a freed zspage"));
-                    };
-                    if usize::from(zspage.fullness) != group || zspage.prev != prev {
-                        return fail(format!("class {index} group {group}: broken list"));
-                    }
-                    listed += 1;
-                    prev = cursor;
-                    cursor = zspage.next;
-                }
-                if listed != state.groups[group] {
-                    return fail(format!(
-                        "class {index} group {group}: {listed} listed, counter {}",
-                        state.groups[group]
-                    ));
+                let listed = state.lists[group]
+                    .check(&self.zspages)
+                    .map_err(|err| InvariantError(format!("class {index} group {group}: {err}")))?;
+                if listed.iter().any(|id| {
+                    self.zspages
+                        .get(*id)
+                        .map(|zspage| usize::from(zspage.fullness))
+                        != Some(group)
+                }) {
+                    return fail(format!("class {index} group {group}: broken list"));
                 }
             }
         }
-        let live = self
-            .handles
-            .iter()
-            .filter(|entry| entry.zspage != NIL)
-            .count() as u64;
+        self.handles.check().map_err(InvariantError)?;
+        self.zspages.check().map_err(InvariantError)?;
+        if let Some(mapped) = self.mapped.get() {
+            if self.handles.id_of(mapped).is_none() {
+                return fail(format!("mapped handle {mapped:#x} is not live"));
+            }
+        }
+        let live = self.handles.len() as u64;
         let inuse: u64 = inuse_per_class.iter().sum();
         if live != inuse || live != self.stats.objects {
             return fail(format!(
                 "{live} live handles, {inuse} objects in use, {} counted",
                 self.stats.objects
             ));
-        }
-        if self.data.nr_blocks() > pages as usize {
-            return fail("page contents kept for pages the pool does not hold".into());
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
 //! zsmalloc as current Linux has it: objects of any size up to a page packed
 //! into zspages (chains of order-0 pages) of 255 size classes.
 //!
-//! Owns: the size classes, the zspages, the handle table and the bytes of
-//! its pages ([`PageData`]). Does not own: the pages (a [`PageSource`]).
+//! Owns: the size classes, the zspages and the handle table. Does not own:
+//! the pages (a [`PageSource`]) nor their bytes, which live in the backing
+//! and are copied in and out through the page source.
 //!
 //! Behaviour mirrors mm/zsmalloc.c:
 //! - the handle size (8 B) is added to every request and the sum picks the
@@ -36,11 +37,16 @@ mod stat;
 pub use class::{ClassGeometry, ClassTable, DEFAULT_CHAIN_SIZE, ZS_HANDLE_SIZE};
 pub use stat::zs_classes;
 
+use std::cell::Cell;
+
 use super::{Zpool, ZpoolHandle, ZpoolStats};
-use crate::error::{InvariantError, ZpoolError};
+use crate::error::InvariantError;
 use crate::gfp::Gfp;
-use crate::page_source::{BlockId, PageData, PageSource};
+use crate::page_source::PageSource;
+use crate::slab::id_slots::IdSlots;
+use crate::slab::index_list::{IndexList, Linked, Links, NIL};
 use crate::types::{Order, Pfn};
+use crate::zpool::ZpoolError;
 
 /// Fullness groups: 0 %, 10 .. 90 %, 99 %, 100 % (`enum fullness_group`).
 pub const NR_FULLNESS_GROUPS: usize = 12;
@@ -53,7 +59,6 @@ pub const ZS_INUSE_RATIO_99: usize = 10;
 /// `ZS_INUSE_RATIO_100`.
 pub const ZS_INUSE_RATIO_100: usize = 11;
 
-const NIL: u32 = u32::MAX;
 /// `OBJ_ALLOCATED_TAG` on an object's slot word.
 const ALLOCATED: u32 = 1 << 31;
 /// End of a zspage's free list (untagged, unlike `NIL`).
@@ -80,10 +85,8 @@ impl Default for ZsConfig {
 /// Per-class state (`struct size_class`).
 #[derive(Clone, Debug, Default)]
 struct ClassState {
-    /// Head zspage of each fullness list.
-    heads: [u32; NR_FULLNESS_GROUPS],
-    /// Zspages per fullness group.
-    groups: [u64; NR_FULLNESS_GROUPS],
+    /// The zspages of each fullness group.
+    lists: [IndexList; NR_FULLNESS_GROUPS],
     /// `ZS_OBJS_ALLOCATED`.
     objs_allocated: u64,
     /// `ZS_OBJS_INUSE`.
@@ -97,20 +100,17 @@ struct Zspage {
     inuse: u32,
     /// First free object, `FREE_END` when full.
     freeobj: u32,
-    prev: u32,
-    next: u32,
+    /// Its place on its fullness group's list.
+    links: Links,
     pages: Box<[Pfn]>,
-    /// The pages' simulated contents, page by page.
-    blocks: Box<[BlockId]>,
     /// Per object: `ALLOCATED | handle slot` or the next free object.
     slots: Box<[u32]>,
 }
 
 /// One entry of the handle table.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct HandleEntry {
-    generation: u32,
-    /// zspage id, or NIL when the entry is free.
+    /// zspage id.
     zspage: u32,
     obj_idx: u32,
     /// The size asked for (zram keeps it beside the handle; kept here for
@@ -138,11 +138,13 @@ pub struct ZsPool<P: PageSource> {
     table: ClassTable,
     page_shift: u32,
     classes: Vec<ClassState>,
-    zspages: Vec<Option<Zspage>>,
-    free_zspage_ids: Vec<u32>,
-    handles: Vec<HandleEntry>,
-    free_handles: Vec<u32>,
-    data: PageData,
+    zspages: IdSlots<Zspage>,
+    /// The handle table: a handle names one life of one entry.
+    handles: IdSlots<HandleEntry>,
+    /// The handle mapped by [`ZsPool::zs_obj_read_begin`], until
+    /// [`ZsPool::zs_obj_read_end`]: one mapping at a time (the one CPU's
+    /// per-CPU area). A `Cell` because a read mapping takes `&self`.
+    mapped: Cell<Option<ZpoolHandle>>,
     stats: ZsPoolStats,
     /// Scratch for compaction and spanning copies.
     scratch: Vec<u8>,
@@ -166,18 +168,16 @@ impl<P: PageSource> ZsPool<P> {
         }
         let page_size = source.page_size();
         let table = ClassTable::new(page_size, config.chain_size as usize);
-        let classes = vec![ClassState::default_with_nil(); table.classes.len()];
+        let classes = vec![ClassState::default(); table.classes.len()];
         Ok(ZsPool {
             source,
             config,
             page_shift: page_size.trailing_zeros(),
             table,
             classes,
-            zspages: Vec::new(),
-            free_zspage_ids: Vec::new(),
-            handles: Vec::new(),
-            free_handles: Vec::new(),
-            data: PageData::new(page_size),
+            zspages: IdSlots::default(),
+            handles: IdSlots::default(),
+            mapped: Cell::new(None),
             stats: ZsPoolStats::default(),
             scratch: vec![0; page_size],
         })
@@ -240,19 +240,30 @@ impl<P: PageSource> ZsPool<P> {
         let index =
             self.table.classes[self.table.size_class_index(size + ZS_HANDLE_SIZE)].merged_into;
         let mut zspage_id = self.find_get_zspage(index);
-        if zspage_id == NIL {
+        let fresh = zspage_id == NIL;
+        if fresh {
             zspage_id = self.alloc_zspage(index)?;
         }
-        let slot = self.cache_alloc_handle();
-        let obj_idx = self.obj_malloc(zspage_id, slot);
-        let entry = &mut self.handles[slot as usize];
-        entry.zspage = zspage_id;
-        entry.obj_idx = obj_idx;
-        entry.size = size as u32;
-        let handle = (u64::from(entry.generation) << 32) | u64::from(slot + 1);
+        // The object's first word is its handle; written before anything
+        // is committed, so a failing write changes nothing.
+        let handle = self.handles.next_handle();
+        let obj_idx = self.zspages.get(zspage_id).expect("zspage").freeobj;
         if !self.table.is_huge(index) {
-            self.write_obj_bytes(zspage_id, obj_idx, 0, &handle.to_le_bytes());
+            if let Err(err) = self.write_obj_bytes(zspage_id, obj_idx, 0, &handle.to_le_bytes()) {
+                if fresh {
+                    self.free_zspage(zspage_id)?;
+                }
+                return Err(err);
+            }
         }
+        let slot = self.handles.insert(HandleEntry {
+            zspage: zspage_id,
+            obj_idx,
+            size: size as u32,
+        });
+        debug_assert_eq!(self.handles.handle(slot), handle);
+        let allocated = self.obj_malloc(zspage_id, slot);
+        debug_assert_eq!(allocated, obj_idx);
         self.fix_fullness_group(zspage_id);
         self.stats.objects += 1;
         self.stats.stored_bytes += size as u64;
@@ -262,57 +273,41 @@ impl<P: PageSource> ZsPool<P> {
     /// Frees an object (zs_free()). A handle that is not live is an error.
     pub fn zs_free(&mut self, handle: ZpoolHandle) -> Result<(), ZpoolError> {
         let slot = self.handle_slot(handle)?;
-        let entry = self.handles[slot];
+        let entry = self.handles.remove(slot).expect("live handle");
+        if self.mapped.get() == Some(handle) {
+            self.mapped.set(None);
+        }
         self.obj_free(entry.zspage, entry.obj_idx);
         let zspage_id = entry.zspage;
+        self.stats.objects -= 1;
+        self.stats.stored_bytes -= u64::from(entry.size);
         if self.fix_fullness_group(zspage_id) == ZS_INUSE_RATIO_0 {
             self.free_zspage(zspage_id)?;
         }
-        let entry = &mut self.handles[slot];
-        entry.zspage = NIL;
-        entry.generation = entry.generation.wrapping_add(1);
-        self.free_handles.push(slot as u32);
-        self.stats.objects -= 1;
-        self.stats.stored_bytes -= u64::from(entry.size);
         Ok(())
     }
 
     /// Validates a handle; returns its table slot.
     #[inline]
-    fn handle_slot(&self, handle: ZpoolHandle) -> Result<usize, ZpoolError> {
-        let low = (handle & 0xffff_ffff) as usize;
-        if low == 0 || low > self.handles.len() {
-            return Err(ZpoolError::InvalidHandle(handle));
-        }
-        let entry = &self.handles[low - 1];
-        if entry.zspage == NIL || u64::from(entry.generation) != handle >> 32 {
-            return Err(ZpoolError::InvalidHandle(handle));
-        }
-        Ok(low - 1)
+    fn handle_slot(&self, handle: ZpoolHandle) -> Result<u32, ZpoolError> {
+        self.handles
+            .id_of(handle)
+            .ok_or(ZpoolError::InvalidHandle(handle))
     }
 
-    fn cache_alloc_handle(&mut self) -> u32 {
-        match self.free_handles.pop() {
-            Some(slot) => slot,
-            None => {
-                self.handles.push(HandleEntry {
-                    generation: 1,
-                    zspage: NIL,
-                    obj_idx: 0,
-                    size: 0,
-                });
-                (self.handles.len() - 1) as u32
-            }
-        }
+    /// The entry of a live handle slot.
+    #[inline]
+    fn entry(&self, slot: u32) -> HandleEntry {
+        *self.handles.get(slot).expect("live handle")
     }
 
     /// The fullest non-full zspage of the class (find_get_zspage()).
     #[inline]
     fn find_get_zspage(&self, index: usize) -> u32 {
-        let heads = &self.classes[index].heads;
+        let lists = &self.classes[index].lists;
         (ZS_INUSE_RATIO_0..=ZS_INUSE_RATIO_99)
             .rev()
-            .map(|group| heads[group])
+            .map(|group| lists[group].head())
             .find(|head| *head != NIL)
             .unwrap_or(NIL)
     }
@@ -335,10 +330,6 @@ impl<P: PageSource> ZsPool<P> {
             }
         }
         // init_zspage(): every object free, linked in address order.
-        let blocks: Box<[BlockId]> = pages
-            .iter()
-            .map(|pfn| self.data.attach(*pfn, Order(0)))
-            .collect();
         let objs = geometry.objs_per_zspage as u32;
         let slots: Box<[u32]> = (0..objs)
             .map(|obj| if obj + 1 < objs { obj + 1 } else { FREE_END })
@@ -348,22 +339,11 @@ impl<P: PageSource> ZsPool<P> {
             fullness: ZS_INUSE_RATIO_0 as u8,
             inuse: 0,
             freeobj: 0,
-            prev: NIL,
-            next: NIL,
+            links: Links::UNLINKED,
             pages: pages.into_boxed_slice(),
-            blocks,
             slots,
         };
-        let id = match self.free_zspage_ids.pop() {
-            Some(id) => {
-                self.zspages[id as usize] = Some(zspage);
-                id
-            }
-            None => {
-                self.zspages.push(Some(zspage));
-                (self.zspages.len() - 1) as u32
-            }
-        };
+        let id = self.zspages.insert(zspage);
         self.insert_zspage(id, ZS_INUSE_RATIO_0);
         self.classes[index].objs_allocated += u64::from(objs);
         self.stats.pages_allocated += geometry.pages_per_zspage as u64;
@@ -373,15 +353,13 @@ impl<P: PageSource> ZsPool<P> {
     /// Frees an empty zspage's pages (free_zspage()).
     fn free_zspage(&mut self, id: u32) -> Result<(), ZpoolError> {
         self.remove_zspage(id);
-        let zspage = self.zspages[id as usize].take().expect("zspage to free");
+        let zspage = self.zspages.remove(id).expect("zspage to free");
         debug_assert_eq!(zspage.inuse, 0);
-        self.free_zspage_ids.push(id);
         let index = usize::from(zspage.class);
         let geometry = self.table.classes[index];
         self.classes[index].objs_allocated -= geometry.objs_per_zspage as u64;
         self.stats.pages_allocated -= geometry.pages_per_zspage as u64;
         for pfn in zspage.pages.iter() {
-            self.data.detach(*pfn);
             self.source
                 .free_pages(*pfn, Order(0))
                 .map_err(ZpoolError::PageFree)?;
@@ -392,7 +370,7 @@ impl<P: PageSource> ZsPool<P> {
     /// Takes the first free object of a zspage for handle `slot` (obj_malloc()).
     #[inline]
     fn obj_malloc(&mut self, zspage_id: u32, slot: u32) -> u32 {
-        let zspage = self.zspages[zspage_id as usize].as_mut().expect("zspage");
+        let zspage = self.zspages.get_mut(zspage_id).expect("zspage");
         let obj = zspage.freeobj;
         debug_assert_ne!(obj, FREE_END);
         zspage.freeobj = zspage.slots[obj as usize];
@@ -406,7 +384,7 @@ impl<P: PageSource> ZsPool<P> {
     /// Returns an object to its zspage's free list (obj_free()).
     #[inline]
     fn obj_free(&mut self, zspage_id: u32, obj: u32) {
-        let zspage = self.zspages[zspage_id as usize].as_mut().expect("zspage");
+        let zspage = self.zspages.get_mut(zspage_id).expect("zspage");
         zspage.slots[obj as usize] = zspage.freeobj;
         zspage.freeobj = obj;
         zspage.inuse -= 1;
@@ -431,7 +409,7 @@ impl<P: PageSource> ZsPool<P> {
     /// Moves a zspage to the list of its current group (fix_fullness_group()).
     #[inline]
     fn fix_fullness_group(&mut self, id: u32) -> usize {
-        let zspage = self.zspages[id as usize].as_ref().expect("zspage");
+        let zspage = self.zspages.get(id).expect("zspage");
         let group = self.fullness_group(zspage);
         if group != usize::from(zspage.fullness) {
             self.remove_zspage(id);
@@ -442,40 +420,17 @@ impl<P: PageSource> ZsPool<P> {
 
     /// Adds a zspage at the head of its group's list (insert_zspage()).
     fn insert_zspage(&mut self, id: u32, group: usize) {
-        let class = usize::from(self.zspages[id as usize].as_ref().expect("zspage").class);
-        let head = self.classes[class].heads[group];
-        if head != NIL {
-            self.zspages[head as usize].as_mut().expect("head").prev = id;
-        }
-        let zspage = self.zspages[id as usize].as_mut().expect("zspage");
-        zspage.prev = NIL;
-        zspage.next = head;
+        let zspage = self.zspages.get_mut(id).expect("zspage");
         zspage.fullness = group as u8;
-        let state = &mut self.classes[class];
-        state.heads[group] = id;
-        state.groups[group] += 1;
+        let class = usize::from(zspage.class);
+        self.classes[class].lists[group].push_front(&mut self.zspages, id);
     }
 
     /// Takes a zspage off its group's list (remove_zspage()).
     fn remove_zspage(&mut self, id: u32) {
-        let zspage = self.zspages[id as usize].as_mut().expect("zspage");
-        let (prev, next, class, group) = (
-            zspage.prev,
-            zspage.next,
-            usize::from(zspage.class),
-            usize::from(zspage.fullness),
-        );
-        zspage.prev = NIL;
-        zspage.next = NIL;
-        if prev != NIL {
-            self.zspages[prev as usize].as_mut().expect("prev").next = next;
-        } else {
-            self.classes[class].heads[group] = next;
-        }
-        if next != NIL {
-            self.zspages[next as usize].as_mut().expect("next").prev = prev;
-        }
-        self.classes[class].groups[group] -= 1;
+        let zspage = self.zspages.get(id).expect("zspage");
+        let (class, group) = (usize::from(zspage.class), usize::from(zspage.fullness));
+        self.classes[class].lists[group].remove(&mut self.zspages, id);
     }
 
     /// Where object `obj` of a zspage of class `index` starts.
@@ -488,50 +443,73 @@ impl<P: PageSource> ZsPool<P> {
         }
     }
 
-    /// Writes `data` at byte `at` of an object, splitting it over two pages
-    /// when the object spans them. The only writer of object bytes.
+    /// The pieces of bytes `at..at + len` of object `obj` of a zspage, split
+    /// at the page boundary when the object spans two pages: (page, offset
+    /// in it, bytes) for the first page and, if any, the second.
     #[inline]
-    fn write_obj_bytes(&mut self, zspage_id: u32, obj: u32, at: usize, data: &[u8]) {
-        let zspage = self.zspages[zspage_id as usize].as_ref().expect("zspage");
+    fn obj_pieces(
+        &self,
+        zspage_id: u32,
+        obj: u32,
+        at: usize,
+        len: usize,
+    ) -> [(Pfn, usize, usize); 2] {
+        let zspage = self.zspages.get(zspage_id).expect("zspage");
         let place = self.place(usize::from(zspage.class), obj);
         let start = place.offset + at;
         let page_size = self.page_size();
         let (page_index, start) = (place.page_index + start / page_size, start % page_size);
-        let first_len = data.len().min(page_size - start);
-        let first = zspage.blocks[page_index];
-        let second = zspage.blocks.get(page_index + 1).copied();
-        self.data.bytes_mut(first)[start..start + first_len].copy_from_slice(&data[..first_len]);
-        if first_len < data.len() {
-            let second = second.expect("a spanning object has a next page");
-            self.data.bytes_mut(second)[..data.len() - first_len]
-                .copy_from_slice(&data[first_len..]);
+        let first_len = len.min(page_size - start);
+        let second = match zspage.pages.get(page_index + 1) {
+            Some(pfn) => (*pfn, 0, len - first_len),
+            None => (Pfn(0), 0, 0),
+        };
+        debug_assert!(first_len == len || second.2 == len - first_len);
+        [(zspage.pages[page_index], start, first_len), second]
+    }
+
+    /// Writes `data` at byte `at` of an object, splitting it over two pages
+    /// when the object spans them. The only writer of object bytes.
+    #[inline]
+    fn write_obj_bytes(
+        &mut self,
+        zspage_id: u32,
+        obj: u32,
+        at: usize,
+        data: &[u8],
+    ) -> Result<(), ZpoolError> {
+        let [(first, start, first_len), (second, _, rest)] =
+            self.obj_pieces(zspage_id, obj, at, data.len());
+        self.source.write(first, start, &data[..first_len])?;
+        if rest > 0 {
+            self.source.write(second, 0, &data[first_len..])?;
         }
+        Ok(())
     }
 
     /// Reads bytes at `at` of an object into `out`, joining two pages when
     /// the object spans them. The only reader of object bytes.
     #[inline]
-    fn read_obj_bytes(&self, zspage_id: u32, obj: u32, at: usize, out: &mut [u8]) {
-        let zspage = self.zspages[zspage_id as usize].as_ref().expect("zspage");
-        let place = self.place(usize::from(zspage.class), obj);
-        let start = place.offset + at;
-        let page_size = self.page_size();
-        let (page_index, start) = (place.page_index + start / page_size, start % page_size);
-        let first_len = out.len().min(page_size - start);
-        let rest = out.len() - first_len;
-        out[..first_len]
-            .copy_from_slice(&self.data.bytes(zspage.blocks[page_index])[start..start + first_len]);
+    fn read_obj_bytes(
+        &self,
+        zspage_id: u32,
+        obj: u32,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<(), ZpoolError> {
+        let [(first, start, first_len), (second, _, rest)] =
+            self.obj_pieces(zspage_id, obj, at, out.len());
+        self.source.read(first, start, &mut out[..first_len])?;
         if rest > 0 {
-            out[first_len..]
-                .copy_from_slice(&self.data.bytes(zspage.blocks[page_index + 1])[..rest]);
+            self.source.read(second, 0, &mut out[first_len..])?;
         }
+        Ok(())
     }
 
     /// Writes `data` to the start of the object (zs_obj_write()).
     pub fn zs_obj_write(&mut self, handle: ZpoolHandle, data: &[u8]) -> Result<(), ZpoolError> {
         let (zspage, obj_idx, header) = self.object_bytes_at(handle, data.len())?;
-        self.write_obj_bytes(zspage, obj_idx, header, data);
-        Ok(())
+        self.write_obj_bytes(zspage, obj_idx, header, data)
     }
 
     /// Where the bytes of a live object start (zspage, object index, header
@@ -542,13 +520,8 @@ impl<P: PageSource> ZsPool<P> {
         len: usize,
     ) -> Result<(u32, u32, usize), ZpoolError> {
         let slot = self.handle_slot(handle)?;
-        let entry = self.handles[slot];
-        let index = usize::from(
-            self.zspages[entry.zspage as usize]
-                .as_ref()
-                .expect("zspage")
-                .class,
-        );
+        let entry = self.entry(slot);
+        let index = usize::from(self.zspages.get(entry.zspage).expect("zspage").class);
         let capacity = self.capacity(index);
         if len > capacity {
             return Err(ZpoolError::OutOfBounds { len, capacity });
@@ -561,20 +534,24 @@ impl<P: PageSource> ZsPool<P> {
         Ok((entry.zspage, entry.obj_idx, header))
     }
 
-    /// Maps an object for reading (zs_obj_read_begin()): a view of the
-    /// page's bytes when the object lies in one page, else its bytes copied
-    /// into `local_copy` (at least a page long). The view is the object's
-    /// whole capacity; the caller takes the prefix it stored.
+    /// Maps an object for reading (zs_obj_read_begin()): its bytes copied
+    /// into `local_copy` (at least the class size long; a page always
+    /// fits), whether it lies in one page or spans two, as page contents are
+    /// only ever copied out of the backing. The view is the object's whole
+    /// capacity; the caller takes the prefix it stored. One mapping at a
+    /// time: a second begin before [`Self::zs_obj_read_end`] is
+    /// `AlreadyMapped` and changes nothing.
     pub fn zs_obj_read_begin<'a>(
-        &'a self,
+        &self,
         handle: ZpoolHandle,
         local_copy: &'a mut [u8],
     ) -> Result<&'a [u8], ZpoolError> {
         let slot = self.handle_slot(handle)?;
-        let entry = self.handles[slot];
-        let zspage = self.zspages[entry.zspage as usize]
-            .as_ref()
-            .expect("zspage");
+        if let Some(mapped) = self.mapped.get() {
+            return Err(ZpoolError::AlreadyMapped(mapped));
+        }
+        let entry = self.entry(slot);
+        let zspage = self.zspages.get(entry.zspage).expect("zspage");
         let index = usize::from(zspage.class);
         let size = self.table.classes[index].size;
         let header = if self.table.is_huge(index) {
@@ -582,25 +559,26 @@ impl<P: PageSource> ZsPool<P> {
         } else {
             ZS_HANDLE_SIZE
         };
-        let place = self.place(index, entry.obj_idx);
-        if place.offset + size <= self.page_size() {
-            let bytes = self.data.bytes(zspage.blocks[place.page_index]);
-            return Ok(&bytes[place.offset + header..place.offset + size]);
-        }
         if local_copy.len() < size {
             return Err(ZpoolError::OutOfBounds {
                 len: size,
                 capacity: local_copy.len(),
             });
         }
-        self.read_obj_bytes(entry.zspage, entry.obj_idx, 0, &mut local_copy[..size]);
+        self.read_obj_bytes(entry.zspage, entry.obj_idx, 0, &mut local_copy[..size])?;
+        self.mapped.set(Some(handle));
         Ok(&local_copy[header..size])
     }
 
-    /// Ends a read mapping (zs_obj_read_end()); nothing to undo here, but the
-    /// handle is checked so that a pairing bug shows up.
+    /// Ends the read mapping of `handle` (zs_obj_read_end()); `NotMapped`
+    /// when `handle` is not the mapped one.
     pub fn zs_obj_read_end(&self, handle: ZpoolHandle) -> Result<(), ZpoolError> {
-        self.handle_slot(handle).map(|_| ())
+        self.handle_slot(handle)?;
+        if self.mapped.get() != Some(handle) {
+            return Err(ZpoolError::NotMapped(handle));
+        }
+        self.mapped.set(None);
+        Ok(())
     }
 
     /// Per-class figures for the `classes` view.
@@ -613,7 +591,7 @@ impl<P: PageSource> ZsPool<P> {
                 stat::ClassRow {
                     index,
                     size: geometry.size,
-                    groups: state.groups,
+                    groups: state.lists.map(|list| u64::from(list.len())),
                     obj_allocated: state.objs_allocated,
                     obj_used: state.objs_inuse,
                     pages_used: state.objs_allocated / geometry.objs_per_zspage as u64
@@ -625,12 +603,12 @@ impl<P: PageSource> ZsPool<P> {
     }
 }
 
-impl ClassState {
-    fn default_with_nil() -> ClassState {
-        ClassState {
-            heads: [NIL; NR_FULLNESS_GROUPS],
-            ..ClassState::default()
-        }
+impl Linked for Zspage {
+    fn links(&self) -> &Links {
+        &self.links
+    }
+    fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
     }
 }
 
@@ -661,8 +639,7 @@ impl<P: PageSource> Zpool for ZsPool<P> {
 
     fn read(&self, handle: ZpoolHandle, out: &mut [u8]) -> Result<(), ZpoolError> {
         let (zspage, obj_idx, header) = self.object_bytes_at(handle, out.len())?;
-        self.read_obj_bytes(zspage, obj_idx, header, out);
-        Ok(())
+        self.read_obj_bytes(zspage, obj_idx, header, out)
     }
 
     fn compact(&mut self) -> Result<u64, ZpoolError> {
@@ -692,7 +669,7 @@ impl<P: PageSource> Zpool for ZsPool<P> {
 impl<P: PageSource> Drop for ZsPool<P> {
     /// Gives every zspage's pages back (zs_destroy_pool()).
     fn drop(&mut self) {
-        for zspage in self.zspages.drain(..).flatten() {
+        for zspage in self.zspages.drain() {
             for pfn in zspage.pages.iter() {
                 let _ = self.source.free_pages(*pfn, Order(0));
             }
