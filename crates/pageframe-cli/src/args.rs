@@ -19,7 +19,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run an experiment (or `all`) and print its report.
+    /// Run experiments (a comma-separated list, or `all`) and print their
+    /// reports.
     Run(RunArgs),
     /// Boot a machine, churn it if asked, and print kernel-format views.
     Proc(ProcArgs),
@@ -35,7 +36,7 @@ pub enum Command {
 /// `pageframe config`.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    /// The experiment, or `all`.
+    /// The experiment, a comma-separated list of them, or `all`.
     pub experiment: String,
     /// Print the defaults of this scale: quick or full.
     #[arg(long, default_value = "quick")]
@@ -56,12 +57,12 @@ pub struct PerfTableArgs {
 /// `pageframe run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The experiment to run, or `all`.
-    #[arg(help = format!(
-        "Experiment: {}; or `all` for every one in that order",
-        pageframe_lab::experiments::NAMES.join(", ")
+    /// The experiments to run, comma-separated, or `all`.
+    #[arg(value_name = "EXPERIMENTS", help = format!(
+        "Experiments, comma-separated, run in the order given: {}; or `all` for every one in that order",
+        pageframe_lab::experiments::names().join(", ")
     ))]
-    pub experiment: String,
+    pub experiments: String,
     /// Size of the run: quick or full.
     #[arg(long, default_value = "quick")]
     pub scale: String,

@@ -12,30 +12,10 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// The tarball the source document untarred (a 6.1 kernel here): Debian's
 /// `linux-source-6.1` package installs it (`apt-get install linux-source-6.1`).
 pub const DEFAULT_TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
-
-static CORPUS_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Sets the tarball `zram-untar` reads (the CLI's `--corpus`); `None`
-/// restores [`DEFAULT_TARBALL`].
-pub fn set_corpus_path(path: Option<PathBuf>) {
-    *CORPUS_PATH
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner()) = path;
-}
-
-/// The tarball `zram-untar` reads.
-pub fn corpus_path() -> PathBuf {
-    CORPUS_PATH
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner())
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_TARBALL))
-}
 
 /// One regular file of a corpus.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,6 @@
 //! formats. The `pageframe` command is a thin layer over this crate.
 
 pub mod cache_model;
-pub mod catalog;
 pub mod churn;
 pub mod corpus;
 pub mod experiments;

@@ -9,7 +9,7 @@
 
 mod html;
 
-use crate::catalog;
+use crate::experiments;
 use crate::params::Params;
 use crate::plots::{render, Plot};
 use crate::report::{Format, Report};
@@ -106,7 +106,7 @@ impl Site {
             report.render(Format::Csv),
         )?;
         let mut plots = Vec::new();
-        for plot in catalog::plots(report) {
+        for plot in experiments::plots_of(report) {
             let svg =
                 render::to_svg(&plot).map_err(|err| format!("{name}/{}: {err}", plot.name))?;
             write(&folder.join(format!("{}.svg", plot.name)), &svg)?;
@@ -122,7 +122,7 @@ impl Site {
             write(&folder.join("proc.txt"), text)?;
         }
         self.sections.push(Section {
-            headline: catalog::headline(report),
+            headline: experiments::headline_of(report),
             report: report.clone(),
             params: params.clone(),
             plots,
