@@ -105,7 +105,10 @@ pub struct ProcArgs {
     #[command(flatten)]
     pub machine: MachineOptions,
     /// Age the machine with this many random operations before printing.
-    #[arg(long, value_name = "OPS")]
+    #[arg(long, value_name = "OPS", help = format!(
+        "Age the machine with this many random operations before printing; at most {} (a few minutes; a progress bar shows on a terminal)",
+        pageframe_lab::churn::MAX_OPS
+    ))]
     pub churn: Option<u64>,
     /// Seed of the churn.
     #[arg(long, default_value_t = 42)]
@@ -174,10 +177,53 @@ impl From<MachineOptions> for MachineArgs {
     }
 }
 
-/// clap's message for a usage error, without its `error:` prefix, usage
-/// block and tips: the first line is the whole story.
+/// clap's message for a usage error as one line: its first paragraph
+/// (the message and, for a missing argument, the argument's name) without
+/// the `error:` prefix, then the usage line, without the tips.
+///
+/// `pageframe run` gives `the following required arguments were not
+/// provided: <EXPERIMENTS> (usage: pageframe run <EXPERIMENTS>)`.
 pub fn one_line(err: &clap::Error) -> String {
-    let rendered = err.to_string();
-    let first = rendered.lines().next().unwrap_or_default().trim();
-    first.strip_prefix("error: ").unwrap_or(first).to_string()
+    let rendered = err.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let usage = rendered
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Usage: "));
+    match usage {
+        Some(usage) => format!("{message} (usage: {usage})"),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn usage_error(args: &[&str]) -> String {
+        let err = Cli::try_parse_from(args).expect_err("a usage error");
+        one_line(&err)
+    }
+
+    #[test]
+    fn a_missing_experiment_is_one_whole_line() {
+        let message = usage_error(&["pageframe", "run"]);
+        assert_eq!(
+            message,
+            "the following required arguments were not provided: <EXPERIMENTS> (usage: pageframe run <EXPERIMENTS>)"
+        );
+    }
+
+    #[test]
+    fn a_bad_value_names_the_flag() {
+        let message = usage_error(&["pageframe", "run", "all", "--seed", "x"]);
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.contains("for '--seed <SEED>'"), "{message}");
+    }
 }

@@ -133,6 +133,14 @@ impl Plan {
             )?)),
             Command::Proc(args) => {
                 let views = parse_views(&args.views)?;
+                if let Some(ops) = args.churn {
+                    if ops > pageframe_lab::churn::MAX_OPS {
+                        return Err(CliError::Invalid(format!(
+                            "--churn {ops}: more than the limit of {} operations",
+                            pageframe_lab::churn::MAX_OPS
+                        )));
+                    }
+                }
                 let machine = MachineArgs::from(args.machine).to_desc()?;
                 Ok(Plan::Proc(ProcPlan {
                     machine,
@@ -150,9 +158,11 @@ impl Plan {
                 let target = match args.write {
                     None => None,
                     Some(path) => {
-                        let text = std::fs::read_to_string(&path).map_err(|err| {
-                            CliError::Invalid(format!("cannot read {}: {err}", path.display()))
-                        })?;
+                        let text = pageframe_lab::files::read_text(
+                            &path,
+                            pageframe_lab::perf_table::MAX_TARGET_BYTES,
+                        )
+                        .map_err(CliError::Invalid)?;
                         if pageframe_lab::perf_table::splice(&text, "").is_none() {
                             return Err(CliError::Invalid(format!(
                                 "{} has no '{}' ... '{}' markers",

@@ -10,6 +10,7 @@ use crate::error::CliError;
 use crate::plan::RunPlan;
 use crate::progress::Progress;
 use pageframe_lab::experiments::{self, Experiment, Scale};
+use pageframe_lab::files;
 use pageframe_lab::observe::{self, Observer};
 use pageframe_lab::params::{self, ConfigFile, Params};
 use pageframe_lab::report::Format;
@@ -140,9 +141,24 @@ pub fn parse_machine_views(text: &str) -> Result<Vec<&'static str>, CliError> {
 }
 
 /// The parameters of each experiment: the scale's defaults, overridden by
-/// the config file. Every table of the file is checked, not only those of
+/// the config file, each set checked by its experiment (keys that do not fit
+/// together, limits). Every table of the file is checked, not only those of
 /// the experiments run.
 pub fn params_of(
+    chosen: &[&'static dyn Experiment],
+    scale: Scale,
+    config: Option<&Path>,
+) -> Result<Vec<Params>, CliError> {
+    let params = configured_params(chosen, scale, config)?;
+    for (experiment, params) in chosen.iter().zip(&params) {
+        experiment
+            .check(params)
+            .map_err(|err| CliError::Invalid(format!("{}: {err}", experiment.name())))?;
+    }
+    Ok(params)
+}
+
+fn configured_params(
     chosen: &[&'static dyn Experiment],
     scale: Scale,
     config: Option<&Path>,
@@ -153,8 +169,7 @@ pub fn params_of(
             .map(|experiment| experiments::default_params(*experiment, scale))
             .collect());
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| CliError::Invalid(format!("cannot read {}: {err}", path.display())))?;
+    let text = files::read_text(path, files::MAX_CONFIG_BYTES).map_err(CliError::Invalid)?;
     let file = ConfigFile::parse(&path.display().to_string(), &text, &experiments::names())
         .map_err(|err| CliError::Invalid(err.to_string()))?;
     let params_of = |experiment: &dyn Experiment| {

@@ -7,6 +7,7 @@ pub mod cache_model;
 pub mod churn;
 pub mod corpus;
 pub mod experiments;
+pub mod files;
 pub mod machine_args;
 pub mod object_views;
 pub mod observe;

@@ -47,6 +47,12 @@ pub trait Experiment: Sync {
     /// Its parameters with their defaults at `scale` and their bounds
     /// (checked when a config file is read); empty when it has none.
     fn params(&self, scale: Scale) -> Vec<Param>;
+    /// Checks that `params` (each inside its bounds) fit together and stay
+    /// within the experiment's limits, before anything runs; the error
+    /// names the keys.
+    fn check(&self, _params: &Params) -> Result<(), ExperimentError> {
+        Ok(())
+    }
     /// Runs it with `params` (values of [`Self::params`], checked).
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError>;
     /// Its headline number beside the document's figure, when the rows have

@@ -58,6 +58,9 @@ pub const PATTERNS: &[&str] = &["uniform", "normal", "zipf", "linear"];
 const NODES: usize = 4;
 
 const MIB: u64 = 1 << 20;
+/// The most samples of the timeline series per run (duration_s / sample_s):
+/// each is a report row.
+pub const MAX_SAMPLES: u64 = 10_000;
 
 /// The (policy, MPOL_F_NUMA_BALANCING, kernel.numa_balancing) of each run.
 const RUNS: [(&str, bool, u8); 3] = [
@@ -219,6 +222,12 @@ impl Setup {
                 "eater_exit_s = {} must be below duration_s = {}",
                 int("eater_exit_s"),
                 int("duration_s")
+            ));
+        }
+        let samples = int("duration_s").div_ceil(int("sample_s"));
+        if samples > MAX_SAMPLES {
+            return invalid(format!(
+                "duration_s / sample_s = {samples} timeline samples per run, more than {MAX_SAMPLES} (take a larger sample_s)"
             ));
         }
         if int("scan_period_min_ms") > int("scan_period_max_ms") {
@@ -697,6 +706,10 @@ impl Experiment for NumaBalancing {
 
     fn params(&self, scale: Scale) -> Vec<Param> {
         params(scale)
+    }
+
+    fn check(&self, params: &Params) -> Result<(), ExperimentError> {
+        Setup::from_params(params).map(|_| ())
     }
 
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
