@@ -248,7 +248,7 @@ fn load(
     } else {
         String::new()
     };
-    match std::fs::File::open(&path) {
+    match std::fs::File::open(path) {
         Ok(file) => {
             let size = file.metadata().map(|meta| meta.len()).unwrap_or(0).max(1);
             let read = Arc::new(AtomicU64::new(0));
