@@ -73,12 +73,15 @@ pub struct RunArgs {
     #[arg(long, default_value = "table")]
     pub format: String,
     /// Also write each experiment's JSON, CSV and plots (SVG, PNG) and one
-    /// report page, DIR/index.html, into DIR.
+    /// report page, DIR/index.html, into DIR. Each file is written whole
+    /// (to a temporary, then renamed): a stopped run leaves none half-written.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Experiment parameters from a TOML file, one [experiment] table each
-    /// (`pageframe config <experiment>` prints the defaults).
-    #[arg(long, value_name = "FILE")]
+    /// Experiment parameters from a TOML file.
+    #[arg(long, value_name = "FILE", help = format!(
+        "Experiment parameters from a TOML file, one [experiment] table each (`pageframe config <experiment>` prints the defaults); at most {} KiB",
+        pageframe_lab::files::MAX_CONFIG_BYTES >> 10
+    ))]
     pub config: Option<PathBuf>,
     /// After each experiment, print these views of its machine,
     /// comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat.
@@ -87,9 +90,13 @@ pub struct RunArgs {
     /// No progress bars (they are off anyway when stdout is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
-    /// The kernel source tarball (.tar.xz) of zram-untar; default
-    /// /usr/src/linux-source-6.1.tar.xz (Debian: apt-get install linux-source-6.1).
-    #[arg(long, value_name = "FILE")]
+    /// The kernel source tarball (.tar.xz) of zram-untar.
+    #[arg(long, value_name = "FILE", help = format!(
+        "The kernel source tarball (.tar.xz) of zram-untar; default {} (Debian: apt-get install linux-source-6.1). Read page by page: a file over {} MiB or files kept over {} MiB in all are an error",
+        pageframe_lab::corpus::DEFAULT_TARBALL,
+        pageframe_lab::corpus::MAX_FILE_BYTES >> 20,
+        pageframe_lab::corpus::MAX_CORPUS_BYTES >> 20,
+    ))]
     pub corpus: Option<PathBuf>,
 }
 
@@ -131,8 +138,11 @@ pub struct InfoArgs {
 /// the file, then these flags, then the command line.
 #[derive(Debug, Args)]
 pub struct MachineOptions {
-    /// A TOML machine description (see examples/machines/).
-    #[arg(long, value_name = "FILE")]
+    /// A TOML machine description.
+    #[arg(long, value_name = "FILE", help = format!(
+        "A TOML machine description (see examples/machines/); at most {} KiB",
+        pageframe_lab::files::MAX_CONFIG_BYTES >> 10
+    ))]
     pub config: Option<PathBuf>,
     /// Memory of the machine (4096, 64K, 2M, 16G, 1T); default 4G.
     #[arg(long, value_name = "SIZE")]
