@@ -19,7 +19,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run an experiment (or `all`) and print its report.
+    /// Run experiments (a comma-separated list, or `all`) and print their
+    /// reports.
     Run(RunArgs),
     /// Boot a machine, churn it if asked, and print kernel-format views.
     Proc(ProcArgs),
@@ -35,7 +36,7 @@ pub enum Command {
 /// `pageframe config`.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    /// The experiment, or `all`.
+    /// The experiment, a comma-separated list of them, or `all`.
     pub experiment: String,
     /// Print the defaults of this scale: quick or full.
     #[arg(long, default_value = "quick")]
@@ -56,12 +57,12 @@ pub struct PerfTableArgs {
 /// `pageframe run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The experiment to run, or `all`.
-    #[arg(help = format!(
-        "Experiment: {}; or `all` for every one in that order",
-        pageframe_lab::experiments::NAMES.join(", ")
+    /// The experiments to run, comma-separated, or `all`.
+    #[arg(value_name = "EXPERIMENTS", help = format!(
+        "Experiments, comma-separated, run in the order given: {}; or `all` for every one in that order",
+        pageframe_lab::experiments::names().join(", ")
     ))]
-    pub experiment: String,
+    pub experiments: String,
     /// Size of the run: quick or full.
     #[arg(long, default_value = "quick")]
     pub scale: String,
@@ -72,12 +73,15 @@ pub struct RunArgs {
     #[arg(long, default_value = "table")]
     pub format: String,
     /// Also write each experiment's JSON, CSV and plots (SVG, PNG) and one
-    /// report page, DIR/index.html, into DIR.
+    /// report page, DIR/index.html, into DIR. Each file is written whole
+    /// (to a temporary, then renamed): a stopped run leaves none half-written.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Experiment parameters from a TOML file, one [experiment] table each
-    /// (`pageframe config <experiment>` prints the defaults).
-    #[arg(long, value_name = "FILE")]
+    /// Experiment parameters from a TOML file.
+    #[arg(long, value_name = "FILE", help = format!(
+        "Experiment parameters from a TOML file, one [experiment] table each (`pageframe config <experiment>` prints the defaults); at most {} KiB",
+        pageframe_lab::files::MAX_CONFIG_BYTES >> 10
+    ))]
     pub config: Option<PathBuf>,
     /// After each experiment, print these views of its machine,
     /// comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat.
@@ -86,9 +90,13 @@ pub struct RunArgs {
     /// No progress bars (they are off anyway when stdout is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
-    /// The kernel source tarball (.tar.xz) of zram-untar; default
-    /// /usr/src/linux-source-6.1.tar.xz (Debian: apt-get install linux-source-6.1).
-    #[arg(long, value_name = "FILE")]
+    /// The kernel source tarball (.tar.xz) of zram-untar.
+    #[arg(long, value_name = "FILE", help = format!(
+        "The kernel source tarball (.tar.xz) of zram-untar; default {} (Debian: apt-get install linux-source-6.1). Read page by page: a file over {} MiB or files kept over {} MiB in all are an error",
+        pageframe_lab::corpus::DEFAULT_TARBALL,
+        pageframe_lab::corpus::MAX_FILE_BYTES >> 20,
+        pageframe_lab::corpus::MAX_CORPUS_BYTES >> 20,
+    ))]
     pub corpus: Option<PathBuf>,
 }
 
@@ -104,7 +112,10 @@ pub struct ProcArgs {
     #[command(flatten)]
     pub machine: MachineOptions,
     /// Age the machine with this many random operations before printing.
-    #[arg(long, value_name = "OPS")]
+    #[arg(long, value_name = "OPS", help = format!(
+        "Age the machine with this many random operations before printing; at most {} (a few minutes; a progress bar shows on a terminal)",
+        pageframe_lab::churn::MAX_OPS
+    ))]
     pub churn: Option<u64>,
     /// Seed of the churn.
     #[arg(long, default_value_t = 42)]
@@ -127,8 +138,11 @@ pub struct InfoArgs {
 /// the file, then these flags, then the command line.
 #[derive(Debug, Args)]
 pub struct MachineOptions {
-    /// A TOML machine description (see examples/machines/).
-    #[arg(long, value_name = "FILE")]
+    /// A TOML machine description.
+    #[arg(long, value_name = "FILE", help = format!(
+        "A TOML machine description (see examples/machines/); at most {} KiB",
+        pageframe_lab::files::MAX_CONFIG_BYTES >> 10
+    ))]
     pub config: Option<PathBuf>,
     /// Memory of the machine (4096, 64K, 2M, 16G, 1T); default 4G.
     #[arg(long, value_name = "SIZE")]
@@ -173,10 +187,53 @@ impl From<MachineOptions> for MachineArgs {
     }
 }
 
-/// clap's message for a usage error, without its `error:` prefix, usage
-/// block and tips: the first line is the whole story.
+/// clap's message for a usage error as one line: its first paragraph
+/// (the message and, for a missing argument, the argument's name) without
+/// the `error:` prefix, then the usage line, without the tips.
+///
+/// `pageframe run` gives `the following required arguments were not
+/// provided: <EXPERIMENTS> (usage: pageframe run <EXPERIMENTS>)`.
 pub fn one_line(err: &clap::Error) -> String {
-    let rendered = err.to_string();
-    let first = rendered.lines().next().unwrap_or_default().trim();
-    first.strip_prefix("error: ").unwrap_or(first).to_string()
+    let rendered = err.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let usage = rendered
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Usage: "));
+    match usage {
+        Some(usage) => format!("{message} (usage: {usage})"),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn usage_error(args: &[&str]) -> String {
+        let err = Cli::try_parse_from(args).expect_err("a usage error");
+        one_line(&err)
+    }
+
+    #[test]
+    fn a_missing_experiment_is_one_whole_line() {
+        let message = usage_error(&["pageframe", "run"]);
+        assert_eq!(
+            message,
+            "the following required arguments were not provided: <EXPERIMENTS> (usage: pageframe run <EXPERIMENTS>)"
+        );
+    }
+
+    #[test]
+    fn a_bad_value_names_the_flag() {
+        let message = usage_error(&["pageframe", "run", "all", "--seed", "x"]);
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.contains("for '--seed <SEED>'"), "{message}");
+    }
 }

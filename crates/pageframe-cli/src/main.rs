@@ -11,6 +11,8 @@ mod perf_table;
 mod plan;
 mod proc_views;
 mod progress;
+#[cfg(test)]
+mod props;
 mod run;
 
 use clap::error::ErrorKind;

@@ -1,5 +1,6 @@
 //! `pageframe perf-table`: runs `bulk` and `scaling`, prints the README's
-//! performance section, and with `--write` splices it into the file.
+//! performance section, and with `--write` splices it into the file
+//! (written whole or not at all).
 
 use crate::error::CliError;
 use crate::plan::PerfTablePlan;
@@ -25,7 +26,7 @@ pub fn execute(plan: &PerfTablePlan, out: &mut dyn Write) -> Result<(), CliError
         let updated = splice(text, &section).ok_or_else(|| {
             CliError::Invalid(format!("{} lost its perf-table markers", path.display()))
         })?;
-        std::fs::write(path, updated)
+        pageframe_lab::files::write_atomic(path, updated)
             .map_err(|err| CliError::Invalid(format!("cannot write {}: {err}", path.display())))?;
     }
     Ok(())

@@ -6,7 +6,7 @@ use crate::args::{Cli, Command};
 use crate::error::CliError;
 use crate::{info, perf_table, proc_views, run};
 use pageframe::MachineDesc;
-use pageframe_lab::experiments::{self, ExperimentError, RunOptions, Scale};
+use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
 use pageframe_lab::report::Format;
 use std::io::Write;
@@ -38,9 +38,9 @@ pub struct PerfTablePlan {
 /// `pageframe run`, validated.
 #[derive(Debug)]
 pub struct RunPlan {
-    /// Experiment names, in run order.
-    pub experiments: Vec<&'static str>,
-    /// Scale and seed.
+    /// The experiments, in run order.
+    pub experiments: Vec<&'static dyn Experiment>,
+    /// Scale, seed and corpus (`--corpus`, checked to be a file).
     pub options: RunOptions,
     /// How to print each report.
     pub format: Format,
@@ -53,8 +53,6 @@ pub struct RunPlan {
     pub views: Vec<&'static str>,
     /// No progress bars.
     pub quiet: bool,
-    /// The tarball of zram-untar (`--corpus`), checked to be a file.
-    pub corpus: Option<std::path::PathBuf>,
 }
 
 /// `pageframe proc`, validated.
@@ -91,19 +89,12 @@ impl Plan {
                         args.format
                     ))
                 })?;
-                let experiments = match args.experiment.as_str() {
-                    "all" => experiments::NAMES.to_vec(),
-                    name => match experiments::NAMES.iter().find(|known| **known == name) {
-                        Some(known) => vec![*known],
-                        None => {
-                            let unknown = ExperimentError::Unknown(name.to_string());
-                            return Err(CliError::Invalid(unknown.to_string()));
-                        }
-                    },
-                };
+                let experiments = experiments::parse_list(&args.experiments)
+                    .map_err(|err| CliError::Invalid(err.to_string()))?;
                 let options = RunOptions {
                     scale,
                     seed: args.seed,
+                    corpus: args.corpus,
                 };
                 let params = run::params_of(&experiments, scale, args.config.as_deref())?;
                 let views = match &args.proc_views {
@@ -118,7 +109,7 @@ impl Plan {
                         )));
                     }
                 }
-                if let Some(corpus) = &args.corpus {
+                if let Some(corpus) = &options.corpus {
                     if !corpus.is_file() {
                         return Err(CliError::Invalid(format!(
                             "--corpus {}: not a file",
@@ -134,7 +125,6 @@ impl Plan {
                     out: args.out,
                     views,
                     quiet: args.quiet,
-                    corpus: args.corpus,
                 }))
             }
             Command::Config(args) => Ok(Plan::Config(run::commented_defaults(
@@ -143,6 +133,14 @@ impl Plan {
             )?)),
             Command::Proc(args) => {
                 let views = parse_views(&args.views)?;
+                if let Some(ops) = args.churn {
+                    if ops > pageframe_lab::churn::MAX_OPS {
+                        return Err(CliError::Invalid(format!(
+                            "--churn {ops}: more than the limit of {} operations",
+                            pageframe_lab::churn::MAX_OPS
+                        )));
+                    }
+                }
                 let machine = MachineArgs::from(args.machine).to_desc()?;
                 Ok(Plan::Proc(ProcPlan {
                     machine,
@@ -160,9 +158,11 @@ impl Plan {
                 let target = match args.write {
                     None => None,
                     Some(path) => {
-                        let text = std::fs::read_to_string(&path).map_err(|err| {
-                            CliError::Invalid(format!("cannot read {}: {err}", path.display()))
-                        })?;
+                        let text = pageframe_lab::files::read_text(
+                            &path,
+                            pageframe_lab::perf_table::MAX_TARGET_BYTES,
+                        )
+                        .map_err(CliError::Invalid)?;
                         if pageframe_lab::perf_table::splice(&text, "").is_none() {
                             return Err(CliError::Invalid(format!(
                                 "{} has no '{}' ... '{}' markers",
@@ -175,7 +175,7 @@ impl Plan {
                     }
                 };
                 Ok(Plan::PerfTable(PerfTablePlan {
-                    options: RunOptions { scale, seed: 42 },
+                    options: RunOptions::new(scale, 42),
                     target,
                 }))
             }

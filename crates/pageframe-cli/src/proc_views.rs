@@ -1,12 +1,32 @@
 //! `pageframe proc`: boot the machine, churn it if asked, and print the
 //! views in the kernel's formats. With more than one view, each is headed
-//! `==> /proc/<view> <==`, as `head` heads files.
+//! `==> /proc/<view> <==`, as `head` heads files. Long work (a churn or
+//! an object workload of [`LONG_OPS`] operations or more) shows a progress
+//! bar per step on stderr when it is a terminal; the views print after.
 
 use crate::error::CliError;
 use crate::plan::ProcPlan;
+use crate::progress::Progress;
 use pageframe::LocalPageAllocator;
 use pageframe_lab::churn::churn;
-use std::io::Write;
+use pageframe_lab::object_views;
+use pageframe_lab::observe::{self, Observer};
+use std::io::{IsTerminal, Write};
+
+/// Operations from which a step shows a progress bar.
+pub const LONG_OPS: u64 = 1 << 22;
+
+/// Runs `body` with its `observe::progress` driving bar `index`.
+fn with_bar<T>(progress: &Progress, index: usize, body: impl FnOnce() -> T) -> T {
+    let observer = Observer {
+        on_progress: progress.start(index),
+        views: Vec::new(),
+        rendered: Vec::new(),
+    };
+    let (result, _) = observe::observed(observer, body);
+    progress.finish(index, String::new());
+    result
+}
 
 /// Boots, churns and prints.
 pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
@@ -18,26 +38,47 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
     allocator
         .apply_hotplug(&plan.machine.hotplug)
         .map_err(|(step, err)| CliError::Invalid(format!("config hotplug[{step}]: {err}")))?;
-    if let Some((ops, seed)) = plan.churn {
-        churn(&allocator, ops, seed);
+    let object_ops = plan.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
+    let mut steps: Vec<&str> = Vec::new();
+    if plan.churn.is_some() {
+        steps.push("churn");
     }
+    steps.extend(
+        plan.views
+            .iter()
+            .filter(|view| object_views::VIEWS.contains(*view)),
+    );
+    let progress = Progress::new(
+        object_ops >= LONG_OPS && std::io::stderr().is_terminal(),
+        &steps,
+    );
+    if let Some((ops, seed)) = plan.churn {
+        with_bar(&progress, 0, || churn(&allocator, ops, seed));
+    }
+    let mut texts = Vec::new();
+    for view in &plan.views {
+        let step = steps.iter().position(|step| step == view);
+        let rendered = match step {
+            Some(index) => with_bar(&progress, index, || {
+                object_views::render(&allocator, view, object_ops, plan.seed)
+            }),
+            None => None,
+        };
+        texts.push(match rendered {
+            Some(rendered) => rendered.map_err(CliError::Invalid)?,
+            None => pageframe::proc::render(&allocator, view)
+                .ok_or_else(|| CliError::Invalid(format!("unknown view '{view}'")))?,
+        });
+    }
+    progress.clear();
     let headed = plan.views.len() > 1;
-    for (index, view) in plan.views.iter().enumerate() {
+    for (index, (view, text)) in plan.views.iter().zip(&texts).enumerate() {
         if headed {
             if index > 0 {
                 writeln!(out)?;
             }
             writeln!(out, "==> /proc/{view} <==")?;
         }
-        let object_ops = plan
-            .churn
-            .map_or(pageframe_lab::object_views::DEFAULT_OPS, |(ops, _)| ops);
-        let text =
-            match pageframe_lab::object_views::render(&allocator, view, object_ops, plan.seed) {
-                Some(rendered) => rendered.map_err(CliError::Invalid)?,
-                None => pageframe::proc::render(&allocator, view)
-                    .ok_or_else(|| CliError::Invalid(format!("unknown view '{view}'")))?,
-            };
         out.write_all(text.as_bytes())?;
     }
     Ok(())

@@ -69,7 +69,7 @@ impl Progress {
         bar.reset_elapsed();
         bar.enable_steady_tick(Duration::from_millis(200));
         Box::new(move |done, total| {
-            if let Some(position) = (done.min(total) * STEPS).checked_div(total) {
+            if let Some(position) = done.min(total).saturating_mul(STEPS).checked_div(total) {
                 bar.set_position(position);
             }
         })

@@ -9,8 +9,8 @@
 use crate::error::CliError;
 use crate::plan::RunPlan;
 use crate::progress::Progress;
-use pageframe_lab::catalog;
-use pageframe_lab::experiments::{self, Scale};
+use pageframe_lab::experiments::{self, Experiment, Scale};
+use pageframe_lab::files;
 use pageframe_lab::observe::{self, Observer};
 use pageframe_lab::params::{self, ConfigFile, Params};
 use pageframe_lab::report::Format;
@@ -22,10 +22,8 @@ use std::time::Instant;
 
 /// Runs every experiment of the plan.
 pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {
-    let progress = Progress::new(
-        !plan.quiet && std::io::stdout().is_terminal(),
-        &plan.experiments,
-    );
+    let names: Vec<&str> = plan.experiments.iter().map(|e| e.name()).collect();
+    let progress = Progress::new(!plan.quiet && std::io::stdout().is_terminal(), &names);
     let mut site = match &plan.out {
         Some(dir) => Some(
             Site::create(
@@ -42,9 +40,9 @@ pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {
         ),
         None => None,
     };
-    pageframe_lab::corpus::set_corpus_path(plan.corpus.clone());
     let mut summary_lines: Vec<SummaryLine> = Vec::new();
-    for (index, name) in plan.experiments.iter().enumerate() {
+    for (index, experiment) in plan.experiments.iter().enumerate() {
+        let name = experiment.name();
         let params = &plan.params[index];
         let observer = Observer {
             on_progress: progress.start(index),
@@ -52,14 +50,13 @@ pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {
             rendered: Vec::new(),
         };
         let started = Instant::now();
-        let (result, views) =
-            observe::observed(observer, || catalog::run(name, &plan.options, Some(params)));
+        let (result, views) = observe::observed(observer, || experiment.run(&plan.options, params));
         let seconds = started.elapsed().as_secs_f64();
         let report = result.map_err(|err| {
             progress.fail(index);
             CliError::Invalid(format!("{name}: {err}"))
         })?;
-        let headline = catalog::headline(&report);
+        let headline = experiment.headline(&report);
         progress.finish(
             index,
             match &headline {
@@ -144,56 +141,68 @@ pub fn parse_machine_views(text: &str) -> Result<Vec<&'static str>, CliError> {
 }
 
 /// The parameters of each experiment: the scale's defaults, overridden by
-/// the config file. Every table of the file is checked, not only those of
+/// the config file, each set checked by its experiment (keys that do not fit
+/// together, limits). Every table of the file is checked, not only those of
 /// the experiments run.
 pub fn params_of(
-    experiments: &[&str],
+    chosen: &[&'static dyn Experiment],
+    scale: Scale,
+    config: Option<&Path>,
+) -> Result<Vec<Params>, CliError> {
+    let params = configured_params(chosen, scale, config)?;
+    for (experiment, params) in chosen.iter().zip(&params) {
+        experiment
+            .check(params)
+            .map_err(|err| CliError::Invalid(format!("{}: {err}", experiment.name())))?;
+    }
+    Ok(params)
+}
+
+fn configured_params(
+    chosen: &[&'static dyn Experiment],
     scale: Scale,
     config: Option<&Path>,
 ) -> Result<Vec<Params>, CliError> {
     let Some(path) = config else {
-        return Ok(experiments
+        return Ok(chosen
             .iter()
-            .map(|name| Params::defaults(&(catalog::entry(name).params)(scale)))
+            .map(|experiment| experiments::default_params(*experiment, scale))
             .collect());
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| CliError::Invalid(format!("cannot read {}: {err}", path.display())))?;
-    let file = ConfigFile::parse(&path.display().to_string(), &text, &experiments::NAMES)
+    let text = files::read_text(path, files::MAX_CONFIG_BYTES).map_err(CliError::Invalid)?;
+    let file = ConfigFile::parse(&path.display().to_string(), &text, &experiments::names())
         .map_err(|err| CliError::Invalid(err.to_string()))?;
-    let params_of = |name: &str| {
-        file.params(name, &(catalog::entry(name).params)(scale))
+    let params_of = |experiment: &dyn Experiment| {
+        file.params(experiment.name(), &experiment.params(scale))
             .map_err(|err| CliError::Invalid(err.to_string()))
     };
-    for name in experiments::NAMES {
-        params_of(name)?;
+    for experiment in experiments::ALL {
+        params_of(*experiment)?;
     }
-    experiments.iter().map(|name| params_of(name)).collect()
+    chosen
+        .iter()
+        .map(|experiment| params_of(*experiment))
+        .collect()
 }
 
 /// `pageframe config <experiment|all>`: the defaults as commented TOML.
-pub fn commented_defaults(name: &str, scale: Scale) -> Result<String, CliError> {
-    let names: Vec<&str> = match name {
-        "all" => experiments::NAMES.to_vec(),
-        name => match experiments::NAMES.iter().find(|known| **known == name) {
-            Some(known) => vec![*known],
-            None => {
-                return Err(CliError::Invalid(
-                    experiments::ExperimentError::Unknown(name.to_string()).to_string(),
-                ))
-            }
-        },
-    };
-    let tables: Vec<String> = names
+pub fn commented_defaults(names: &str, scale: Scale) -> Result<String, CliError> {
+    let chosen =
+        experiments::parse_list(names).map_err(|err| CliError::Invalid(err.to_string()))?;
+    let tables: Vec<String> = chosen
         .iter()
-        .map(|name| {
-            let entry = catalog::entry(name);
-            let about = match (entry.about, entry.source) {
+        .map(|experiment| {
+            let about = match (experiment.about(), experiment.source()) {
                 ("", _) => "parameters".to_string(),
                 (about, "") => about.to_string(),
                 (about, source) => format!("{about} ({source})"),
             };
-            params::commented_defaults(name, &about, scale.name(), &(entry.params)(scale))
+            params::commented_defaults(
+                experiment.name(),
+                &about,
+                scale.name(),
+                &experiment.params(scale),
+            )
         })
         .collect();
     Ok(tables.join("\n"))

@@ -194,6 +194,12 @@ fn bad_names_are_one_line_errors() {
     );
     error_of(&["nosuchcommand"]);
     error_of(&[]);
+    let missing = error_of(&["run"]);
+    assert!(
+        missing.contains("not provided: <EXPERIMENTS> (usage: pageframe run <EXPERIMENTS>)"),
+        "{missing}"
+    );
+    assert!(error_of(&["run", "bulk,nosuch"]).contains("unknown experiment 'nosuch' (known: bulk,"));
 }
 
 #[test]

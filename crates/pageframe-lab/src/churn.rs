@@ -13,8 +13,19 @@
 //! machine's present pages; at the limit an allocation turns into a free.
 //! Same allocator, same `ops`, same seed: same final state, page for page.
 //! The blocks still held at the end stay allocated.
+//!
+//! A run is at most [`MAX_OPS`] operations (a few minutes); it reports its
+//! progress through `observe::progress` every [`PROGRESS_EVERY`] operations.
 
+use crate::observe;
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineRng, NodeId, Order, Page};
+
+/// The most operations of one churn or object workload (`--churn`): at a
+/// few million operations a second, a few minutes.
+pub const MAX_OPS: u64 = 1_000_000_000;
+
+/// Operations between two progress reports.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// The most of the machine's memory churn holds at once, in percent.
 pub const HELD_LIMIT_PERCENT: u64 = 75;
@@ -100,7 +111,10 @@ pub fn churn(allocator: &LocalPageAllocator, ops: u64, seed: u64) -> ChurnStats 
     let limit = allocator.layout().present_pages() * HELD_LIMIT_PERCENT / 100;
     let nr_nodes = allocator.nr_nodes() as u64;
     let mut held = Held::default();
-    for _ in 0..ops {
+    for op in 0..ops {
+        if op % PROGRESS_EVERY == 0 {
+            observe::progress(op, ops);
+        }
         let cpu = &handles[rng.below(handles.len() as u64) as usize];
         let node = NodeId(rng.below(nr_nodes) as u16);
         let gfp = GFP_TYPES[rng.below(GFP_TYPES.len() as u64) as usize];

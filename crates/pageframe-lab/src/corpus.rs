@@ -7,34 +7,63 @@
 //! Does not own: what a store does with them (experiments/zram_untar.rs).
 //!
 //! Invariant: `pages.len() == page_size × Σ nr_pages`; files' page ranges are
-//! disjoint and in file order.
+//! disjoint and in file order; no file is over [`MAX_FILE_BYTES`] and the
+//! pages are at most [`MAX_CORPUS_BYTES`].
+//!
+//! Files are read page by page straight into the corpus, so memory follows
+//! what is kept: a small archive that expands to a huge file is an error
+//! after at most one over-size file's worth of reading, not a huge buffer.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use thiserror::Error;
 
 /// The tarball the source document untarred (a 6.1 kernel here): Debian's
 /// `linux-source-6.1` package installs it (`apt-get install linux-source-6.1`).
 pub const DEFAULT_TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
 
-static CORPUS_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The largest regular file a corpus takes (the largest file of a kernel
+/// source tree is a few MiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// The most page bytes a corpus holds (a whole kernel source tree takes
+/// about 1.5 GiB).
+pub const MAX_CORPUS_BYTES: u64 = 3 << 30;
 
-/// Sets the tarball `zram-untar` reads (the CLI's `--corpus`); `None`
-/// restores [`DEFAULT_TARBALL`].
-pub fn set_corpus_path(path: Option<PathBuf>) {
-    *CORPUS_PATH
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner()) = path;
+/// The limits a corpus is read within.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Limits {
+    /// Bytes of one file.
+    file_bytes: u64,
+    /// Page bytes of the corpus.
+    corpus_bytes: u64,
 }
 
-/// The tarball `zram-untar` reads.
-pub fn corpus_path() -> PathBuf {
-    CORPUS_PATH
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner())
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_TARBALL))
+impl Limits {
+    const DEFAULT: Limits = Limits {
+        file_bytes: MAX_FILE_BYTES,
+        corpus_bytes: MAX_CORPUS_BYTES,
+    };
+}
+
+/// Why a tarball could not become a corpus: one line.
+#[derive(Debug, Error)]
+pub enum CorpusError {
+    /// The archive or the decompressor failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// A file is over [`MAX_FILE_BYTES`].
+    #[error("file '{path}' is over the corpus limit of {} MiB per file", MAX_FILE_BYTES >> 20)]
+    FileTooLarge {
+        /// The file, inside the archive.
+        path: String,
+    },
+    /// The files kept are over [`MAX_CORPUS_BYTES`].
+    #[error("the files kept are over the corpus limit of {} MiB in all (at '{path}'; a larger sample_one_in keeps fewer)", MAX_CORPUS_BYTES >> 20)]
+    TooLarge {
+        /// The file that crossed the limit.
+        path: String,
+    },
 }
 
 /// One regular file of a corpus.
@@ -85,19 +114,54 @@ impl Corpus {
         &self.pages[index * self.page_size..(index + 1) * self.page_size]
     }
 
-    /// Adds a file's bytes, zero-padding its last page (an empty file takes
-    /// no page, as on ext4).
-    fn push(&mut self, path: String, data: &[u8]) {
+    /// Reads a file page by page, zero-padding its last page (an empty file
+    /// takes no page, as on ext4). Over a limit, the corpus is left as it
+    /// was and the error names the file.
+    fn push_from(
+        &mut self,
+        path: String,
+        data: &mut impl Read,
+        limits: Limits,
+    ) -> Result<(), CorpusError> {
         let first_page = self.nr_pages();
-        let nr_pages = data.len().div_ceil(self.page_size);
-        self.pages.extend_from_slice(data);
-        self.pages
-            .resize((first_page + nr_pages) * self.page_size, 0);
+        let start = self.pages.len();
+        let mut file_bytes = 0u64;
+        loop {
+            let page_start = self.pages.len();
+            let over_total = u64::try_from(page_start + self.page_size)
+                .map_or(true, |end| end > limits.corpus_bytes);
+            self.pages.resize(page_start + self.page_size, 0);
+            let filled = match fill(data, &mut self.pages[page_start..]) {
+                Ok(filled) => filled,
+                Err(err) => {
+                    self.pages.truncate(start);
+                    return Err(err.into());
+                }
+            };
+            if filled == 0 {
+                self.pages.truncate(page_start);
+                break;
+            }
+            file_bytes += filled as u64;
+            if file_bytes > limits.file_bytes || over_total {
+                self.pages.truncate(start);
+                return Err(if file_bytes > limits.file_bytes {
+                    CorpusError::FileTooLarge { path }
+                } else {
+                    CorpusError::TooLarge { path }
+                });
+            }
+            if filled < self.page_size {
+                break;
+            }
+        }
+        let nr_pages = self.nr_pages() - first_page;
         self.files.push(CorpusFile {
             path,
             first_page,
             nr_pages,
         });
+        Ok(())
     }
 
     /// Bytes of the files under `top` (a path prefix), in pages.
@@ -126,6 +190,20 @@ impl Corpus {
     }
 }
 
+/// Reads until `page` is full or the input ends; the bytes read.
+fn fill(data: &mut impl Read, page: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < page.len() {
+        match data.read(&mut page[filled..]) {
+            Ok(0) => break,
+            Ok(len) => filled += len,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(filled)
+}
+
 /// True when `path` is `dir` or lies below it.
 pub fn is_under(path: &str, dir: &str) -> bool {
     path.strip_prefix(dir)
@@ -141,17 +219,36 @@ pub struct Sampling {
 
 /// Reads a tar stream: every regular file, its first path component (the
 /// tarball's `linux-source-6.1/`) stripped. Calls `progress` with the bytes
-/// read so far.
+/// read so far. A file over [`MAX_FILE_BYTES`] (by its header, before any
+/// of it is read, or by what it yields) or files kept over
+/// [`MAX_CORPUS_BYTES`] are an error.
 pub fn from_tar<R: Read>(
     reader: R,
     label: &str,
     kernel_source: bool,
     sampling: Sampling,
+    progress: impl FnMut(u64),
+) -> Result<Corpus, CorpusError> {
+    from_tar_within(
+        reader,
+        label,
+        kernel_source,
+        sampling,
+        progress,
+        Limits::DEFAULT,
+    )
+}
+
+fn from_tar_within<R: Read>(
+    reader: R,
+    label: &str,
+    kernel_source: bool,
+    sampling: Sampling,
     mut progress: impl FnMut(u64),
-) -> io::Result<Corpus> {
+    limits: Limits,
+) -> Result<Corpus, CorpusError> {
     let mut corpus = Corpus::new(label.to_string(), kernel_source, 4096);
     let mut archive = tar::Archive::new(reader);
-    let mut data = Vec::new();
     let mut read = 0u64;
     for entry in archive.entries()? {
         let mut entry = entry?;
@@ -163,14 +260,15 @@ pub fn from_tar<R: Read>(
             Some((_, rest)) if !rest.is_empty() => rest.to_string(),
             _ => path,
         };
+        if entry.size() > limits.file_bytes {
+            return Err(CorpusError::FileTooLarge { path: inner });
+        }
         corpus.files_seen += 1;
-        read += entry.size();
+        read = read.saturating_add(entry.size());
         if (corpus.files_seen - 1) % sampling.one_in.max(1) != 0 {
             continue;
         }
-        data.clear();
-        entry.read_to_end(&mut data)?;
-        corpus.push(inner, &data);
+        corpus.push_from(inner, &mut entry, limits)?;
         if corpus.files_seen % 512 == 0 {
             progress(read);
         }
@@ -183,7 +281,7 @@ pub fn from_tar_xz(
     path: &Path,
     sampling: Sampling,
     progress: impl FnMut(u64),
-) -> io::Result<Corpus> {
+) -> Result<Corpus, CorpusError> {
     let file = File::open(path)?;
     let reader = xz2::read::XzDecoder::new(BufReader::with_capacity(1 << 20, file));
     from_tar(
@@ -220,7 +318,9 @@ pub fn fallback_roots() -> Vec<(String, PathBuf)> {
 
 /// Builds a corpus from the regular files under `roots` (walked in name
 /// order, skipping `.git` and `target`), paths relative to their root, until
-/// `max_bytes` of pages; keeps one file in `sampling.one_in`.
+/// `max_bytes` of pages (at most [`MAX_CORPUS_BYTES`]); keeps one file in
+/// `sampling.one_in`. Files that cannot be read or are over a limit are left
+/// out.
 pub fn from_dirs(roots: &[(String, PathBuf)], max_bytes: usize, sampling: Sampling) -> Corpus {
     let label = roots
         .iter()
@@ -230,6 +330,7 @@ pub fn from_dirs(roots: &[(String, PathBuf)], max_bytes: usize, sampling: Sampli
     let mut corpus = Corpus::new(format!("fallback corpus from {label}"), false, 4096);
     // Paths are relative to their root, so that the top-level directories
     // (what the experiment removes) are the roots' subdirectories.
+    let max_bytes = max_bytes.min(usize::try_from(MAX_CORPUS_BYTES).unwrap_or(usize::MAX));
     for (_, dir) in roots {
         walk(dir, "", &mut corpus, max_bytes, sampling);
     }
@@ -262,8 +363,8 @@ fn walk(dir: &Path, prefix: &str, corpus: &mut Corpus, max_bytes: usize, samplin
             if (corpus.files_seen - 1) % sampling.one_in.max(1) != 0 {
                 continue;
             }
-            if let Ok(data) = std::fs::read(entry.path()) {
-                corpus.push(path, &data);
+            if let Ok(file) = File::open(entry.path()) {
+                let _ = corpus.push_from(path, &mut BufReader::new(file), Limits::DEFAULT);
             }
         }
     }
@@ -308,6 +409,50 @@ mod tests {
         let sampled = from_tar(&tar[..], "t", false, Sampling { one_in: 2 }, |_| {}).unwrap();
         assert_eq!(sampled.files.len(), 2);
         assert_eq!(sampled.files_seen, 4);
+    }
+
+    #[test]
+    fn files_and_corpora_over_the_limits_are_errors_that_name_the_file() {
+        let tar = small_tar();
+        let read =
+            |limits| from_tar_within(&tar[..], "t", false, Sampling { one_in: 1 }, |_| {}, limits);
+        let per_file = read(Limits {
+            file_bytes: 4999,
+            corpus_bytes: 1 << 20,
+        })
+        .unwrap_err();
+        assert!(matches!(&per_file, CorpusError::FileTooLarge { path } if path == "a/x"));
+        let total = read(Limits {
+            file_bytes: 1 << 20,
+            corpus_bytes: 3 * 4096,
+        })
+        .unwrap_err();
+        assert!(matches!(&total, CorpusError::TooLarge { path } if path == "top"));
+        assert!(total.to_string().contains("corpus limit"), "{total}");
+        let exact = read(Limits {
+            file_bytes: 5000,
+            corpus_bytes: 4 * 4096,
+        })
+        .unwrap();
+        assert_eq!(exact.nr_pages(), 4);
+    }
+
+    #[test]
+    fn a_header_over_the_limit_fails_before_its_data_is_read() {
+        // A header claiming 5 GiB with no data behind it: the size alone is
+        // the error, nothing is read or buffered.
+        let mut header = tar::Header::new_gnu();
+        header.set_path("root/zeros").unwrap();
+        header.set_size(5 << 30);
+        header.set_mode(0o644);
+        header.set_cksum();
+        let mut tar = header.as_bytes().to_vec();
+        tar.resize(tar.len() + 4096, 0);
+        let err = from_tar(&tar[..], "t", false, Sampling { one_in: 1 }, |_| {}).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "file 'zeros' is over the corpus limit of 64 MiB per file"
+        );
     }
 
     #[test]

@@ -4,11 +4,11 @@
 //! formats. The `pageframe` command is a thin layer over this crate.
 
 pub mod cache_model;
-pub mod catalog;
 pub mod churn;
 pub mod conform;
 pub mod corpus;
 pub mod experiments;
+pub mod files;
 pub mod machine_args;
 pub mod object_views;
 pub mod observe;

@@ -10,8 +10,11 @@
 //!   ([`pageframe::zpool::sizes`]) in a zsmalloc pool, frees (35 %) random
 //!   ones, and compacts every 5000 operations.
 //!
-//! Same allocator, ops and seed: same output, byte for byte.
+//! Same allocator, ops and seed: same output, byte for byte. Progress goes
+//! to `observe::progress`, as churn's does.
 
+use crate::churn::PROGRESS_EVERY;
+use crate::observe;
 use pageframe::page_source::CpuPages;
 use pageframe::slab::{slabinfo, SlabAllocator, SlabParams};
 use pageframe::zpool::sizes::CompressedSizes;
@@ -67,7 +70,10 @@ fn slab_workload(allocator: &LocalPageAllocator, ops: u64, seed: u64) -> Result<
     let mut rng = MachineRng::new(seed);
     // Held objects: (cache or None for kmalloc, address).
     let mut held: Vec<(Option<usize>, u64)> = Vec::new();
-    for _ in 0..ops {
+    for op in 0..ops {
+        if op % PROGRESS_EVERY == 0 {
+            observe::progress(op, ops);
+        }
         if held.is_empty() || rng.chance(3, 5) {
             let which = rng.below(caches.len() as u64 + 1) as usize;
             let result = if which < caches.len() {
@@ -121,6 +127,9 @@ fn zs_workload(allocator: &LocalPageAllocator, ops: u64, seed: u64) -> Result<St
     let mut held = Vec::new();
     let mut buffer = vec![0u8; page_size];
     for op in 0..ops {
+        if op % PROGRESS_EVERY == 0 {
+            observe::progress(op, ops);
+        }
         if held.is_empty() || rng.chance(65, 100) {
             let size = sizes.next_size();
             if let Ok(handle) = pool.zs_malloc(size) {

@@ -1,7 +1,7 @@
 //! Experiment parameters and their TOML config files.
 //!
 //! Each experiment declares its parameters as a list of [`Param`]s with
-//! defaults for the run's scale (see `catalog`). A config file has one table
+//! defaults for the run's scale (`Experiment::params`). A config file has one table
 //! per experiment, named after it, holding any of that experiment's keys:
 //!
 //! ```toml

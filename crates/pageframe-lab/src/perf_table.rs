@@ -11,6 +11,8 @@ use std::fmt::Write;
 pub const BEGIN_MARKER: &str = "<!-- perf-table:begin -->";
 /// Marks its end.
 pub const END_MARKER: &str = "<!-- perf-table:end -->";
+/// The largest file `perf-table --write` updates (a README is far smaller).
+pub const MAX_TARGET_BYTES: u64 = 16 << 20;
 
 fn text(row: &Row, column: &str) -> String {
     match row.get(column) {

@@ -1,5 +1,15 @@
-//! The experiments, by name. Each reproduces one source document's headline
-//! result and computes every number it prints from a run.
+//! The experiments. Each reproduces one source document's headline result
+//! and computes every number it prints from a run.
+//!
+//! An experiment is one module implementing one trait, [`Experiment`]: its
+//! name, source document and about line, its typed parameters (defaults per
+//! scale, bounds checked when a config file is read), its run, its headline
+//! beside the document's figure and its plots. Its row fields are constants
+//! of its module (`columns`), used by the run, the headline and the plots.
+//! To add one, write the module and list it once in [`ALL`].
+//!
+//! Every table, config file, plot and summary line the tools produce comes
+//! from [`ALL`]; nothing else knows the experiments by name.
 
 pub mod bulk;
 pub mod numa_balancing;
@@ -8,8 +18,55 @@ pub mod shuffle_cache;
 pub mod unmapped_populate;
 pub mod zram_untar;
 
+use crate::params::{Param, Params};
+use crate::plots::{self, Plot};
 use crate::report::Report;
+use crate::summary::Headline;
+use std::path::PathBuf;
 use thiserror::Error;
+
+/// Every experiment, in the order `run all` runs them: the one list.
+pub const ALL: &[&dyn Experiment] = &[
+    &bulk::Bulk,
+    &scaling::Scaling,
+    &shuffle_cache::ShuffleCache,
+    &numa_balancing::NumaBalancing,
+    &zram_untar::ZramUntar,
+    &unmapped_populate::UnmappedPopulate,
+];
+
+/// One experiment: what the tools (run, config files, plots, the summary,
+/// the report page) know about it.
+pub trait Experiment: Sync {
+    /// Its name, as `pageframe run` takes it.
+    fn name(&self) -> &'static str;
+    /// The source document it reproduces (in shared/sources/), or "".
+    fn source(&self) -> &'static str;
+    /// One line: what it measures.
+    fn about(&self) -> &'static str;
+    /// Its parameters with their defaults at `scale` and their bounds
+    /// (checked when a config file is read); empty when it has none.
+    fn params(&self, scale: Scale) -> Vec<Param>;
+    /// Checks that `params` (each inside its bounds) fit together and stay
+    /// within the experiment's limits, before anything runs; the error
+    /// names the keys.
+    fn check(&self, _params: &Params) -> Result<(), ExperimentError> {
+        Ok(())
+    }
+    /// Runs it with `params` (values of [`Self::params`], checked).
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError>;
+    /// Its headline number beside the document's figure, when the rows have
+    /// it.
+    fn headline(&self, report: &Report) -> Option<Headline>;
+    /// Its plots of a report ([`plots::generic`] draws anything else).
+    fn plots(&self, report: &Report) -> Vec<Plot>;
+}
+
+impl std::fmt::Debug for dyn Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// How big a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,19 +97,33 @@ impl Scale {
 }
 
 /// What every experiment run takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunOptions {
     /// Size of the run.
     pub scale: Scale,
     /// Seed of every random choice.
     pub seed: u64,
+    /// The kernel source tarball of `zram-untar` (`--corpus`); `None` reads
+    /// [`crate::corpus::DEFAULT_TARBALL`].
+    pub corpus: Option<PathBuf>,
+}
+
+impl RunOptions {
+    /// Options with the default corpus.
+    pub fn new(scale: Scale, seed: u64) -> RunOptions {
+        RunOptions {
+            scale,
+            seed,
+            corpus: None,
+        }
+    }
 }
 
 /// Why an experiment could not run.
 #[derive(Debug, Error)]
 pub enum ExperimentError {
     /// No experiment has that name.
-    #[error("unknown experiment '{0}' (known: {known})", known = NAMES.join(", "))]
+    #[error("unknown experiment '{0}' (known: {known})", known = names().join(", "))]
     Unknown(String),
     /// The experiment's machine could not boot.
     #[error("{0}")]
@@ -62,25 +133,108 @@ pub enum ExperimentError {
     Failed(String),
 }
 
-/// Every experiment, in the order `run all` runs them.
-pub const NAMES: [&str; 6] = [
-    "bulk",
-    "scaling",
-    "shuffle-cache",
-    "numa-balancing",
-    "zram-untar",
-    "unmapped-populate",
-];
+impl ExperimentError {
+    /// A failure while running, from any error (`.map_err(ExperimentError::failed)`).
+    pub fn failed(err: impl std::fmt::Display) -> ExperimentError {
+        ExperimentError::Failed(err.to_string())
+    }
+}
 
-/// Runs one experiment by name.
+/// The names of [`ALL`], in order.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|experiment| experiment.name()).collect()
+}
+
+/// The experiment called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Experiment, ExperimentError> {
+    ALL.iter()
+        .copied()
+        .find(|experiment| experiment.name() == name)
+        .ok_or_else(|| ExperimentError::Unknown(name.to_string()))
+}
+
+/// A comma-separated list of names (`bulk,scaling`), or `all` for every
+/// experiment in order; the first unknown name is the error.
+pub fn parse_list(text: &str) -> Result<Vec<&'static dyn Experiment>, ExperimentError> {
+    if text.trim() == "all" {
+        return Ok(ALL.to_vec());
+    }
+    text.split(',').map(|name| find(name.trim())).collect()
+}
+
+/// The default parameters of `experiment` at `scale`.
+pub fn default_params(experiment: &dyn Experiment, scale: Scale) -> Params {
+    Params::defaults(&experiment.params(scale))
+}
+
+/// Runs `name` with its default parameters at the options' scale.
 pub fn run(name: &str, options: &RunOptions) -> Result<Report, ExperimentError> {
-    match name {
-        "bulk" => bulk::run(options),
-        "scaling" => scaling::run(options),
-        "shuffle-cache" => shuffle_cache::run(options),
-        "numa-balancing" => numa_balancing::run(options),
-        "zram-untar" => zram_untar::run(options),
-        "unmapped-populate" => unmapped_populate::run(options),
-        _ => Err(ExperimentError::Unknown(name.to_string())),
+    let experiment = find(name)?;
+    experiment.run(options, &default_params(experiment, options.scale))
+}
+
+/// The plots of a report: its experiment's own when they draw something,
+/// else the generic plot.
+pub fn plots_of(report: &Report) -> Vec<Plot> {
+    let specific = find(&report.experiment)
+        .map(|experiment| experiment.plots(report))
+        .unwrap_or_default();
+    plots::or_generic(report, specific)
+}
+
+/// The headline of a report, if its experiment has one and the rows have it.
+pub fn headline_of(report: &Report) -> Option<Headline> {
+    find(&report.experiment)
+        .ok()
+        .and_then(|experiment| experiment.headline(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_has_working_defaults() {
+        for experiment in ALL {
+            for scale in [Scale::Quick, Scale::Full] {
+                let params = experiment.params(scale);
+                let defaults = Params::defaults(&params);
+                assert_eq!(defaults.values().len(), params.len());
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_parameter_keys_are_unique() {
+        let names = names();
+        for (at, name) in names.iter().enumerate() {
+            assert!(!names[..at].contains(name), "{name} twice");
+        }
+        for experiment in ALL {
+            let params = experiment.params(Scale::Quick);
+            for (at, param) in params.iter().enumerate() {
+                assert!(
+                    params[..at].iter().all(|other| other.key != param.key),
+                    "{}.{} twice",
+                    experiment.name(),
+                    param.key
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lists_parse_in_order_and_name_the_unknown() {
+        let names = |text: &str| {
+            parse_list(text).map(|list| list.iter().map(|e| e.name()).collect::<Vec<_>>())
+        };
+        assert_eq!(names("bulk,scaling").unwrap(), ["bulk", "scaling"]);
+        assert_eq!(names("all").unwrap(), super::names());
+        let error = names("bulk,nope").unwrap_err().to_string();
+        assert!(
+            error.starts_with("unknown experiment 'nope' (known: bulk, "),
+            "{error}"
+        );
+        assert!(names("").is_err());
     }
 }

@@ -80,9 +80,8 @@ impl MachineArgs {
     pub fn to_desc(&self) -> Result<MachineDesc, DescError> {
         let (mut desc, file_cmdline) = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|err| {
-                    DescError::new("config", format!("cannot read {}: {err}", path.display()))
-                })?;
+                let text = crate::files::read_text(path, crate::files::MAX_CONFIG_BYTES)
+                    .map_err(|err| DescError::new("config", err))?;
                 let file = parse_machine_file(&text)?;
                 (file.desc, file.cmdline)
             }

@@ -1,21 +1,15 @@
 //! Plots of reports. A [`Plot`] is data, not drawing: an experiment's plot
-//! function (`bulk`, `scaling`, `shuffle_cache`, or [`generic`] for an
-//! experiment without one) reads the rows of its [`Report`] and says which
-//! series to draw; [`render`] draws any plot as SVG or PNG with plotters.
+//! function (`Experiment::plots`, in the experiment's `plot` module, or
+//! [`generic`] for a report no experiment draws) reads the rows of its
+//! [`Report`] and says which series to draw; [`render`] draws any plot as SVG or PNG with plotters.
 //! The source document's figures are series of their own (drawn dashed),
 //! so each plot shows ours beside the document's.
 //!
 //! Plot functions never fail: rows they cannot read are left out, and a plot
 //! with nothing to draw is not returned.
 
-pub mod bulk;
 pub mod generic;
-pub mod numa_balancing;
 pub mod render;
-pub mod scaling;
-pub mod shuffle_cache;
-pub mod unmapped_populate;
-pub mod zram_untar;
 
 use crate::report::{Report, Row};
 
@@ -110,15 +104,10 @@ pub fn text<'a>(row: &'a Row, column: &str) -> Option<&'a str> {
     row.get(column).and_then(serde_json::Value::as_str)
 }
 
-/// The plots of a report, whatever the experiment: the catalog's plot
-/// function when it has one and it draws something, else [`generic`].
-pub fn plots_of(report: &Report, specific: Option<fn(&Report) -> Vec<Plot>>) -> Vec<Plot> {
-    let plots: Vec<Plot> = specific
-        .map(|plots| plots(report))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(Plot::has_data)
-        .collect();
+/// The plots of a report, whatever the experiment: `specific` (the
+/// experiment's own) where they draw something, else [`generic`].
+pub fn or_generic(report: &Report, specific: Vec<Plot>) -> Vec<Plot> {
+    let plots: Vec<Plot> = specific.into_iter().filter(Plot::has_data).collect();
     if plots.is_empty() {
         generic::plots(report)
             .into_iter()
@@ -157,7 +146,7 @@ mod tests {
                 .with("overhead", 0.04)
                 .with("reference", serde_json::Value::Null),
         ];
-        let plots = plots_of(&report("zram-untar", rows), None);
+        let plots = or_generic(&report("zram-untar", rows), Vec::new());
         assert_eq!(plots.len(), 1);
         let PlotKind::Bars { categories, series } = &plots[0].kind else {
             panic!("bars expected");
@@ -171,9 +160,9 @@ mod tests {
     #[test]
     fn a_plot_function_with_nothing_to_draw_falls_back() {
         let rows = vec![Row::new().with("case", "x").with("value", 3)];
-        let plots = plots_of(&report("bulk", rows), Some(bulk::plots));
+        let plots = crate::experiments::plots_of(&report("bulk", rows));
         assert_eq!(plots.len(), 1);
         assert_eq!(plots[0].name, "value");
-        assert!(plots_of(&report("empty", Vec::new()), None).is_empty());
+        assert!(crate::experiments::plots_of(&report("empty", Vec::new())).is_empty());
     }
 }

@@ -6,7 +6,7 @@
 //! hidden `<pre id="page-check">`, which the browser test reads.
 
 use super::{RunInfo, Section};
-use crate::catalog;
+use crate::experiments;
 use crate::report::{columns_of, Row};
 use crate::summary::{self, SummaryLine};
 use serde_json::Value;
@@ -138,15 +138,14 @@ fn summary_table(out: &mut String, sections: &[Section]) {
 fn experiment(out: &mut String, section: &Section) {
     let report = &section.report;
     let name = escape(&report.experiment);
-    let entry = catalog::entry(&report.experiment);
     let _ = writeln!(out, "<h2 id=\"{name}\">{name}</h2>");
-    if !entry.about.is_empty() {
-        let source = if entry.source.is_empty() {
+    if let Ok(entry) = experiments::find(&report.experiment) {
+        let source = if entry.source().is_empty() {
             String::new()
         } else {
-            format!(" Source: <code>{}</code>.", escape(entry.source))
+            format!(" Source: <code>{}</code>.", escape(entry.source()))
         };
-        let _ = writeln!(out, "<p>{}.{source}</p>", escape(entry.about));
+        let _ = writeln!(out, "<p>{}.{source}</p>", escape(entry.about()));
     }
     let mut parameters: Vec<String> = vec![
         format!("seed {}", report.seed),

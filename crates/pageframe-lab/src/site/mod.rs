@@ -5,11 +5,13 @@
 //! table and plot, the run's seed, scale, machine and date.
 //!
 //! The page is rewritten after each experiment, so it is complete for what
-//! has run even when a later experiment fails.
+//! has run even when a later experiment fails. Every file is written whole
+//! or not at all (`files`): a stopped run leaves no half-written file.
 
 mod html;
 
-use crate::catalog;
+use crate::experiments;
+use crate::files;
 use crate::params::Params;
 use crate::plots::{render, Plot};
 use crate::report::{Format, Report};
@@ -66,8 +68,18 @@ fn io_error(path: &Path, err: impl std::fmt::Display) -> SiteError {
     format!("cannot write {}: {err}", path.display())
 }
 
+/// A PNG that could not be drawn or written.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error("{0}")]
+    Render(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Writes a file whole or not at all (see `files`).
 fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), SiteError> {
-    fs::write(path, bytes).map_err(|err| io_error(path, err))
+    files::write_atomic(path, bytes).map_err(|err| io_error(path, err))
 }
 
 impl Site {
@@ -106,12 +118,15 @@ impl Site {
             report.render(Format::Csv),
         )?;
         let mut plots = Vec::new();
-        for plot in catalog::plots(report) {
+        for plot in experiments::plots_of(report) {
             let svg =
                 render::to_svg(&plot).map_err(|err| format!("{name}/{}: {err}", plot.name))?;
             write(&folder.join(format!("{}.svg", plot.name)), &svg)?;
             let png = folder.join(format!("{}.png", plot.name));
-            render::write_png(&plot, &png).map_err(|err| io_error(&png, err))?;
+            files::write_atomic_with(&png, |temporary| {
+                render::write_png(&plot, temporary).map_err(WriteError::Render)
+            })
+            .map_err(|err| io_error(&png, err))?;
             plots.push((plot, svg));
         }
         if !views.is_empty() {
@@ -122,7 +137,7 @@ impl Site {
             write(&folder.join("proc.txt"), text)?;
         }
         self.sections.push(Section {
-            headline: catalog::headline(report),
+            headline: experiments::headline_of(report),
             report: report.clone(),
             params: params.clone(),
             plots,

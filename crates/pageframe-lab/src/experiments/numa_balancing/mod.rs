@@ -29,11 +29,17 @@
 //! time with the summed score in that window and the processes' pages on
 //! each node at its end, from the processes' own faults and migrations.
 
-use super::{ExperimentError, RunOptions, Scale};
+mod columns;
+mod plot;
+
+use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
+use crate::plots::Plot;
+use crate::plots::{number, text};
 use crate::pmbench::{CostModel, Pattern, Process};
 use crate::report::{Report, Row, SERIES};
+use crate::summary::{self, Headline};
 use pageframe::vm::mempolicy::{nodemask_words, MPOL_BIND, MPOL_F_NUMA_BALANCING};
 use pageframe::vm::{parse_nodestring, NumaBalancingConfig, Pid, Vm};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc, MachineRng, NodeId, Nodemask, Pfn};
@@ -52,6 +58,9 @@ pub const PATTERNS: &[&str] = &["uniform", "normal", "zipf", "linear"];
 const NODES: usize = 4;
 
 const MIB: u64 = 1 << 20;
+/// The most samples of the timeline series per run (duration_s / sample_s):
+/// each is a report row.
+pub const MAX_SAMPLES: u64 = 10_000;
 
 /// The (policy, MPOL_F_NUMA_BALANCING, kernel.numa_balancing) of each run.
 const RUNS: [(&str, bool, u8); 3] = [
@@ -78,7 +87,7 @@ struct Setup {
 
 /// The parameters of `numa-balancing` (config file keys) with their
 /// defaults.
-pub fn params(scale: Scale) -> Vec<Param> {
+fn params(scale: Scale) -> Vec<Param> {
     let (node_mib, cpus_per_node, processes, map_mib, eater_mib, scan_size_mb) = match scale {
         Scale::Quick => (3 * 1024, 8, 16, 160, 2560, 64),
         Scale::Full => (48 * 1024, 32, 64, 640, 40 * 1024, 256),
@@ -215,6 +224,12 @@ impl Setup {
                 int("duration_s")
             ));
         }
+        let samples = int("duration_s").div_ceil(int("sample_s"));
+        if samples > MAX_SAMPLES {
+            return invalid(format!(
+                "duration_s / sample_s = {samples} timeline samples per run, more than {MAX_SAMPLES} (take a larger sample_s)"
+            ));
+        }
         if int("scan_period_min_ms") > int("scan_period_max_ms") {
             return invalid(format!(
                 "scan_period_min_ms = {} must not exceed scan_period_max_ms = {}",
@@ -296,13 +311,8 @@ struct Outcome {
     map_pages: u64,
 }
 
-/// Runs the experiment with the scale's default parameters.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    run_with(options, &Params::defaults(&params(options.scale)))
-}
-
 /// Runs the experiment with the given parameters (see [`params`]).
-pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
     let setup = Setup::from_params(params)?;
     let cost = CostModel::default();
     let total = RUNS.len() as u64 * setup.samples();
@@ -346,49 +356,52 @@ pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, Experim
         }
         rows.push(
             Row::new()
-                .with("policy", policy)
-                .with("numa_balancing", sysctl as u64)
-                .with_f64("score_before", outcome.score_before / 1e6, 2)
-                .with_f64("score_after", outcome.score_after / 1e6, 2)
+                .with(columns::POLICY, policy)
+                .with(columns::NUMA_BALANCING, sysctl as u64)
+                .with_f64(columns::SCORE_BEFORE, outcome.score_before / 1e6, 2)
+                .with_f64(columns::SCORE_AFTER, outcome.score_after / 1e6, 2)
                 .with(
-                    "improvement",
+                    columns::IMPROVEMENT,
                     round3(outcome.score_after / outcome.score_before - 1.0),
                 )
-                .with("reference_improvement", REFERENCE_IMPROVEMENT)
+                .with(columns::REFERENCE_IMPROVEMENT, REFERENCE_IMPROVEMENT)
                 .with(
-                    "improvement_last_10s",
+                    columns::IMPROVEMENT_LAST_10S,
                     round3(outcome.score_last / outcome.score_before - 1.0),
                 )
-                .with("remote_before", round3(outcome.remote_before))
-                .with("remote_after", round3(outcome.remote_after))
+                .with(columns::REMOTE_BEFORE, round3(outcome.remote_before))
+                .with(columns::REMOTE_AFTER, round3(outcome.remote_after))
                 .with(
-                    "settle_s",
+                    columns::SETTLE_S,
                     outcome
                         .settle_s
                         .map_or(serde_json::Value::Null, |seconds| seconds.into()),
                 )
-                .with("pages_migrated", outcome.counters.numa_pages_migrated)
-                .with("hint_faults", outcome.counters.numa_hint_faults)
-                .with("pte_updates", outcome.counters.numa_pte_updates)
-                .with("pgmigrate_fail", outcome.counters.pgmigrate_fail)
-                .with("eater_exit_s", outcome.exited_ms as f64 / 1000.0),
+                .with(
+                    columns::PAGES_MIGRATED,
+                    outcome.counters.numa_pages_migrated,
+                )
+                .with(columns::HINT_FAULTS, outcome.counters.numa_hint_faults)
+                .with(columns::PTE_UPDATES, outcome.counters.numa_pte_updates)
+                .with(columns::PGMIGRATE_FAIL, outcome.counters.pgmigrate_fail)
+                .with(columns::EATER_EXIT_S, outcome.exited_ms as f64 / 1000.0),
         );
         timeline.extend(outcome.timeline.iter().map(|sample| {
             let mut row = Row::new()
                 .with(SERIES, TIMELINE)
-                .with("policy", policy)
-                .with("numa_balancing", sysctl as u64)
-                .with("t_s", sample.end_ms as f64 / 1000.0)
+                .with(columns::POLICY, policy)
+                .with(columns::NUMA_BALANCING, sysctl as u64)
+                .with(columns::T_S, sample.end_ms as f64 / 1000.0)
                 .with_f64(
-                    "score",
+                    columns::SCORE,
                     sample.accesses / (sample.window_ms as f64 / 1000.0) / 1e6,
                     2,
                 )
-                .with("remote", round3(sample.remote));
+                .with(columns::REMOTE, round3(sample.remote));
             for (node, pages) in sample.pages.iter().enumerate() {
-                row = row.with(&format!("pages_node{node}"), *pages);
+                row = row.with(&columns::pages_node(node), *pages);
             }
-            row.with("pages_migrated", sample.migrated)
+            row.with(columns::PAGES_MIGRATED, sample.migrated)
         }));
     }
     observe::progress(total, total);
@@ -654,6 +667,62 @@ fn mapped_per_node(vm: &Vm<'_>, pids: &[Pid]) -> Vec<u64> {
         }
     }
     pages
+}
+
+/// `numa-balancing`: the pmbench score change of MPOL_BIND with
+/// MPOL_F_NUMA_BALANCING after the eater exits (document: +17.5%).
+fn headline(report: &Report) -> Option<Headline> {
+    let row = summary::find_result(report, |row| {
+        text(row, columns::POLICY).is_some_and(|policy| policy.contains("numa_balancing"))
+            && number(row, columns::NUMA_BALANCING) != Some(0.0)
+    })?;
+    let ours = number(row, columns::IMPROVEMENT)?;
+    let reference = number(row, columns::REFERENCE_IMPROVEMENT);
+    Some(Headline {
+        metric: "pmbench score change, bind+numa_balancing".into(),
+        ours: format!("{:+.1}%", ours * 100.0),
+        document: reference.map_or("-".into(), |reference| {
+            format!("{:+.1}%", reference * 100.0)
+        }),
+        direction_matches: reference.map(|reference| (reference > 0.0) == (ours > 0.0)),
+    })
+}
+
+/// The experiment `numa-balancing`.
+pub struct NumaBalancing;
+
+impl Experiment for NumaBalancing {
+    fn name(&self) -> &'static str {
+        "numa-balancing"
+    }
+
+    fn source(&self) -> &'static str {
+        "numa-balancing-bound-nodes.txt"
+    }
+
+    fn about(&self) -> &'static str {
+        "pmbench score with MPOL_BIND and MPOL_F_NUMA_BALANCING after a memory eater exits"
+    }
+
+    fn params(&self, scale: Scale) -> Vec<Param> {
+        params(scale)
+    }
+
+    fn check(&self, params: &Params) -> Result<(), ExperimentError> {
+        Setup::from_params(params).map(|_| ())
+    }
+
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+        run_with(options, params)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
+    }
 }
 
 #[cfg(test)]

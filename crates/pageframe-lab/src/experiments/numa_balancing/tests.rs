@@ -91,10 +91,7 @@ fn timeline_follows_the_simulation() {
 
 #[test]
 fn the_report_keeps_its_rows_and_adds_the_timeline() {
-    let options = RunOptions {
-        scale: Scale::Quick,
-        seed: 3,
-    };
+    let options = RunOptions::new(Scale::Quick, 3);
     let report = run_with(&options, &params_of(SMALL).unwrap()).unwrap();
     let results: Vec<&Row> = report.results().collect();
     assert_eq!(results.len(), RUNS.len());

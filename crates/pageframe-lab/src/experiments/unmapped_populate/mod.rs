@@ -29,16 +29,21 @@
 //! each event and `modelled_ms` is the charge.
 //!
 //! Not owned here: the allocator and the backings (crate `pageframe`); the
-//! plot (`plots::unmapped_populate`) and the headline (`summary`).
+//! summary table and the report page.
 
+mod columns;
+mod plot;
 mod populate;
 #[cfg(test)]
 mod tests;
 
-use super::{ExperimentError, RunOptions, Scale};
+use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
+use crate::plots::Plot;
+use crate::plots::{number, text};
 use crate::report::{Report, Row};
+use crate::summary::{self, Headline};
 use pageframe::backing::{MermapAccess, SimCosts};
 use populate::{Measured, Spinner};
 use serde_json::Value;
@@ -167,7 +172,7 @@ impl Variant {
 }
 
 /// The parameters of `unmapped-populate` (config file keys) with their defaults.
-pub fn params(scale: Scale) -> Vec<Param> {
+fn params(scale: Scale) -> Vec<Param> {
     let (region_mib, sim_region_gib) = match scale {
         Scale::Quick => (256, 16),
         Scale::Full => (2048, 256),
@@ -197,13 +202,8 @@ pub fn params(scale: Scale) -> Vec<Param> {
     ]
 }
 
-/// Runs the experiment with the scale's default parameters.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    run_with(options, &Params::defaults(&params(options.scale)))
-}
-
 /// Runs the experiment with the given parameters (see [`params`]).
-pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
     // Whole pageblocks, so that `gfp_unmapped` converts exactly
     // region / 2 MiB of them.
     let region_bytes = (params.int("region_mib") as u64) << 20;
@@ -278,10 +278,11 @@ fn delta(variant: Variant, ms: f64, baseline_ms: Option<f64>) -> Value {
 
 fn with_reference(row: Row, variant: Variant) -> Row {
     let reference = variant.reference();
-    row.with("reference_mean_ms", reference.mean_ms).with(
-        "reference_delta",
-        reference.delta.map_or(Value::Null, Into::into),
-    )
+    row.with(columns::REFERENCE_MEAN_MS, reference.mean_ms)
+        .with(
+            columns::REFERENCE_DELTA,
+            reference.delta.map_or(Value::Null, Into::into),
+        )
 }
 
 /// The row of an arena variant. Column order follows the document's table
@@ -294,41 +295,60 @@ fn arena_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
     let max = ms.iter().copied().fold(0.0, f64::max);
     let mean = measured.mean_ms();
     let row = Row::new()
-        .with("variant", variant.name())
-        .with("backing", "arena")
-        .with("samples", ms.len())
-        .with_f64("mean_ms", mean, 2)
-        .with_f64("min_ms", min, 2)
-        .with("histogram", sparkline(ms, 8))
-        .with_f64("max_ms", max, 2)
-        .with("modelled_ms", Value::Null)
-        .with("delta_vs_baseline", delta(variant, mean, baseline_ms));
+        .with(columns::VARIANT, variant.name())
+        .with(columns::BACKING, "arena")
+        .with(columns::SAMPLES, ms.len())
+        .with_f64(columns::MEAN_MS, mean, 2)
+        .with_f64(columns::MIN_MS, min, 2)
+        .with(columns::HISTOGRAM, sparkline(ms, 8))
+        .with_f64(columns::MAX_MS, max, 2)
+        .with(columns::MODELLED_MS, Value::Null)
+        .with(
+            columns::DELTA_VS_BASELINE,
+            delta(variant, mean, baseline_ms),
+        );
     with_reference(row, variant)
-        .with_f64("tlb_flushes", measured.global_flushes_per_sample(), 1)
-        .with_f64("local_flushes", measured.local_flushes_per_sample(), 1)
-        .with("pages", measured.pages)
+        .with_f64(
+            columns::TLB_FLUSHES,
+            measured.global_flushes_per_sample(),
+            1,
+        )
+        .with_f64(
+            columns::LOCAL_FLUSHES,
+            measured.local_flushes_per_sample(),
+            1,
+        )
+        .with(columns::PAGES, measured.pages)
 }
 
 /// The row of a simulated variant: one sample, its modelled time.
 fn sim_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
     let variant = measured.variant;
     let row = Row::new()
-        .with("variant", variant.name())
-        .with("backing", "sim")
-        .with("samples", 1)
-        .with("mean_ms", Value::Null)
-        .with("min_ms", Value::Null)
-        .with("histogram", Value::Null)
-        .with("max_ms", Value::Null)
-        .with_f64("modelled_ms", measured.modelled_ms, 2)
+        .with(columns::VARIANT, variant.name())
+        .with(columns::BACKING, "sim")
+        .with(columns::SAMPLES, 1)
+        .with(columns::MEAN_MS, Value::Null)
+        .with(columns::MIN_MS, Value::Null)
+        .with(columns::HISTOGRAM, Value::Null)
+        .with(columns::MAX_MS, Value::Null)
+        .with_f64(columns::MODELLED_MS, measured.modelled_ms, 2)
         .with(
-            "delta_vs_baseline",
+            columns::DELTA_VS_BASELINE,
             delta(variant, measured.modelled_ms, baseline_ms),
         );
     with_reference(row, variant)
-        .with_f64("tlb_flushes", measured.global_flushes_per_sample(), 1)
-        .with_f64("local_flushes", measured.local_flushes_per_sample(), 1)
-        .with("pages", measured.pages)
+        .with_f64(
+            columns::TLB_FLUSHES,
+            measured.global_flushes_per_sample(),
+            1,
+        )
+        .with_f64(
+            columns::LOCAL_FLUSHES,
+            measured.local_flushes_per_sample(),
+            1,
+        )
+        .with(columns::PAGES, measured.pages)
 }
 
 /// A histogram of `samples` in `bins` equal bins from min to max, one block
@@ -407,4 +427,64 @@ fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String
         ));
     }
     notes
+}
+
+/// `unmapped-populate`: the change of the mean populate latency against the
+/// baseline on the real arena, for `gfp_unmapped` and `skip_flush`
+/// (document: -70.0% and -68.8%).
+fn headline(report: &Report) -> Option<Headline> {
+    let arena = |variant: &str| {
+        summary::find_result(report, |row| {
+            text(row, columns::VARIANT) == Some(variant)
+                && text(row, columns::BACKING) == Some("arena")
+        })
+    };
+    let (unmapped, skip) = (arena("gfp_unmapped")?, arena("skip_flush")?);
+    let ours = (
+        number(unmapped, columns::DELTA_VS_BASELINE)?,
+        number(skip, columns::DELTA_VS_BASELINE)?,
+    );
+    let reference =
+        number(unmapped, columns::REFERENCE_DELTA).zip(number(skip, columns::REFERENCE_DELTA));
+    let percent = |(a, b): (f64, f64)| format!("{:+.1}%, {:+.1}%", a * 100.0, b * 100.0);
+    Some(Headline {
+        metric: "populate latency vs baseline: gfp_unmapped, skip_flush".into(),
+        ours: percent(ours),
+        document: reference.map_or("-".into(), percent),
+        direction_matches: reference
+            .map(|(a, b)| (a < 0.0) == (ours.0 < 0.0) && (b < 0.0) == (ours.1 < 0.0)),
+    })
+}
+
+/// The experiment `unmapped-populate`.
+pub struct UnmappedPopulate;
+
+impl Experiment for UnmappedPopulate {
+    fn name(&self) -> &'static str {
+        "unmapped-populate"
+    }
+
+    fn source(&self) -> &'static str {
+        "gfp-unmapped.txt"
+    }
+
+    fn about(&self) -> &'static str {
+        "guest-memory populate latency: per-page unmap and flush, __GFP_UNMAPPED with the mermap, no flush"
+    }
+
+    fn params(&self, scale: Scale) -> Vec<Param> {
+        params(scale)
+    }
+
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+        run_with(options, params)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
+    }
 }

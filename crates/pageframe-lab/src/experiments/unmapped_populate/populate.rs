@@ -96,10 +96,6 @@ impl Drop for Spinner {
     }
 }
 
-fn failed(err: impl std::fmt::Display) -> ExperimentError {
-    ExperimentError::Failed(err.to_string())
-}
-
 fn gfp_of(variant: Variant) -> Gfp {
     match variant {
         Variant::GfpUnmapped | Variant::GfpUnmappedSpan | Variant::GfpUnmappedFileIo => {
@@ -148,17 +144,23 @@ fn populate(
 ) -> Result<(), ExperimentError> {
     let gfp = gfp_of(variant);
     for index in 0..pages {
-        let page = cpu.alloc_pages(gfp, Order(0), NodeId(0)).map_err(failed)?;
+        let page = cpu
+            .alloc_pages(gfp, Order(0), NodeId(0))
+            .map_err(ExperimentError::failed)?;
         if variant.is_unmapped() {
             stamp(data, index);
-            cpu.write_unmapped(page, 0, data).map_err(failed)?;
+            cpu.write_unmapped(page, 0, data)
+                .map_err(ExperimentError::failed)?;
         } else {
             if with_bytes {
                 stamp(data, index);
-                cpu.write_page(page, 0, data).map_err(failed)?;
+                cpu.write_page(page, 0, data)
+                    .map_err(ExperimentError::failed)?;
             }
             if variant == Variant::Baseline {
-                backing.unmap_direct(page.pfn(), 1).map_err(failed)?;
+                backing
+                    .unmap_direct(page.pfn(), 1)
+                    .map_err(ExperimentError::failed)?;
             }
         }
         held.push(page);
@@ -183,14 +185,18 @@ fn verify(
         let page = held[index as usize];
         stamp(data, index);
         match variant {
-            Variant::SkipFlush => cpu.read_page(page, 0, &mut out).map_err(failed)?,
+            Variant::SkipFlush => cpu
+                .read_page(page, 0, &mut out)
+                .map_err(ExperimentError::failed)?,
             Variant::Baseline
             | Variant::GfpUnmapped
             | Variant::GfpUnmappedSpan
-            | Variant::GfpUnmappedFileIo => cpu.read_unmapped(page, 0, &mut out).map_err(failed)?,
+            | Variant::GfpUnmappedFileIo => cpu
+                .read_unmapped(page, 0, &mut out)
+                .map_err(ExperimentError::failed)?,
         }
         if out != data {
-            return Err(failed(format!(
+            return Err(ExperimentError::failed(format!(
                 "{}: page {index} (PFN {}) does not hold the bytes written to it",
                 variant.name(),
                 page.pfn()
@@ -213,14 +219,15 @@ fn release(
             allocator
                 .backing()
                 .remap_direct(page.pfn(), 1)
-                .map_err(failed)?;
+                .map_err(ExperimentError::failed)?;
         }
-        cpu.free_pages(page, Order(0)).map_err(failed)?;
+        cpu.free_pages(page, Order(0))
+            .map_err(ExperimentError::failed)?;
     }
     allocator.drain_all_pages();
     allocator.release_unmapped_pageblocks();
     if allocator.nr_unmapped_pageblocks() != 0 {
-        return Err(failed(format!(
+        return Err(ExperimentError::failed(format!(
             "{}: {} unmapped pageblocks left after the sample",
             variant.name(),
             allocator.nr_unmapped_pageblocks()
@@ -247,8 +254,8 @@ pub fn on_arena(
     };
     let allocator =
         LocalPageAllocator::boot_arena(&machine(pages)?, AllocOptions::default(), seed, arena)
-            .map_err(failed)?;
-    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+            .map_err(ExperimentError::failed)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let backing = allocator.backing();
     let mut data = page_data(seed);
     let mut rng = MachineRng::new(seed ^ 0x5eed);
@@ -280,7 +287,9 @@ pub fn on_arena(
         &format!("{}, arena, after its samples", variant.name()),
         &allocator,
     );
-    allocator.check_invariants().map_err(failed)?;
+    allocator
+        .check_invariants()
+        .map_err(ExperimentError::failed)?;
     Ok(measured)
 }
 
@@ -291,7 +300,7 @@ pub fn on_arena(
 pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, ExperimentError> {
     let allocator =
         LocalPageAllocator::boot_seeded(&machine(pages)?, AllocOptions::default(), seed)?;
-    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let backing = allocator.backing();
     // Charged, never read back: the bytes of a region larger than the host
     // need not be kept.
@@ -306,7 +315,9 @@ pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, Exper
         modelled_ns += (pages * PAGE_SIZE * SimCosts::default().copy_byte_ps) as f64 / 1000.0;
     }
     release(&allocator, &cpu, variant, &mut held)?;
-    allocator.check_invariants().map_err(failed)?;
+    allocator
+        .check_invariants()
+        .map_err(ExperimentError::failed)?;
     Ok(Measured {
         variant,
         pages,

@@ -11,10 +11,7 @@ fn tiny_run() -> Report {
             _ => param.default,
         };
     }
-    let options = RunOptions {
-        scale: Scale::Quick,
-        seed: 7,
-    };
+    let options = RunOptions::new(Scale::Quick, 7);
     run_with(&options, &Params::defaults(&list)).unwrap()
 }
 
@@ -23,8 +20,8 @@ fn row<'a>(report: &'a Report, variant: &str, backing: &str) -> &'a Row {
         .rows
         .iter()
         .find(|row| {
-            row.get("variant").and_then(Value::as_str) == Some(variant)
-                && row.get("backing").and_then(Value::as_str) == Some(backing)
+            row.get(columns::VARIANT).and_then(Value::as_str) == Some(variant)
+                && row.get(columns::BACKING).and_then(Value::as_str) == Some(backing)
         })
         .unwrap_or_else(|| panic!("no {variant} row on {backing}"))
 }
@@ -42,11 +39,11 @@ fn flushes_per_sample_are_one_per_page_one_per_pageblock_and_none() {
     for variant in ["gfp_unmapped_span512", "gfp_unmapped_fileio"] {
         let arena = row(&report, variant, "arena");
         assert_eq!(
-            number(arena, "tlb_flushes"),
+            number(arena, columns::TLB_FLUSHES),
             ((8u64 << 20) / PAGEBLOCK_BYTES) as f64,
             "{variant}"
         );
-        assert_eq!(number(arena, "reference_delta"), -0.7, "{variant}");
+        assert_eq!(number(arena, columns::REFERENCE_DELTA), -0.7, "{variant}");
     }
     // File I/O keeps the mermap's bookkeeping: one slot per get, so the
     // window wraps as often as with the series' one-page slots.
@@ -62,25 +59,25 @@ fn flushes_per_sample_are_one_per_page_one_per_pageblock_and_none() {
         let baseline = row(&report, "baseline", backing);
         let unmapped = row(&report, "gfp_unmapped", backing);
         let skip = row(&report, "skip_flush", backing);
-        assert_eq!(number(baseline, "pages"), pages);
-        assert_eq!(number(baseline, "tlb_flushes"), pages, "{backing}");
+        assert_eq!(number(baseline, columns::PAGES), pages);
+        assert_eq!(number(baseline, columns::TLB_FLUSHES), pages, "{backing}");
         assert_eq!(
-            number(unmapped, "tlb_flushes"),
+            number(unmapped, columns::TLB_FLUSHES),
             (region_bytes / PAGEBLOCK_BYTES) as f64,
             "{backing}"
         );
-        assert_eq!(number(skip, "tlb_flushes"), 0.0, "{backing}");
-        assert!(baseline.get("delta_vs_baseline").unwrap().is_null());
-        assert_eq!(number(unmapped, "reference_delta"), -0.7);
-        assert_eq!(number(skip, "reference_mean_ms"), 325.8);
+        assert_eq!(number(skip, columns::TLB_FLUSHES), 0.0, "{backing}");
+        assert!(baseline.get(columns::DELTA_VS_BASELINE).unwrap().is_null());
+        assert_eq!(number(unmapped, columns::REFERENCE_DELTA), -0.7);
+        assert_eq!(number(skip, columns::REFERENCE_MEAN_MS), 325.8);
     }
     let arena = row(&report, "gfp_unmapped", "arena");
-    assert_eq!(number(arena, "samples"), 3.0);
-    assert!(number(arena, "min_ms") <= number(arena, "mean_ms"));
-    assert!(number(arena, "mean_ms") <= number(arena, "max_ms"));
+    assert_eq!(number(arena, columns::SAMPLES), 3.0);
+    assert!(number(arena, columns::MIN_MS) <= number(arena, columns::MEAN_MS));
+    assert!(number(arena, columns::MEAN_MS) <= number(arena, columns::MAX_MS));
     assert_eq!(
         arena
-            .get("histogram")
+            .get(columns::HISTOGRAM)
             .and_then(Value::as_str)
             .unwrap()
             .chars()

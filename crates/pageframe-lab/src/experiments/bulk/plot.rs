@@ -2,7 +2,8 @@
 //! kernel's curve of bulk-page-allocator.txt and the peers; and the cost of
 //! the knobs at batch 32.
 
-use super::{number, text, BarSeries, Plot, PlotKind, Series};
+use super::columns;
+use crate::plots::{number, text, BarSeries, Plot, PlotKind, Series};
 use crate::report::{Report, Row};
 
 /// The plots of a `bulk` report.
@@ -11,13 +12,13 @@ pub fn plots(report: &Report) -> Vec<Plot> {
 }
 
 fn is(row: &Row, allocator: &str, variant: &str) -> bool {
-    text(row, "allocator") == Some(allocator)
-        && text(row, "variant") == Some(variant)
-        && number(row, "order") == Some(0.0)
+    text(row, columns::ALLOCATOR) == Some(allocator)
+        && text(row, columns::VARIANT) == Some(variant)
+        && number(row, columns::ORDER) == Some(0.0)
 }
 
 fn batch_of(row: &Row) -> Option<f64> {
-    number(row, "batch")
+    number(row, columns::BATCH)
 }
 
 fn cycles_per_page(report: &Report) -> Plot {
@@ -53,25 +54,25 @@ fn cycles_per_page(report: &Report) -> Plot {
     let mut series = vec![
         line(
             "pageframe alloc_pages_bulk",
-            curve("pageframe", "cycles_per_page"),
+            curve("pageframe", columns::CYCLES_PER_PAGE),
             false,
             0,
         ),
         line(
             "kernel alloc_pages_bulk (document)",
-            curve("pageframe", "reference_cycles"),
+            curve("pageframe", columns::REFERENCE_CYCLES),
             true,
             0,
         ),
         line(
             "pageframe one page at a time",
-            flat("pageframe", "cycles_per_page"),
+            flat("pageframe", columns::CYCLES_PER_PAGE),
             false,
             1,
         ),
         line(
             "kernel one page at a time (document)",
-            flat("pageframe", "reference_cycles"),
+            flat("pageframe", columns::REFERENCE_CYCLES),
             true,
             1,
         ),
@@ -79,19 +80,19 @@ fn cycles_per_page(report: &Report) -> Plot {
     let mut peers: Vec<&str> = report
         .rows
         .iter()
-        .filter_map(|row| text(row, "allocator"))
+        .filter_map(|row| text(row, columns::ALLOCATOR))
         .filter(|name| *name != "pageframe")
         .collect();
     peers.dedup();
     // (peers measured at several orders repeat their name in a row)
     for (at, peer) in peers.into_iter().enumerate() {
-        let bulk = curve(peer, "cycles_per_page");
+        let bulk = curve(peer, columns::CYCLES_PER_PAGE);
         if bulk.len() > 1 {
             series.push(line(&format!("{peer} (peer)"), bulk, false, 2 + at));
         } else {
             series.push(line(
                 &format!("{peer} one at a time (peer)"),
-                flat(peer, "cycles_per_page"),
+                flat(peer, columns::CYCLES_PER_PAGE),
                 false,
                 2 + at,
             ));
@@ -126,8 +127,8 @@ fn knobs(report: &Report) -> Plot {
     let rows: Vec<&Row> = report
         .rows
         .iter()
-        .filter(|row| text(row, "allocator") == Some("pageframe"))
-        .filter(|row| number(row, "order") == Some(0.0) && batch_of(row) == Some(32.0))
+        .filter(|row| text(row, columns::ALLOCATOR) == Some("pageframe"))
+        .filter(|row| number(row, columns::ORDER) == Some(0.0) && batch_of(row) == Some(32.0))
         .collect();
     Plot {
         name: "knobs".into(),
@@ -137,18 +138,18 @@ fn knobs(report: &Report) -> Plot {
         kind: PlotKind::Bars {
             categories: rows
                 .iter()
-                .map(|row| text(row, "variant").unwrap_or("?").to_string())
+                .map(|row| text(row, columns::VARIANT).unwrap_or("?").to_string())
                 .collect(),
             series: vec![
                 BarSeries {
                     name: "pageframe".into(),
-                    values: rows.iter().map(|row| number(row, "cycles_per_page")).collect(),
+                    values: rows.iter().map(|row| number(row, columns::CYCLES_PER_PAGE)).collect(),
                     ranges: vec![None; rows.len()],
                     reference: false,
                 },
                 BarSeries {
                     name: "kernel (document)".into(),
-                    values: rows.iter().map(|row| number(row, "reference_cycles")).collect(),
+                    values: rows.iter().map(|row| number(row, columns::REFERENCE_CYCLES)).collect(),
                     ranges: vec![None; rows.len()],
                     reference: true,
                 },

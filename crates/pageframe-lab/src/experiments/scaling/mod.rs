@@ -6,10 +6,16 @@
 //! reach the zone through drains — the cross-CPU pattern of network drivers).
 //! Rows report pages per second and the zone-lock and pcp-lock counters.
 
-use super::{ExperimentError, RunOptions, Scale};
+mod columns;
+mod plot;
+
+use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
+use crate::plots::Plot;
+use crate::plots::{number, text};
 use crate::report::{Report, Row};
+use crate::summary::{self, Headline};
 use pageframe::proc::vmstat_counters;
 use pageframe::{CpuId, Gfp, MachineDesc, NodeId, Order, Page, SharedPageAllocator};
 use std::sync::mpsc;
@@ -22,7 +28,7 @@ pub const THREADS: [usize; 3] = [1, 2, 4];
 const HANDOFF: usize = 1024;
 
 /// The parameters of `scaling` (config file keys) with their defaults.
-pub fn params(scale: Scale) -> Vec<Param> {
+fn params(scale: Scale) -> Vec<Param> {
     let pages_per_thread = match scale {
         Scale::Quick => 1 << 21,
         Scale::Full => 1 << 24,
@@ -55,13 +61,8 @@ pub fn params(scale: Scale) -> Vec<Param> {
     ]
 }
 
-/// Runs the experiment with the scale's default parameters.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    run_with(options, &Params::defaults(&params(options.scale)))
-}
-
 /// Runs the experiment with the given parameters (see [`params`]).
-pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
     // Whole hand-offs, so that every thread receives what it waits for.
     let pages_per_thread = (params.int("pages_per_thread") as usize).div_ceil(HANDOFF) * HANDOFF;
     let max_threads = params.int("max_threads") as usize;
@@ -104,7 +105,7 @@ fn median_run(
         .map(|_| run())
         .collect::<Result<Vec<Row>, _>>()?;
     let throughput = |row: &Row| {
-        row.get("mpages_per_s")
+        row.get(columns::MPAGES_PER_S)
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(0.0)
     };
@@ -127,7 +128,7 @@ fn measure(
     for (thread, receiver) in receivers.into_iter().enumerate() {
         let handle = allocator
             .register_cpu_arc(CpuId(thread as u16))
-            .map_err(|err| ExperimentError::Failed(err.to_string()))?;
+            .map_err(ExperimentError::failed)?;
         let barrier = Arc::clone(&barrier);
         let next = senders[(thread + 1) % threads].clone();
         workers.push(std::thread::spawn(move || -> Result<(), String> {
@@ -185,7 +186,7 @@ fn measure(
     );
     allocator
         .check_invariants()
-        .map_err(|err| ExperimentError::Failed(err.to_string()))?;
+        .map_err(ExperimentError::failed)?;
     let counters = vmstat_counters(&allocator);
     let counter = |name: &str| {
         counters
@@ -195,12 +196,64 @@ fn measure(
     };
     let pages = (threads * pages_per_thread) as f64;
     Ok(Row::new()
-        .with("allocator", "pageframe")
-        .with("threads", threads)
-        .with("pattern", pattern)
-        .with_f64("mpages_per_s", pages / seconds / 1e6, 2)
-        .with_f64("ns_per_page", seconds * 1e9 / pages, 2)
-        .with("zone_lock_acquired", counter("zone_lock_acquired"))
-        .with("zone_lock_contended", counter("zone_lock_contended"))
-        .with("pcp_trylock_fail", counter("pcp_trylock_fail")))
+        .with(columns::ALLOCATOR, "pageframe")
+        .with(columns::THREADS, threads)
+        .with(columns::PATTERN, pattern)
+        .with_f64(columns::MPAGES_PER_S, pages / seconds / 1e6, 2)
+        .with_f64(columns::NS_PER_PAGE, seconds * 1e9 / pages, 2)
+        .with(columns::ZONE_LOCK_ACQUIRED, counter("zone_lock_acquired"))
+        .with(columns::ZONE_LOCK_CONTENDED, counter("zone_lock_contended"))
+        .with(columns::PCP_TRYLOCK_FAIL, counter("pcp_trylock_fail")))
+}
+
+/// `scaling`: the 2-thread speedup of the local pattern. No document has a
+/// figure for it.
+fn headline(report: &Report) -> Option<Headline> {
+    let rate = |threads: f64| {
+        summary::find_result(report, |row| {
+            text(row, columns::PATTERN) == Some("local")
+                && number(row, columns::THREADS) == Some(threads)
+        })
+        .and_then(|row| number(row, columns::MPAGES_PER_S))
+    };
+    let speedup = rate(2.0)? / rate(1.0)?;
+    Some(Headline {
+        metric: "2-thread speedup, local alloc+free".into(),
+        ours: format!("{speedup:.2}x"),
+        document: "-".into(),
+        direction_matches: None,
+    })
+}
+
+/// The experiment `scaling`.
+pub struct Scaling;
+
+impl Experiment for Scaling {
+    fn name(&self) -> &'static str {
+        "scaling"
+    }
+
+    fn source(&self) -> &'static str {
+        ""
+    }
+
+    fn about(&self) -> &'static str {
+        "thread-safe allocator throughput from 1, 2, 4 threads, local and remote frees"
+    }
+
+    fn params(&self, scale: Scale) -> Vec<Param> {
+        params(scale)
+    }
+
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+        run_with(options, params)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
+    }
 }

@@ -3,20 +3,25 @@
 //! STREAM speedup beside its 3x, and from the report's `aging` series the
 //! conflict rate over aging time without and with shuffle.
 
-use super::{number, text, BarSeries, Plot, PlotKind, Series};
-use crate::experiments::shuffle_cache::AGING;
+use super::columns;
+use super::AGING;
+use crate::plots::{number, text, BarSeries, Plot, PlotKind, Series};
 use crate::report::{Report, Row};
 
 /// The plots of a `shuffle-cache` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
     let heap: Vec<&Row> = report
         .results()
-        .filter(|row| number(row, "conflict_rate").is_some())
-        .filter(|row| !text(row, "case").unwrap_or("").starts_with("two-instances"))
+        .filter(|row| number(row, columns::CONFLICT_RATE).is_some())
+        .filter(|row| {
+            !text(row, columns::CASE)
+                .unwrap_or("")
+                .starts_with("two-instances")
+        })
         .collect();
     let streams: Vec<&Row> = report
         .results()
-        .filter(|row| number(row, "speedup").is_some())
+        .filter(|row| number(row, columns::SPEEDUP).is_some())
         .collect();
     let mut plots = vec![
         Plot {
@@ -24,14 +29,14 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             title: "Memory-side cache conflict rate".into(),
             caption: "Conflict misses per access of a heap 3x the cache, fresh and after aging, without and with shuffle (whiskers: min and max over seeds); pale: shuffle-free-memory.txt.".into(),
             value_label: "conflict misses / accesses".into(),
-            kind: bars(&heap, "conflict_rate", Some(("conflict_min", "conflict_max"))),
+            kind: bars(&heap, columns::CONFLICT_RATE, Some((columns::CONFLICT_MIN, columns::CONFLICT_MAX))),
         },
         Plot {
             name: "two-instances".into(),
             title: "Two STREAM instances on cache-sized nodes".into(),
             caption: "Speedup of two STREAM instances on nodes 0 and 1 over the unshuffled run; pale: the document's 3x with shuffle.".into(),
             value_label: "speedup over no shuffle".into(),
-            kind: bars(&streams, "speedup", None),
+            kind: bars(&streams, columns::SPEEDUP, None),
         },
     ];
     plots.extend(over_aging(report));
@@ -50,8 +55,17 @@ fn over_aging(report: &Report) -> Option<Plot> {
     let line = |shuffle: bool| -> Vec<(f64, f64)> {
         report
             .series(AGING)
-            .filter(|row| row.get("shuffle").and_then(serde_json::Value::as_bool) == Some(shuffle))
-            .filter_map(|row| Some((number(row, "aging_ops")?, number(row, "conflict_rate")?)))
+            .filter(|row| {
+                row.get(columns::SHUFFLE)
+                    .and_then(serde_json::Value::as_bool)
+                    == Some(shuffle)
+            })
+            .filter_map(|row| {
+                Some((
+                    number(row, columns::AGING_OPS)?,
+                    number(row, columns::CONFLICT_RATE)?,
+                ))
+            })
             .collect()
     };
     let (without, with) = (line(false), line(true));
@@ -79,8 +93,8 @@ fn over_aging(report: &Report) -> Option<Plot> {
     ] {
         let reference = report
             .results()
-            .find(|row| text(row, "case") == Some(case))
-            .and_then(|row| number(row, "reference"));
+            .find(|row| text(row, columns::CASE) == Some(case))
+            .and_then(|row| number(row, columns::REFERENCE));
         if let Some(level) = reference {
             series.push(Series {
                 name: format!("document: {label} {:.0}%", level * 100.0),
@@ -109,7 +123,7 @@ fn bars(rows: &[&Row], column: &str, range: Option<(&str, &str)>) -> PlotKind {
     PlotKind::Bars {
         categories: rows
             .iter()
-            .map(|row| text(row, "case").unwrap_or("?").to_string())
+            .map(|row| text(row, columns::CASE).unwrap_or("?").to_string())
             .collect(),
         series: vec![
             BarSeries {
@@ -126,7 +140,10 @@ fn bars(rows: &[&Row], column: &str, range: Option<(&str, &str)>) -> PlotKind {
             },
             BarSeries {
                 name: "document".into(),
-                values: rows.iter().map(|row| number(row, "reference")).collect(),
+                values: rows
+                    .iter()
+                    .map(|row| number(row, columns::REFERENCE))
+                    .collect(),
                 ranges: vec![None; rows.len()],
                 reference: true,
             },
@@ -142,26 +159,26 @@ mod tests {
     fn report() -> Report {
         let mut rows = vec![
             Row::new()
-                .with("case", "fresh")
-                .with("conflict_rate", 0.08)
-                .with("reference", 0.08),
+                .with(columns::CASE, "fresh")
+                .with(columns::CONFLICT_RATE, 0.08)
+                .with(columns::REFERENCE, 0.08),
             Row::new()
-                .with("case", "aged")
-                .with("conflict_rate", 0.2)
-                .with("reference", 0.21),
+                .with(columns::CASE, "aged")
+                .with(columns::CONFLICT_RATE, 0.2)
+                .with(columns::REFERENCE, 0.21),
             Row::new()
-                .with("case", "aged+shuffle")
-                .with("conflict_rate", 0.1)
-                .with("reference", 0.11),
+                .with(columns::CASE, "aged+shuffle")
+                .with(columns::CONFLICT_RATE, 0.1)
+                .with(columns::REFERENCE, 0.11),
         ];
         for shuffle in [false, true] {
             for ops in [0, 50, 100] {
                 rows.push(
                     Row::new()
                         .with(SERIES, AGING)
-                        .with("aging_ops", ops)
-                        .with("shuffle", shuffle)
-                        .with("conflict_rate", 0.1),
+                        .with(columns::AGING_OPS, ops)
+                        .with(columns::SHUFFLE, shuffle)
+                        .with(columns::CONFLICT_RATE, 0.1),
                 );
             }
         }

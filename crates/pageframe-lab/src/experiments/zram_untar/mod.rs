@@ -10,16 +10,20 @@
 //! the chunks' internal fragmentation), beside the document's figures. A
 //! last row per allocator shows the state after `compact()`.
 //!
-//! The corpus is the tarball of `corpus::corpus_path()` (default Debian's
+//! The corpus is the tarball of `RunOptions::corpus` (default Debian's
 //! linux-source-6.1), streamed through xz, read once, compressed once (in
 //! parallel; compression does not depend on the allocator) and written to
 //! every device in every round. Without a tarball the experiment says how to
 //! get one and runs on files found on this machine, labelled as such.
 
-use super::{ExperimentError, RunOptions, Scale};
+mod columns;
+mod plot;
+
+use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::corpus::{self, Corpus, Sampling};
 use crate::observe;
 use crate::params::{Param, Params};
+use crate::plots::Plot;
 use crate::plots::{number, text};
 use crate::report::{Report, Row};
 use crate::summary::Headline;
@@ -27,6 +31,7 @@ use pageframe::page_source::CpuPages;
 use pageframe::zram::{Backend, Compressor, Prepared, Zram, ZramConfig};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -46,7 +51,7 @@ const PREPARE_UNITS: u64 = 100;
 const STEP_UNITS: u64 = 10;
 
 /// The parameters of `zram-untar` with their defaults.
-pub fn params(scale: Scale) -> Vec<Param> {
+fn params(scale: Scale) -> Vec<Param> {
     let (rounds, one_in, fallback_mib) = match scale {
         Scale::Quick => (2, 4, 96),
         Scale::Full => (10, 1, 512),
@@ -83,13 +88,8 @@ pub fn params(scale: Scale) -> Vec<Param> {
     ]
 }
 
-/// Runs the experiment with the scale's default parameters.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    run_with(options, &Params::defaults(&params(options.scale)))
-}
-
 /// Runs the experiment with the given parameters (see [`params`]).
-pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
     let rounds = params.int("rounds") as u32;
     let sampling = Sampling {
         one_in: params.int("sample_one_in") as usize,
@@ -104,6 +104,7 @@ pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, Experim
         LOAD_UNITS + PREPARE_UNITS + BACKENDS.len() as u64 * u64::from(rounds) * 6 * STEP_UNITS;
     let mut notes = Vec::new();
     let corpus = load(
+        &corpus_path(options),
         sampling,
         params.int("fallback_mib") as usize,
         total,
@@ -122,15 +123,15 @@ pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, Experim
         let machine_bytes = ((corpus.pages.len() as u64 * 2).max(1 << 30)).next_power_of_two();
         let machine = MachineDesc::uniform(machine_bytes, 1, 1)?;
         let allocator = LocalPageAllocator::boot(&machine)?;
-        let cpu = allocator
-            .cpu(CpuId(0))
-            .map_err(|err| ExperimentError::Failed(err.to_string()))?;
-        let pool = backend.create(CpuPages::new(cpu)).map_err(failed)?;
+        let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
+        let pool = backend
+            .create(CpuPages::new(cpu))
+            .map_err(ExperimentError::failed)?;
         let config = ZramConfig {
             compressor,
             ..ZramConfig::new(corpus.nr_pages().max(1))
         };
-        let mut zram = Zram::new(pool, config).map_err(failed)?;
+        let mut zram = Zram::new(pool, config).map_err(ExperimentError::failed)?;
         let mut tree = Tree::new(&corpus);
         for round in 1..=rounds {
             tree.untar(&mut zram, &corpus, &prepared)?;
@@ -151,12 +152,11 @@ pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, Experim
                 observe::progress(done, total);
             }
         }
-        let freed = zram.compact().map_err(failed)?;
-        zram.check_invariants()
-            .map_err(|err| ExperimentError::Failed(err.to_string()))?;
+        let freed = zram.compact().map_err(ExperimentError::failed)?;
+        zram.check_invariants().map_err(ExperimentError::failed)?;
         rows.push(
             row(&zram, backend, rounds, "compact", usize::MAX, whole_kernel)
-                .with("pages_compacted", freed),
+                .with(columns::PAGES_COMPACTED, freed),
         );
         notes.push(format!(
             "{} mm_stat after compact: {}",
@@ -182,14 +182,14 @@ pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, Experim
 /// The summary's headline: the range of zsmalloc's overhead ratio over
 /// every step and round beside the range of afmalloc's real overhead ratio
 /// (the document: zsmalloc 5–38 %, afmalloc real 3.6–4.0 %).
-pub fn headline(report: &Report) -> Option<Headline> {
+fn headline(report: &Report) -> Option<Headline> {
     let range = |allocator: &str, column: &str| {
         let values: Vec<f64> = report
             .rows
             .iter()
             .filter(|row| {
-                text(row, "allocator").is_some_and(|name| name.starts_with(allocator))
-                    && text(row, "step") != Some("compact")
+                text(row, columns::ALLOCATOR).is_some_and(|name| name.starts_with(allocator))
+                    && text(row, columns::STEP) != Some("compact")
             })
             .filter_map(|row| number(row, column))
             .collect();
@@ -197,8 +197,8 @@ pub fn headline(report: &Report) -> Option<Headline> {
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         (!values.is_empty()).then_some((min, max))
     };
-    let zsmalloc = range("zsmalloc", "overhead_ratio")?;
-    let afmalloc = range("afmalloc", "real_overhead_ratio")?;
+    let zsmalloc = range("zsmalloc", columns::OVERHEAD_RATIO)?;
+    let afmalloc = range("afmalloc", columns::REAL_OVERHEAD_RATIO)?;
     Some(Headline {
         metric: "overhead ratio, zsmalloc vs afmalloc real".into(),
         ours: format!(
@@ -208,10 +208,6 @@ pub fn headline(report: &Report) -> Option<Headline> {
         document: "zsmalloc 5.3–37.4% vs afmalloc 3.6–4.0%".into(),
         direction_matches: Some(afmalloc.1 < zsmalloc.1),
     })
-}
-
-fn failed(err: impl std::fmt::Display) -> ExperimentError {
-    ExperimentError::Failed(err.to_string())
 }
 
 /// Counts the compressed bytes read, for progress.
@@ -228,14 +224,22 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// The tarball the run reads: `--corpus`, else [`corpus::DEFAULT_TARBALL`].
+fn corpus_path(options: &RunOptions) -> PathBuf {
+    options
+        .corpus
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(corpus::DEFAULT_TARBALL))
+}
+
 /// The tarball, or the fallback corpus with a note saying so.
 fn load(
+    path: &Path,
     sampling: Sampling,
     fallback_mib: usize,
     total: u64,
     notes: &mut Vec<String>,
 ) -> Result<Corpus, ExperimentError> {
-    let path = corpus::corpus_path();
     let sampled = if sampling.one_in > 1 {
         format!(
             ", one regular file in {} (sample_one_in; full scale reads every file)",
@@ -244,7 +248,7 @@ fn load(
     } else {
         String::new()
     };
-    match std::fs::File::open(&path) {
+    match std::fs::File::open(path) {
         Ok(file) => {
             let size = file.metadata().map(|meta| meta.len()).unwrap_or(0).max(1);
             let read = Arc::new(AtomicU64::new(0));
@@ -370,8 +374,12 @@ impl Tree {
             self.unlink(zram, index)?;
             let mut slots = Vec::with_capacity(file.nr_pages);
             for page in &prepared[file.first_page..file.first_page + file.nr_pages] {
-                let slot = self.free.pop().ok_or_else(|| failed("device full"))?;
-                zram.write_prepared(slot as usize, page).map_err(failed)?;
+                let slot = self
+                    .free
+                    .pop()
+                    .ok_or_else(|| ExperimentError::failed("device full"))?;
+                zram.write_prepared(slot as usize, page)
+                    .map_err(ExperimentError::failed)?;
                 slots.push(slot);
             }
             self.slots[index] = Some(slots);
@@ -381,7 +389,8 @@ impl Tree {
 
     fn unlink(&mut self, zram: &mut Zram<'_>, index: usize) -> Result<(), ExperimentError> {
         for slot in self.slots[index].take().unwrap_or_default() {
-            zram.discard(slot as usize).map_err(failed)?;
+            zram.discard(slot as usize)
+                .map_err(ExperimentError::failed)?;
             self.free.push(slot);
         }
         Ok(())
@@ -534,169 +543,80 @@ fn row(
     let afmalloc = backend == Backend::Afmalloc;
     let real = pool.real_overhead_bytes as f64;
     let mut row = Row::new()
-        .with("allocator", backend.label())
-        .with("round", round)
-        .with("step", step)
-        .with_f64("orig_size", stat.orig_data_size as f64 / MIB, 2)
-        .with_f64("compr_size", compr / MIB, 2)
-        .with_f64("used_size", used / MIB, 2)
-        .with_f64("overhead", overhead / MIB, 2)
-        .with_f64("overhead_ratio", ratio(overhead), 2);
+        .with(columns::ALLOCATOR, backend.label())
+        .with(columns::ROUND, round)
+        .with(columns::STEP, step)
+        .with_f64(columns::ORIG_SIZE, stat.orig_data_size as f64 / MIB, 2)
+        .with_f64(columns::COMPR_SIZE, compr / MIB, 2)
+        .with_f64(columns::USED_SIZE, used / MIB, 2)
+        .with_f64(columns::OVERHEAD, overhead / MIB, 2)
+        .with_f64(columns::OVERHEAD_RATIO, ratio(overhead), 2);
     row = if afmalloc {
-        row.with_f64("real_overhead", real / MIB, 2)
-            .with_f64("real_overhead_ratio", ratio(real), 2)
+        row.with_f64(columns::REAL_OVERHEAD, real / MIB, 2)
+            .with_f64(columns::REAL_OVERHEAD_RATIO, ratio(real), 2)
     } else {
-        row.with("real_overhead", serde_json::Value::Null)
-            .with("real_overhead_ratio", serde_json::Value::Null)
+        row.with(columns::REAL_OVERHEAD, serde_json::Value::Null)
+            .with(columns::REAL_OVERHEAD_RATIO, serde_json::Value::Null)
     };
     let reference = reference(backend, round, step_index);
     if whole_kernel {
         // Sizes compare only when the whole tarball was written.
         row = row
-            .with("reference_orig_size", reference.map(|figures| figures.0))
-            .with("reference_compr_size", reference.map(|figures| figures.1))
-            .with("reference_used_size", reference.map(|figures| figures.2));
+            .with(
+                columns::REFERENCE_ORIG_SIZE,
+                reference.map(|figures| figures.0),
+            )
+            .with(
+                columns::REFERENCE_COMPR_SIZE,
+                reference.map(|figures| figures.1),
+            )
+            .with(
+                columns::REFERENCE_USED_SIZE,
+                reference.map(|figures| figures.2),
+            );
     }
     row.with(
-        "reference_overhead_ratio",
+        columns::REFERENCE_OVERHEAD_RATIO,
         reference.map(|figures| figures.3),
     )
     .with(
-        "reference_real_overhead_ratio",
+        columns::REFERENCE_REAL_OVERHEAD_RATIO,
         reference.and_then(|figures| figures.4),
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The experiment `zram-untar`.
+pub struct ZramUntar;
 
-    /// A synthetic tree: the five removed directories and a rest, each with
-    /// a few files of text-like pages, a zero page and a noisy page.
-    fn synthetic() -> Corpus {
-        let mut builder = tar::Builder::new(Vec::new());
-        let mut state = 0x1234_5678u64;
-        for dir in ["arch", "drivers", "fs", "include", "kernel", "sound"] {
-            for file in 0..4 {
-                let mut data = Vec::new();
-                for line in 0..(200 + 150 * file) {
-                    data.extend_from_slice(
-                        format!("{dir} line {line} value {}\n", line * 7 % 13).as_bytes(),
-                    );
-                }
-                data.resize(data.len().div_ceil(4096) * 4096 + 4096, 0);
-                data.extend((0..4096).map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                }));
-                let mut header = tar::Header::new_gnu();
-                header.set_size(data.len() as u64);
-                header.set_mode(0o644);
-                header.set_cksum();
-                builder
-                    .append_data(&mut header, format!("linux/{dir}/f{file}.c"), &data[..])
-                    .unwrap();
-            }
-        }
-        let tar = builder.into_inner().unwrap();
-        corpus::from_tar(&tar[..], "synthetic", true, Sampling { one_in: 1 }, |_| {}).unwrap()
+impl Experiment for ZramUntar {
+    fn name(&self) -> &'static str {
+        "zram-untar"
     }
 
-    #[test]
-    fn untar_and_remove_account_every_page() {
-        let corpus = synthetic();
-        let prepared = prepare(&corpus, Compressor::Lz4, 1).unwrap();
-        let allocator =
-            LocalPageAllocator::boot(&MachineDesc::uniform(256 << 20, 1, 1).unwrap()).unwrap();
-        for backend in BACKENDS {
-            let pool = backend
-                .create(CpuPages::new(allocator.cpu(CpuId(0)).unwrap()))
-                .unwrap();
-            let mut zram = Zram::new(pool, ZramConfig::new(corpus.nr_pages())).unwrap();
-            let mut tree = Tree::new(&corpus);
-            for _ in 0..2 {
-                tree.untar(&mut zram, &corpus, &prepared).unwrap();
-                assert_eq!(zram.mm_stat().orig_data_size, corpus.pages.len() as u64);
-                assert!(zram.mm_stat().same_pages > 0 && zram.mm_stat().huge_pages > 0);
-                for dir in REMOVED {
-                    tree.remove(&mut zram, &corpus, dir).unwrap();
-                    zram.check_invariants().unwrap();
-                }
-                assert_eq!(
-                    zram.mm_stat().orig_data_size,
-                    corpus.pages_under("kernel") as u64 * 4096
-                );
-            }
-            // What is left reads back as the corpus has it.
-            let mut out = vec![0u8; 4096];
-            for (index, file) in corpus.files.iter().enumerate() {
-                for (at, slot) in tree.slots[index].iter().flatten().enumerate() {
-                    zram.read(*slot as usize, &mut out).unwrap();
-                    assert_eq!(&out[..], corpus.page(file.first_page + at), "{}", file.path);
-                }
-            }
-            let row = row(&zram, backend, 1, "rm include", 5, false);
-            assert_eq!(
-                row.get("reference_overhead_ratio").and_then(|v| v.as_f64()),
-                Some(if backend == Backend::Afmalloc {
-                    10.81
-                } else {
-                    16.19
-                })
-            );
-            assert!(row.get("reference_orig_size").is_none());
-        }
+    fn source(&self) -> &'static str {
+        "afmalloc.txt"
     }
 
-    #[test]
-    fn without_a_tarball_the_fallback_runs_and_says_so() {
-        corpus::set_corpus_path(Some("/nonexistent/linux.tar.xz".into()));
-        let mut list = params(Scale::Quick);
-        for param in &mut list {
-            match param.key {
-                "rounds" => param.default = crate::params::Value::Int(1),
-                "fallback_mib" => param.default = crate::params::Value::Int(2),
-                _ => {}
-            }
-        }
-        let params = Params::defaults(&list);
-        let options = RunOptions {
-            scale: Scale::Quick,
-            seed: 1,
-        };
-        let report = run_with(&options, &params);
-        corpus::set_corpus_path(None);
-        let report = report.unwrap();
-        assert!(report
-            .notes
-            .iter()
-            .any(|note| note.starts_with("NOT THE SOURCE DOCUMENT'S DATA")
-                && note.contains("apt-get install linux-source-6.1")));
-        // Three allocators: six steps and a compact row each.
-        assert_eq!(report.rows.len(), 3 * 7);
-        assert!(report
-            .rows
-            .iter()
-            .all(|row| row.get("reference_orig_size").is_none()));
-        assert!(headline(&report).is_some());
+    fn about(&self) -> &'static str {
+        "zram overhead of zsmalloc and afmalloc while kernel source is untarred and its directories removed, round after round"
     }
 
-    #[test]
-    fn references_cover_the_documents_rounds() {
-        assert_eq!(
-            reference(BACKENDS[0], 1, 0).map(|figures| figures.3),
-            Some(5.34)
-        );
-        assert_eq!(
-            reference(BACKENDS[0], 10, 5).map(|figures| figures.3),
-            Some(37.35)
-        );
-        assert_eq!(
-            reference(Backend::Afmalloc, 10, 5).and_then(|figures| figures.4),
-            Some(3.98)
-        );
-        assert!(reference(BACKENDS[1], 5, 0).is_none());
+    fn params(&self, scale: Scale) -> Vec<Param> {
+        params(scale)
+    }
+
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+        run_with(options, params)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,8 +4,9 @@
 //! and the processes' pages per node over time, with the eater's exit
 //! marked.
 
-use super::{number, text, BarSeries, Plot, PlotKind, Series};
-use crate::experiments::numa_balancing::TIMELINE;
+use super::columns;
+use super::TIMELINE;
+use crate::plots::{number, text, BarSeries, Plot, PlotKind, Series};
 use crate::report::{Report, Row};
 
 /// The plots of a `numa-balancing` report.
@@ -18,8 +19,8 @@ pub fn plots(report: &Report) -> Vec<Plot> {
 
 /// How a run is named in legends and categories.
 fn run_label(row: &Row) -> String {
-    let policy = text(row, "policy").unwrap_or("?");
-    match number(row, "numa_balancing") {
+    let policy = text(row, columns::POLICY).unwrap_or("?");
+    match number(row, columns::NUMA_BALANCING) {
         Some(sysctl) => format!("{policy}, sysctl={sysctl}"),
         None => policy.to_string(),
     }
@@ -27,14 +28,14 @@ fn run_label(row: &Row) -> String {
 
 /// The run that the document's +17.5% is about: the flag, balancing on.
 fn is_balanced(row: &Row) -> bool {
-    text(row, "policy").is_some_and(|policy| policy.contains("numa_balancing"))
-        && number(row, "numa_balancing") != Some(0.0)
+    text(row, columns::POLICY).is_some_and(|policy| policy.contains("numa_balancing"))
+        && number(row, columns::NUMA_BALANCING) != Some(0.0)
 }
 
 fn improvement(report: &Report) -> Plot {
     let rows: Vec<&Row> = report
         .results()
-        .filter(|row| number(row, "improvement").is_some())
+        .filter(|row| number(row, columns::IMPROVEMENT).is_some())
         .collect();
     let percent = |value: Option<f64>| value.map(|value| value * 100.0);
     Plot {
@@ -47,7 +48,7 @@ fn improvement(report: &Report) -> Plot {
             series: vec![
                 BarSeries {
                     name: "pageframe".into(),
-                    values: rows.iter().map(|row| percent(number(row, "improvement"))).collect(),
+                    values: rows.iter().map(|row| percent(number(row, columns::IMPROVEMENT))).collect(),
                     ranges: vec![None; rows.len()],
                     reference: false,
                 },
@@ -56,7 +57,7 @@ fn improvement(report: &Report) -> Plot {
                     values: rows
                         .iter()
                         .map(|row| {
-                            percent(number(row, "reference_improvement").filter(|_| is_balanced(row)))
+                            percent(number(row, columns::REFERENCE_IMPROVEMENT).filter(|_| is_balanced(row)))
                         })
                         .collect(),
                     ranges: vec![None; rows.len()],
@@ -84,7 +85,7 @@ fn runs(report: &Report) -> Vec<(String, Vec<&Row>)> {
 fn exit_marker(report: &Report) -> Vec<(f64, String)> {
     report
         .results()
-        .find_map(|row| number(row, "eater_exit_s"))
+        .find_map(|row| number(row, columns::EATER_EXIT_S))
         .map(|seconds| vec![(seconds, " eater exits".to_string())])
         .unwrap_or_default()
 }
@@ -92,7 +93,7 @@ fn exit_marker(report: &Report) -> Vec<(f64, String)> {
 fn points(samples: &[&Row], column: &str) -> Vec<(f64, f64)> {
     samples
         .iter()
-        .filter_map(|row| Some((number(row, "t_s")?, number(row, column)?)))
+        .filter_map(|row| Some((number(row, columns::T_S)?, number(row, column)?)))
         .collect()
 }
 
@@ -106,7 +107,7 @@ fn score_over_time(report: &Report) -> Option<Plot> {
         .enumerate()
         .map(|(at, (label, samples))| Series {
             name: label.clone(),
-            points: points(samples, "score"),
+            points: points(samples, columns::SCORE),
             reference: false,
             colour: Some(at),
         })
@@ -119,8 +120,8 @@ fn score_over_time(report: &Report) -> Option<Plot> {
         .find(|row| is_balanced(row))
         .and_then(|row| {
             Some((
-                number(row, "score_before")?,
-                number(row, "reference_improvement")?,
+                number(row, columns::SCORE_BEFORE)?,
+                number(row, columns::REFERENCE_IMPROVEMENT)?,
             ))
         });
     let balanced_colour = runs
@@ -163,26 +164,26 @@ fn pages_over_time(report: &Report) -> Option<Plot> {
     let balanced = runs
         .iter()
         .find(|(_, samples)| samples.first().is_some_and(|row| is_balanced(row)))?;
-    let baseline = runs
-        .iter()
-        .find(|(_, samples)| samples.first().and_then(|row| text(row, "policy")) == Some("bind"));
+    let baseline = runs.iter().find(|(_, samples)| {
+        samples.first().and_then(|row| text(row, columns::POLICY)) == Some("bind")
+    });
     let nodes: Vec<usize> = (0..64)
         .take_while(|node| {
             balanced
                 .1
                 .first()
-                .is_some_and(|row| number(row, &format!("pages_node{node}")).is_some())
+                .is_some_and(|row| number(row, &columns::pages_node(node)).is_some())
         })
         .filter(|node| {
             balanced
                 .1
                 .iter()
-                .any(|row| number(row, &format!("pages_node{node}")).unwrap_or(0.0) > 0.0)
+                .any(|row| number(row, &columns::pages_node(node)).unwrap_or(0.0) > 0.0)
         })
         .collect();
     let mut series = Vec::new();
     for (at, node) in nodes.iter().enumerate() {
-        let column = format!("pages_node{node}");
+        let column = columns::pages_node(node);
         series.push(Series {
             name: format!("node {node}, {}", balanced.0),
             points: points(&balanced.1, &column),
@@ -215,8 +216,8 @@ fn pages_over_time(report: &Report) -> Option<Plot> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::run_with;
     use super::*;
-    use crate::experiments::numa_balancing::run_with;
     use crate::experiments::{RunOptions, Scale};
     use crate::params::ConfigFile;
 
@@ -228,16 +229,9 @@ mod tests {
             &["numa-balancing"],
         )
         .unwrap()
-        .params("numa-balancing", &crate::experiments::numa_balancing::params(Scale::Quick))
+        .params("numa-balancing", &super::super::params(Scale::Quick))
         .unwrap();
-        let report = run_with(
-            &RunOptions {
-                scale: Scale::Quick,
-                seed: 1,
-            },
-            &params,
-        )
-        .unwrap();
+        let report = run_with(&RunOptions::new(Scale::Quick, 1), &params).unwrap();
         let plots = plots(&report);
         let names: Vec<&str> = plots.iter().map(|plot| plot.name.as_str()).collect();
         assert_eq!(names, ["improvement", "score-over-time", "pages-per-node"]);

@@ -13,11 +13,17 @@
 //! Like the document's page_bench, one CPU allocates and frees in a tight
 //! loop on a warm allocator; every figure is the median over rounds.
 
-use super::{ExperimentError, RunOptions, Scale};
+mod columns;
+mod plot;
+
+use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
 use crate::peers::{BuddyAllocCrate, BuddySystem, PeerAllocator, VecStack};
+use crate::plots::Plot;
+use crate::plots::{number, text};
 use crate::report::{Report, Row};
+use crate::summary::{self, Headline};
 use crate::timing::{cycles_per_ns, median, read_cycles};
 use pageframe::sync::Local;
 use pageframe::{
@@ -93,7 +99,7 @@ struct Plan {
 }
 
 /// The parameters of `bulk` (config file keys) with their defaults.
-pub fn params(scale: Scale) -> Vec<Param> {
+fn params(scale: Scale) -> Vec<Param> {
     // Many short rounds: the median then ignores slow spells of a shared
     // host that would swallow a few long rounds whole.
     let (pages_per_round, rounds) = match scale {
@@ -164,13 +170,8 @@ struct Measured {
     reference: Option<(u64, f64)>,
 }
 
-/// Runs the experiment with the scale's default parameters.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    run_with(options, &Params::defaults(&params(options.scale)))
-}
-
 /// Runs the experiment with the given parameters (see [`params`]).
-pub fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
     let plan = Plan::from_params(params);
     let rate = cycles_per_ns(Duration::from_millis(50));
     let mut measured = Vec::new();
@@ -216,23 +217,24 @@ fn to_row(row: &Measured, all: &[Measured]) -> Row {
         })
         .map(|other| other.cost.ns);
     let mut out = Row::new()
-        .with("allocator", row.allocator)
-        .with("variant", row.variant)
-        .with("order", row.order)
-        .with("batch", row.batch)
-        .with_f64("ns_per_page", row.cost.ns, 2)
-        .with_f64("cycles_per_page", row.cost.cycles, 1);
+        .with(columns::ALLOCATOR, row.allocator)
+        .with(columns::VARIANT, row.variant)
+        .with(columns::ORDER, row.order)
+        .with(columns::BATCH, row.batch)
+        .with_f64(columns::NS_PER_PAGE, row.cost.ns, 2)
+        .with_f64(columns::CYCLES_PER_PAGE, row.cost.cycles, 1);
     out = match baseline {
-        Some(ns) => out.with_f64("ratio", row.cost.ns / ns, 2),
-        None => out.with("ratio", serde_json::Value::Null),
+        Some(ns) => out.with_f64(columns::RATIO, row.cost.ns / ns, 2),
+        None => out.with(columns::RATIO, serde_json::Value::Null),
     };
     match row.reference {
-        Some((cycles, ns)) => out
-            .with("reference_cycles", cycles)
-            .with_f64("reference_ns", ns, 3),
+        Some((cycles, ns)) => {
+            out.with(columns::REFERENCE_CYCLES, cycles)
+                .with_f64(columns::REFERENCE_NS, ns, 3)
+        }
         None => out
-            .with("reference_cycles", serde_json::Value::Null)
-            .with("reference_ns", serde_json::Value::Null),
+            .with(columns::REFERENCE_CYCLES, serde_json::Value::Null)
+            .with(columns::REFERENCE_NS, serde_json::Value::Null),
     }
 }
 
@@ -244,7 +246,7 @@ fn measure_pageframe(
 ) -> Result<(), ExperimentError> {
     let machine = MachineDesc::uniform(4 << 30, 1, 2)?;
     let allocator = LocalPageAllocator::boot_with(&machine, alloc_options)?;
-    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let is_default = variant == "default";
     let orders: &[u8] = if is_default { &[0, 3, 9] } else { &[0] };
     for &order in orders {
@@ -281,12 +283,14 @@ fn measure_pageframe(
             &allocator,
         );
     }
-    allocator.check_invariants().map_err(failed)
+    allocator
+        .check_invariants()
+        .map_err(ExperimentError::failed)
 }
 
 fn measure_peers(plan: &Plan, out: &mut Vec<Measured>) -> Result<(), ExperimentError> {
-    let buddy_alloc =
-        BuddyAllocCrate::new().ok_or_else(|| failed("cannot allocate buddy-alloc's buffer"))?;
+    let buddy_alloc = BuddyAllocCrate::new()
+        .ok_or_else(|| ExperimentError::failed("cannot allocate buddy-alloc's buffer"))?;
     let mut peers: Vec<(Box<dyn PeerAllocator>, &[u8])> = vec![
         (Box::new(BuddySystem::new()), &[0, 3, 9]),
         (Box::new(buddy_alloc), &[0]),
@@ -334,9 +338,9 @@ fn single_round(cpu: &Handle<'_>, order: u8, pages: usize) -> Result<usize, Expe
     for _ in 0..blocks {
         let page = cpu
             .alloc_pages(Gfp::KERNEL, Order(order), NodeId(0))
-            .map_err(failed)?;
+            .map_err(ExperimentError::failed)?;
         cpu.free_pages(black_box(page), Order(order))
-            .map_err(failed)?;
+            .map_err(ExperimentError::failed)?;
     }
     Ok(blocks)
 }
@@ -350,7 +354,7 @@ fn peer_round(
     for _ in 0..blocks {
         let block = peer
             .alloc(order)
-            .ok_or_else(|| failed(format!("{} is out of memory", peer.name())))?;
+            .ok_or_else(|| ExperimentError::failed(format!("{} is out of memory", peer.name())))?;
         peer.free(black_box(block), order);
     }
     Ok(blocks)
@@ -371,19 +375,80 @@ fn bulk_round(
     while done < total {
         let got = cpu
             .alloc_pages_bulk(Gfp::KERNEL, NodeId(0), None, slots)
-            .map_err(failed)?;
+            .map_err(ExperimentError::failed)?;
         if got != batch {
-            return Err(failed(format!(
+            return Err(ExperimentError::failed(format!(
                 "bulk allocation returned {got} of {batch} pages"
             )));
         }
         cpu.free_pages_bulk_array(black_box(slots))
-            .map_err(failed)?;
+            .map_err(ExperimentError::failed)?;
         done += batch;
     }
     Ok(done)
 }
 
-fn failed(err: impl std::fmt::Display) -> ExperimentError {
-    ExperimentError::Failed(err.to_string())
+/// `bulk`: cycles per page at batch 32 against the kernel's 85, and the
+/// direction from one page per call (158 in the kernel) to batch 32.
+fn headline(report: &Report) -> Option<Headline> {
+    let ours = |batch: f64| {
+        summary::find_result(report, |row| {
+            text(row, columns::ALLOCATOR) == Some("pageframe")
+                && text(row, columns::VARIANT) == Some("default")
+                && number(row, columns::ORDER) == Some(0.0)
+                && number(row, columns::BATCH) == Some(batch)
+        })
+    };
+    let bulk = ours(32.0)?;
+    let single = ours(0.0)?;
+    let (bulk_cycles, single_cycles) = (
+        number(bulk, columns::CYCLES_PER_PAGE)?,
+        number(single, columns::CYCLES_PER_PAGE)?,
+    );
+    let reference = number(bulk, columns::REFERENCE_CYCLES);
+    let reference_single = number(single, columns::REFERENCE_CYCLES);
+    Some(Headline {
+        metric: "cycles/page at batch 32 (one at a time)".into(),
+        ours: format!("{bulk_cycles:.0} ({single_cycles:.0})"),
+        document: match (reference, reference_single) {
+            (Some(bulk), Some(single)) => format!("{bulk:.0} ({single:.0})"),
+            _ => "-".into(),
+        },
+        direction_matches: reference
+            .zip(reference_single)
+            .map(|(bulk, single)| (bulk < single) == (bulk_cycles < single_cycles)),
+    })
+}
+
+/// The experiment `bulk`.
+pub struct Bulk;
+
+impl Experiment for Bulk {
+    fn name(&self) -> &'static str {
+        "bulk"
+    }
+
+    fn source(&self) -> &'static str {
+        "bulk-page-allocator.txt"
+    }
+
+    fn about(&self) -> &'static str {
+        "order-0 cost per page, one at a time and through alloc_pages_bulk, beside the kernel and peers"
+    }
+
+    fn params(&self, scale: Scale) -> Vec<Param> {
+        params(scale)
+    }
+
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+        run_with(options, params)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
+    }
 }

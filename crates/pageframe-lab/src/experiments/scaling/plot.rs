@@ -1,14 +1,15 @@
 //! Plot of `scaling`: pages per second against threads, one line per
 //! access pattern.
 
-use super::{number, text, Plot, PlotKind, Series};
+use super::columns;
+use crate::plots::{number, text, Plot, PlotKind, Series};
 use crate::report::Report;
 
 /// The plots of a `scaling` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
     let mut patterns: Vec<&str> = Vec::new();
     for row in &report.rows {
-        if let Some(pattern) = text(row, "pattern") {
+        if let Some(pattern) = text(row, columns::PATTERN) {
             if !patterns.contains(&pattern) {
                 patterns.push(pattern);
             }
@@ -21,8 +22,13 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             points: report
                 .rows
                 .iter()
-                .filter(|row| text(row, "pattern") == Some(pattern))
-                .filter_map(|row| Some((number(row, "threads")?, number(row, "mpages_per_s")?)))
+                .filter(|row| text(row, columns::PATTERN) == Some(pattern))
+                .filter_map(|row| {
+                    Some((
+                        number(row, columns::THREADS)?,
+                        number(row, columns::MPAGES_PER_S)?,
+                    ))
+                })
                 .collect(),
             reference: false,
             colour: None,

@@ -2,7 +2,8 @@
 //! one line per allocator (and afmalloc's real overhead), beside the
 //! afmalloc document's figures (dashed, in the rounds it prints).
 
-use super::{number, text, Plot, PlotKind, Series};
+use super::columns;
+use crate::plots::{number, text, Plot, PlotKind, Series};
 use crate::report::{Report, Row};
 
 /// Steps per round: untar and five removals.
@@ -11,8 +12,8 @@ const STEPS_PER_ROUND: f64 = 6.0;
 /// The x position of an untar row: steps since the start, 1-based. The
 /// removals follow it one by one (rows are written in step order).
 fn untar_position(row: &Row) -> Option<f64> {
-    let round = number(row, "round")?;
-    (text(row, "step")? == "untar").then_some((round - 1.0) * STEPS_PER_ROUND + 1.0)
+    let round = number(row, columns::ROUND)?;
+    (text(row, columns::STEP)? == "untar").then_some((round - 1.0) * STEPS_PER_ROUND + 1.0)
 }
 
 /// Rows of one allocator with their x positions, compact rows left out.
@@ -22,11 +23,11 @@ fn points(report: &Report, allocator: &str, column: &str) -> Vec<(f64, f64)> {
     for row in report
         .rows
         .iter()
-        .filter(|row| text(row, "allocator") == Some(allocator))
+        .filter(|row| text(row, columns::ALLOCATOR) == Some(allocator))
     {
         x = match untar_position(row) {
             Some(start) => Some(start),
-            None if text(row, "step") == Some("compact") => continue,
+            None if text(row, columns::STEP) == Some("compact") => continue,
             None => x.map(|x: f64| x + 1.0),
         };
         if let (Some(x), Some(y)) = (x, number(row, column)) {
@@ -40,7 +41,7 @@ fn points(report: &Report, allocator: &str, column: &str) -> Vec<(f64, f64)> {
 pub fn plots(report: &Report) -> Vec<Plot> {
     let mut allocators: Vec<&str> = Vec::new();
     for row in &report.rows {
-        if let Some(allocator) = text(row, "allocator") {
+        if let Some(allocator) = text(row, columns::ALLOCATOR) {
             if !allocators.contains(&allocator) {
                 allocators.push(allocator);
             }
@@ -50,11 +51,11 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     for (colour, allocator) in allocators.iter().enumerate() {
         series.push(Series {
             name: format!("{allocator}: overhead"),
-            points: points(report, allocator, "overhead_ratio"),
+            points: points(report, allocator, columns::OVERHEAD_RATIO),
             reference: false,
             colour: Some(colour),
         });
-        let real = points(report, allocator, "real_overhead_ratio");
+        let real = points(report, allocator, columns::REAL_OVERHEAD_RATIO);
         if !real.is_empty() {
             series.push(Series {
                 name: format!("{allocator}: real overhead"),
@@ -69,7 +70,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     if let Some(name) = zsmalloc {
         series.push(Series {
             name: "document: zsmalloc overhead".into(),
-            points: points(report, name, "reference_overhead_ratio"),
+            points: points(report, name, columns::REFERENCE_OVERHEAD_RATIO),
             reference: true,
             colour: Some(0),
         });
@@ -78,13 +79,13 @@ pub fn plots(report: &Report) -> Vec<Plot> {
         let colour = allocators.iter().position(|name| *name == "afmalloc");
         series.push(Series {
             name: "document: afmalloc overhead".into(),
-            points: points(report, "afmalloc", "reference_overhead_ratio"),
+            points: points(report, "afmalloc", columns::REFERENCE_OVERHEAD_RATIO),
             reference: true,
             colour,
         });
         series.push(Series {
             name: "document: afmalloc real overhead".into(),
-            points: points(report, "afmalloc", "reference_real_overhead_ratio"),
+            points: points(report, "afmalloc", columns::REFERENCE_REAL_OVERHEAD_RATIO),
             reference: true,
             colour: Some(allocators.len() + 1),
         });
@@ -92,7 +93,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     let rounds = report
         .rows
         .iter()
-        .filter_map(|row| number(row, "round"))
+        .filter_map(|row| number(row, columns::ROUND))
         .fold(0.0, f64::max);
     let markers = (1..=rounds as u32)
         .map(|round| {
@@ -128,21 +129,21 @@ mod tests {
             for (at, step) in ["untar", "rm drivers", "rm arch"].iter().enumerate() {
                 rows.push(
                     Row::new()
-                        .with("allocator", "afmalloc")
-                        .with("round", round)
-                        .with("step", *step)
-                        .with("overhead_ratio", at as f64)
-                        .with("real_overhead_ratio", 3.5)
-                        .with("reference_overhead_ratio", 4.0),
+                        .with(columns::ALLOCATOR, "afmalloc")
+                        .with(columns::ROUND, round)
+                        .with(columns::STEP, *step)
+                        .with(columns::OVERHEAD_RATIO, at as f64)
+                        .with(columns::REAL_OVERHEAD_RATIO, 3.5)
+                        .with(columns::REFERENCE_OVERHEAD_RATIO, 4.0),
                 );
             }
         }
         rows.push(
             Row::new()
-                .with("allocator", "afmalloc")
-                .with("round", 2)
-                .with("step", "compact")
-                .with("overhead_ratio", 1.0),
+                .with(columns::ALLOCATOR, "afmalloc")
+                .with(columns::ROUND, 2)
+                .with(columns::STEP, "compact")
+                .with(columns::OVERHEAD_RATIO, 1.0),
         );
         let report = Report {
             experiment: "zram-untar".into(),

@@ -2,8 +2,9 @@
 //! real arena, mean with min–max whiskers, beside the document's figures;
 //! and the cost model's charge for the same loops on the simulated machine.
 
-use super::{number, text, BarSeries, Plot, PlotKind};
-use crate::experiments::unmapped_populate::VARIANTS;
+use super::columns;
+use super::VARIANTS;
+use crate::plots::{number, text, BarSeries, Plot, PlotKind};
 use crate::report::{Report, Row};
 
 /// The plots of an `unmapped-populate` report.
@@ -14,7 +15,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
 fn rows_of<'a>(report: &'a Report, backing: &str) -> Vec<&'a Row> {
     report
         .results()
-        .filter(|row| text(row, "backing") == Some(backing))
+        .filter(|row| text(row, columns::BACKING) == Some(backing))
         .collect()
 }
 
@@ -23,7 +24,7 @@ fn latency(report: &Report) -> Plot {
     // The document's whiskers are not in the rows (only its mean is), so
     // they come from the experiment's table of references.
     let reference_range = |row: &&Row| {
-        let name = text(row, "variant")?;
+        let name = text(row, columns::VARIANT)?;
         let variant = VARIANTS
             .into_iter()
             .find(|variant| variant.name() == name)?;
@@ -38,15 +39,15 @@ fn latency(report: &Report) -> Plot {
         kind: PlotKind::Bars {
             categories: rows
                 .iter()
-                .map(|row| text(row, "variant").unwrap_or("?").to_string())
+                .map(|row| text(row, columns::VARIANT).unwrap_or("?").to_string())
                 .collect(),
             series: vec![
                 BarSeries {
                     name: "pageframe (arena)".into(),
-                    values: rows.iter().map(|row| number(row, "mean_ms")).collect(),
+                    values: rows.iter().map(|row| number(row, columns::MEAN_MS)).collect(),
                     ranges: rows
                         .iter()
-                        .map(|row| number(row, "min_ms").zip(number(row, "max_ms")))
+                        .map(|row| number(row, columns::MIN_MS).zip(number(row, columns::MAX_MS)))
                         .collect(),
                     reference: false,
                 },
@@ -54,7 +55,7 @@ fn latency(report: &Report) -> Plot {
                     name: "kernel (document)".into(),
                     values: rows
                         .iter()
-                        .map(|row| number(row, "reference_mean_ms"))
+                        .map(|row| number(row, columns::REFERENCE_MEAN_MS))
                         .collect(),
                     ranges: rows.iter().map(reference_range).collect(),
                     reference: true,
@@ -74,11 +75,11 @@ fn modelled(report: &Report) -> Plot {
         kind: PlotKind::Bars {
             categories: rows
                 .iter()
-                .map(|row| text(row, "variant").unwrap_or("?").to_string())
+                .map(|row| text(row, columns::VARIANT).unwrap_or("?").to_string())
                 .collect(),
             series: vec![BarSeries {
                 name: "pageframe (sim)".into(),
-                values: rows.iter().map(|row| number(row, "modelled_ms")).collect(),
+                values: rows.iter().map(|row| number(row, columns::MODELLED_MS)).collect(),
                 ranges: vec![None; rows.len()],
                 reference: false,
             }],

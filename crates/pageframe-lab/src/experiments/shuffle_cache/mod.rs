@@ -28,9 +28,16 @@
 //! the full one does) and measures the heap as the heap cases do; the first
 //! and last samples are the `fresh`/`aged` cases' own measurements.
 
-use super::{ExperimentError, RunOptions, Scale};
+mod columns;
+mod plot;
+
+use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::cache_model::{BandwidthModel, CacheStats, DirectMappedCache};
+use crate::params::{Param, Params};
+use crate::plots::Plot;
+use crate::plots::{number, text};
 use crate::report::{Report, Row, SERIES};
+use crate::summary::{self, Headline};
 use crate::workloads::aging::{age, AgingConfig};
 use crate::workloads::heap::{Heap, HeapMix};
 use crate::workloads::stream::{run_interleaved, StreamInstance};
@@ -57,7 +64,7 @@ pub const AGING: &str = "aging";
 /// 1/AGING_STEPS, ... and all of the aging cycles.
 const AGING_STEPS: u64 = 4;
 
-struct Params {
+struct Setup {
     cache: u64,
     heap_memory_factor: u64,
     heap_accesses: u64,
@@ -67,9 +74,9 @@ struct Params {
     cost_memory: u64,
 }
 
-fn params(scale: Scale) -> Params {
+fn setup(scale: Scale) -> Setup {
     match scale {
-        Scale::Quick => Params {
+        Scale::Quick => Setup {
             cache: 64 << 20,
             heap_memory_factor: 8,
             heap_accesses: 12_000_000,
@@ -78,7 +85,7 @@ fn params(scale: Scale) -> Params {
             seeds: 5,
             cost_memory: 4 << 30,
         },
-        Scale::Full => Params {
+        Scale::Full => Setup {
             cache: 1 << 30,
             heap_memory_factor: 8,
             heap_accesses: 200_000_000,
@@ -88,10 +95,6 @@ fn params(scale: Scale) -> Params {
             cost_memory: 64 << 30,
         },
     }
-}
-
-fn failed(err: impl ToString) -> ExperimentError {
-    ExperimentError::Failed(err.to_string())
 }
 
 /// A machine with a memory-side cache of `cache` bytes (so shuffle is on by
@@ -133,9 +136,9 @@ fn spread(values: &[f64]) -> (f64, f64, f64) {
     (mean, min, max)
 }
 
-/// Runs the experiment.
-pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
-    let p = params(options.scale);
+/// Runs every case of the experiment.
+fn run_cases(options: &RunOptions) -> Result<Report, ExperimentError> {
+    let p = setup(options.scale);
     let seeds: Vec<u64> = (0..p.seeds)
         .map(|at| options.seed.wrapping_add(at))
         .collect();
@@ -161,14 +164,14 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
         let (rate, min, max) = spread(&rates[at]);
         let (time, _, _) = spread(&times[at]);
         let mut row = Row::new()
-            .with("case", case)
-            .with_f64("conflict_rate", rate, 3)
-            .with_f64("conflict_min", min, 3)
-            .with_f64("conflict_max", max, 3)
-            .with_f64("time_s", time, 4)
-            .with_f64("speedup", time_off / time, 2);
+            .with(columns::CASE, case)
+            .with_f64(columns::CONFLICT_RATE, rate, 3)
+            .with_f64(columns::CONFLICT_MIN, min, 3)
+            .with_f64(columns::CONFLICT_MAX, max, 3)
+            .with_f64(columns::TIME_S, time, 4)
+            .with_f64(columns::SPEEDUP, time_off / time, 2);
         row = row.with(
-            "reference",
+            columns::REFERENCE,
             if at == 1 {
                 serde_json::Value::from(REFERENCE_SPEEDUP)
             } else {
@@ -191,11 +194,11 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
         let (rate, min, max) = spread(heap_rates.rates(aging_ops, shuffle)?);
         rows.push(
             Row::new()
-                .with("case", case)
-                .with_f64("conflict_rate", rate, 3)
-                .with_f64("conflict_min", min, 3)
-                .with_f64("conflict_max", max, 3)
-                .with("reference", reference),
+                .with(columns::CASE, case)
+                .with_f64(columns::CONFLICT_RATE, rate, 3)
+                .with_f64(columns::CONFLICT_MIN, min, 3)
+                .with_f64(columns::CONFLICT_MAX, max, 3)
+                .with(columns::REFERENCE, reference),
         );
     }
 
@@ -243,7 +246,7 @@ pub fn run(options: &RunOptions) -> Result<Report, ExperimentError> {
 
 /// Two STREAM instances on emulated nodes 0 and 1; the cache counts of the
 /// measured passes (after one warm-up pass).
-fn two_instances(p: &Params, shuffle: bool, seed: u64) -> Result<CacheStats, ExperimentError> {
+fn two_instances(p: &Setup, shuffle: bool, seed: u64) -> Result<CacheStats, ExperimentError> {
     let desc = machine(4 * p.cache, 4, p.cache, shuffle, "numa=fake=4U")?;
     let allocator = boot(&desc, seed)?;
     let mut instances = Vec::new();
@@ -251,10 +254,10 @@ fn two_instances(p: &Params, shuffle: bool, seed: u64) -> Result<CacheStats, Exp
         let cpu = allocator.layout().nodes[node as usize].cpus[0];
         let space = FirstTouchSpace::new(&allocator, p.cache / 4, cpu, NodeId(node));
         let mut instance = StreamInstance::new(space);
-        instance.init(&allocator).map_err(failed)?;
+        instance.init(&allocator).map_err(ExperimentError::failed)?;
         instances.push(instance);
     }
-    let mut cache = DirectMappedCache::new(p.cache, LINE).map_err(failed)?;
+    let mut cache = DirectMappedCache::new(p.cache, LINE).map_err(ExperimentError::failed)?;
     run_interleaved(&instances, &mut cache, 1, LINE);
     cache.reset_stats();
     run_interleaved(&instances, &mut cache, p.stream_passes, LINE);
@@ -264,13 +267,13 @@ fn two_instances(p: &Params, shuffle: bool, seed: u64) -> Result<CacheStats, Exp
 /// The heap's conflict rates over the seeds, per (aging cycles, shuffle),
 /// each measured once: the cases and the aging series share them.
 struct HeapRates<'a> {
-    p: &'a Params,
+    p: &'a Setup,
     seeds: &'a [u64],
     measured: Vec<((u64, bool), Vec<f64>)>,
 }
 
 impl<'a> HeapRates<'a> {
-    fn new(p: &'a Params, seeds: &'a [u64]) -> HeapRates<'a> {
+    fn new(p: &'a Setup, seeds: &'a [u64]) -> HeapRates<'a> {
         HeapRates {
             p,
             seeds,
@@ -313,11 +316,11 @@ fn aging_series(heap_rates: &mut HeapRates) -> Result<Vec<Row>, ExperimentError>
             rows.push(
                 Row::new()
                     .with(SERIES, AGING)
-                    .with("aging_ops", aging_ops)
-                    .with("shuffle", shuffle)
-                    .with_f64("conflict_rate", rate, 3)
-                    .with_f64("conflict_min", min, 3)
-                    .with_f64("conflict_max", max, 3),
+                    .with(columns::AGING_OPS, aging_ops)
+                    .with(columns::SHUFFLE, shuffle)
+                    .with_f64(columns::CONFLICT_RATE, rate, 3)
+                    .with_f64(columns::CONFLICT_MIN, min, 3)
+                    .with_f64(columns::CONFLICT_MAX, max, 3),
             );
         }
     }
@@ -327,7 +330,7 @@ fn aging_series(heap_rates: &mut HeapRates) -> Result<Vec<Row>, ExperimentError>
 /// The heap case: boot, age for `aging_ops` cycles (none: fresh), touch
 /// the heap, run the mix.
 fn heap_case(
-    p: &Params,
+    p: &Setup,
     aging_ops: u64,
     shuffle: bool,
     seed: u64,
@@ -344,13 +347,15 @@ fn heap_case(
             },
             seed ^ 0xa9e,
         )
-        .map_err(failed)?;
+        .map_err(ExperimentError::failed)?;
     }
     let mut space = FirstTouchSpace::new(&allocator, 3 * p.cache, CpuId(0), NodeId(0));
-    space.touch_all(&allocator).map_err(failed)?;
+    space
+        .touch_all(&allocator)
+        .map_err(ExperimentError::failed)?;
     let page_shift = allocator.layout().page_shift as u32;
     let heap = Heap::new(&space, HeapMix::default(), page_shift, LINE);
-    let mut cache = DirectMappedCache::new(p.cache, LINE).map_err(failed)?;
+    let mut cache = DirectMappedCache::new(p.cache, LINE).map_err(ExperimentError::failed)?;
     let mut rng = MachineRng::new(seed ^ 0x4ea9);
     heap.run(&space, &mut cache, &mut rng, p.heap_accesses / 4);
     cache.reset_stats();
@@ -359,7 +364,7 @@ fn heap_case(
 }
 
 /// The time of one shuffle pass against the time of a boot without shuffle.
-fn shuffle_cost(p: &Params, seed: u64) -> Result<Row, ExperimentError> {
+fn shuffle_cost(p: &Setup, seed: u64) -> Result<Row, ExperimentError> {
     let plain = MachineDesc::uniform(p.cost_memory, 1, 2)?;
     let started = Instant::now();
     let allocator = boot(&plain, seed)?;
@@ -372,12 +377,12 @@ fn shuffle_cost(p: &Params, seed: u64) -> Result<Row, ExperimentError> {
     let stats = allocator.shuffle_free_memory();
     let shuffle_s = started.elapsed().as_secs_f64();
     Ok(Row::new()
-        .with("case", "shuffle-cost")
-        .with_f64("boot_ms", boot_s * 1e3, 2)
-        .with_f64("shuffle_ms", shuffle_s * 1e3, 2)
-        .with_f64("shuffle_over_boot", shuffle_s / boot_s.max(1e-9), 3)
-        .with("blocks_swapped", stats.swapped)
-        .with("reference", "in the noise"))
+        .with(columns::CASE, "shuffle-cost")
+        .with_f64(columns::BOOT_MS, boot_s * 1e3, 2)
+        .with_f64(columns::SHUFFLE_MS, shuffle_s * 1e3, 2)
+        .with_f64(columns::SHUFFLE_OVER_BOOT, shuffle_s / boot_s.max(1e-9), 3)
+        .with(columns::BLOCKS_SWAPPED, stats.swapped)
+        .with(columns::REFERENCE, "in the noise"))
 }
 
 /// How predictable 16384 consecutive order-0 allocations on one CPU of a
@@ -395,13 +400,13 @@ fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
         },
     )?;
     let allocator = boot(&desc, seed)?;
-    let cpu = allocator.cpu(CpuId(0)).map_err(failed)?;
+    let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let block_shift = allocator.layout().max_order as u32;
     let pfns: Vec<u64> = (0..16384)
         .map(|_| {
             cpu.alloc_pages(Gfp::HIGHUSER_MOVABLE, Order(0), NodeId(0))
                 .map(|page| page.pfn().0)
-                .map_err(failed)
+                .map_err(ExperimentError::failed)
         })
         .collect::<Result<_, _>>()?;
     let pairs = pfns.len() as f64 - 1.0;
@@ -421,18 +426,18 @@ fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
     }
     Ok(Row::new()
         .with(
-            "case",
+            columns::CASE,
             if shuffle {
                 "security+shuffle"
             } else {
                 "security"
             },
         )
-        .with_f64("adjacent_rate", adjacent, 3)
-        .with_f64("guess_rate", guessed, 3)
-        .with("block_moves", moves)
+        .with_f64(columns::ADJACENT_RATE, adjacent, 3)
+        .with_f64(columns::GUESS_RATE, guessed, 3)
+        .with(columns::BLOCK_MOVES, moves)
         .with_f64(
-            "next_block_guess_rate",
+            columns::NEXT_BLOCK_GUESS_RATE,
             if moves == 0 {
                 0.0
             } else {
@@ -442,6 +447,61 @@ fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
         ))
 }
 
+/// `shuffle-cache`: the conflict rate after aging, without and with
+/// shuffle (document: 21% -> 11%).
+fn headline(report: &Report) -> Option<Headline> {
+    let case =
+        |name: &str| summary::find_result(report, |row| text(row, columns::CASE) == Some(name));
+    let (aged, shuffled) = (case("aged")?, case("aged+shuffle")?);
+    let (ours_aged, ours_shuffled) = (
+        number(aged, columns::CONFLICT_RATE)?,
+        number(shuffled, columns::CONFLICT_RATE)?,
+    );
+    let reference = number(aged, columns::REFERENCE).zip(number(shuffled, columns::REFERENCE));
+    Some(Headline {
+        metric: "conflict rate aged -> aged+shuffle".into(),
+        ours: format!("{:.1}% -> {:.1}%", ours_aged * 100.0, ours_shuffled * 100.0),
+        document: reference.map_or("-".into(), |(aged, shuffled)| {
+            format!("{:.0}% -> {:.0}%", aged * 100.0, shuffled * 100.0)
+        }),
+        direction_matches: reference
+            .map(|(aged, shuffled)| (shuffled < aged) == (ours_shuffled < ours_aged)),
+    })
+}
+
+/// The experiment `shuffle-cache`.
+pub struct ShuffleCache;
+
+impl Experiment for ShuffleCache {
+    fn name(&self) -> &'static str {
+        "shuffle-cache"
+    }
+
+    fn source(&self) -> &'static str {
+        "shuffle-free-memory.txt"
+    }
+
+    fn about(&self) -> &'static str {
+        "memory-side-cache conflicts fresh, aged and with free-list shuffling"
+    }
+
+    fn params(&self, _scale: Scale) -> Vec<Param> {
+        Vec::new()
+    }
+
+    fn run(&self, options: &RunOptions, _params: &Params) -> Result<Report, ExperimentError> {
+        run_cases(options)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,8 +509,8 @@ mod tests {
 
     /// A machine small enough for a unit test: a 4 MiB cache, 32 MiB of
     /// memory, a short history.
-    fn small() -> Params {
-        Params {
+    fn small() -> Setup {
+        Setup {
             cache: 4 << 20,
             heap_memory_factor: 8,
             heap_accesses: 100_000,
@@ -483,28 +543,34 @@ mod tests {
         for shuffle in [false, true] {
             let samples: Vec<&Row> = report
                 .series(AGING)
-                .filter(|row| row.get("shuffle") == Some(&Value::Bool(shuffle)))
+                .filter(|row| row.get(columns::SHUFFLE) == Some(&Value::Bool(shuffle)))
                 .collect();
             assert_eq!(samples.len(), steps, "shuffle={shuffle}");
             let ops: Vec<u64> = samples
                 .iter()
-                .map(|row| row.get("aging_ops").and_then(Value::as_u64).unwrap())
+                .map(|row| row.get(columns::AGING_OPS).and_then(Value::as_u64).unwrap())
                 .collect();
             assert!(ops.windows(2).all(|pair| pair[0] < pair[1]), "{ops:?}");
             assert_eq!((ops[0], ops[steps - 1]), (0, p.aging_ops));
             for row in &samples {
-                let rate = row.get("conflict_rate").and_then(Value::as_f64).unwrap();
+                let rate = row
+                    .get(columns::CONFLICT_RATE)
+                    .and_then(Value::as_f64)
+                    .unwrap();
                 assert!((0.0..=1.0).contains(&rate), "{row:?}");
             }
         }
         let last = report
             .series(AGING)
             .find(|row| {
-                row.get("shuffle") == Some(&Value::Bool(false))
-                    && row.get("aging_ops").and_then(Value::as_u64) == Some(p.aging_ops)
+                row.get(columns::SHUFFLE) == Some(&Value::Bool(false))
+                    && row.get(columns::AGING_OPS).and_then(Value::as_u64) == Some(p.aging_ops)
             })
             .unwrap();
         let rounded = (aged * 1000.0).round() / 1000.0;
-        assert_eq!(last.get("conflict_rate"), Some(&Value::from(rounded)));
+        assert_eq!(
+            last.get(columns::CONFLICT_RATE),
+            Some(&Value::from(rounded))
+        );
     }
 }

@@ -1,0 +1,131 @@
+//! Tests of `zram-untar`: the tree on a synthetic tarball, the fallback
+//! corpus, and the document's figures.
+
+use super::*;
+
+/// A synthetic tree: the five removed directories and a rest, each with
+/// a few files of text-like pages, a zero page and a noisy page.
+fn synthetic() -> Corpus {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut state = 0x1234_5678u64;
+    for dir in ["arch", "drivers", "fs", "include", "kernel", "sound"] {
+        for file in 0..4 {
+            let mut data = Vec::new();
+            for line in 0..(200 + 150 * file) {
+                data.extend_from_slice(
+                    format!("{dir} line {line} value {}\n", line * 7 % 13).as_bytes(),
+                );
+            }
+            data.resize(data.len().div_ceil(4096) * 4096 + 4096, 0);
+            data.extend((0..4096).map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            }));
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder
+                .append_data(&mut header, format!("linux/{dir}/f{file}.c"), &data[..])
+                .unwrap();
+        }
+    }
+    let tar = builder.into_inner().unwrap();
+    corpus::from_tar(&tar[..], "synthetic", true, Sampling { one_in: 1 }, |_| {}).unwrap()
+}
+
+#[test]
+fn untar_and_remove_account_every_page() {
+    let corpus = synthetic();
+    let prepared = prepare(&corpus, Compressor::Lz4, 1).unwrap();
+    let allocator =
+        LocalPageAllocator::boot(&MachineDesc::uniform(256 << 20, 1, 1).unwrap()).unwrap();
+    for backend in BACKENDS {
+        let pool = backend
+            .create(CpuPages::new(allocator.cpu(CpuId(0)).unwrap()))
+            .unwrap();
+        let mut zram = Zram::new(pool, ZramConfig::new(corpus.nr_pages())).unwrap();
+        let mut tree = Tree::new(&corpus);
+        for _ in 0..2 {
+            tree.untar(&mut zram, &corpus, &prepared).unwrap();
+            assert_eq!(zram.mm_stat().orig_data_size, corpus.pages.len() as u64);
+            assert!(zram.mm_stat().same_pages > 0 && zram.mm_stat().huge_pages > 0);
+            for dir in REMOVED {
+                tree.remove(&mut zram, &corpus, dir).unwrap();
+                zram.check_invariants().unwrap();
+            }
+            assert_eq!(
+                zram.mm_stat().orig_data_size,
+                corpus.pages_under("kernel") as u64 * 4096
+            );
+        }
+        // What is left reads back as the corpus has it.
+        let mut out = vec![0u8; 4096];
+        for (index, file) in corpus.files.iter().enumerate() {
+            for (at, slot) in tree.slots[index].iter().flatten().enumerate() {
+                zram.read(*slot as usize, &mut out).unwrap();
+                assert_eq!(&out[..], corpus.page(file.first_page + at), "{}", file.path);
+            }
+        }
+        let row = row(&zram, backend, 1, "rm include", 5, false);
+        assert_eq!(
+            row.get(columns::REFERENCE_OVERHEAD_RATIO)
+                .and_then(|v| v.as_f64()),
+            Some(if backend == Backend::Afmalloc {
+                10.81
+            } else {
+                16.19
+            })
+        );
+        assert!(row.get(columns::REFERENCE_ORIG_SIZE).is_none());
+    }
+}
+
+#[test]
+fn without_a_tarball_the_fallback_runs_and_says_so() {
+    let mut list = params(Scale::Quick);
+    for param in &mut list {
+        match param.key {
+            "rounds" => param.default = crate::params::Value::Int(1),
+            "fallback_mib" => param.default = crate::params::Value::Int(2),
+            _ => {}
+        }
+    }
+    let params = Params::defaults(&list);
+    let options = RunOptions {
+        corpus: Some("/nonexistent/linux.tar.xz".into()),
+        ..RunOptions::new(Scale::Quick, 1)
+    };
+    let report = run_with(&options, &params).unwrap();
+    assert!(report
+        .notes
+        .iter()
+        .any(|note| note.starts_with("NOT THE SOURCE DOCUMENT'S DATA")
+            && note.contains("apt-get install linux-source-6.1")));
+    // Three allocators: six steps and a compact row each.
+    assert_eq!(report.rows.len(), 3 * 7);
+    assert!(report
+        .rows
+        .iter()
+        .all(|row| row.get(columns::REFERENCE_ORIG_SIZE).is_none()));
+    assert!(headline(&report).is_some());
+}
+
+#[test]
+fn references_cover_the_documents_rounds() {
+    assert_eq!(
+        reference(BACKENDS[0], 1, 0).map(|figures| figures.3),
+        Some(5.34)
+    );
+    assert_eq!(
+        reference(BACKENDS[0], 10, 5).map(|figures| figures.3),
+        Some(37.35)
+    );
+    assert_eq!(
+        reference(Backend::Afmalloc, 10, 5).and_then(|figures| figures.4),
+        Some(3.98)
+    );
+    assert!(reference(BACKENDS[1], 5, 0).is_none());
+}
