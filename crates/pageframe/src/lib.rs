@@ -59,7 +59,7 @@ pub mod zpool;
 pub mod zram;
 
 pub use error::{Errno, InvariantError, SlabError, ZpoolError};
-pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
+pub use freetype::{FreeType, FreeTypeFlags, FreeTypeIdx, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
