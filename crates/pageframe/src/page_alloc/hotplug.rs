@@ -33,19 +33,13 @@
 
 use super::shuffle::ShuffleStats;
 use super::PageAllocator;
+use crate::error::Errno;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::machine::{HotplugStep, PfnRange};
 use crate::memmap::PageState;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn, ZoneType};
 use thiserror::Error;
-
-/// `EINVAL`.
-pub const EINVAL: i32 = 22;
-/// `EBUSY`.
-pub const EBUSY: i32 = 16;
-/// `ENOMEM`.
-pub const ENOMEM: i32 = 12;
 
 /// Why a hotplug call failed. Nothing changed (but drained per-CPU lists).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -72,11 +66,11 @@ pub enum HotplugError {
 
 impl HotplugError {
     /// The errno the kernel returns for this failure.
-    pub fn errno(&self) -> i32 {
+    pub fn errno(&self) -> Errno {
         match self {
-            HotplugError::Invalid(_) => EINVAL,
-            HotplugError::Busy { .. } => EBUSY,
-            HotplugError::NoMemory(_) => ENOMEM,
+            HotplugError::Invalid(_) => Errno::EINVAL,
+            HotplugError::Busy { .. } => Errno::EBUSY,
+            HotplugError::NoMemory(_) => Errno::ENOMEM,
         }
     }
 }
