@@ -169,8 +169,8 @@ impl FreeType {
             return Some(FreeTypeIdx::of(self.migratetype));
         }
         match self.migratetype {
-            MigrateType::Unmovable => Some(FreeTypeIdx(MIGRATE_TYPES as u8)),
-            MigrateType::Movable => Some(FreeTypeIdx(MIGRATE_TYPES as u8 + 1)),
+            MigrateType::Unmovable => Some(FreeTypeIdx(MIGRATE_TYPES)),
+            MigrateType::Movable => Some(FreeTypeIdx(MIGRATE_TYPES + 1)),
             _ => None,
         }
     }
@@ -187,14 +187,14 @@ impl FreeType {
 /// (MOVABLE, UNMAPPED).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(transparent)]
-pub struct FreeTypeIdx(u8);
+pub struct FreeTypeIdx(usize);
 
 impl FreeTypeIdx {
     /// The list index `index`, if it is below [`NR_FREETYPES`].
     #[inline]
     pub const fn new(index: usize) -> Option<FreeTypeIdx> {
         if index < NR_FREETYPES {
-            Some(FreeTypeIdx(index as u8))
+            Some(FreeTypeIdx(index))
         } else {
             None
         }
@@ -205,30 +205,30 @@ impl FreeTypeIdx {
     #[inline]
     pub(crate) const fn from_packed(bits: u8) -> FreeTypeIdx {
         debug_assert!((bits as usize) < NR_FREETYPES);
-        FreeTypeIdx(bits)
+        FreeTypeIdx(bits as usize)
     }
 
     /// The list of a plain migratetype.
     #[inline]
     pub const fn of(migratetype: MigrateType) -> FreeTypeIdx {
-        FreeTypeIdx(migratetype as u8)
+        FreeTypeIdx(migratetype as usize)
     }
 
     /// Every list index, lowest first.
     pub fn all() -> impl Iterator<Item = FreeTypeIdx> {
-        (0..NR_FREETYPES as u8).map(FreeTypeIdx)
+        (0..NR_FREETYPES).map(FreeTypeIdx)
     }
 
     /// The index into per-freetype tables.
     #[inline]
     pub const fn index(self) -> usize {
-        self.0 as usize
+        self.0
     }
 
     /// The freetype the list holds.
     #[inline]
     pub fn freetype(self) -> FreeType {
-        match self.0 as usize {
+        match self.0 {
             MIGRATE_TYPES => FreeType::UNMAPPED_UNMOVABLE,
             index if index == MIGRATE_TYPES + 1 => FreeType {
                 migratetype: MigrateType::Movable,

@@ -38,9 +38,46 @@ impl fmt::Display for Pfn {
 }
 
 /// A block size as a power of two of pages: order `n` is `1 << n` pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(transparent)]
 pub struct Order(pub u8);
+
+// Written out rather than derived: the derived comparisons go through
+// `partial_cmp`, which the allocator's hot paths (an order against a limit)
+// did not always fold back into one integer compare.
+impl PartialOrd for Order {
+    #[inline]
+    fn partial_cmp(&self, other: &Order) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+
+    #[inline]
+    fn lt(&self, other: &Order) -> bool {
+        self.0 < other.0
+    }
+
+    #[inline]
+    fn le(&self, other: &Order) -> bool {
+        self.0 <= other.0
+    }
+
+    #[inline]
+    fn gt(&self, other: &Order) -> bool {
+        self.0 > other.0
+    }
+
+    #[inline]
+    fn ge(&self, other: &Order) -> bool {
+        self.0 >= other.0
+    }
+}
+
+impl Ord for Order {
+    #[inline]
+    fn cmp(&self, other: &Order) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
 
 impl Order {
     /// Number of pages in a block of this order.

@@ -27,7 +27,7 @@ pub use fallback::RmqueueMode;
 pub use pick_tail::PickTail;
 
 use crate::frames::Frames;
-use crate::freetype::{FreeTypeIdx, MigrateType, NR_FREETYPES};
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
 use crate::memmap::NIL;
 use crate::types::{Order, ZoneIdx};
@@ -229,8 +229,10 @@ impl Zone {
     pub(crate) fn has_block_at_or_above(&self, order: Order, highatomic_allowed: bool) -> bool {
         self.free_area[order.index()..].iter().any(|area| {
             area.nr_free > 0
-                && FreeTypeIdx::all().zip(&area.lists).any(|(index, list)| {
-                    let freetype = index.freetype();
+                && area.lists.iter().enumerate().any(|(index, list)| {
+                    let Some(freetype) = FreeType::from_index(index) else {
+                        return false;
+                    };
                     let usable = freetype.migratetype.is_pcptype()
                         || (highatomic_allowed && freetype.migratetype == MigrateType::HighAtomic);
                     usable && !list.is_empty()
