@@ -3,7 +3,7 @@
 
 use crate::memmap::MemMap;
 use crate::pageblock::PageblockTable;
-use crate::types::Pfn;
+use crate::types::{Order, Pfn};
 
 /// The memmap and the pageblock flags of a machine.
 pub struct Frames {
@@ -15,7 +15,7 @@ pub struct Frames {
 
 impl Frames {
     /// Tables for PFNs `0..end_pfn`; `None` when the memmap cannot be allocated.
-    pub fn new(end_pfn: Pfn, pageblock_order: u8) -> Option<Frames> {
+    pub fn new(end_pfn: Pfn, pageblock_order: Order) -> Option<Frames> {
         Some(Frames {
             memmap: MemMap::new(end_pfn.index())?,
             blocks: PageblockTable::new(end_pfn, pageblock_order),

@@ -164,31 +164,85 @@ impl FreeType {
     /// The index of the free list, or `None` for a combination that has no
     /// list (UNMAPPED with anything but UNMOVABLE or MOVABLE).
     #[inline]
-    pub fn index(self) -> Option<usize> {
+    pub fn index(self) -> Option<FreeTypeIdx> {
         if !self.flags.contains(FreeTypeFlags::UNMAPPED) {
-            return Some(self.migratetype.index());
+            return Some(FreeTypeIdx::of(self.migratetype));
         }
         match self.migratetype {
-            MigrateType::Unmovable => Some(MIGRATE_TYPES),
-            MigrateType::Movable => Some(MIGRATE_TYPES + 1),
+            MigrateType::Unmovable => Some(FreeTypeIdx(MIGRATE_TYPES)),
+            MigrateType::Movable => Some(FreeTypeIdx(MIGRATE_TYPES + 1)),
             _ => None,
         }
     }
 
     /// The freetype of a list index.
     pub fn from_index(index: usize) -> Option<FreeType> {
-        match index {
-            _ if index < MIGRATE_TYPES => MigrateType::from_index(index).map(FreeType::plain),
-            _ if index == MIGRATE_TYPES => Some(FreeType {
-                migratetype: MigrateType::Unmovable,
-                flags: FreeTypeFlags::UNMAPPED,
-            }),
-            _ if index == MIGRATE_TYPES + 1 => Some(FreeType {
+        FreeTypeIdx::new(index).map(FreeTypeIdx::freetype)
+    }
+}
+
+/// The index of a free list: a [`FreeType`] that has a list, as a number
+/// `0..NR_FREETYPES` for per-freetype tables. The plain migratetypes come
+/// first, at their own index, then (UNMOVABLE, UNMAPPED) and
+/// (MOVABLE, UNMAPPED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct FreeTypeIdx(usize);
+
+impl FreeTypeIdx {
+    /// The list index `index`, if it is below [`NR_FREETYPES`].
+    #[inline]
+    pub const fn new(index: usize) -> Option<FreeTypeIdx> {
+        if index < NR_FREETYPES {
+            Some(FreeTypeIdx(index))
+        } else {
+            None
+        }
+    }
+
+    /// Decodes a byte that [`Self::index`] produced and a record stored
+    /// (the memmap's packed word). Tables indexed by it stay bounds-checked.
+    #[inline]
+    pub(crate) const fn from_packed(bits: u8) -> FreeTypeIdx {
+        debug_assert!((bits as usize) < NR_FREETYPES);
+        FreeTypeIdx(bits as usize)
+    }
+
+    /// The list of a plain migratetype.
+    #[inline]
+    pub const fn of(migratetype: MigrateType) -> FreeTypeIdx {
+        FreeTypeIdx(migratetype as usize)
+    }
+
+    /// Every list index, lowest first.
+    pub fn all() -> impl Iterator<Item = FreeTypeIdx> {
+        (0..NR_FREETYPES).map(FreeTypeIdx)
+    }
+
+    /// The index into per-freetype tables.
+    #[inline]
+    pub const fn index(self) -> usize {
+        self.0
+    }
+
+    /// The freetype the list holds.
+    #[inline]
+    pub fn freetype(self) -> FreeType {
+        match self.0 {
+            MIGRATE_TYPES => FreeType::UNMAPPED_UNMOVABLE,
+            index if index == MIGRATE_TYPES + 1 => FreeType {
                 migratetype: MigrateType::Movable,
                 flags: FreeTypeFlags::UNMAPPED,
-            }),
-            _ => None,
+            },
+            index => FreeType::plain(MigrateType::ALL[index]),
         }
+    }
+}
+
+impl fmt::Display for FreeTypeIdx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Forward to the integer so that width and alignment apply.
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -209,13 +263,18 @@ mod tests {
     #[test]
     fn freetype_indices_round_trip() {
         for index in 0..NR_FREETYPES {
-            assert_eq!(FreeType::from_index(index).unwrap().index(), Some(index));
+            assert_eq!(
+                FreeType::from_index(index).unwrap().index(),
+                FreeTypeIdx::new(index)
+            );
+            assert_eq!(FreeTypeIdx::new(index).unwrap().index(), index);
         }
         let bad = FreeType {
             migratetype: MigrateType::Reclaimable,
             flags: FreeTypeFlags::UNMAPPED,
         };
         assert_eq!(bad.index(), None);
+        assert_eq!(FreeTypeIdx::new(NR_FREETYPES), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! above the kernel's own.
 
 use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
-use crate::types::ZoneType;
+use crate::types::{Order, ZoneType};
 use bitflags::bitflags;
 use thiserror::Error;
 
@@ -230,7 +230,7 @@ impl Gfp {
 
     /// Flags of the slow path; mirrors gfp_to_alloc_flags() (cpusets and
     /// real-time tasks aside, which pageframe does not model).
-    pub fn slowpath_alloc_flags(self, order: u8) -> AllocFlags {
+    pub fn slowpath_alloc_flags(self, order: Order) -> AllocFlags {
         let mut flags = AllocFlags::CPUSET;
         if self.contains(Gfp::HIGH) {
             flags |= AllocFlags::MIN_RESERVE;
@@ -241,7 +241,7 @@ impl Gfp {
         if !self.contains(Gfp::DIRECT_RECLAIM) {
             if !self.contains(Gfp::NOMEMALLOC) {
                 flags |= AllocFlags::NON_BLOCK;
-                if order > 0 {
+                if order > Order(0) {
                     flags |= AllocFlags::HIGHATOMIC;
                 }
             }
@@ -322,12 +322,12 @@ mod tests {
 
     #[test]
     fn atomic_gets_reserves_and_highatomic_for_high_orders() {
-        let flags = Gfp::ATOMIC.slowpath_alloc_flags(3);
+        let flags = Gfp::ATOMIC.slowpath_alloc_flags(Order(3));
         assert!(flags
             .contains(AllocFlags::MIN_RESERVE | AllocFlags::NON_BLOCK | AllocFlags::HIGHATOMIC));
         assert!(!flags.contains(AllocFlags::CPUSET));
         assert_eq!(flags.watermark_index(), 0);
-        let kernel = Gfp::KERNEL.slowpath_alloc_flags(3);
+        let kernel = Gfp::KERNEL.slowpath_alloc_flags(Order(3));
         assert!(!kernel.intersects(AllocFlags::RESERVES));
         assert_eq!(Gfp::KERNEL.fastpath_alloc_flags().watermark_index(), 1);
     }

@@ -60,7 +60,7 @@ pub mod zpool;
 pub mod zram;
 
 pub use error::{Errno, InvariantError};
-pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
+pub use freetype::{FreeType, FreeTypeFlags, FreeTypeIdx, MigrateType};
 pub use gfp::Gfp;
 pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{

@@ -23,6 +23,7 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
+use crate::freetype::FreeTypeIdx;
 use crate::types::{Order, Pfn};
 
 /// End of a free list (`next`/`prev` of the last/first entry).
@@ -54,8 +55,8 @@ impl PageInfo {
 
     /// Packs a state, order and freetype index.
     #[inline(always)]
-    pub fn new(state: PageState, order: Order, freetype: usize) -> PageInfo {
-        PageInfo(state as u32 | (order.0 as u32) << 8 | (freetype as u32) << 16)
+    pub fn new(state: PageState, order: Order, freetype: FreeTypeIdx) -> PageInfo {
+        PageInfo(state as u32 | (order.0 as u32) << 8 | (freetype.index() as u32) << 16)
     }
 
     /// The state.
@@ -78,8 +79,10 @@ impl PageInfo {
 
     /// The freetype index (list of a buddy page, migratetype of an allocation).
     #[inline]
-    pub fn freetype(self) -> usize {
-        (self.0 >> 16 & 0xff) as usize
+    pub fn freetype(self) -> FreeTypeIdx {
+        // Only `new` packs this byte, from a valid index (the untracked
+        // word holds 0, also valid).
+        FreeTypeIdx::from_packed((self.0 >> 16) as u8)
     }
 
     /// The raw word.
@@ -258,11 +261,11 @@ mod tests {
     fn records_start_untracked_and_pack_their_fields() {
         let memmap = MemMap::new(1024).unwrap();
         assert_eq!(memmap.info(1023), PageInfo::UNTRACKED);
-        let info = PageInfo::new(PageState::Buddy, Order(9), 5);
+        let info = PageInfo::new(PageState::Buddy, Order(9), FreeTypeIdx::new(5).unwrap());
         memmap.set_info(7, info);
         assert_eq!(memmap.info(7).state(), PageState::Buddy);
         assert_eq!(memmap.info(7).order(), Order(9));
-        assert_eq!(memmap.info(7).freetype(), 5);
+        assert_eq!(memmap.info(7).freetype().index(), 5);
         assert!(memmap.exchange_info(7, info, PageInfo::UNTRACKED));
         assert!(!memmap.exchange_info(7, info, PageInfo::UNTRACKED));
     }

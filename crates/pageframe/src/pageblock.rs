@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
-use crate::types::{Pfn, ZoneIdx};
+use crate::types::{Order, Pfn, ZoneIdx};
 
 const MIGRATETYPE_MASK: u32 = 0b0111;
 const UNMAPPED_BIT: u32 = 0b1000;
@@ -55,14 +55,14 @@ pub struct BlockInfo {
 /// Flags and zone of every pageblock of the machine.
 pub struct PageblockTable {
     words: Box<[AtomicU32]>,
-    order: u8,
+    order: Order,
 }
 
 impl PageblockTable {
     /// A table for PFNs `0..end_pfn`: every block MOVABLE (as memmap_init()
     /// leaves them) and in no zone.
-    pub fn new(end_pfn: Pfn, pageblock_order: u8) -> PageblockTable {
-        let blocks = (end_pfn.0 >> pageblock_order) as usize + 1;
+    pub fn new(end_pfn: Pfn, pageblock_order: Order) -> PageblockTable {
+        let blocks = (end_pfn.0 >> pageblock_order.0) as usize + 1;
         let initial = MigrateType::Movable as u32 | (NO_ZONE as u32) << ZONE_SHIFT;
         PageblockTable {
             words: (0..blocks).map(|_| AtomicU32::new(initial)).collect(),
@@ -72,7 +72,7 @@ impl PageblockTable {
 
     #[inline]
     fn block(&self, pfn: Pfn) -> usize {
-        (pfn.0 >> self.order) as usize
+        (pfn.0 >> self.order.0) as usize
     }
 
     #[inline]
@@ -176,14 +176,14 @@ mod tests {
 
     #[test]
     fn blocks_start_movable_in_no_zone() {
-        let table = PageblockTable::new(Pfn(4096), 9);
+        let table = PageblockTable::new(Pfn(4096), Order(9));
         assert_eq!(table.migratetype(Pfn(0)), MigrateType::Movable);
         assert_eq!(table.zone(Pfn(100)), None);
     }
 
     #[test]
     fn freetype_and_skip_bits_are_independent() {
-        let table = PageblockTable::new(Pfn(4096), 9);
+        let table = PageblockTable::new(Pfn(4096), Order(9));
         table.set_skip(Pfn(600), true);
         let unmapped = FreeType {
             migratetype: MigrateType::Unmovable,

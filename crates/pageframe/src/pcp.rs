@@ -23,22 +23,23 @@
 
 use crate::error::InvariantError;
 use crate::frames::Frames;
-use crate::freetype::{FreeType, MigrateType, MIGRATE_PCPTYPES};
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, MIGRATE_PCPTYPES};
 use crate::memmap::PageState;
+use crate::types::Order;
 
 /// `PAGE_ALLOC_COSTLY_ORDER`: orders above this are "costly".
-pub const PAGE_ALLOC_COSTLY_ORDER: u8 = 3;
+pub const PAGE_ALLOC_COSTLY_ORDER: Order = Order(3);
 /// Lists for orders 0..=3 of each pcp type (`NR_LOWORDER_PCP_LISTS`).
-pub const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER as usize + 1);
+pub const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER.index() + 1);
 /// The THP list of the mapped pcp types.
 const THP_PINDEX: usize = NR_LOWORDER_PCP_LISTS;
 /// Lists of (UNMOVABLE, UNMAPPED) pages: orders 0..=3 and the THP order
 /// (`NR_UNMAPPED_PCP_LISTS`).
-pub const NR_UNMAPPED_PCP_LISTS: usize = PAGE_ALLOC_COSTLY_ORDER as usize + 2;
+pub const NR_UNMAPPED_PCP_LISTS: usize = PAGE_ALLOC_COSTLY_ORDER.index() + 2;
 /// The first unmapped list.
 const UNMAPPED_BASE: usize = THP_PINDEX + 1;
 /// The unmapped THP list.
-const UNMAPPED_THP_PINDEX: usize = UNMAPPED_BASE + PAGE_ALLOC_COSTLY_ORDER as usize + 1;
+const UNMAPPED_THP_PINDEX: usize = UNMAPPED_BASE + PAGE_ALLOC_COSTLY_ORDER.index() + 1;
 /// All lists (`NR_PCP_LISTS`).
 pub const NR_PCP_LISTS: usize = UNMAPPED_BASE + NR_UNMAPPED_PCP_LISTS;
 
@@ -49,16 +50,16 @@ pub const NR_PCP_LISTS: usize = UNMAPPED_BASE + NR_UNMAPPED_PCP_LISTS;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PcpList {
     pub(crate) pindex: usize,
-    pub(crate) order: u8,
+    pub(crate) order: Order,
     pub(crate) freetype: FreeType,
-    pub(crate) recorded: usize,
+    pub(crate) recorded: FreeTypeIdx,
 }
 
 impl PcpList {
     /// The list that serves an allocation of `freetype` at `order`, if that
     /// order and freetype use the per-CPU lists (`pcp_allowed_order()`).
     #[inline]
-    pub(crate) fn of(freetype: FreeType, order: u8, thp_order: u8) -> Option<PcpList> {
+    pub(crate) fn of(freetype: FreeType, order: Order, thp_order: Order) -> Option<PcpList> {
         if !PerCpuPages::allowed_order(order, thp_order) {
             return None;
         }
@@ -71,7 +72,7 @@ impl PcpList {
     /// MOVABLE list; ISOLATE pages, and freetypes without per-CPU lists
     /// ((MOVABLE, UNMAPPED)), go straight to the buddy lists.
     #[inline]
-    pub(crate) fn for_free(block: FreeType, order: u8) -> Option<PcpList> {
+    pub(crate) fn for_free(block: FreeType, order: Order) -> Option<PcpList> {
         if block.migratetype == MigrateType::HighAtomic {
             return PcpList::serving(FreeType::plain(MigrateType::Movable), order);
         }
@@ -79,7 +80,7 @@ impl PcpList {
     }
 
     #[inline]
-    fn serving(freetype: FreeType, order: u8) -> Option<PcpList> {
+    fn serving(freetype: FreeType, order: Order) -> Option<PcpList> {
         let (pindex, recorded) = PerCpuPages::freetype_pindex(freetype, order)?;
         Some(PcpList {
             pindex,
@@ -99,13 +100,13 @@ pub struct PerCpuPages {
     high: u32,
     batch: u32,
     free_factor: u8,
-    thp_order: u8,
+    thp_order: Order,
 }
 
 impl PerCpuPages {
     /// Empty lists with the given `high` and `batch`; `thp_order` is the order
     /// of the THP list (pageblock_order).
-    pub(crate) fn new(high: u32, batch: u32, thp_order: u8) -> PerCpuPages {
+    pub(crate) fn new(high: u32, batch: u32, thp_order: Order) -> PerCpuPages {
         PerCpuPages {
             lists: Default::default(),
             count: 0,
@@ -124,18 +125,18 @@ impl PerCpuPages {
 
     /// Orders that use the per-CPU lists (`pcp_allowed_order()`).
     #[inline]
-    pub fn allowed_order(order: u8, thp_order: u8) -> bool {
+    pub fn allowed_order(order: Order, thp_order: Order) -> bool {
         order <= PAGE_ALLOC_COSTLY_ORDER || order == thp_order
     }
 
     /// The list index of (pcp migratetype, order) for mapped pages
     /// (`order_to_pindex()`).
     #[inline]
-    pub fn pindex(migratetype: usize, order: u8) -> usize {
+    pub fn pindex(migratetype: MigrateType, order: Order) -> usize {
         if order > PAGE_ALLOC_COSTLY_ORDER {
             THP_PINDEX
         } else {
-            MIGRATE_PCPTYPES * order as usize + migratetype
+            MIGRATE_PCPTYPES * order.index() + migratetype.index()
         }
     }
 
@@ -144,13 +145,13 @@ impl PerCpuPages {
     /// has no per-CPU lists (HIGHATOMIC and ISOLATE, whose callers redirect
     /// them, and (MOVABLE, UNMAPPED), which goes straight to the buddy lists).
     #[inline]
-    pub fn freetype_pindex(freetype: FreeType, order: u8) -> Option<(usize, usize)> {
+    pub fn freetype_pindex(freetype: FreeType, order: Order) -> Option<(usize, FreeTypeIdx)> {
         let migratetype = freetype.migratetype;
         if !freetype.is_unmapped() {
             return migratetype.is_pcptype().then(|| {
                 (
-                    PerCpuPages::pindex(migratetype.index(), order),
-                    migratetype.index(),
+                    PerCpuPages::pindex(migratetype, order),
+                    FreeTypeIdx::of(migratetype),
                 )
             });
         }
@@ -160,18 +161,18 @@ impl PerCpuPages {
         let pindex = if order > PAGE_ALLOC_COSTLY_ORDER {
             UNMAPPED_THP_PINDEX
         } else {
-            UNMAPPED_BASE + order as usize
+            UNMAPPED_BASE + order.index()
         };
         Some((pindex, FreeType::UNMAPPED_UNMOVABLE.index()?))
     }
 
     /// The order of a list (`pindex_to_order()`).
     #[inline]
-    pub fn pindex_order(&self, pindex: usize) -> u8 {
+    pub fn pindex_order(&self, pindex: usize) -> Order {
         match pindex {
             THP_PINDEX | UNMAPPED_THP_PINDEX => self.thp_order,
-            _ if pindex >= UNMAPPED_BASE => (pindex - UNMAPPED_BASE) as u8,
-            _ => (pindex / MIGRATE_PCPTYPES) as u8,
+            _ if pindex >= UNMAPPED_BASE => Order((pindex - UNMAPPED_BASE) as u8),
+            _ => Order((pindex / MIGRATE_PCPTYPES) as u8),
         }
     }
 
@@ -195,7 +196,7 @@ impl PerCpuPages {
     #[inline]
     pub(crate) fn pop(&mut self, list: PcpList) -> Option<u32> {
         let pfn = self.lists[list.pindex].pop()?;
-        self.count -= 1 << list.order;
+        self.count -= 1 << list.order.0;
         Some(pfn)
     }
 
@@ -209,7 +210,7 @@ impl PerCpuPages {
     ) -> impl Iterator<Item = u32> + '_ {
         let blocks = &mut self.lists[list.pindex];
         let taken = max.min(blocks.len());
-        self.count -= (taken as u32) << list.order;
+        self.count -= (taken as u32) << list.order.0;
         blocks.drain(blocks.len() - taken..).rev()
     }
 
@@ -217,7 +218,7 @@ impl PerCpuPages {
     #[inline]
     pub(crate) fn push(&mut self, list: PcpList, pfn: u32) {
         self.lists[list.pindex].push(pfn);
-        self.count += 1 << list.order;
+        self.count += 1 << list.order.0;
     }
 
     /// Pushes freed blocks at the hot end of `list`, the last one hottest
@@ -225,7 +226,7 @@ impl PerCpuPages {
     #[inline]
     pub(crate) fn push_slice(&mut self, list: PcpList, pfns: &[u32]) {
         self.lists[list.pindex].extend_from_slice(pfns);
-        self.count += (pfns.len() as u32) << list.order;
+        self.count += (pfns.len() as u32) << list.order.0;
     }
 
     /// Fills an empty list with a refill batch, in the order the buddy
@@ -237,7 +238,7 @@ impl PerCpuPages {
         debug_assert!(blocks.is_empty());
         blocks.extend(pfns);
         blocks.reverse();
-        self.count += (blocks.len() as u32) << list.order;
+        self.count += (blocks.len() as u32) << list.order.0;
     }
 
     /// True when a list is empty.
@@ -254,9 +255,9 @@ impl PerCpuPages {
 
     /// The pages to take when refilling a list of `order` (__rmqueue_pcplist()).
     #[inline]
-    pub(crate) fn refill_count(&self, order: u8) -> u32 {
+    pub(crate) fn refill_count(&self, order: Order) -> u32 {
         if self.batch > 1 {
-            (self.batch >> order).max(2)
+            (self.batch >> order.0).max(2)
         } else {
             self.batch
         }
@@ -276,8 +277,8 @@ impl PerCpuPages {
     /// True when a free of `order` should flush everything: repeated frees of
     /// high (but not costly) orders without allocations in between.
     #[inline]
-    pub(crate) fn free_high(&self, order: u8) -> bool {
-        self.free_factor > 0 && order > 0 && order <= PAGE_ALLOC_COSTLY_ORDER
+    pub(crate) fn free_high(&self, order: Order) -> bool {
+        self.free_factor > 0 && order > Order(0) && order <= PAGE_ALLOC_COSTLY_ORDER
     }
 
     /// How many pages to drain after a free took `count` to `high` or more:
@@ -305,7 +306,12 @@ impl PerCpuPages {
     /// Removes up to `count` pages from the lists, round-robin from
     /// `first_pindex`, oldest first, as free_pcppages_bulk() picks them, and
     /// hands each (pfn, order) to `free` (which returns it to the zone).
-    pub(crate) fn drain(&mut self, count: u32, first_pindex: usize, mut free: impl FnMut(u32, u8)) {
+    pub(crate) fn drain(
+        &mut self,
+        count: u32,
+        first_pindex: usize,
+        mut free: impl FnMut(u32, Order),
+    ) {
         let mut count = count.min(self.count) as i64;
         let (mut min_pindex, mut max_pindex) = (0usize, NR_PCP_LISTS - 1);
         let mut pindex = first_pindex.wrapping_sub(1);
@@ -326,14 +332,14 @@ impl PerCpuPages {
                 }
             }
             let order = self.pindex_order(pindex);
-            let nr_pages = 1i64 << order;
+            let nr_pages = 1i64 << order.0;
             let list = &mut self.lists[pindex];
             let take = (((count + nr_pages - 1) / nr_pages) as usize).min(list.len());
             for pfn in list.drain(..take) {
                 free(pfn, order);
             }
             count -= take as i64 * nr_pages;
-            self.count -= (take as u32) << order;
+            self.count -= (take as u32) << order.0;
         }
     }
 
@@ -343,7 +349,7 @@ impl PerCpuPages {
         (0..NR_PCP_LISTS)
             .map(|pindex| {
                 let order = self.pindex_order(pindex);
-                self.refill_count(order) << order
+                self.refill_count(order) << order.0
             })
             .sum()
     }
@@ -355,19 +361,19 @@ impl PerCpuPages {
             let order = self.pindex_order(pindex);
             for &pfn in list {
                 let info = frames.memmap.info(pfn);
-                if info.state() != PageState::Pcp || info.order().0 != order {
+                if info.state() != PageState::Pcp || info.order() != order {
                     return Err(InvariantError(format!(
                         "pcp list {pindex}: PFN {pfn} has record {:?} order {}",
                         info.state(),
                         info.order()
                     )));
                 }
-                if pfn & ((1u32 << order) - 1) != 0 {
+                if pfn & ((1u32 << order.0) - 1) != 0 {
                     return Err(InvariantError(format!(
                         "pcp list {pindex}: PFN {pfn} not aligned to order {order}"
                     )));
                 }
-                pages += 1 << order;
+                pages += order.nr_pages();
             }
         }
         if pages != self.count as u64 {
@@ -392,32 +398,47 @@ mod tests {
 
     #[test]
     fn pindex_layout_matches_the_kernel() {
-        assert_eq!(PerCpuPages::pindex(0, 0), 0);
-        assert_eq!(PerCpuPages::pindex(2, 0), 2);
-        assert_eq!(PerCpuPages::pindex(1, 3), 10);
-        assert_eq!(PerCpuPages::pindex(1, 9), 12);
+        assert_eq!(PerCpuPages::pindex(MigrateType::Unmovable, Order(0)), 0);
+        assert_eq!(PerCpuPages::pindex(MigrateType::Reclaimable, Order(0)), 2);
+        assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(3)), 10);
+        assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(9)), 12);
         assert_eq!(NR_PCP_LISTS, 18);
-        let pcp = PerCpuPages::new(252, 63, 9);
-        assert_eq!(pcp.pindex_order(12), 9);
-        assert_eq!(pcp.pindex_order(10), 3);
+        let pcp = PerCpuPages::new(252, 63, Order(9));
+        assert_eq!(pcp.pindex_order(12), Order(9));
+        assert_eq!(pcp.pindex_order(10), Order(3));
         let unmapped = FreeType::UNMAPPED_UNMOVABLE;
-        assert_eq!(PerCpuPages::freetype_pindex(unmapped, 0), Some((13, 5)));
-        assert_eq!(PerCpuPages::freetype_pindex(unmapped, 3), Some((16, 5)));
-        assert_eq!(PerCpuPages::freetype_pindex(unmapped, 9), Some((17, 5)));
-        assert_eq!(pcp.pindex_order(16), 3);
-        assert_eq!(pcp.pindex_order(17), 9);
+        assert_eq!(
+            PerCpuPages::freetype_pindex(unmapped, Order(0)),
+            Some((13, FreeTypeIdx::new(5).unwrap()))
+        );
+        assert_eq!(
+            PerCpuPages::freetype_pindex(unmapped, Order(3)),
+            Some((16, FreeTypeIdx::new(5).unwrap()))
+        );
+        assert_eq!(
+            PerCpuPages::freetype_pindex(unmapped, Order(9)),
+            Some((17, FreeTypeIdx::new(5).unwrap()))
+        );
+        assert_eq!(pcp.pindex_order(16), Order(3));
+        assert_eq!(pcp.pindex_order(17), Order(9));
         let movable_unmapped = FreeType {
             migratetype: MigrateType::Movable,
             flags: crate::freetype::FreeTypeFlags::UNMAPPED,
         };
-        assert_eq!(PerCpuPages::freetype_pindex(movable_unmapped, 0), None);
+        assert_eq!(
+            PerCpuPages::freetype_pindex(movable_unmapped, Order(0)),
+            None
+        );
         let movable = FreeType::plain(MigrateType::Movable);
-        assert_eq!(PerCpuPages::freetype_pindex(movable, 1), Some((4, 1)));
+        assert_eq!(
+            PerCpuPages::freetype_pindex(movable, Order(1)),
+            Some((4, FreeTypeIdx::of(MigrateType::Movable)))
+        );
     }
 
     #[test]
     fn nr_to_free_doubles_then_clamps() {
-        let mut pcp = PerCpuPages::new(1000, 63, 9);
+        let mut pcp = PerCpuPages::new(1000, 63, Order(9));
         pcp.count = 1000;
         assert_eq!(pcp.nr_to_free(1000, false), 63);
         assert_eq!(pcp.nr_to_free(1000, false), 126);
@@ -430,9 +451,11 @@ mod tests {
 
     #[test]
     fn drain_takes_oldest_round_robin() {
-        let mut pcp = PerCpuPages::new(100, 4, 9);
-        let unmovable = PcpList::of(FreeType::plain(MigrateType::Unmovable), 0, 9).unwrap();
-        let movable = PcpList::of(FreeType::plain(MigrateType::Movable), 0, 9).unwrap();
+        let mut pcp = PerCpuPages::new(100, 4, Order(9));
+        let unmovable =
+            PcpList::of(FreeType::plain(MigrateType::Unmovable), Order(0), Order(9)).unwrap();
+        let movable =
+            PcpList::of(FreeType::plain(MigrateType::Movable), Order(0), Order(9)).unwrap();
         assert_eq!((unmovable.pindex, movable.pindex), (0, 1));
         for pfn in [10, 11, 12] {
             pcp.push(unmovable, pfn);
@@ -442,11 +465,11 @@ mod tests {
         pcp.push(unmovable, 12);
         let mut out = Vec::new();
         pcp.drain(3, 0, |pfn, order| out.push((pfn, order)));
-        assert_eq!(out, vec![(10, 0), (11, 0), (12, 0)]);
+        assert_eq!(out, vec![(10, Order(0)), (11, Order(0)), (12, Order(0))]);
         assert_eq!(pcp.count(), 1);
         out.clear();
         let all = pcp.count();
         pcp.drain(all, 0, |pfn, order| out.push((pfn, order)));
-        assert_eq!(out, vec![(20, 0)]);
+        assert_eq!(out, vec![(20, Order(0))]);
     }
 }

@@ -8,6 +8,7 @@ use std::fmt;
 
 /// A page frame number: the physical address divided by the page size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
 pub struct Pfn(pub u64);
 
 impl Pfn {
@@ -37,19 +38,57 @@ impl fmt::Display for Pfn {
 }
 
 /// A block size as a power of two of pages: order `n` is `1 << n` pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
 pub struct Order(pub u8);
+
+// Written out rather than derived: the derived comparisons go through
+// `partial_cmp`, which the allocator's hot paths (an order against a limit)
+// did not always fold back into one integer compare.
+impl PartialOrd for Order {
+    #[inline]
+    fn partial_cmp(&self, other: &Order) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+
+    #[inline]
+    fn lt(&self, other: &Order) -> bool {
+        self.0 < other.0
+    }
+
+    #[inline]
+    fn le(&self, other: &Order) -> bool {
+        self.0 <= other.0
+    }
+
+    #[inline]
+    fn gt(&self, other: &Order) -> bool {
+        self.0 > other.0
+    }
+
+    #[inline]
+    fn ge(&self, other: &Order) -> bool {
+        self.0 >= other.0
+    }
+}
+
+impl Ord for Order {
+    #[inline]
+    fn cmp(&self, other: &Order) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
 
 impl Order {
     /// Number of pages in a block of this order.
     #[inline]
-    pub fn nr_pages(self) -> u64 {
+    pub const fn nr_pages(self) -> u64 {
         1u64 << self.0
     }
 
     /// The order as an index into per-order tables.
     #[inline]
-    pub fn index(self) -> usize {
+    pub const fn index(self) -> usize {
         self.0 as usize
     }
 }
@@ -63,6 +102,7 @@ impl fmt::Display for Order {
 
 /// A NUMA node number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
 pub struct NodeId(pub u16);
 
 impl NodeId {
@@ -84,6 +124,7 @@ impl fmt::Display for NodeId {
 /// A CPU number. The caller decides what a CPU is: a simulated CPU, or a
 /// thread registered with the shared allocator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
 pub struct CpuId(pub u16);
 
 impl CpuId {
@@ -105,6 +146,7 @@ impl fmt::Display for CpuId {
 /// type first (the order of `MachineLayout::zones()`). At most
 /// MAX_NUMNODES x ZoneType::COUNT zones, so it fits 16 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
 pub struct ZoneIdx(pub u16);
 
 impl ZoneIdx {

@@ -6,8 +6,8 @@ mod common;
 use common::{boot, ProcViews, MIB};
 use pageframe::machine::{apply_cmdline, PfnRange};
 use pageframe::{
-    AllocOptions, CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn,
-    ZoneType,
+    AllocOptions, CpuId, Errno, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order,
+    Pfn, ZoneType,
 };
 
 /// The proc views without the zone-lock counters (a failed call takes the
@@ -183,7 +183,7 @@ fn online_then_offline_a_range() {
     allocator.drain_all_pages();
     let before = views(&allocator);
     let err = allocator.offline_pages(range(16384, 32768)).unwrap_err();
-    assert_eq!(err.errno(), 16);
+    assert_eq!(err.errno(), Errno::EBUSY);
     match &err {
         HotplugError::Busy { in_use, first, .. } => {
             assert_eq!((*in_use, *first), (1, page.pfn()));
@@ -244,7 +244,7 @@ fn failed_offline_restores_pageblock_types() {
     assert_eq!(views(&allocator), before);
     assert!(allocator
         .offline_pages(range(8192, 9000))
-        .is_err_and(|err| err.errno() == 22));
+        .is_err_and(|err| err.errno() == Errno::EINVAL));
     let cpu = allocator.cpu(CpuId(0)).unwrap();
     for page in held {
         cpu.free_pages(page, Order(0)).unwrap();
@@ -263,7 +263,7 @@ fn bad_online_calls_change_nothing() {
         (range(16384, 17408), 0, ZoneType::Dma32),  // not a hotplug zone
     ] {
         let err = allocator.online_pages(bad, NodeId(node), zone).unwrap_err();
-        assert_eq!(err.errno(), 22, "{err}");
+        assert_eq!(err.errno(), Errno::EINVAL, "{err}");
         allocator.check_invariants().unwrap();
     }
     assert_eq!(views(&allocator), before);
@@ -354,7 +354,7 @@ fn random_hotplug_sequences_keep_invariants() {
                             online[slot] = !online[slot];
                         }
                         Err(err) => {
-                            assert_eq!(err.errno(), 16, "{err}");
+                            assert_eq!(err.errno(), Errno::EBUSY, "{err}");
                             busy += 1;
                         }
                     }

@@ -12,7 +12,7 @@
 use super::error::AllocError;
 use super::events::VmEvent;
 use super::{PageAllocator, ZoneSlot};
-use crate::freetype::{FreeType, MigrateType};
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{PageInfo, PageState};
 use crate::pcp::{PcpList, PerCpuPages};
@@ -136,18 +136,16 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
     ) -> Result<u32, AllocError> {
         if nodemask.is_none() {
-            if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, request, order.0, preferred)
-            {
+            if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
                 return Ok(pfn);
             }
         }
         let ac = self.prepare_alloc(request, preferred, nodemask);
-        if let Some(pfn) =
-            self.get_page_from_freelist(cpu, order.0, gfp.fastpath_alloc_flags(), &ac)
+        if let Some(pfn) = self.get_page_from_freelist(cpu, order, gfp.fastpath_alloc_flags(), &ac)
         {
             return Ok(pfn);
         }
-        match self.alloc_slowpath(cpu, gfp, order.0, &ac) {
+        match self.alloc_slowpath(cpu, gfp, order, &ac) {
             Some(pfn) => Ok(pfn),
             None => {
                 let Some(zone) = ac.preferred_zone else {
@@ -189,10 +187,10 @@ impl<L: LockFamily> PageAllocator<L> {
         cpu: CpuId,
         gfp: Gfp,
         request: &GfpRequest,
-        order: u8,
+        order: Order,
         preferred: NodeId,
     ) -> Option<u32> {
-        let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
+        let list = PcpList::of(request.freetype, order, Order(self.layout.pageblock_order))?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
@@ -211,9 +209,9 @@ impl<L: LockFamily> PageAllocator<L> {
         drop(pcp);
         self.frames.memmap.set_info(
             pfn,
-            PageInfo::new(PageState::Allocated, Order(order), list.recorded),
+            PageInfo::new(PageState::Allocated, order, list.recorded),
         );
-        self.account_alloc(cpu, zone, zone, 1 << order, 1);
+        self.account_alloc(cpu, zone, zone, order.nr_pages(), 1);
         Some(pfn)
     }
 
@@ -281,7 +279,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn zone_watermark_ok(
         &self,
         zone: ZoneIdx,
-        order: u8,
+        order: Order,
         mark: u64,
         highest_zone: ZoneType,
         flags: AllocFlags,
@@ -292,7 +290,7 @@ impl<L: LockFamily> PageAllocator<L> {
             reserved_highatomic: slot.reserved_highatomic.get(),
             lowmem_reserve: slot.lowmem_reserve[highest_zone.index()],
         };
-        if order == 0 {
+        if order == Order(0) {
             let reserved = if flags.intersects(AllocFlags::RESERVES) {
                 0
             } else {
@@ -312,7 +310,7 @@ impl<L: LockFamily> PageAllocator<L> {
     fn zone_watermark_slow(
         &self,
         zone: ZoneIdx,
-        order: u8,
+        order: Order,
         free: ZoneFree,
         mark: u64,
         flags: AllocFlags,
@@ -320,12 +318,12 @@ impl<L: LockFamily> PageAllocator<L> {
         if !watermark_free_ok(free, order, mark, flags) {
             return false;
         }
-        if order == 0 {
+        if order == Order(0) {
             return true;
         }
         let highatomic = flags.intersects(AllocFlags::HIGHATOMIC | AllocFlags::OOM);
         self.lock_zone(zone)
-            .has_block_at_or_above(order as usize, highatomic)
+            .has_block_at_or_above(order, highatomic)
     }
 
     /// Walks the zonelist for a zone above its watermark and takes a block
@@ -333,7 +331,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn get_page_from_freelist(
         &self,
         cpu: CpuId,
-        order: u8,
+        order: Order,
         alloc_flags: AllocFlags,
         ac: &AllocContext,
     ) -> Option<u32> {
@@ -386,11 +384,11 @@ impl<L: LockFamily> PageAllocator<L> {
         cpu: CpuId,
         preferred_zone: ZoneIdx,
         zone: ZoneIdx,
-        order: u8,
+        order: Order,
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<u32> {
-        let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
+        let pfn = PcpList::of(freetype, order, Order(self.layout.pageblock_order))
             .and_then(|list| self.rmqueue_pcplist(cpu, zone, list, flags))
             .or_else(|| self.rmqueue_buddy(zone, order, flags, freetype))
             .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))?;
@@ -398,11 +396,13 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn,
             PageInfo::new(
                 PageState::Allocated,
-                Order(order),
-                freetype.index().unwrap_or_default(),
+                order,
+                freetype
+                    .index()
+                    .unwrap_or(FreeTypeIdx::of(MigrateType::Unmovable)),
             ),
         );
-        self.account_alloc(cpu, preferred_zone, zone, 1 << order, 1);
+        self.account_alloc(cpu, preferred_zone, zone, order.nr_pages(), 1);
         Some(pfn)
     }
 
@@ -459,7 +459,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let batch = pcp.refill_count(order);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
-        let listed = PageInfo::new(PageState::Pcp, Order(order), recorded);
+        let listed = PageInfo::new(PageState::Pcp, order, recorded);
         let taken = (0..batch).map_while(|_| {
             let pfn = buddy.take_block(&self.frames, order, freetype, flags, &mut mode)?;
             self.frames.memmap.set_info(pfn, listed);
@@ -475,14 +475,14 @@ impl<L: LockFamily> PageAllocator<L> {
     fn rmqueue_buddy(
         &self,
         zone: ZoneIdx,
-        order: u8,
+        order: Order,
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<u32> {
         let mut buddy = self.lock_zone(zone);
-        let highatomic = MigrateType::HighAtomic.index();
+        let highatomic = FreeTypeIdx::of(MigrateType::HighAtomic);
         let mut pfn = None;
-        if order > 0 && flags.contains(AllocFlags::HIGHATOMIC) {
+        if order > Order(0) && flags.contains(AllocFlags::HIGHATOMIC) {
             pfn = buddy.rmqueue_smallest(&self.frames, order, highatomic);
         }
         if pfn.is_none() {
@@ -505,7 +505,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// __alloc_pages_slowpath() that apply: the min watermark and reserves,
     /// `__GFP_MEMALLOC`, then (for callers that may reclaim) unreserving the
     /// HIGHATOMIC blocks and draining every CPU's lists before giving up.
-    fn alloc_slowpath(&self, cpu: CpuId, gfp: Gfp, order: u8, ac: &AllocContext) -> Option<u32> {
+    fn alloc_slowpath(&self, cpu: CpuId, gfp: Gfp, order: Order, ac: &AllocContext) -> Option<u32> {
         // No eligible zone (a node mask without a node of this machine):
         // give up before draining or unreserving anything, as the kernel's
         // `if (!ac->preferred_zoneref->zone) goto nopage;` does.

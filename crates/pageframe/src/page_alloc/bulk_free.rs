@@ -113,7 +113,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let block = self.block_of(pfn).expect("claimed pages are memory");
                 let block_key = RunKey {
                     zone: block.zone,
-                    list: PcpList::for_free(block.freetype, 0),
+                    list: PcpList::for_free(block.freetype, Order(0)),
                 };
                 if block_key != key {
                     if len > 0 {
@@ -157,7 +157,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let Some(list) = key.list else {
             self.count_event(cpu, key.zone, VmEvent::Pgfree, pfns.len() as u64);
             for &pfn in pfns {
-                self.free_one_page(key.zone, pfn, 0);
+                self.free_one_page(key.zone, pfn, Order(0));
             }
             return;
         };
@@ -175,7 +175,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let (_, pcp) = locked.held.as_mut().expect("locked above");
         locked.pages += pfns.len() as u64;
         while !pfns.is_empty() {
-            let high = pcp.effective_high(pcp.free_high(0));
+            let high = pcp.effective_high(pcp.free_high(Order(0)));
             let room = (high.saturating_sub(pcp.count()) as usize).clamp(1, pfns.len());
             let (now, later) = pfns.split_at(room);
             pcp.push_slice(list, now);

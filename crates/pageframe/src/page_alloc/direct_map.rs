@@ -26,7 +26,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::PageAllocator;
-use crate::freetype::FreeType;
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
 use crate::memmap::{PageInfo, PageState};
 use crate::sync::LockFamily;
@@ -36,7 +36,7 @@ use crate::zone::{RmqueueMode, Zone};
 /// A free block taken off the lists for a conversion.
 struct Taken {
     pfn: u32,
-    order: u8,
+    order: Order,
     from: FreeType,
 }
 
@@ -47,7 +47,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn rmqueue_direct_map(
         &self,
         zone: ZoneIdx,
-        order: u8,
+        order: Order,
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<u32> {
@@ -59,7 +59,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if !freetype.is_unmapped() && self.unmapped_pageblocks.load(Relaxed) == 0 {
             return None;
         }
-        let alloc_order = order.max(self.layout.pageblock_order);
+        let alloc_order = order.max(Order(self.layout.pageblock_order));
         let taken = self.take_for_conversion(zone, |buddy| {
             let pfn = buddy.take_block(
                 &self.frames,
@@ -93,7 +93,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// shrinker of the unmapped pools, and the way an experiment starts each
     /// sample from a fully mapped machine.
     pub fn release_unmapped_pageblocks(&self) -> u64 {
-        let pageblock_order = self.layout.pageblock_order;
+        let pageblock_order = Order(self.layout.pageblock_order);
         let before = self.unmapped_pageblocks.load(Relaxed);
         for zone in self.zone_ids() {
             while let Some(taken) = self.take_for_conversion(zone, |buddy| {
@@ -124,8 +124,11 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut buddy = self.lock_zone(zone);
         let taken = take(&mut buddy);
         if let Some(taken) = &taken {
-            let list = taken.from.index().unwrap_or_default();
-            let in_flight = PageInfo::new(PageState::Allocated, Order(taken.order), list);
+            let list = taken
+                .from
+                .index()
+                .unwrap_or(FreeTypeIdx::of(MigrateType::Unmovable));
+            let in_flight = PageInfo::new(PageState::Allocated, taken.order, list);
             self.frames.memmap.set_info(taken.pfn, in_flight);
         }
         self.publish(zone, &buddy);
@@ -144,7 +147,7 @@ impl<L: LockFamily> PageAllocator<L> {
         to: FreeType,
     ) -> (L::Guard<'_, Zone>, bool) {
         let start = Pfn(taken.pfn as u64);
-        let nr_pages = 1u64 << taken.order;
+        let nr_pages = taken.order.nr_pages();
         let changed = if to.is_unmapped() {
             self.backing.unmap_direct(start, nr_pages)
         } else {
@@ -157,7 +160,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return (buddy, false);
         }
         buddy.set_blocks_freetype(&self.frames, taken.pfn, taken.order, to);
-        let nr_pageblocks = 1u64 << (taken.order - self.layout.pageblock_order);
+        let nr_pageblocks = 1u64 << (taken.order.0 - self.layout.pageblock_order);
         let events = buddy.events_mut();
         if to.is_unmapped() {
             events.direct_map_unmapped_blocks += nr_pageblocks;

@@ -121,16 +121,16 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline(always)]
     pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, block: BlockInfo) {
         self.count_event(cpu, block.zone, VmEvent::Pgfree, order.nr_pages());
-        if PerCpuPages::allowed_order(order.0, self.layout.pageblock_order) {
-            self.free_unref_page(cpu, block, pfn.0 as u32, order.0);
+        if PerCpuPages::allowed_order(order, Order(self.layout.pageblock_order)) {
+            self.free_unref_page(cpu, block, pfn.0 as u32, order);
         } else {
-            self.free_one_page(block.zone, pfn.0 as u32, order.0);
+            self.free_one_page(block.zone, pfn.0 as u32, order);
         }
     }
 
     /// Returns a block straight to the buddy lists under the zone lock.
     /// mirrors free_one_page().
-    pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: u32, order: u8) {
+    pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: u32, order: Order) {
         let mut buddy = self.lock_zone(zone);
         let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
         buddy.free_block(&self.frames, pfn, order, freetype, false);
@@ -140,7 +140,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// mirrors free_unref_page(): a contended pcp lock, or a pageblock
     /// whose freetype has no per-CPU list, sends the page to the buddy lists.
     #[inline(always)]
-    fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: u32, order: u8) {
+    fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: u32, order: Order) {
         let zone = block.zone;
         let Some(list) = PcpList::for_free(block.freetype, order) else {
             self.free_one_page(zone, pfn, order);
@@ -164,13 +164,12 @@ impl<L: LockFamily> PageAllocator<L> {
         pcp: &mut PerCpuPages,
         zone: ZoneIdx,
         pfn: u32,
-        order: u8,
+        order: Order,
         list: PcpList,
     ) {
-        self.frames.memmap.set_info(
-            pfn,
-            PageInfo::new(PageState::Pcp, Order(order), list.recorded),
-        );
+        self.frames
+            .memmap
+            .set_info(pfn, PageInfo::new(PageState::Pcp, order, list.recorded));
         pcp.push(list, pfn);
         let free_high = pcp.free_high(order);
         let high = pcp.effective_high(free_high);
@@ -206,7 +205,7 @@ impl<L: LockFamily> PageAllocator<L> {
         pcp.drain(count, pindex, |pfn, order| {
             let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
             buddy.free_block(&self.frames, pfn, order, freetype, false);
-            drained += 1 << order;
+            drained += order.nr_pages();
         });
         buddy.events_mut().pcp_drain_pages += drained;
         self.publish(zone, &buddy);

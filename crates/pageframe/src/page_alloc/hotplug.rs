@@ -33,19 +33,13 @@
 
 use super::shuffle::ShuffleStats;
 use super::PageAllocator;
-use crate::freetype::{FreeType, MigrateType};
+use crate::error::Errno;
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::machine::{HotplugStep, PfnRange};
 use crate::memmap::PageState;
 use crate::sync::LockFamily;
-use crate::types::{NodeId, Pfn, ZoneType};
+use crate::types::{NodeId, Order, Pfn, ZoneType};
 use thiserror::Error;
-
-/// `EINVAL`.
-pub const EINVAL: i32 = 22;
-/// `EBUSY`.
-pub const EBUSY: i32 = 16;
-/// `ENOMEM`.
-pub const ENOMEM: i32 = 12;
 
 /// Why a hotplug call failed. Nothing changed (but drained per-CPU lists).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -72,11 +66,11 @@ pub enum HotplugError {
 
 impl HotplugError {
     /// The errno the kernel returns for this failure.
-    pub fn errno(&self) -> i32 {
+    pub fn errno(&self) -> Errno {
         match self {
-            HotplugError::Invalid(_) => EINVAL,
-            HotplugError::Busy { .. } => EBUSY,
-            HotplugError::NoMemory(_) => ENOMEM,
+            HotplugError::Invalid(_) => Errno::EINVAL,
+            HotplugError::Busy { .. } => Errno::EBUSY,
+            HotplugError::NoMemory(_) => Errno::ENOMEM,
         }
     }
 }
@@ -195,7 +189,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 buddy.free_block(
                     &self.frames,
                     pfn as u32,
-                    self.layout.max_order,
+                    Order(self.layout.max_order),
                     isolate,
                     true,
                 );
@@ -256,7 +250,11 @@ impl<L: LockFamily> PageAllocator<L> {
             self.frames.blocks.set_freetype(Pfn(block), isolate);
         }
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
-            buddy.move_freepages_block(&self.frames, block as u32, MigrateType::Isolate.index());
+            buddy.move_freepages_block(
+                &self.frames,
+                block as u32,
+                FreeTypeIdx::of(MigrateType::Isolate),
+            );
         }
         // test_pages_isolated(): every page must be in a free block.
         let (mut in_use, mut first) = (0u64, None);
@@ -292,7 +290,7 @@ impl<L: LockFamily> PageAllocator<L> {
         while pfn < range.end.0 {
             let info = self.frames.memmap.info(pfn as u32);
             if info.state() == PageState::Buddy {
-                buddy.del_from_free_list(&self.frames, pfn as u32, info.order().0, info.freetype());
+                buddy.del_from_free_list(&self.frames, pfn as u32, info.order(), info.freetype());
                 pfn += info.order().nr_pages();
             } else {
                 pfn += 1;

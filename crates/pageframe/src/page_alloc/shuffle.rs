@@ -25,9 +25,10 @@
 //! Lock order: the zone lock only, dropped and retaken every 100 blocks.
 
 use super::PageAllocator;
+use crate::freetype::FreeTypeIdx;
 use crate::memmap::PageState;
 use crate::sync::LockFamily;
-use crate::types::{Pfn, ZoneIdx};
+use crate::types::{Order, Pfn, ZoneIdx};
 
 /// Random picks tried for a swap partner before a block is skipped.
 pub const SHUFFLE_RETRY: u32 = 10;
@@ -65,8 +66,10 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// The order whose blocks are shuffled, if shuffling is on.
-    pub fn shuffle_order(&self) -> Option<u8> {
-        self.layout.shuffle.then_some(self.layout.shuffle_order)
+    pub fn shuffle_order(&self) -> Option<Order> {
+        self.layout
+            .shuffle
+            .then_some(Order(self.layout.shuffle_order))
     }
 
     /// Shuffles every zone, if shuffling is on. mirrors shuffle_free_memory().
@@ -85,7 +88,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let Some(order) = self.shuffle_order() else {
             return stats;
         };
-        let order_pages = 1u64 << order;
+        let order_pages = order.nr_pages();
         let slot = &self.zones[zone.index()];
         let (zone_start, spanned) = (slot.start_pfn, slot.spanned_pages);
         if spanned == 0 {
@@ -100,7 +103,7 @@ impl<L: LockFamily> PageAllocator<L> {
         while pfn < zone_end {
             let i = pfn;
             pfn += order_pages;
-            let Some(list_i) = self.shuffle_valid_page(zone, i, order) else {
+            let Some(list_i) = self.shuffle_valid_page(zone, Pfn(i), order) else {
                 continue;
             };
             stats.blocks += 1;
@@ -111,7 +114,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 if j == i {
                     continue;
                 }
-                if let Some(list_j) = self.shuffle_valid_page(zone, j, order) {
+                if let Some(list_j) = self.shuffle_valid_page(zone, Pfn(j), order) {
                     partner = Some((j, list_j));
                     break;
                 }
@@ -141,11 +144,11 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The freetype list of the block at `pfn` if it is a free block of
     /// exactly `order` in `zone` (not a hole, not another zone's memory, not
     /// allocated or split). mirrors shuffle_valid_page().
-    fn shuffle_valid_page(&self, zone: ZoneIdx, pfn: u64, order: u8) -> Option<usize> {
-        if !self.frames.memmap.covers(Pfn(pfn)) || self.frames.blocks.zone(Pfn(pfn)) != Some(zone) {
+    fn shuffle_valid_page(&self, zone: ZoneIdx, pfn: Pfn, order: Order) -> Option<FreeTypeIdx> {
+        if !self.frames.memmap.covers(pfn) || self.frames.blocks.zone(pfn) != Some(zone) {
             return None;
         }
-        let info = self.frames.memmap.info(pfn as u32);
-        (info.state() == PageState::Buddy && info.order().0 == order).then_some(info.freetype())
+        let info = self.frames.memmap.info(pfn.0 as u32);
+        (info.state() == PageState::Buddy && info.order() == order).then_some(info.freetype())
     }
 }

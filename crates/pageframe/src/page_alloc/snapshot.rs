@@ -3,7 +3,7 @@
 
 use super::events::VmEvent;
 use super::PageAllocator;
-use crate::freetype::{MIGRATE_TYPES, NR_FREETYPES};
+use crate::freetype::{FreeTypeIdx, MIGRATE_TYPES};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
@@ -116,7 +116,7 @@ impl<L: LockFamily> PageAllocator<L> {
             .clone()
             .map(|order| buddy.nr_free_blocks(Order(order)))
             .collect();
-        let list_blocks = (0..NR_FREETYPES)
+        let list_blocks = FreeTypeIdx::all()
             .map(|freetype| {
                 orders
                     .clone()

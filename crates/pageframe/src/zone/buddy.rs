@@ -9,9 +9,9 @@
 
 use super::Zone;
 use crate::frames::Frames;
-use crate::freetype::FreeType;
+use crate::freetype::{FreeType, FreeTypeIdx};
 use crate::memmap::PageInfo;
-use crate::types::Pfn;
+use crate::types::{Order, Pfn};
 
 impl Zone {
     /// Splits the block at `pfn` from order `high` down to `low`, putting each
@@ -21,13 +21,12 @@ impl Zone {
         &mut self,
         frames: &Frames,
         pfn: u32,
-        low: u8,
-        mut high: u8,
-        freetype: usize,
+        low: Order,
+        high: Order,
+        freetype: FreeTypeIdx,
     ) {
-        while high > low {
-            high -= 1;
-            self.add_to_free_list(frames, pfn + (1 << high), high, freetype, false);
+        for half in (low.0..high.0).rev().map(Order) {
+            self.add_to_free_list(frames, pfn + (1 << half.0), half, freetype, false);
         }
     }
 
@@ -37,11 +36,11 @@ impl Zone {
     pub(crate) fn rmqueue_smallest(
         &mut self,
         frames: &Frames,
-        order: u8,
-        freetype: usize,
+        order: Order,
+        freetype: FreeTypeIdx,
     ) -> Option<u32> {
-        for current in order..=self.max_order {
-            if let Some(pfn) = self.first_on_list(current as usize, freetype) {
+        for current in (order.0..=self.max_order.0).map(Order) {
+            if let Some(pfn) = self.first_on_list(current, freetype) {
                 self.del_from_free_list(frames, pfn, current, freetype);
                 self.expand(frames, pfn, order, current, freetype);
                 return Some(pfn);
@@ -60,7 +59,7 @@ impl Zone {
         &mut self,
         frames: &Frames,
         pfn: u32,
-        order: u8,
+        order: Order,
         freetype: FreeType,
         to_tail: bool,
     ) {
@@ -74,7 +73,7 @@ impl Zone {
         frames.memmap.set_info(pfn, PageInfo::UNTRACKED);
         let (mut pfn, mut order) = (pfn, order);
         while order < self.max_order {
-            let buddy = pfn ^ (1 << order);
+            let buddy = pfn ^ (1 << order.0);
             let Some(buddy_list) = self.free_buddy(frames, buddy, order) else {
                 break;
             };
@@ -94,10 +93,10 @@ impl Zone {
             }
             self.del_from_free_list(frames, buddy, order, buddy_list);
             pfn &= buddy;
-            order += 1;
+            order = Order(order.0 + 1);
         }
         // mirrors the to_tail choice of __free_one_page(): FPI_TO_TAIL, else
-        // a random end for shuffle-order blocks (shuffle_order is u8::MAX
+        // a random end for shuffle-order blocks (shuffle_order is Order(u8::MAX)
         // when shuffling is off, so this is one compare), else the merge
         // heuristic.
         let tail = to_tail
@@ -112,13 +111,13 @@ impl Zone {
     /// The list of the buddy at `buddy` if it is a free block of exactly
     /// `order` in this zone (page_is_buddy()).
     #[inline]
-    fn free_buddy(&self, frames: &Frames, buddy: u32, order: u8) -> Option<usize> {
+    fn free_buddy(&self, frames: &Frames, buddy: u32, order: Order) -> Option<FreeTypeIdx> {
         let pfn = Pfn(buddy as u64);
         if !self.span.contains(pfn) {
             return None;
         }
         let info = frames.memmap.info(buddy);
-        if info.state() != crate::memmap::PageState::Buddy || info.order().0 != order {
+        if info.state() != crate::memmap::PageState::Buddy || info.order() != order {
             return None;
         }
         if order >= self.pageblock_order && frames.blocks.zone(pfn) != Some(self.index) {
@@ -131,13 +130,15 @@ impl Zone {
     /// that buddy's own buddy is freed, put it at the tail so that it is not
     /// handed out again soon. mirrors buddy_merge_likely().
     #[inline]
-    fn buddy_merge_likely(&self, frames: &Frames, pfn: u32, order: u8) -> bool {
-        if order + 1 >= self.max_order {
+    fn buddy_merge_likely(&self, frames: &Frames, pfn: u32, order: Order) -> bool {
+        let higher_order = Order(order.0 + 1);
+        if higher_order >= self.max_order {
             return false;
         }
-        let higher = pfn & !(1 << order);
-        let higher_buddy = higher ^ (1 << (order + 1));
-        self.free_buddy(frames, higher_buddy, order + 1).is_some()
+        let higher = pfn & !(1 << order.0);
+        let higher_buddy = higher ^ (1 << higher_order.0);
+        self.free_buddy(frames, higher_buddy, higher_order)
+            .is_some()
     }
 
     /// Sets the freetype of every pageblock of the block at `pfn`.
@@ -145,11 +146,11 @@ impl Zone {
         &self,
         frames: &Frames,
         pfn: u32,
-        order: u8,
+        order: Order,
         freetype: FreeType,
     ) {
         let first = pfn as u64;
-        let last = first + (1u64 << order.max(self.pageblock_order));
+        let last = first + order.max(self.pageblock_order).nr_pages();
         let mut block = first;
         while block < last {
             frames.blocks.set_freetype(Pfn(block), freetype);

@@ -7,10 +7,10 @@
 
 use super::Zone;
 use crate::frames::Frames;
-use crate::freetype::{FreeType, MigrateType};
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
 use crate::memmap::PageState;
-use crate::types::Pfn;
+use crate::types::{Order, Pfn};
 
 /// Where `rmqueue_bulk()` found pages last time, so that a batch refill does
 /// not repeat failed searches (`enum rmqueue_mode`).
@@ -25,7 +25,7 @@ pub enum RmqueueMode {
 }
 
 enum Fallback {
-    Found(usize),
+    Found(FreeTypeIdx),
     NoneAtOrder,
     OrderTooLowToClaim,
 }
@@ -38,7 +38,7 @@ impl Zone {
     pub(crate) fn take_block(
         &mut self,
         frames: &Frames,
-        order: u8,
+        order: Order,
         freetype: FreeType,
         alloc_flags: AllocFlags,
         mode: &mut RmqueueMode,
@@ -48,7 +48,7 @@ impl Zone {
             return self.rmqueue_smallest(frames, order, freetype.index()?);
         }
         if *mode == RmqueueMode::Normal {
-            if let Some(pfn) = self.rmqueue_smallest(frames, order, migratetype.index()) {
+            if let Some(pfn) = self.rmqueue_smallest(frames, order, FreeTypeIdx::of(migratetype)) {
                 return Some(pfn);
             }
         }
@@ -68,26 +68,31 @@ impl Zone {
     }
 
     /// mirrors should_try_claim_block().
-    fn should_try_claim_block(&self, order: u8, start: MigrateType) -> bool {
+    fn should_try_claim_block(&self, order: Order, start: MigrateType) -> bool {
         order >= self.pageblock_order
-            || order >= self.pageblock_order / 2
+            || order.0 >= self.pageblock_order.0 / 2
             || matches!(start, MigrateType::Reclaimable | MigrateType::Unmovable)
     }
 
     /// mirrors find_suitable_fallback().
-    fn find_suitable_fallback(&self, order: u8, start: MigrateType, claimable: bool) -> Fallback {
+    fn find_suitable_fallback(
+        &self,
+        order: Order,
+        start: MigrateType,
+        claimable: bool,
+    ) -> Fallback {
         if claimable && !self.should_try_claim_block(order, start) {
             return Fallback::OrderTooLowToClaim;
         }
-        if self.free_area[order as usize].nr_free == 0 {
+        if self.free_area[order.index()].nr_free == 0 {
             return Fallback::NoneAtOrder;
         }
         start
             .fallbacks()
             .iter()
-            .find(|fallback| !self.list_is_empty(order as usize, fallback.index()))
-            .map_or(Fallback::NoneAtOrder, |fallback| {
-                Fallback::Found(fallback.index())
+            .find(|&&fallback| !self.list_is_empty(order, FreeTypeIdx::of(fallback)))
+            .map_or(Fallback::NoneAtOrder, |&fallback| {
+                Fallback::Found(FreeTypeIdx::of(fallback))
             })
     }
 
@@ -96,7 +101,7 @@ impl Zone {
     fn rmqueue_claim(
         &mut self,
         frames: &Frames,
-        order: u8,
+        order: Order,
         start: MigrateType,
         flags: AllocFlags,
     ) -> Option<u32> {
@@ -105,12 +110,12 @@ impl Zone {
         } else {
             order
         };
-        for current in (min_order..=self.max_order).rev() {
+        for current in (min_order.0..=self.max_order.0).rev().map(Order) {
             match self.find_suitable_fallback(current, start, true) {
                 Fallback::NoneAtOrder => continue,
                 Fallback::OrderTooLowToClaim => break,
                 Fallback::Found(block_type) => {
-                    let pfn = self.first_on_list(current as usize, block_type)?;
+                    let pfn = self.first_on_list(current, block_type)?;
                     if let Some(pfn) =
                         self.try_to_claim_block(frames, pfn, current, order, start, block_type)
                     {
@@ -125,11 +130,11 @@ impl Zone {
 
     /// Takes the smallest block of a fallback type without touching its
     /// pageblock's type. mirrors __rmqueue_steal().
-    fn rmqueue_steal(&mut self, frames: &Frames, order: u8, start: MigrateType) -> Option<u32> {
-        for current in order..=self.max_order {
+    fn rmqueue_steal(&mut self, frames: &Frames, order: Order, start: MigrateType) -> Option<u32> {
+        for current in (order.0..=self.max_order.0).map(Order) {
             if let Fallback::Found(block_type) = self.find_suitable_fallback(current, start, false)
             {
-                let pfn = self.first_on_list(current as usize, block_type)?;
+                let pfn = self.first_on_list(current, block_type)?;
                 self.del_from_free_list(frames, pfn, current, block_type);
                 self.expand(frames, pfn, order, current, block_type);
                 self.events.extfrag_steal += 1;
@@ -146,33 +151,33 @@ impl Zone {
         &mut self,
         frames: &Frames,
         pfn: u32,
-        current: u8,
-        order: u8,
+        current: Order,
+        order: Order,
         start: MigrateType,
-        block_type: usize,
+        block_type: FreeTypeIdx,
     ) -> Option<u32> {
         let start_type = FreeType::plain(start);
         if current >= self.pageblock_order {
             self.del_from_free_list(frames, pfn, current, block_type);
             self.set_blocks_freetype(frames, pfn, current, start_type);
-            self.expand(frames, pfn, order, current, start.index());
+            self.expand(frames, pfn, order, current, FreeTypeIdx::of(start));
             return Some(pfn);
         }
         let (block_start, free_pages, movable_pages) =
             self.prep_move_freepages_block(frames, pfn)?;
         let alike_pages = if start == MigrateType::Movable {
             movable_pages
-        } else if block_type == MigrateType::Movable.index() {
+        } else if block_type == FreeTypeIdx::of(MigrateType::Movable) {
             self.pageblock_nr_pages() - (free_pages + movable_pages)
         } else {
             0
         };
         if free_pages + alike_pages >= self.pageblock_nr_pages() / 2 {
-            self.move_freepages_block(frames, block_start, start.index());
+            self.move_freepages_block(frames, block_start, FreeTypeIdx::of(start));
             frames
                 .blocks
                 .set_freetype(Pfn(block_start as u64), start_type);
-            return self.rmqueue_smallest(frames, order, start.index());
+            return self.rmqueue_smallest(frames, order, FreeTypeIdx::of(start));
         }
         None
     }
@@ -185,7 +190,7 @@ impl Zone {
         frames: &Frames,
         pfn: u32,
     ) -> Option<(u32, u64, u64)> {
-        let start = pfn & !((1u32 << self.pageblock_order) - 1);
+        let start = pfn & !((1u32 << self.pageblock_order.0) - 1);
         let end = start as u64 + self.pageblock_nr_pages();
         if !self.span.contains(Pfn(start as u64)) || !self.span.contains(Pfn(end - 1)) {
             return None;
@@ -200,7 +205,9 @@ impl Zone {
                     at += info.order().nr_pages();
                     continue;
                 }
-                PageState::Allocated if info.freetype() == MigrateType::Movable.index() => {
+                PageState::Allocated
+                    if info.freetype() == FreeTypeIdx::of(MigrateType::Movable) =>
+                {
                     movable += 1
                 }
                 _ => {}
@@ -217,7 +224,7 @@ impl Zone {
         &mut self,
         frames: &Frames,
         block_start: u32,
-        to: usize,
+        to: FreeTypeIdx,
     ) -> u64 {
         let end = block_start as u64 + self.pageblock_nr_pages();
         let mut at = block_start as u64;
@@ -230,7 +237,7 @@ impl Zone {
             }
             let order = info.order();
             if info.freetype() != to {
-                self.move_to_free_list(frames, at as u32, order.0, info.freetype(), to);
+                self.move_to_free_list(frames, at as u32, order, info.freetype(), to);
             }
             moved += order.nr_pages();
             at += order.nr_pages();

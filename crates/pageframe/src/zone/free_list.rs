@@ -4,14 +4,14 @@
 
 use super::Zone;
 use crate::frames::Frames;
-use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::memmap::{PageInfo, PageState, NIL};
 use crate::types::Order;
 
 impl Zone {
     #[inline]
-    fn account(&mut self, freetype: usize, pages: u64, add: bool) {
-        let counter = if freetype == MigrateType::Isolate.index() {
+    fn account(&mut self, freetype: FreeTypeIdx, pages: u64, add: bool) {
+        let counter = if freetype == FreeTypeIdx::of(MigrateType::Isolate) {
             &mut self.nr_isolated_free
         } else {
             &mut self.nr_free
@@ -30,13 +30,13 @@ impl Zone {
         &mut self,
         frames: &Frames,
         pfn: u32,
-        order: u8,
-        freetype: usize,
+        order: Order,
+        freetype: FreeTypeIdx,
         tail: bool,
     ) {
         let memmap = &frames.memmap;
-        memmap.set_info(pfn, PageInfo::new(PageState::Buddy, Order(order), freetype));
-        let list = &mut self.free_area[order as usize].lists[freetype];
+        memmap.set_info(pfn, PageInfo::new(PageState::Buddy, order, freetype));
+        let list = &mut self.free_area[order.index()].lists[freetype.index()];
         if tail {
             memmap.set_next(pfn, NIL);
             memmap.set_prev(pfn, list.tail);
@@ -56,8 +56,8 @@ impl Zone {
             }
             list.head = pfn;
         }
-        self.free_area[order as usize].nr_free += 1;
-        self.account(freetype, 1 << order, true);
+        self.free_area[order.index()].nr_free += 1;
+        self.account(freetype, order.nr_pages(), true);
     }
 
     /// Takes the free block at `pfn` off its list and clears its record.
@@ -66,13 +66,13 @@ impl Zone {
         &mut self,
         frames: &Frames,
         pfn: u32,
-        order: u8,
-        freetype: usize,
+        order: Order,
+        freetype: FreeTypeIdx,
     ) {
         self.unlink(frames, pfn, order, freetype);
         frames.memmap.set_info(pfn, PageInfo::UNTRACKED);
-        self.free_area[order as usize].nr_free -= 1;
-        self.account(freetype, 1 << order, false);
+        self.free_area[order.index()].nr_free -= 1;
+        self.account(freetype, order.nr_pages(), false);
     }
 
     /// Moves a free block to the tail of another freetype's list.
@@ -81,9 +81,9 @@ impl Zone {
         &mut self,
         frames: &Frames,
         pfn: u32,
-        order: u8,
-        from: usize,
-        to: usize,
+        order: Order,
+        from: FreeTypeIdx,
+        to: FreeTypeIdx,
     ) {
         self.del_from_free_list(frames, pfn, order, from);
         self.add_to_free_list(frames, pfn, order, to, true);
@@ -94,17 +94,15 @@ impl Zone {
     pub(crate) fn take_free_unmapped_block(
         &mut self,
         frames: &Frames,
-        min_order: u8,
-    ) -> Option<(u32, u8, FreeType)> {
-        for order in (min_order..=self.max_order).rev() {
-            for index in 0..NR_FREETYPES {
-                let Some(freetype) = FreeType::from_index(index) else {
-                    continue;
-                };
+        min_order: Order,
+    ) -> Option<(u32, Order, FreeType)> {
+        for order in (min_order.0..=self.max_order.0).rev().map(Order) {
+            for index in FreeTypeIdx::all() {
+                let freetype = index.freetype();
                 if !freetype.is_unmapped() {
                     continue;
                 }
-                if let Some(pfn) = self.first_on_list(order as usize, index) {
+                if let Some(pfn) = self.first_on_list(order, index) {
                     self.del_from_free_list(frames, pfn, order, index);
                     return Some((pfn, order, freetype));
                 }
@@ -115,8 +113,8 @@ impl Zone {
 
     /// The first block on a list, if any.
     #[inline]
-    pub(crate) fn first_on_list(&self, order: usize, freetype: usize) -> Option<u32> {
-        let head = self.free_area[order].lists[freetype].head;
+    pub(crate) fn first_on_list(&self, order: Order, freetype: FreeTypeIdx) -> Option<u32> {
+        let head = self.free_area[order.index()].lists[freetype.index()].head;
         (head != NIL).then_some(head)
     }
 
@@ -128,8 +126,8 @@ impl Zone {
         frames: &Frames,
         first: u32,
         second: u32,
-        order: u8,
-        freetype: usize,
+        order: Order,
+        freetype: FreeTypeIdx,
     ) {
         if first == second {
             return;
@@ -145,10 +143,10 @@ impl Zone {
         self.insert_after(frames, position, first, order, freetype);
     }
 
-    fn unlink(&mut self, frames: &Frames, pfn: u32, order: u8, freetype: usize) {
+    fn unlink(&mut self, frames: &Frames, pfn: u32, order: Order, freetype: FreeTypeIdx) {
         let memmap = &frames.memmap;
         let (next, prev) = (memmap.next(pfn), memmap.prev(pfn));
-        let list = &mut self.free_area[order as usize].lists[freetype];
+        let list = &mut self.free_area[order.index()].lists[freetype.index()];
         if prev == NIL {
             list.head = next;
         } else {
@@ -162,12 +160,19 @@ impl Zone {
     }
 
     /// Puts `new` where `old` is on the list; `old` is left unlinked.
-    fn replace_on_list(&mut self, frames: &Frames, old: u32, new: u32, order: u8, freetype: usize) {
+    fn replace_on_list(
+        &mut self,
+        frames: &Frames,
+        old: u32,
+        new: u32,
+        order: Order,
+        freetype: FreeTypeIdx,
+    ) {
         let memmap = &frames.memmap;
         let (next, prev) = (memmap.next(old), memmap.prev(old));
         memmap.set_next(new, next);
         memmap.set_prev(new, prev);
-        let list = &mut self.free_area[order as usize].lists[freetype];
+        let list = &mut self.free_area[order.index()].lists[freetype.index()];
         if prev == NIL {
             list.head = new;
         } else {
@@ -186,11 +191,11 @@ impl Zone {
         frames: &Frames,
         position: u32,
         pfn: u32,
-        order: u8,
-        freetype: usize,
+        order: Order,
+        freetype: FreeTypeIdx,
     ) {
         let memmap = &frames.memmap;
-        let list = &mut self.free_area[order as usize].lists[freetype];
+        let list = &mut self.free_area[order.index()].lists[freetype.index()];
         let next = if position == NIL {
             list.head
         } else {

@@ -4,8 +4,8 @@
 
 use super::Zone;
 use crate::frames::Frames;
-use crate::freetype::{FreeType, MigrateType};
-use crate::types::Pfn;
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
+use crate::types::{Order, Pfn};
 
 impl Zone {
     /// Limit of the reserve: one pageblock or about 1% of the zone.
@@ -16,7 +16,7 @@ impl Zone {
     /// Moves the pageblock(s) of the block just allocated at `pfn` into the
     /// HIGHATOMIC reserve, unless the reserve is full or the block is not of a
     /// plain mergeable type.
-    pub(crate) fn reserve_highatomic_pageblock(&mut self, frames: &Frames, pfn: u32, order: u8) {
+    pub(crate) fn reserve_highatomic_pageblock(&mut self, frames: &Frames, pfn: u32, order: Order) {
         if self.nr_reserved_highatomic >= self.highatomic_limit() {
             return;
         }
@@ -26,7 +26,7 @@ impl Zone {
         }
         let highatomic = FreeType::plain(MigrateType::HighAtomic);
         if order < self.pageblock_order {
-            let block_start = pfn & !((1u32 << self.pageblock_order) - 1);
+            let block_start = pfn & !((1u32 << self.pageblock_order.0) - 1);
             if self
                 .prep_move_freepages_block(frames, block_start)
                 .is_none()
@@ -36,11 +36,15 @@ impl Zone {
             frames
                 .blocks
                 .set_freetype(Pfn(block_start as u64), highatomic);
-            self.move_freepages_block(frames, block_start, MigrateType::HighAtomic.index());
+            self.move_freepages_block(
+                frames,
+                block_start,
+                FreeTypeIdx::of(MigrateType::HighAtomic),
+            );
             self.nr_reserved_highatomic += self.pageblock_nr_pages();
         } else {
             self.set_blocks_freetype(frames, pfn, order, highatomic);
-            self.nr_reserved_highatomic += 1u64 << order;
+            self.nr_reserved_highatomic += order.nr_pages();
         }
         self.events.highatomic_reserved += 1;
     }
@@ -57,31 +61,25 @@ impl Zone {
         if !force && self.nr_reserved_highatomic <= self.pageblock_nr_pages() {
             return false;
         }
-        for order in 0..=self.max_order {
-            let Some(pfn) = self.first_on_list(order as usize, MigrateType::HighAtomic.index())
-            else {
+        let highatomic = FreeTypeIdx::of(MigrateType::HighAtomic);
+        for order in (0..=self.max_order.0).map(Order) {
+            let Some(pfn) = self.first_on_list(order, highatomic) else {
                 continue;
             };
             if frames.blocks.migratetype(Pfn(pfn as u64)) == MigrateType::HighAtomic {
-                let size = self.pageblock_nr_pages().max(1u64 << order);
+                let size = self.pageblock_nr_pages().max(order.nr_pages());
                 self.nr_reserved_highatomic -= size.min(self.nr_reserved_highatomic);
             }
             if order >= self.pageblock_order {
                 // The free block covers whole pageblocks: convert them all.
                 self.set_blocks_freetype(frames, pfn, order, FreeType::plain(to));
-                self.move_to_free_list(
-                    frames,
-                    pfn,
-                    order,
-                    MigrateType::HighAtomic.index(),
-                    to.index(),
-                );
+                self.move_to_free_list(frames, pfn, order, highatomic, FreeTypeIdx::of(to));
             } else {
-                let block_start = pfn & !((1u32 << self.pageblock_order) - 1);
+                let block_start = pfn & !((1u32 << self.pageblock_order.0) - 1);
                 frames
                     .blocks
                     .set_freetype(Pfn(block_start as u64), FreeType::plain(to));
-                self.move_freepages_block(frames, block_start, to.index());
+                self.move_freepages_block(frames, block_start, FreeTypeIdx::of(to));
             }
             self.events.highatomic_unreserved += 1;
             return true;

@@ -3,9 +3,9 @@
 use super::Zone;
 use crate::error::InvariantError;
 use crate::frames::Frames;
-use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
+use crate::freetype::{FreeTypeIdx, MigrateType};
 use crate::memmap::{PageState, NIL};
-use crate::types::Pfn;
+use crate::types::{Order, Pfn};
 
 impl Zone {
     /// Walks every free list and checks the zone's invariants. Returns the
@@ -14,16 +14,15 @@ impl Zone {
         let fail = |what: String| Err(InvariantError(format!("zone {}: {what}", self.index)));
         let mut total = 0u64;
         let mut isolated = 0u64;
-        for (order, area) in self.free_area.iter().enumerate() {
+        for (order, area) in (0..=self.max_order.0).map(Order).zip(self.free_area.iter()) {
             let mut blocks = 0u64;
-            for freetype in 0..NR_FREETYPES {
-                let list = &area.lists[freetype];
+            for (freetype, list) in FreeTypeIdx::all().zip(&area.lists) {
                 let mut prev = NIL;
                 let mut pfn = list.head;
                 while pfn != NIL {
                     let info = frames.memmap.info(pfn);
                     if info.state() != PageState::Buddy
-                        || info.order().index() != order
+                        || info.order() != order
                         || info.freetype() != freetype
                     {
                         return fail(format!(
@@ -33,12 +32,12 @@ impl Zone {
                             info.freetype()
                         ));
                     }
-                    if pfn & ((1u32 << order) - 1) != 0 {
+                    if pfn & ((1u32 << order.0) - 1) != 0 {
                         return fail(format!(
                             "PFN {pfn} on the order-{order} list is not aligned"
                         ));
                     }
-                    let end = Pfn(pfn as u64 + (1u64 << order) - 1);
+                    let end = Pfn(pfn as u64 + order.nr_pages() - 1);
                     if !self.span.contains(Pfn(pfn as u64)) || !self.span.contains(end) {
                         return fail(format!(
                             "order-{order} block at PFN {pfn} is outside the zone span"
@@ -48,19 +47,19 @@ impl Zone {
                     if block_type.index() != Some(freetype) {
                         return fail(format!(
                             "PFN {pfn} is on the {} list but its pageblock is {block_type}",
-                            FreeType::from_index(freetype).map_or("?".into(), |ft| ft.to_string())
+                            freetype.freetype()
                         ));
                     }
                     if frames.memmap.prev(pfn) != prev {
                         return fail(format!("PFN {pfn} has a broken prev link"));
                     }
-                    self.check_unmerged_buddy(frames, pfn, order as u8)
+                    self.check_unmerged_buddy(frames, pfn, order)
                         .map_err(|what| InvariantError(format!("zone {}: {what}", self.index)))?;
                     blocks += 1;
-                    if freetype == MigrateType::Isolate.index() {
-                        isolated += 1 << order;
+                    if freetype == FreeTypeIdx::of(MigrateType::Isolate) {
+                        isolated += order.nr_pages();
                     } else {
-                        total += 1 << order;
+                        total += order.nr_pages();
                     }
                     prev = pfn;
                     pfn = frames.memmap.next(pfn);
@@ -90,16 +89,16 @@ impl Zone {
     /// A free block and its free buddy of the same order must have merged,
     /// unless the merge was refused (MAX_PAGE_ORDER, or across pageblocks where
     /// one side is HIGHATOMIC or ISOLATE).
-    fn check_unmerged_buddy(&self, frames: &Frames, pfn: u32, order: u8) -> Result<(), String> {
+    fn check_unmerged_buddy(&self, frames: &Frames, pfn: u32, order: Order) -> Result<(), String> {
         if order >= self.max_order {
             return Ok(());
         }
-        let buddy = pfn ^ (1 << order);
+        let buddy = pfn ^ (1 << order.0);
         if !self.span.contains(Pfn(buddy as u64)) {
             return Ok(());
         }
         let info = frames.memmap.info(buddy);
-        if info.state() != PageState::Buddy || info.order().0 != order {
+        if info.state() != PageState::Buddy || info.order() != order {
             return Ok(());
         }
         if order >= self.pageblock_order {

@@ -27,7 +27,7 @@ pub use fallback::RmqueueMode;
 pub use pick_tail::PickTail;
 
 use crate::frames::Frames;
-use crate::freetype::{FreeType, MigrateType, NR_FREETYPES};
+use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
 use crate::memmap::NIL;
 use crate::types::{Order, ZoneIdx};
@@ -83,8 +83,8 @@ pub struct ZoneEvents {
 pub struct Zone {
     index: ZoneIdx,
     span: PfnRange,
-    max_order: u8,
-    pageblock_order: u8,
+    max_order: Order,
+    pageblock_order: Order,
     free_area: Box<[FreeArea]>,
     nr_free: u64,
     nr_isolated_free: u64,
@@ -92,14 +92,19 @@ pub struct Zone {
     managed: u64,
     events: ZoneEvents,
     /// Blocks of this order or above are freed to a random end of their
-    /// list; u8::MAX when the free lists are not shuffled.
-    shuffle_order: u8,
+    /// list; `Order(u8::MAX)` when the free lists are not shuffled.
+    shuffle_order: Order,
     pick_tail: PickTail,
 }
 
 impl Zone {
     /// An empty zone with index `index` over `span`.
-    pub(crate) fn new(index: ZoneIdx, span: PfnRange, max_order: u8, pageblock_order: u8) -> Zone {
+    pub(crate) fn new(
+        index: ZoneIdx,
+        span: PfnRange,
+        max_order: Order,
+        pageblock_order: Order,
+    ) -> Zone {
         let area = FreeArea {
             lists: [FreeList::EMPTY; NR_FREETYPES],
             nr_free: 0,
@@ -109,21 +114,21 @@ impl Zone {
             span,
             max_order,
             pageblock_order,
-            free_area: vec![area; max_order as usize + 1].into_boxed_slice(),
+            free_area: vec![area; max_order.index() + 1].into_boxed_slice(),
             nr_free: 0,
             nr_isolated_free: 0,
             nr_reserved_highatomic: 0,
             managed: 0,
             events: ZoneEvents::default(),
-            shuffle_order: u8::MAX,
+            shuffle_order: Order(u8::MAX),
             pick_tail: PickTail::new(0),
         }
     }
 
     /// Turns random head/tail placement on for blocks of `order` and above
     /// (`Some`), or off (`None`), with the seed of this zone's bits.
-    pub(crate) fn set_shuffle(&mut self, order: Option<u8>, seed: u64) {
-        self.shuffle_order = order.unwrap_or(u8::MAX);
+    pub(crate) fn set_shuffle(&mut self, order: Option<Order>, seed: u64) {
+        self.shuffle_order = order.unwrap_or(Order(u8::MAX));
         self.pick_tail = PickTail::new(seed);
     }
 
@@ -178,14 +183,14 @@ impl Zone {
 
     /// True when the list of `freetype` at `order` is empty (`free_area_empty()`).
     #[inline]
-    pub(crate) fn list_is_empty(&self, order: usize, freetype: usize) -> bool {
-        self.free_area[order].lists[freetype].is_empty()
+    pub(crate) fn list_is_empty(&self, order: Order, freetype: FreeTypeIdx) -> bool {
+        self.free_area[order.index()].lists[freetype.index()].is_empty()
     }
 
     /// Number of blocks on one list, walking it (for /proc/pagetypeinfo).
-    pub fn list_len(&self, frames: &Frames, order: Order, freetype: usize, cap: u64) -> u64 {
+    pub fn list_len(&self, frames: &Frames, order: Order, freetype: FreeTypeIdx, cap: u64) -> u64 {
         let mut count = 0;
-        let mut pfn = self.free_area[order.index()].lists[freetype].head;
+        let mut pfn = self.free_area[order.index()].lists[freetype.index()].head;
         while pfn != NIL && count < cap {
             count += 1;
             pfn = frames.memmap.next(pfn);
@@ -209,20 +214,20 @@ impl Zone {
 
     /// The largest order.
     pub fn max_order(&self) -> Order {
-        Order(self.max_order)
+        self.max_order
     }
 
     /// Pages per pageblock.
     #[inline]
     pub(crate) fn pageblock_nr_pages(&self) -> u64 {
-        1u64 << self.pageblock_order
+        self.pageblock_order.nr_pages()
     }
 
     /// True when any list of a pcp migratetype, mapped or unmapped (or
     /// HIGHATOMIC, if allowed) at `order` or above has a block: the second
     /// half of __zone_watermark_ok() over every freetype.
-    pub(crate) fn has_block_at_or_above(&self, order: usize, highatomic_allowed: bool) -> bool {
-        self.free_area[order..].iter().any(|area| {
+    pub(crate) fn has_block_at_or_above(&self, order: Order, highatomic_allowed: bool) -> bool {
+        self.free_area[order.index()..].iter().any(|area| {
             area.nr_free > 0
                 && area.lists.iter().enumerate().any(|(index, list)| {
                     let Some(freetype) = FreeType::from_index(index) else {

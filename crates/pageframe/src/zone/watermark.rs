@@ -7,7 +7,7 @@
 //! __zone_watermark_ok() of mm/page_alloc.c (Linux 6.1).
 
 use crate::gfp::AllocFlags;
-use crate::types::ZoneType;
+use crate::types::{Order, ZoneType};
 
 /// `watermark_scale_factor` default: 10 (0.1% of the zone).
 pub const WATERMARK_SCALE_FACTOR: u64 = 10;
@@ -127,8 +127,8 @@ pub struct ZoneFree {
 /// The first half of __zone_watermark_ok(): is there enough free memory above
 /// `mark` once the unusable pages are taken away? The second half (a block of
 /// the order exists) needs the free lists and is `Zone::has_block_at_or_above`.
-pub fn watermark_free_ok(zone: ZoneFree, order: u8, mark: u64, alloc_flags: AllocFlags) -> bool {
-    let mut unusable = (1i64 << order) - 1;
+pub fn watermark_free_ok(zone: ZoneFree, order: Order, mark: u64, alloc_flags: AllocFlags) -> bool {
+    let mut unusable = (1i64 << order.0) - 1;
     if !alloc_flags.intersects(AllocFlags::RESERVES) {
         unusable += zone.reserved_highatomic as i64;
     }
@@ -197,13 +197,33 @@ mod tests {
             reserved_highatomic: 0,
             lowmem_reserve: 0,
         };
-        assert!(!watermark_free_ok(zone, 0, 1000, AllocFlags::empty()));
-        assert!(watermark_free_ok(zone, 0, 1000, AllocFlags::MIN_RESERVE));
+        assert!(!watermark_free_ok(
+            zone,
+            Order(0),
+            1000,
+            AllocFlags::empty()
+        ));
+        assert!(watermark_free_ok(
+            zone,
+            Order(0),
+            1000,
+            AllocFlags::MIN_RESERVE
+        ));
         let reserved = ZoneFree {
             reserved_highatomic: 200,
             ..zone
         };
-        assert!(!watermark_free_ok(reserved, 0, 800, AllocFlags::empty()));
-        assert!(watermark_free_ok(reserved, 0, 800, AllocFlags::NON_BLOCK));
+        assert!(!watermark_free_ok(
+            reserved,
+            Order(0),
+            800,
+            AllocFlags::empty()
+        ));
+        assert!(watermark_free_ok(
+            reserved,
+            Order(0),
+            800,
+            AllocFlags::NON_BLOCK
+        ));
     }
 }
