@@ -44,7 +44,8 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, proc, info, conform or trace (see 'pageframe --help')".to_string(),
+                "a command is required: run, proc, info, conform or trace (see 'pageframe --help')"
+                    .to_string(),
             ))
         }
         Err(err) => return fail(&CliError::Usage(args::one_line(&err))),

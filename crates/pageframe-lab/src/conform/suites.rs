@@ -131,10 +131,7 @@ mod tests {
         };
         assert_eq!(chosen(&[]).unwrap(), names());
         assert_eq!(chosen(&["all"]).unwrap(), names());
-        assert_eq!(
-            chosen(&["mempolicy", "mempolicy"]).unwrap(),
-            ["mempolicy"]
-        );
+        assert_eq!(chosen(&["mempolicy", "mempolicy"]).unwrap(), ["mempolicy"]);
         let err = chosen(&["mempolicy,nope"]).unwrap_err();
         assert!(err.starts_with("unknown conformance suite 'nope'"), "{err}");
     }
