@@ -31,6 +31,99 @@ pub enum Command {
     /// Print an experiment's parameters (or every one's, with `all`) as
     /// commented TOML with the defaults, to edit and pass to `run --config`.
     Config(ConfigArgs),
+    /// Run conformance suites: the same cases on the live kernel and on
+    /// pageframe booted like the host, compared row by row.
+    #[command(after_help = CONFORM_EXIT_STATUS)]
+    Conform(ConformArgs),
+    /// Record, import or replay page-allocator traces of real kernels.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+/// The exit statuses of `conform`, printed under its help.
+const CONFORM_EXIT_STATUS: &str = "Exit status: 0 when no suite found a DIFF that is not listed as not modelled (skipped suites do not fail: without root a suite is skipped with the reason), 1 when one did, 2 on bad input or when a suite could not run.";
+
+/// `pageframe conform`.
+#[derive(Debug, Args)]
+pub struct ConformArgs {
+    /// Suites, comma-separated or as several arguments; `all` (the default)
+    /// for every one.
+    #[arg(value_name = "SUITE", help = format!(
+        "Suites, comma-separated or several arguments: {}; or `all` (the default)",
+        pageframe_lab::conform::suites::names().join(", ")
+    ))]
+    pub suites: Vec<String>,
+    /// Output format: table or json (one object).
+    #[arg(long, default_value = "table")]
+    pub format: String,
+    /// Print the MATCH rows too (the table shows only DIFF rows otherwise).
+    #[arg(long, short = 'v', visible_alias = "verbose")]
+    pub all: bool,
+}
+
+/// `pageframe trace`.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Record the kmem page-allocator events live (root, tracefs) while a
+    /// command runs or for a duration, into a .pftrace file.
+    Record(TraceRecordArgs),
+    /// Read a text trace (tracefs, trace-cmd report, perf script) or a
+    /// .pftrace file, print its summary, and write it as .pftrace with -o.
+    Import(TraceImportArgs),
+    /// Replay a trace on pageframe and print the kernel's figures beside
+    /// pageframe's.
+    Replay(TraceReplayArgs),
+}
+
+/// `pageframe trace record`.
+#[derive(Debug, Args)]
+pub struct TraceRecordArgs {
+    /// The .pftrace file to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Record for this many seconds instead of while a command runs.
+    #[arg(long, value_name = "SECS", conflicts_with = "command")]
+    pub duration: Option<f64>,
+    /// Stop after this many events.
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<usize>,
+    /// The command to trace, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `pageframe trace import`.
+#[derive(Debug, Args)]
+pub struct TraceImportArgs {
+    /// The trace to read.
+    pub file: PathBuf,
+    /// Write it as a .pftrace file here.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+}
+
+/// `pageframe trace replay`.
+#[derive(Debug, Args)]
+pub struct TraceReplayArgs {
+    /// The trace to replay (.pftrace or text).
+    pub file: PathBuf,
+    /// The machine (default: shaped like the traced host); --cmdline gives
+    /// the policy switches (page_alloc.shuffle=1, ...).
+    #[command(flatten)]
+    pub machine: MachineOptions,
+    /// Seed of the machine's random choices.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Accept a machine smaller than the traced host (CPUs folded, failed
+    /// allocations counted).
+    #[arg(long)]
+    pub fit: bool,
+    /// Output format: table, json or csv.
+    #[arg(long, default_value = "table")]
+    pub format: String,
+    /// Also write the fragmentation indices over time as an SVG plot.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 }
 
 /// `pageframe config`.

@@ -2,9 +2,11 @@
 //! parse the arguments ([`args`]), turn them into a validated [`plan::Plan`]
 //! (names checked, sizes parsed, machine laid out, config file read), then
 //! execute it. Every error is one line, `pageframe: <message>`, on stderr,
-//! with exit status 2; `--help` and `--version` exit 0.
+//! with exit status 2; `--help` and `--version` exit 0; `conform` exits 1
+//! when a suite found a DIFF not listed as not modelled.
 
 mod args;
+mod conform;
 mod error;
 mod info;
 mod perf_table;
@@ -14,6 +16,7 @@ mod progress;
 #[cfg(test)]
 mod props;
 mod run;
+mod trace;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -23,6 +26,8 @@ use std::process::ExitCode;
 
 /// Exit status of every error, usage errors included (as clap's).
 const EXIT_ERROR: u8 = 2;
+/// Exit status of `conform` when a suite found an unlisted DIFF.
+const EXIT_DIFFERENCES: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
@@ -39,7 +44,8 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, proc or info (see 'pageframe --help')".to_string(),
+                "a command is required: run, proc, info, conform or trace (see 'pageframe --help')"
+                    .to_string(),
             ))
         }
         Err(err) => return fail(&CliError::Usage(args::one_line(&err))),
@@ -47,11 +53,13 @@ fn main() -> ExitCode {
     let outcome = plan::Plan::from_args(cli).and_then(|plan| {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
-        plan.execute(&mut out)?;
-        out.flush().map_err(CliError::from)
+        let completion = plan.execute(&mut out)?;
+        out.flush().map_err(CliError::from)?;
+        Ok(completion)
     });
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(plan::Completion::Clean) => ExitCode::SUCCESS,
+        Ok(plan::Completion::Differences) => ExitCode::from(EXIT_DIFFERENCES),
         Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
         Err(err) => fail(&err),
     }

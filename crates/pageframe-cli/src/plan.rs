@@ -2,14 +2,18 @@
 //! parsed, the machine description read and laid out — so that nothing a
 //! user typed can fail once execution starts (an experiment still can).
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, TraceCommand};
 use crate::error::CliError;
-use crate::{info, perf_table, proc_views, run};
+use crate::{conform, info, perf_table, proc_views, run, trace};
 use pageframe::MachineDesc;
+use pageframe_lab::conform::suites::{self, SuiteRun};
 use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
 use pageframe_lab::report::Format;
+use pageframe_lab::trace::{RecordTarget, ReplayOptions};
 use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// A command ready to run.
 #[derive(Debug)]
@@ -24,6 +28,62 @@ pub enum Plan {
     PerfTable(PerfTablePlan),
     /// Print parameters as commented TOML.
     Config(String),
+    /// Run conformance suites.
+    Conform(ConformPlan),
+    /// Record, import or replay a trace.
+    Trace(TracePlan),
+}
+
+/// How a plan that ran to its end ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Everything as expected.
+    Clean,
+    /// `conform` found a DIFF not listed as not modelled (exit status 1).
+    Differences,
+}
+
+/// `pageframe conform`, validated.
+#[derive(Debug)]
+pub struct ConformPlan {
+    /// The suites, in run order.
+    pub suites: Vec<(&'static str, SuiteRun)>,
+    /// One JSON object instead of the table.
+    pub json: bool,
+    /// Print the MATCH rows too.
+    pub all: bool,
+}
+
+/// `pageframe trace ...`, validated.
+#[derive(Debug)]
+pub enum TracePlan {
+    /// Record live into `output`.
+    Record {
+        /// A command or a duration.
+        target: RecordTarget,
+        /// Keep at most this many events.
+        max_events: Option<usize>,
+        /// The .pftrace file.
+        output: PathBuf,
+    },
+    /// Read `file`, write it as .pftrace to `output` if given.
+    Import {
+        /// The trace read.
+        file: PathBuf,
+        /// The .pftrace file written.
+        output: Option<PathBuf>,
+    },
+    /// Replay `file`.
+    Replay {
+        /// The trace replayed.
+        file: PathBuf,
+        /// Machine, policy switches, seed, fit.
+        options: ReplayOptions,
+        /// How to print the rows.
+        format: Format,
+        /// Where to write the SVG plot.
+        plot: Option<PathBuf>,
+    },
 }
 
 /// `pageframe perf-table`, validated.
@@ -149,6 +209,23 @@ impl Plan {
                     seed: args.seed,
                 }))
             }
+            Command::Conform(args) => {
+                let json = match args.format.as_str() {
+                    "table" => false,
+                    "json" => true,
+                    other => {
+                        return Err(CliError::Invalid(format!(
+                            "unknown format '{other}' (known: table, json)"
+                        )))
+                    }
+                };
+                Ok(Plan::Conform(ConformPlan {
+                    suites: suites::parse(&args.suites).map_err(CliError::Invalid)?,
+                    json,
+                    all: args.all,
+                }))
+            }
+            Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
                 arena: args.arena,
@@ -183,13 +260,82 @@ impl Plan {
     }
 
     /// Runs the plan, writing its output to `out`.
-    pub fn execute(self, out: &mut dyn Write) -> Result<(), CliError> {
+    pub fn execute(self, out: &mut dyn Write) -> Result<Completion, CliError> {
         match self {
             Plan::Run(plan) => run::execute(&plan, out),
             Plan::Proc(plan) => proc_views::execute(&plan, out),
             Plan::Info(plan) => info::execute(&plan, out),
             Plan::PerfTable(plan) => perf_table::execute(&plan, out),
             Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
+            Plan::Trace(plan) => trace::execute(&plan, out),
+            Plan::Conform(plan) => return conform::execute(&plan, out),
+        }
+        .map(|()| Completion::Clean)
+    }
+}
+
+/// A trace subcommand, checked: a positive finite duration or a command
+/// to record; a known output format and a valid machine to replay on.
+fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
+    match command {
+        TraceCommand::Record(args) => {
+            let target = match (args.duration, args.command.is_empty()) {
+                (Some(seconds), true) => {
+                    let duration = Duration::try_from_secs_f64(seconds)
+                        .ok()
+                        .filter(|duration| !duration.is_zero())
+                        .ok_or_else(|| {
+                            CliError::Invalid(format!(
+                                "--duration {seconds}: not a positive number of seconds"
+                            ))
+                        })?;
+                    RecordTarget::Duration(duration)
+                }
+                (None, false) => RecordTarget::Command(args.command),
+                _ => {
+                    return Err(CliError::Invalid(
+                        "trace record needs a command after -- or --duration SECS".into(),
+                    ))
+                }
+            };
+            Ok(TracePlan::Record {
+                target,
+                max_events: args.max_events,
+                output: args.output,
+            })
+        }
+        TraceCommand::Import(args) => Ok(TracePlan::Import {
+            file: args.file,
+            output: args.output,
+        }),
+        TraceCommand::Replay(args) => {
+            let format = Format::parse(&args.format).ok_or_else(|| {
+                CliError::Invalid(format!(
+                    "unknown format '{}' (known: table, json, csv)",
+                    args.format
+                ))
+            })?;
+            let mut machine_args = MachineArgs::from(args.machine);
+            // The command line is the replay's policy switches, applied once
+            // by the replay to whichever machine it boots.
+            let cmdline = machine_args.cmdline.take().unwrap_or_default();
+            let machine = if machine_args == MachineArgs::default() {
+                None
+            } else {
+                Some(machine_args.to_desc()?)
+            };
+            Ok(TracePlan::Replay {
+                file: args.file,
+                options: ReplayOptions {
+                    machine,
+                    cmdline,
+                    seed: args.seed,
+                    fit: args.fit,
+                    ..ReplayOptions::default()
+                },
+                format,
+                plot: args.plot,
+            })
         }
     }
 }

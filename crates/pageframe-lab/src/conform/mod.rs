@@ -8,6 +8,7 @@
 //! [`SuiteOutcome::Skipped`] with the reason: never failed, never faked.
 
 pub mod mempolicy;
+pub mod suites;
 
 use pageframe::error::Errno;
 
@@ -98,7 +99,8 @@ impl SuiteResult {
     }
 
     /// The report as text: one `case | kernel | pageframe | verdict` line
-    /// per row (only the DIFF rows unless `all`), then a summary line.
+    /// per row (only the DIFF rows unless `all`; a DIFF listed in
+    /// [`suites::LISTED_DIFFS`] carries its reason), then a summary line.
     pub fn render(&self, all: bool) -> String {
         let mut out = String::new();
         match &self.outcome {
@@ -111,8 +113,14 @@ impl SuiteResult {
                     .iter()
                     .filter(|row| all || row.verdict == Verdict::Diff)
                 {
+                    let listed = match row.verdict {
+                        Verdict::Diff => suites::listed_reason(self.suite, &row.case)
+                            .map(|reason| format!(" (listed: {reason})"))
+                            .unwrap_or_default(),
+                        Verdict::Match => String::new(),
+                    };
                     out.push_str(&format!(
-                        "{} | {} | {} | {}\n",
+                        "{} | {} | {} | {}{listed}\n",
                         row.case,
                         row.kernel,
                         row.pageframe,

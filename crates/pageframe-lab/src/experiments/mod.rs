@@ -15,6 +15,7 @@ pub mod bulk;
 pub mod numa_balancing;
 pub mod scaling;
 pub mod shuffle_cache;
+pub mod trace_replay;
 pub mod unmapped_populate;
 pub mod zram_untar;
 
@@ -33,6 +34,7 @@ pub const ALL: &[&dyn Experiment] = &[
     &numa_balancing::NumaBalancing,
     &zram_untar::ZramUntar,
     &unmapped_populate::UnmappedPopulate,
+    &trace_replay::TraceReplay,
 ];
 
 /// One experiment: what the tools (run, config files, plots, the summary,

@@ -30,8 +30,9 @@
 //!     rows: report.rows (ReplayRow::to_report_row() gives report::Row);
 //!     plot: trace::plot::write_svg(&trace, &report, &out)?;
 //! experiment `trace-replay` (in `run all`):
-//!     trace::run_experiment(seed) -> Vec<ReplayRow> over trace::shipped_trace_path(),
-//!     each policy (kernel default, shuffle) tagged in `key`.
+//!     trace::replay_policies(&trace, seed, samples) over trace::shipped_trace_path():
+//!     one ReplayReport per policy (kernel default, shuffle);
+//!     trace::run_experiment(seed) gives their rows with the policy in `key`.
 //! ```
 //!
 //! Every error is a [`TraceError`] whose `Display` is one line naming the
@@ -197,19 +198,37 @@ pub fn shipped_trace_path() -> PathBuf {
 pub const EXPERIMENT_POLICIES: [(&str, &str); 2] =
     [("kernel", ""), ("shuffle", "page_alloc.shuffle=1")];
 
-/// The `trace-replay` experiment: the shipped trace replayed under each of
-/// [`EXPERIMENT_POLICIES`] on a host-shaped machine; each row's key starts
-/// with the policy's name.
+/// `trace` replayed under each of [`EXPERIMENT_POLICIES`] on a host-shaped
+/// machine with `samples` fragmentation samples: each policy's name and
+/// report, in the policies' order.
+pub fn replay_policies(
+    trace: &Trace,
+    seed: u64,
+    samples: usize,
+) -> Result<Vec<(&'static str, ReplayReport)>, TraceError> {
+    EXPERIMENT_POLICIES
+        .iter()
+        .map(|(policy, cmdline)| {
+            let options = ReplayOptions {
+                cmdline: cmdline.to_string(),
+                seed,
+                samples,
+                ..ReplayOptions::default()
+            };
+            Ok((*policy, run_replay(trace, &options)?))
+        })
+        .collect()
+}
+
+/// The `trace-replay` experiment's rows: the shipped trace replayed under
+/// each of [`EXPERIMENT_POLICIES`] ([`replay_policies`]); each row's key
+/// starts with the policy's name.
 pub fn run_experiment(seed: u64) -> Result<Vec<ReplayRow>, TraceError> {
     let trace = import(&shipped_trace_path())?;
+    let samples = ReplayOptions::default().samples;
     let mut rows = Vec::new();
-    for (policy, cmdline) in EXPERIMENT_POLICIES {
-        let options = ReplayOptions {
-            cmdline: cmdline.to_string(),
-            seed,
-            ..ReplayOptions::default()
-        };
-        for mut row in run_replay(&trace, &options)?.rows {
+    for (policy, report) in replay_policies(&trace, seed, samples)? {
+        for mut row in report.rows {
             row.key = format!("{policy}: {}", row.key);
             rows.push(row);
         }

@@ -1,0 +1,35 @@
+//! `pageframe conform`: conformance suites of `pageframe_lab::conform`,
+//! run in the order given. The table prints each suite's DIFF rows (every
+//! row with `--all`) and its summary line, suites separated by a blank
+//! line; JSON prints one object for all of them. The caller turns an
+//! unlisted DIFF into exit status 1.
+
+use crate::error::CliError;
+use crate::plan::{Completion, ConformPlan};
+use pageframe_lab::conform::suites;
+use std::io::Write;
+
+/// Runs the suites of the plan and prints their results.
+pub fn execute(plan: &ConformPlan, out: &mut dyn Write) -> Result<Completion, CliError> {
+    let mut results = Vec::new();
+    for (name, run) in &plan.suites {
+        let result = run().map_err(|err| CliError::Invalid(format!("conform {name}: {err}")))?;
+        if !plan.json {
+            if !results.is_empty() {
+                writeln!(out)?;
+            }
+            out.write_all(result.render(plan.all).as_bytes())?;
+            out.flush()?;
+        }
+        results.push(result);
+    }
+    if plan.json {
+        writeln!(out, "{}", suites::to_json(&results))?;
+    }
+    let unlisted: usize = results.iter().map(suites::unlisted_diffs).sum();
+    Ok(if unlisted == 0 {
+        Completion::Clean
+    } else {
+        Completion::Differences
+    })
+}

@@ -1,0 +1,208 @@
+//! `pageframe conform` and `pageframe trace`, and the `trace-replay`
+//! experiment, through the real binary: JSON that parses, skips instead of
+//! failures without root, determinism, and one-line errors with exit 2.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn pageframe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args(args)
+        .output()
+        .expect("the pageframe binary runs")
+}
+
+fn shipped_trace() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/kernel-untar-build.pftrace"
+    )
+    .to_string()
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("pageframe-cli-{}-{name}", std::process::id()))
+}
+
+/// Asserts the error contract (exit 2, one line on stderr, nothing on
+/// stdout) and returns the message.
+fn error_of(args: &[&str]) -> String {
+    let output = pageframe(args);
+    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("pageframe: "), "{args:?}: {stderr}");
+    assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
+    stderr
+}
+
+fn json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON object")
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .expect("/proc/self/status is readable")
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|uids| uids.split_whitespace().nth(1))
+        == Some("0")
+}
+
+#[test]
+fn conform_mempolicy_json_shows_no_diff_as_root_or_a_skip() {
+    let output = pageframe(&["conform", "mempolicy", "--format", "json"]);
+    let value = json_of(&output);
+    let suite = &value["suites"][0];
+    assert_eq!(suite["suite"], "mempolicy");
+    assert_eq!(value["suites"].as_array().map(Vec::len), Some(1));
+    match suite["status"].as_str() {
+        Some("ran") => {
+            assert!(suite["cases"].as_u64().is_some_and(|cases| cases > 0));
+            assert_eq!(suite["diff"], 0, "{}", suite["rows"]);
+            assert_eq!(value["unlisted_diffs"], 0);
+            assert_eq!(output.status.code(), Some(0));
+        }
+        Some("skipped") => {
+            assert!(!running_as_root(), "skipped as root: {}", suite["reason"]);
+            assert!(suite["reason"].as_str().is_some_and(|r| !r.is_empty()));
+            assert_eq!(output.status.code(), Some(0), "a skip is not a failure");
+        }
+        other => panic!("unexpected status {other:?}"),
+    }
+}
+
+#[test]
+fn conform_table_ends_with_the_summary_line() {
+    let output = pageframe(&["conform", "mempolicy"]);
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+    let last = stdout.lines().last().expect("a summary line");
+    assert!(last.starts_with("conform mempolicy: "), "{stdout}");
+    assert!(
+        last.contains(" cases, ") || last.contains("skipped: "),
+        "{last}"
+    );
+}
+
+#[test]
+fn conform_bad_input_is_exit_2_and_help_states_the_exit_status() {
+    assert!(error_of(&["conform", "nope"]).contains("unknown conformance suite 'nope'"));
+    assert!(error_of(&["conform", "mempolicy,nope"]).contains("'nope'"));
+    assert!(error_of(&["conform", "--format", "csv"]).contains("unknown format 'csv'"));
+    let help = pageframe(&["conform", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8(help.stdout).expect("UTF-8");
+    assert!(
+        text.contains("Exit status: 0 when no suite found a DIFF"),
+        "{text}"
+    );
+}
+
+#[test]
+fn trace_replay_of_the_shipped_trace_prints_json_rows() {
+    let output = pageframe(&["trace", "replay", &shipped_trace(), "--format", "json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let value = json_of(&output);
+    let rows = value["rows"].as_array().expect("rows");
+    let allocations = rows
+        .iter()
+        .find(|row| row["section"] == "replay" && row["key"] == "allocations")
+        .expect("an allocations row");
+    assert_eq!(allocations["kernel"], allocations["pageframe"]);
+    assert!(allocations["kernel"].as_f64().is_some_and(|n| n > 0.0));
+}
+
+#[test]
+fn trace_replay_writes_the_plot_and_takes_policy_switches() {
+    let plot = temp_path("replay.svg");
+    let output = pageframe(&[
+        "trace",
+        "replay",
+        &shipped_trace(),
+        "--cmdline",
+        "page_alloc.shuffle=1",
+        "--format",
+        "csv",
+        "--plot",
+        plot.to_str().expect("UTF-8 path"),
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let svg = std::fs::read_to_string(&plot).expect("the plot is written");
+    std::fs::remove_file(&plot).ok();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+    let csv = String::from_utf8(output.stdout).expect("UTF-8");
+    assert!(csv.starts_with("section,key,kernel,pageframe\n"), "{csv}");
+}
+
+#[test]
+fn a_truncated_trace_is_one_line_naming_the_offset() {
+    let bytes = std::fs::read(shipped_trace()).expect("the shipped trace exists");
+    let truncated = temp_path("truncated.pftrace");
+    std::fs::write(&truncated, &bytes[..100_000]).expect("temp dir is writable");
+    let message = error_of(&["trace", "replay", truncated.to_str().expect("UTF-8")]);
+    std::fs::remove_file(&truncated).ok();
+    assert!(message.contains("truncated trace"), "{message}");
+    assert!(message.contains("byte offset "), "{message}");
+}
+
+#[test]
+fn trace_bad_input_is_exit_2() {
+    error_of(&["trace", "replay", &shipped_trace(), "--format", "xml"]);
+    error_of(&["trace", "replay", "/nonexistent/trace.pftrace"]);
+    error_of(&["trace", "record", "-o", "/nonexistent/out.pftrace"]);
+    error_of(&["trace", "record", "-o", "x.pftrace", "--duration", "-1"]);
+    let small = error_of(&["trace", "replay", &shipped_trace(), "--cpus", "1"]);
+    assert!(small.contains("mismatch"), "{small}");
+}
+
+#[test]
+fn trace_import_writes_a_pftrace_that_reads_back_the_same() {
+    let copy = temp_path("copy.pftrace");
+    let copy_name = copy.to_str().expect("UTF-8").to_string();
+    let first = pageframe(&["trace", "import", &shipped_trace(), "-o", &copy_name]);
+    assert_eq!(first.status.code(), Some(0));
+    let second = pageframe(&["trace", "import", &copy_name]);
+    std::fs::remove_file(&copy).ok();
+    assert_eq!(second.status.code(), Some(0));
+    let summary = |output: &Output| {
+        let text = String::from_utf8_lossy(&output.stdout).to_string();
+        text.split_once(": ")
+            .map(|(_, summary)| summary.to_string())
+    };
+    assert!(summary(&first).is_some_and(|s| s.contains("419622 events")));
+    assert_eq!(summary(&first), summary(&second));
+}
+
+#[test]
+fn run_trace_replay_json_is_deterministic_per_seed() {
+    let run = || {
+        let output = pageframe(&["run", "trace-replay", "--format", "json", "--seed", "7"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    };
+    let first = run();
+    assert_eq!(first, run());
+    let value: Value = serde_json::from_slice(&first).expect("one JSON object");
+    assert_eq!(value["experiment"], "trace-replay");
+    assert_eq!(value["seed"], 7);
+    let rows = value["rows"].as_array().expect("rows");
+    for policy in ["kernel", "shuffle"] {
+        assert!(rows
+            .iter()
+            .any(|row| row["policy"] == policy && row["key"] == "allocations"));
+        assert!(rows
+            .iter()
+            .any(|row| row["policy"] == policy && row["series"] == "fragmentation"));
+    }
+}

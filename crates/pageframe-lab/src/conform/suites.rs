@@ -1,0 +1,162 @@
+//! The registry of conformance suites (the one list `pageframe conform`
+//! knows them by), the differences listed as not modelled, and the
+//! reports of several suites as one JSON object.
+//!
+//! Exit rule the CLI applies: a DIFF row that [`listed_reason`] does not
+//! name is a conformance failure; a listed one is reported with its reason
+//! and does not fail the run.
+
+use super::{ConformError, SuiteOutcome, SuiteResult, Verdict};
+use serde_json::{json, Value};
+
+/// A suite's entry point.
+pub type SuiteRun = fn() -> Result<SuiteResult, ConformError>;
+
+/// Every suite, in the order `all` runs them.
+pub const SUITES: &[(&str, SuiteRun)] = &[("mempolicy", super::mempolicy::run)];
+
+/// DIFF rows that are known and accepted: (suite, case, why pageframe
+/// differs). A case listed here is reported but does not fail the run.
+pub const LISTED_DIFFS: &[(&str, &str, &str)] = &[];
+
+/// The names of [`SUITES`], in order.
+pub fn names() -> Vec<&'static str> {
+    SUITES.iter().map(|(name, _)| *name).collect()
+}
+
+/// Suites by name: each argument a name or a comma-separated list of them,
+/// `all` (or no argument) for every suite; duplicates run once. The first
+/// unknown name is the error.
+pub fn parse(args: &[String]) -> Result<Vec<(&'static str, SuiteRun)>, String> {
+    let mut chosen: Vec<(&'static str, SuiteRun)> = Vec::new();
+    let words: Vec<&str> = args
+        .iter()
+        .flat_map(|arg| arg.split(','))
+        .map(str::trim)
+        .collect();
+    if words.is_empty() || words.contains(&"all") {
+        return Ok(SUITES.to_vec());
+    }
+    for word in words {
+        let suite = SUITES
+            .iter()
+            .find(|(name, _)| *name == word)
+            .ok_or_else(|| {
+                format!(
+                    "unknown conformance suite '{word}' (known: {}, all)",
+                    names().join(", ")
+                )
+            })?;
+        if !chosen.iter().any(|(name, _)| *name == suite.0) {
+            chosen.push(*suite);
+        }
+    }
+    Ok(chosen)
+}
+
+/// Why a DIFF of `case` in `suite` is accepted, if it is listed.
+pub fn listed_reason(suite: &str, case: &str) -> Option<&'static str> {
+    LISTED_DIFFS
+        .iter()
+        .find(|(listed_suite, listed_case, _)| *listed_suite == suite && *listed_case == case)
+        .map(|(_, _, reason)| *reason)
+}
+
+/// The DIFF rows of `result` that are not listed.
+pub fn unlisted_diffs(result: &SuiteResult) -> usize {
+    result
+        .diffs()
+        .filter(|row| listed_reason(result.suite, &row.case).is_none())
+        .count()
+}
+
+/// The results as one JSON object: `{"suites": [...], "unlisted_diffs": N}`;
+/// each suite has its name, `status` (`ran` or `skipped`), and either its
+/// counts and every row or the skip reason.
+pub fn to_json(results: &[SuiteResult]) -> Value {
+    let suites: Vec<Value> = results
+        .iter()
+        .map(|result| match &result.outcome {
+            SuiteOutcome::Skipped { reason } => json!({
+                "suite": result.suite,
+                "status": "skipped",
+                "reason": reason,
+            }),
+            SuiteOutcome::Ran(rows) => {
+                let diffs = result.diffs().count();
+                let rows: Vec<Value> = rows
+                    .iter()
+                    .map(|row| {
+                        let listed = (row.verdict == Verdict::Diff)
+                            .then(|| listed_reason(result.suite, &row.case))
+                            .flatten();
+                        json!({
+                            "case": row.case,
+                            "kernel": row.kernel,
+                            "pageframe": row.pageframe,
+                            "verdict": row.verdict.label(),
+                            "listed": listed,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "suite": result.suite,
+                    "status": "ran",
+                    "cases": rows.len(),
+                    "match": rows.len() - diffs,
+                    "diff": diffs,
+                    "unlisted_diff": unlisted_diffs(result),
+                    "rows": rows,
+                })
+            }
+        })
+        .collect();
+    let unlisted: usize = results.iter().map(unlisted_diffs).sum();
+    json!({ "suites": suites, "unlisted_diffs": unlisted })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ConformRow;
+    use super::*;
+
+    fn words(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| arg.to_string()).collect()
+    }
+
+    #[test]
+    fn lists_and_all_parse_and_the_unknown_is_named() {
+        let chosen = |args: &[&str]| {
+            parse(&words(args)).map(|list| list.iter().map(|(n, _)| *n).collect::<Vec<_>>())
+        };
+        assert_eq!(chosen(&[]).unwrap(), names());
+        assert_eq!(chosen(&["all"]).unwrap(), names());
+        assert_eq!(chosen(&["mempolicy", "mempolicy"]).unwrap(), ["mempolicy"]);
+        let err = chosen(&["mempolicy,nope"]).unwrap_err();
+        assert!(err.starts_with("unknown conformance suite 'nope'"), "{err}");
+    }
+
+    #[test]
+    fn json_counts_diffs_and_skips() {
+        let ran = SuiteResult {
+            suite: "mempolicy",
+            outcome: SuiteOutcome::Ran(vec![
+                ConformRow::compare("a".into(), "0".into(), "0".into()),
+                ConformRow::compare("b".into(), "0".into(), "1".into()),
+            ]),
+        };
+        let skipped = SuiteResult {
+            suite: "other",
+            outcome: SuiteOutcome::Skipped {
+                reason: "not root".into(),
+            },
+        };
+        let value = to_json(&[ran, skipped]);
+        assert_eq!(value["unlisted_diffs"], 1);
+        assert_eq!(value["suites"][0]["cases"], 2);
+        assert_eq!(value["suites"][0]["diff"], 1);
+        assert_eq!(value["suites"][0]["rows"][1]["verdict"], "DIFF");
+        assert_eq!(value["suites"][1]["status"], "skipped");
+        assert_eq!(value["suites"][1]["reason"], "not root");
+    }
+}

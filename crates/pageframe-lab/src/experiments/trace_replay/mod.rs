@@ -1,0 +1,148 @@
+//! Experiment `trace-replay`: the page-allocator trace shipped with the
+//! repository (a kernel source untar and build, recorded with `pageframe
+//! trace record` on a 2-CPU machine) replayed on a pageframe machine shaped
+//! like the traced host, once per policy of
+//! [`trace::EXPERIMENT_POLICIES`] (the kernel's default, then
+//! `page_alloc.shuffle=1`). Each result row puts the traced kernel's figure
+//! beside pageframe's (sections of [`trace::compare`]); the series
+//! `fragmentation` samples the unusable free index over the trace's time.
+//! Deterministic: the trace is fixed and the machine is seeded.
+
+mod columns;
+mod plot;
+
+use super::{Experiment, ExperimentError, RunOptions, Scale};
+use crate::params::{Param, Params};
+use crate::plots::{number, text, Plot};
+use crate::report::{Report, Row, SERIES};
+use crate::summary::{self, Headline};
+use crate::trace::{self, FragSample};
+
+/// The parameters of `trace-replay` (config file keys) with their defaults;
+/// the same at both scales (the trace is what it is).
+fn params(_scale: Scale) -> Vec<Param> {
+    vec![Param::int(
+        "samples",
+        "Fragmentation samples taken over the trace (plus one at its end)",
+        32,
+        1,
+        1024,
+    )]
+}
+
+/// The unusable free index of `order` in `sample`, as a fraction.
+fn unusable(sample: &FragSample, order: usize) -> Option<f64> {
+    sample
+        .unusable
+        .get(order)
+        .map(|thousandths| *thousandths as f64 / 1000.0)
+}
+
+/// Runs the experiment with the given parameters (see [`params`]).
+fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    let path = trace::shipped_trace_path();
+    if !path.is_file() {
+        return Err(ExperimentError::Failed(format!(
+            "the shipped trace {} is missing (it is traces/kernel-untar-build.pftrace of the repository)",
+            path.display()
+        )));
+    }
+    let recorded = trace::import(&path).map_err(ExperimentError::failed)?;
+    let samples = usize::try_from(params.int("samples")).map_err(ExperimentError::failed)?;
+    let reports = trace::replay_policies(&recorded, options.seed, samples)
+        .map_err(ExperimentError::failed)?;
+    let mut rows = Vec::new();
+    for (policy, report) in &reports {
+        for row in &report.rows {
+            rows.push(
+                Row::new()
+                    .with(columns::POLICY, *policy)
+                    .with(columns::SECTION, row.section)
+                    .with(columns::KEY, row.key.clone())
+                    .with(columns::KERNEL, row.kernel)
+                    .with(columns::PAGEFRAME, row.pageframe),
+            );
+        }
+    }
+    for (policy, report) in &reports {
+        for sample in &report.outcome.samples {
+            let mut row = Row::new()
+                .with(SERIES, columns::FRAGMENTATION)
+                .with(columns::POLICY, *policy)
+                .with_f64(columns::SECONDS, sample.timestamp_ns as f64 / 1e9, 3);
+            for (order, column) in columns::SERIES_ORDERS {
+                row = row.with(column, unusable(sample, order));
+            }
+            rows.push(row);
+        }
+    }
+    let machine = reports
+        .first()
+        .map(|(_, report)| {
+            format!(
+                "{} MiB, {} CPUs",
+                report.outcome.machine.total_bytes() >> 20,
+                report.outcome.machine.nr_cpus()
+            )
+        })
+        .unwrap_or_default();
+    Ok(Report {
+        experiment: "trace-replay".into(),
+        seed: options.seed,
+        scale: options.scale.name().into(),
+        rows,
+        notes: vec![
+            format!("trace: {}", trace::summary(&recorded)),
+            format!("replayed on a host-shaped machine ({machine}) per policy: {}; kernel = the traced kernel's figure, - where the trace has none", trace::EXPERIMENT_POLICIES.iter().map(|(name, cmdline)| if cmdline.is_empty() { name.to_string() } else { format!("{name} ({cmdline})") }).collect::<Vec<_>>().join(", ")),
+        ],
+    })
+}
+
+/// `trace-replay`: pcp refills (rmqueue_bulk calls) under the kernel's
+/// default policy, pageframe's beside the traced kernel's.
+fn headline(report: &Report) -> Option<Headline> {
+    let row = summary::find_result(report, |row| {
+        text(row, columns::POLICY) == Some("kernel")
+            && text(row, columns::SECTION) == Some("pcp")
+            && text(row, columns::KEY) == Some(columns::REFILLS_KEY)
+    })?;
+    Some(Headline {
+        metric: "pcp refills replaying the shipped trace (document: the traced kernel)".into(),
+        ours: format!("{}", number(row, columns::PAGEFRAME)?),
+        document: format!("{}", number(row, columns::KERNEL)?),
+        direction_matches: None,
+    })
+}
+
+/// The experiment `trace-replay`.
+pub struct TraceReplay;
+
+impl Experiment for TraceReplay {
+    fn name(&self) -> &'static str {
+        "trace-replay"
+    }
+
+    fn source(&self) -> &'static str {
+        ""
+    }
+
+    fn about(&self) -> &'static str {
+        "the shipped kernel trace replayed on pageframe, kernel default and shuffle, the traced kernel's figures beside pageframe's"
+    }
+
+    fn params(&self, scale: Scale) -> Vec<Param> {
+        params(scale)
+    }
+
+    fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+        run_with(options, params)
+    }
+
+    fn headline(&self, report: &Report) -> Option<Headline> {
+        headline(report)
+    }
+
+    fn plots(&self, report: &Report) -> Vec<Plot> {
+        plot::plots(report)
+    }
+}
