@@ -8,7 +8,7 @@
 //! part of the word with an atomic read-modify-write, so a bits update and a
 //! zone update never undo each other.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use crate::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::freetype::{FreeType, FreeTypeFlags, MigrateType};
 use crate::types::{Order, Pfn, ZoneIdx};

@@ -5,10 +5,43 @@
 //!
 //! Lock order, everywhere in the crate: a per-CPU pcp lock, then a zone lock.
 //! No code holds two zone locks or two pcp locks at once.
+//!
+//! The lock-free words ([`SpinLock`]'s flag, [`StatCounter`], the pageblock
+//! words) take their atomics from [`atomic`], which is `std`'s normally and
+//! loom's in a `--cfg loom` build, so the loom models (`tests/loom_*.rs`)
+//! check these very types.
 
 use std::cell::{RefCell, RefMut, UnsafeCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The atomics of the crate's lock-free words: `std`'s, or loom's under `--cfg loom`.
+pub mod atomic {
+    #[cfg(loom)]
+    pub use loom::sync::atomic::*;
+    #[cfg(not(loom))]
+    pub use std::sync::atomic::*;
+}
+
+/// Gives the CPU to another thread while spinning (loom's scheduler point
+/// under `--cfg loom`).
+#[inline]
+fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+}
+
+/// The spin-wait hint (a loom scheduler point under `--cfg loom`).
+#[inline]
+fn spin_loop() {
+    #[cfg(loom)]
+    loom::hint::spin_loop();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+}
 
 /// A family of locks the allocator can be built with.
 pub trait LockFamily: 'static {
@@ -127,9 +160,9 @@ impl<T> SpinLock<T> {
             while self.locked.load(Ordering::Relaxed) {
                 spins += 1;
                 if spins % 64 == 0 {
-                    std::thread::yield_now();
+                    yield_now();
                 } else {
-                    std::hint::spin_loop();
+                    spin_loop();
                 }
             }
             if let Some(guard) = self.try_lock() {
@@ -196,7 +229,7 @@ impl StatCounter {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -296,7 +296,7 @@ fn step(mm: &mut Mm, model: &mut Model, op: &Op) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
 
     #[test]
     fn pages_are_conserved_through_page_cache_and_reclaim(ops in prop::collection::vec(op(), 1..120)) {

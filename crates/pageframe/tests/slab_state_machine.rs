@@ -272,7 +272,7 @@ fn run(slab: &mut Slab, caches: &[CacheId], ops: &[Op]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1200, ..ProptestConfig::default() })]
 
     /// About 256 x 500 = 128 000 operations.
     #[test]

@@ -58,7 +58,7 @@ fn mode(choice: u8) -> i32 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
     #[test]
     fn pages_conserved_and_tables_agree(ops in proptest::collection::vec(op(), 1..80)) {
