@@ -36,39 +36,45 @@
 
 #![warn(missing_docs)]
 
+// The public modules: each is a layer a user builds on.
 pub mod backing;
-pub mod error;
-pub mod frames;
-pub mod freetype;
-pub mod gfp;
 pub mod machine;
-pub mod memmap;
-pub mod page_alloc;
 pub mod page_source;
-pub mod pageblock;
-pub mod pcp;
 pub mod policies;
 pub mod proc;
 pub mod reclaim;
-pub mod rng;
 pub mod slab;
-pub mod sync;
-pub mod types;
 pub mod vm;
-pub mod zone;
 pub mod zpool;
 pub mod zram;
 
+// The engine's internals: their public items are re-exported below.
+mod error;
+mod frames;
+mod freetype;
+mod gfp;
+mod memmap;
+mod page_alloc;
+mod pageblock;
+mod pcp;
+mod rng;
+mod sync;
+mod types;
+mod zone;
+
 pub use error::{Errno, InvariantError};
+pub use frames::MetadataCost;
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
-pub use gfp::Gfp;
+pub use gfp::{Gfp, GfpError};
 pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
-    HotplugError, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, ShuffleStats,
-    VmEvent, ZoneSnapshot,
+    HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SharedPageAllocator,
+    ShuffleStats, VmEvent, ZoneSnapshot,
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;
-pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};
+pub use sync::{Local, LockFamily, Shared};
+pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType, MAX_NUMNODES};
+pub use zone::watermark::Watermarks;
 pub use zpool::ZpoolError;

@@ -81,12 +81,6 @@ impl PageInfo {
     pub fn freetype(self) -> usize {
         (self.0 >> 16 & 0xff) as usize
     }
-
-    /// The raw word.
-    #[inline]
-    pub fn bits(self) -> u32 {
-        self.0
-    }
 }
 
 /// One page's record. All-zero bytes are a valid, untracked record.
@@ -135,11 +129,6 @@ impl MemMap {
     /// Number of records.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// True when the table has no record.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Bytes of metadata per page.

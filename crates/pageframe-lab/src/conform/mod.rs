@@ -9,7 +9,7 @@
 
 pub mod mempolicy;
 
-use pageframe::error::Errno;
+use pageframe::Errno;
 
 /// Whether the kernel and pageframe agreed on a case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
