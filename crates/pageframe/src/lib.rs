@@ -16,11 +16,31 @@
 //! allocator.check_invariants().unwrap();
 //! ```
 //!
+//! # Public surface
+//!
+//! | Path | What it offers |
+//! |------|----------------|
+//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`], [`ArenaOptions`], snapshots ([`ZoneSnapshot`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`], [`LockFamily`]) |
+//! | [`machine`] | descriptions in detail: nodes, ranges, kernel command line, NUMA emulation, sizes |
+//! | [`backing`] | where page contents live: the simulated store, the memfd arena, the mermap |
+//! | [`policies`] | secret memory ([`policies::SecretRegion`]) |
+//! | [`proc`] | `/proc/buddyinfo`, `pagetypeinfo`, `zoneinfo`, `vmstat` as the kernel prints them |
+//! | [`vm`] | tasks and address spaces: faults, memory policies, NUMA balancing |
+//! | [`reclaim`] | LRU lists, the page cache, kswapd and direct reclaim |
+//! | [`page_source`] | the page-allocator API the layers below take their pages through |
+//! | [`slab`] | SLUB-like kmem caches and kmalloc |
+//! | [`zpool`] | compressed-object pools: zsmalloc and afmalloc |
+//! | [`zram`] | a compressed page store over a zpool |
+//!
+//! The engine (memmap, pageblock flags, zones and buddy lists, per-CPU
+//! lists, freetypes, GFP decoding, locks, the RNG) is private: its public
+//! types are re-exported at the root, and its state is reached only
+//! through the allocator's methods, snapshots and `check_invariants`.
+//!
 //! Layers, each using only those above it (and those before it on its own
 //! line):
 //!
-//! 1. `types` (Pfn, Order, NodeId, CpuId, ZoneType, Nodemask), `error` (the
-//!    shared InvariantError and Errno), `rng`
+//! 1. `types`, `error` (the shared InvariantError and Errno), `rng`
 //! 2. `machine`: descriptions, validation, zone layout, NUMA emulation; its
 //!    error is `DescError`
 //! 3. `freetype`, then `memmap` and `pageblock` (together `frames`)
@@ -28,11 +48,13 @@
 //! 5. `backing`: the only module that touches the OS
 //! 6. `zone`, then `pcp`
 //! 7. `page_alloc`: the facade, boot, zone resizing, free-list shuffling and
-//!    memory hotplug; its errors `BootError`, `AllocError`, `FreeError`,
-//!    `AccessError`, `CpuError`, `HotplugError`
+//!    memory hotplug
 //! 8. `proc` (kernel-format views), `policies` (secretmem)
-//! 9. `vm` (tasks, address spaces, mempolicy, NUMA balancing)
+//! 9. `vm` (tasks, address spaces, mempolicy, NUMA balancing), `reclaim`
 //! 10. `page_source`, `slab`, `zpool` (zsmalloc, afmalloc), `zram`
+//!
+//! Examples to copy: `examples/guest_memory_pool.rs` (an arena shared by
+//! vCPU threads), `examples/secret_pool.rs`, `examples/zram_arena.rs`.
 
 #![warn(missing_docs)]
 
