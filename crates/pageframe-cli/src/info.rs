@@ -8,14 +8,9 @@
 use crate::error::CliError;
 use crate::plan::InfoPlan;
 use pageframe::machine::format_size;
-use pageframe::memmap::MemMap;
 use pageframe::{AllocOptions, ArenaOptions, CpuId, LocalPageAllocator};
 use std::io::Write;
 use std::time::Instant;
-
-/// Bytes of the pageblock table per pageblock: a flags byte and a 16-bit
-/// zone index (`pageframe::pageblock::PageblockTable`).
-const PAGEBLOCK_RECORD_BYTES: u64 = 3;
 
 /// Boots the machine and prints what it is and what it cost.
 pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
@@ -80,16 +75,15 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
     }
     writeln!(out, "backing: {}", allocator.backing().describe())?;
     writeln!(out, "boot time: {:.3} ms", boot_time.as_secs_f64() * 1e3)?;
-    let memmap_bytes = allocator.frames().memmap.len() as u64 * MemMap::RECORD_BYTES as u64;
-    let pageblock_bytes = allocator.frames().blocks.len() as u64 * PAGEBLOCK_RECORD_BYTES;
+    let metadata = allocator.metadata_cost();
     writeln!(
         out,
         "metadata: {:.3} bytes per present page ({} B memmap record per PFN, {} B per {}-page pageblock; {} in all)",
-        (memmap_bytes + pageblock_bytes) as f64 / present_pages.max(1) as f64,
-        MemMap::RECORD_BYTES,
-        PAGEBLOCK_RECORD_BYTES,
+        metadata.total_bytes() as f64 / present_pages.max(1) as f64,
+        metadata.memmap_record_bytes,
+        metadata.pageblock_record_bytes,
         1u64 << layout.pageblock_order,
-        mebibytes(memmap_bytes + pageblock_bytes)
+        mebibytes(metadata.total_bytes())
     )?;
     match resident_bytes() {
         Some(bytes) => writeln!(out, "resident set: {}", mebibytes(bytes))?,

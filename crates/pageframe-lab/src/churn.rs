@@ -186,7 +186,7 @@ fn random_order(rng: &mut MachineRng) -> u8 {
 
 /// Frees one held block, drawn at random, on `cpu`.
 fn free_random(
-    cpu: &pageframe::CpuHandle<&LocalPageAllocator, pageframe::sync::Local>,
+    cpu: &pageframe::CpuHandle<&LocalPageAllocator, pageframe::Local>,
     held: &mut Held,
     rng: &mut MachineRng,
     stats: &mut ChurnStats,

@@ -7,7 +7,7 @@
 //! The observer is per thread: install it on the thread that calls the
 //! experiment; calls from an experiment's worker threads are ignored.
 
-use pageframe::sync::LockFamily;
+use pageframe::LockFamily;
 use pageframe::PageAllocator;
 use std::cell::RefCell;
 

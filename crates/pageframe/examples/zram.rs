@@ -32,7 +32,7 @@ fn page(slot: usize) -> Vec<u8> {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(256 << 20, 1, 1)?)?;
     for backend in [Backend::Zsmalloc { chain_size: 8 }, Backend::Afmalloc] {
         let pool = backend.create(CpuPages::new(allocator.cpu(CpuId(0))?))?;

@@ -13,6 +13,27 @@ pub struct Frames {
     pub blocks: PageblockTable,
 }
 
+/// What the per-page metadata of a machine costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetadataCost {
+    /// Bytes of one memmap record.
+    pub memmap_record_bytes: u64,
+    /// Memmap records: one per PFN.
+    pub memmap_records: u64,
+    /// Bytes of one pageblock record (flags and zone).
+    pub pageblock_record_bytes: u64,
+    /// Pageblock records.
+    pub pageblocks: u64,
+}
+
+impl MetadataCost {
+    /// Bytes of both tables.
+    pub fn total_bytes(&self) -> u64 {
+        self.memmap_records * self.memmap_record_bytes
+            + self.pageblocks * self.pageblock_record_bytes
+    }
+}
+
 impl Frames {
     /// Tables for PFNs `0..end_pfn`; `None` when the memmap cannot be allocated.
     pub fn new(end_pfn: Pfn, pageblock_order: Order) -> Option<Frames> {
@@ -20,5 +41,15 @@ impl Frames {
             memmap: MemMap::new(end_pfn.index())?,
             blocks: PageblockTable::new(end_pfn, pageblock_order),
         })
+    }
+
+    /// What the two tables cost.
+    pub fn metadata_cost(&self) -> MetadataCost {
+        MetadataCost {
+            memmap_record_bytes: MemMap::RECORD_BYTES as u64,
+            memmap_records: self.memmap.len() as u64,
+            pageblock_record_bytes: PageblockTable::RECORD_BYTES as u64,
+            pageblocks: self.blocks.len() as u64,
+        }
     }
 }

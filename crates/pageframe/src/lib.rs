@@ -16,11 +16,31 @@
 //! allocator.check_invariants().unwrap();
 //! ```
 //!
+//! # Public surface
+//!
+//! | Path | What it offers |
+//! |------|----------------|
+//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`], [`ArenaOptions`], snapshots ([`ZoneSnapshot`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`], [`LockFamily`]) |
+//! | [`machine`] | descriptions in detail: nodes, ranges, kernel command line, NUMA emulation, sizes |
+//! | [`backing`] | where page contents live: the simulated store, the memfd arena, the mermap |
+//! | [`policies`] | secret memory ([`policies::SecretRegion`]) |
+//! | [`proc`] | `/proc/buddyinfo`, `pagetypeinfo`, `zoneinfo`, `vmstat` as the kernel prints them |
+//! | [`vm`] | tasks and address spaces: faults, memory policies, NUMA balancing |
+//! | [`reclaim`] | LRU lists, the page cache, kswapd and direct reclaim |
+//! | [`page_source`] | the page-allocator API the layers below take their pages through |
+//! | [`slab`] | SLUB-like kmem caches and kmalloc |
+//! | [`zpool`] | compressed-object pools: zsmalloc and afmalloc |
+//! | [`zram`] | a compressed page store over a zpool |
+//!
+//! The engine (memmap, pageblock flags, zones and buddy lists, per-CPU
+//! lists, freetypes, GFP decoding, locks, the RNG) is private: its public
+//! types are re-exported at the root, and its state is reached only
+//! through the allocator's methods, snapshots and `check_invariants`.
+//!
 //! Layers, each using only those above it (and those before it on its own
 //! line):
 //!
-//! 1. `types` (Pfn, Order, NodeId, CpuId, ZoneType, Nodemask), `error` (the
-//!    shared InvariantError and Errno), `rng`
+//! 1. `types`, `error` (the shared InvariantError and Errno), `rng`
 //! 2. `machine`: descriptions, validation, zone layout, NUMA emulation; its
 //!    error is `DescError`
 //! 3. `freetype`, then `memmap` and `pageblock` (together `frames`)
@@ -28,47 +48,65 @@
 //! 5. `backing`: the only module that touches the OS
 //! 6. `zone`, then `pcp`
 //! 7. `page_alloc`: the facade, boot, zone resizing, free-list shuffling and
-//!    memory hotplug; its errors `BootError`, `AllocError`, `FreeError`,
-//!    `AccessError`, `CpuError`, `HotplugError`
+//!    memory hotplug
 //! 8. `proc` (kernel-format views), `policies` (secretmem)
-//! 9. `vm` (tasks, address spaces, mempolicy, NUMA balancing)
+//! 9. `vm` (tasks, address spaces, mempolicy, NUMA balancing), `reclaim`
 //! 10. `page_source`, `slab`, `zpool` (zsmalloc, afmalloc), `zram`
+//!
+//! Examples to copy: `examples/guest_memory_pool.rs` (an arena shared by
+//! vCPU threads), `examples/secret_pool.rs`, `examples/zram_arena.rs`.
 
 #![warn(missing_docs)]
 
+// The public modules: each is a layer a user builds on.
 pub mod backing;
-pub mod error;
-pub mod frames;
-pub mod freetype;
-pub mod gfp;
 pub mod machine;
-pub mod memmap;
-pub mod page_alloc;
 pub mod page_source;
-pub mod pageblock;
-pub mod pcp;
 pub mod policies;
 pub mod proc;
 pub mod reclaim;
-pub mod rng;
 pub mod slab;
-pub mod sync;
-pub mod types;
 pub mod vm;
-pub mod zone;
 pub mod zpool;
 pub mod zram;
 
+// The engine's internals: their public items are re-exported below.
+mod error;
+mod frames;
+mod freetype;
+mod gfp;
+mod memmap;
+mod page_alloc;
+// The loom models (tests/loom_sync.rs, built with `--cfg loom`) drive the real
+// pageblock word and locks, so those two modules are public in that build only.
+#[cfg(not(loom))]
+mod pageblock;
+#[cfg(loom)]
+#[allow(missing_docs)]
+pub mod pageblock;
+mod pcp;
+mod rng;
+#[cfg(not(loom))]
+mod sync;
+#[cfg(loom)]
+#[allow(missing_docs)]
+pub mod sync;
+mod types;
+mod zone;
+
 pub use error::{Errno, InvariantError};
-pub use freetype::{FreeType, FreeTypeFlags, FreeTypeIdx, MigrateType};
-pub use gfp::Gfp;
+pub use frames::MetadataCost;
+pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
+pub use gfp::{Gfp, GfpError};
 pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
-    HotplugError, LocalPageAllocator, Page, PageAllocator, SharedPageAllocator, ShuffleStats,
-    VmEvent, ZoneSnapshot,
+    HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SharedPageAllocator,
+    ShuffleStats, VmEvent, ZoneSnapshot, PAGETYPEINFO_CAP,
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;
-pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};
+pub use sync::{Local, LockFamily, Shared};
+pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType, MAX_NUMNODES};
+pub use zone::watermark::Watermarks;
 pub use zpool::ZpoolError;

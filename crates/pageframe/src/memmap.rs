@@ -84,12 +84,6 @@ impl PageInfo {
         // word holds 0, also valid).
         FreeTypeIdx::from_packed((self.0 >> 16) as u8)
     }
-
-    /// The raw word.
-    #[inline]
-    pub fn bits(self) -> u32 {
-        self.0
-    }
 }
 
 /// One page's record. All-zero bytes are a valid, untracked record.
@@ -138,11 +132,6 @@ impl MemMap {
     /// Number of records.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// True when the table has no record.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Bytes of metadata per page.

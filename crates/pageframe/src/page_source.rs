@@ -116,7 +116,7 @@ where
 /// A multiplicative hash for PFN keys: PFNs are dense integers, SipHash
 /// would cost more than the copy it guards.
 #[derive(Default, Clone, Copy)]
-pub struct PfnHasher(u64);
+pub(crate) struct PfnHasher(u64);
 
 impl Hasher for PfnHasher {
     #[inline]
@@ -140,4 +140,4 @@ impl Hasher for PfnHasher {
 }
 
 /// A `HashMap` keyed by PFN with [`PfnHasher`].
-pub type PfnMap<V> = HashMap<Pfn, V, BuildHasherDefault<PfnHasher>>;
+pub(crate) type PfnMap<V> = HashMap<Pfn, V, BuildHasherDefault<PfnHasher>>;

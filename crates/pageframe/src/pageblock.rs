@@ -1,5 +1,5 @@
 //! Pageblock flags: per pageblock, one word holding a byte of bits
-//! (migratetype, freetype flags, compaction skip) and the zone the block
+//! (migratetype and freetype flags) and the zone the block
 //! belongs to, so that the free path learns both with one load.
 //!
 //! Like `pageblock_flags` in the kernel, the bits change under the zone lock
@@ -15,7 +15,6 @@ use crate::types::{Order, Pfn, ZoneIdx};
 
 const MIGRATETYPE_MASK: u32 = 0b0111;
 const UNMAPPED_BIT: u32 = 0b1000;
-const SKIP_BIT: u32 = 0b1_0000;
 const BITS_MASK: u32 = 0xff;
 const ZONE_SHIFT: u32 = 16;
 
@@ -59,6 +58,9 @@ pub struct PageblockTable {
 }
 
 impl PageblockTable {
+    /// Bytes of one block's record.
+    pub const RECORD_BYTES: usize = std::mem::size_of::<AtomicU32>();
+
     /// A table for PFNs `0..end_pfn`: every block MOVABLE (as memmap_init()
     /// leaves them) and in no zone.
     pub fn new(end_pfn: Pfn, pageblock_order: Order) -> PageblockTable {
@@ -91,11 +93,6 @@ impl PageblockTable {
         self.words.len()
     }
 
-    /// True when the table has no block.
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
-    }
-
     /// The migratetype of the block holding `pfn` (`get_pfnblock_migratetype()`).
     #[inline]
     pub fn migratetype(&self, pfn: Pfn) -> MigrateType {
@@ -117,16 +114,6 @@ impl PageblockTable {
             bits |= UNMAPPED_BIT;
         }
         self.update(pfn, MIGRATETYPE_MASK | UNMAPPED_BIT, bits);
-    }
-
-    /// The compaction skip bit of the block.
-    pub fn skip(&self, pfn: Pfn) -> bool {
-        self.bits(pfn) & SKIP_BIT != 0
-    }
-
-    /// Sets or clears the compaction skip bit of the block.
-    pub fn set_skip(&self, pfn: Pfn, skip: bool) {
-        self.update(pfn, SKIP_BIT, if skip { SKIP_BIT } else { 0 });
     }
 
     /// The zone index of the block holding `pfn`, if it is in a zone.
@@ -182,22 +169,22 @@ mod tests {
     }
 
     #[test]
-    fn freetype_and_skip_bits_are_independent() {
+    fn freetype_and_zone_are_independent() {
         let table = PageblockTable::new(Pfn(4096), Order(9));
-        table.set_skip(Pfn(600), true);
+        table.set_zone(Pfn(600), ZoneIdx(3));
         let unmapped = FreeType {
             migratetype: MigrateType::Unmovable,
             flags: FreeTypeFlags::UNMAPPED,
         };
         table.set_freetype(Pfn(512), unmapped);
         assert_eq!(table.freetype(Pfn(1023)), unmapped);
-        assert!(table.skip(Pfn(512)));
+        assert_eq!(table.zone(Pfn(512)), Some(ZoneIdx(3)));
         table.set_freetype(Pfn(512), FreeType::plain(MigrateType::Reclaimable));
         assert_eq!(
             table.freetype(Pfn(512)),
             FreeType::plain(MigrateType::Reclaimable)
         );
-        assert!(table.skip(Pfn(512)));
-        assert!(!table.skip(Pfn(0)));
+        assert_eq!(table.zone(Pfn(512)), Some(ZoneIdx(3)));
+        assert_eq!(table.zone(Pfn(0)), None);
     }
 }

@@ -17,11 +17,11 @@ const MIB: u64 = 1 << 20;
 const PAGE: usize = 4096;
 const UNMAPPED_ZERO: Gfp = Gfp::KERNEL.union(Gfp::UNMAPPED).union(Gfp::ZERO);
 
-fn arena<L: pageframe::sync::LockFamily>(mem_mib: u64, cpus: usize) -> PageAllocator<L> {
+fn arena<L: pageframe::LockFamily>(mem_mib: u64, cpus: usize) -> PageAllocator<L> {
     arena_with(mem_mib, cpus, MermapAccess::Window)
 }
 
-fn arena_with<L: pageframe::sync::LockFamily>(
+fn arena_with<L: pageframe::LockFamily>(
     mem_mib: u64,
     cpus: usize,
     access: MermapAccess,

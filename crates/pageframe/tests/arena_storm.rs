@@ -16,7 +16,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pageframe::sync::Shared;
+use pageframe::Shared;
 use pageframe::{
     AllocError, AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, MachineDesc, MachineRng, NodeId,
     Order, Page, SharedPageAllocator,

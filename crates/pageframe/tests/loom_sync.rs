@@ -21,7 +21,7 @@ use loom::thread;
 use pageframe::pageblock::PageblockTable;
 use pageframe::sync::atomic::{AtomicUsize, Ordering};
 use pageframe::sync::{LockFamily, Shared, SpinLock};
-use pageframe::types::{Pfn, ZoneIdx};
+use pageframe::{Pfn, ZoneIdx};
 use pageframe::{FreeType, FreeTypeFlags, MigrateType};
 
 /// Four pageblocks of order 2: PFNs 0..16.

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{assert_conserved, assert_unchanged, boot, one_node, placement_of, vmstat_value, MIB};
-use pageframe::page_alloc::PcpSnapshot;
+use pageframe::PcpSnapshot;
 use pageframe::{proc, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Nodemask, Order, Page};
 use std::collections::BTreeSet;
 

@@ -27,7 +27,7 @@ fn pageblocks(allocator: &LocalPageAllocator) -> [u64; 5] {
 }
 
 fn block_type(allocator: &LocalPageAllocator, page: Page) -> MigrateType {
-    allocator.frames().blocks.migratetype(page.pfn())
+    allocator.pageblock_migratetype(page.pfn()).unwrap()
 }
 
 #[test]

@@ -12,7 +12,7 @@ mod common;
 
 use common::{assert_conserved, assert_unchanged, ProcViews, MIB};
 use pageframe::machine::apply_cmdline;
-use pageframe::sync::LockFamily;
+use pageframe::LockFamily;
 use pageframe::{
     proc, AllocError, CpuError, CpuHandle, CpuId, FreeError, Gfp, LocalPageAllocator, MachineDesc,
     MachineRng, MigrateType, NodeId, Nodemask, Order, Page, PageAllocator, Pfn,

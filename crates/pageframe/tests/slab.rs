@@ -41,7 +41,7 @@ fn machine(mib: u64) -> LocalPageAllocator {
 
 fn slab(
     allocator: &LocalPageAllocator,
-) -> SlabAllocator<CpuPages<&LocalPageAllocator, pageframe::sync::Local>> {
+) -> SlabAllocator<CpuPages<&LocalPageAllocator, pageframe::Local>> {
     SlabAllocator::new(
         CpuPages::new(allocator.cpu(CpuId(0)).unwrap()),
         SlabParams::new(2, 4096),

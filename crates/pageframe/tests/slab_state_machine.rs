@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use pageframe::page_source::CpuPages;
 use pageframe::slab::{CacheId, ObjAddr, SlabAllocator, SlabParams};
-use pageframe::sync::Local;
+use pageframe::Local;
 use pageframe::{
     AllocOptions, ArenaOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, PageAllocator,
     SlabError,

@@ -7,10 +7,10 @@
 //! policies), the vm counters, the mapped-page count and the allocator's
 //! free pages are snapshot before and after.
 
-use pageframe::error::Errno;
 use pageframe::vm::mempolicy::*;
 use pageframe::vm::mm::TASK_SIZE;
 use pageframe::vm::{NumaBalancingConfig, Pid, Vm};
+use pageframe::Errno;
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Nodemask, Order};
 
 const PAGE: u64 = 4096;

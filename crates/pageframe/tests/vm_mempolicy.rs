@@ -2,9 +2,9 @@
 //! validation cases with their errno values (one table), the document's
 //! fallback snippet, the node-string grammar, relative and static nodes.
 
-use pageframe::error::Errno;
 use pageframe::vm::mempolicy::*;
 use pageframe::vm::{format_nodestring, parse_nodestring, NumaBalancingConfig, Pid, Vm};
+use pageframe::Errno;
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Nodemask, Order};
 
 const PAGE: u64 = 4096;

@@ -16,9 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use pageframe::error::Errno;
 use pageframe::vm::mempolicy::*;
 use pageframe::vm::{NumaBalancingConfig, Pid, Vm};
+use pageframe::Errno;
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc, NodeId, Nodemask};
 use proptest::prelude::*;
 

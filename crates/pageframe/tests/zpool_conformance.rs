@@ -48,7 +48,7 @@ impl<P: PageSource> PageSource for Budget<P> {
     }
 }
 
-type Source<'a> = Budget<CpuPages<&'a LocalPageAllocator, pageframe::sync::Local>>;
+type Source<'a> = Budget<CpuPages<&'a LocalPageAllocator, pageframe::Local>>;
 
 /// Which backing a test machine stands on.
 #[derive(Clone, Copy, Debug)]

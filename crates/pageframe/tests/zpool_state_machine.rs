@@ -12,10 +12,10 @@ use std::collections::HashMap;
 
 use pageframe::page_source::CpuPages;
 use pageframe::slab::SlabParams;
-use pageframe::sync::Local;
 use pageframe::zpool::afmalloc::{AfConfig, AfPool};
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
 use pageframe::zpool::{Zpool, ZpoolHandle};
+use pageframe::Local;
 use pageframe::{
     AllocOptions, ArenaOptions, CpuId, LocalPageAllocator, MachineDesc, PageAllocator, ZpoolError,
 };

@@ -13,7 +13,7 @@ fn machine() -> LocalPageAllocator {
 fn pool(
     allocator: &LocalPageAllocator,
     chain_size: u32,
-) -> ZsPool<CpuPages<&LocalPageAllocator, pageframe::sync::Local>> {
+) -> ZsPool<CpuPages<&LocalPageAllocator, pageframe::Local>> {
     let config = ZsConfig {
         chain_size,
         ..ZsConfig::default()

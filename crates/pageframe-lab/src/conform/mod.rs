@@ -10,7 +10,7 @@
 pub mod mempolicy;
 pub mod suites;
 
-use pageframe::error::Errno;
+use pageframe::Errno;
 
 /// Whether the kernel and pageframe agreed on a case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

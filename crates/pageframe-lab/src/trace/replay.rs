@@ -261,9 +261,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| TraceError::Machine(err.to_string()))?;
     let pageblock_order = layout.pageblock_order as u32;
-    let blocks = &allocator.frames().blocks;
+    // Every block starts below end_pfn: each has a migratetype.
     let mut shadow: Vec<u8> = (0..layout.end_pfn.0 >> pageblock_order)
-        .map(|block| blocks.migratetype(Pfn(block << pageblock_order)) as u8)
+        .filter_map(|block| allocator.pageblock_migratetype(Pfn(block << pageblock_order)))
+        .map(|migratetype| migratetype as u8)
         .collect();
     let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut counts = ReplayCounts::default();
@@ -314,7 +315,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                 counts.allocs += 1;
                 let ours = page.pfn().0;
                 let block = (ours >> pageblock_order) as usize;
-                let now = blocks.migratetype(Pfn(ours));
+                let Some(now) = allocator.pageblock_migratetype(Pfn(ours)) else {
+                    continue;
+                };
                 if last_gfp.0 != gfp {
                     let wanted = gfp.request().map_or(MigrateType::Unmovable, |request| {
                         request.freetype.migratetype

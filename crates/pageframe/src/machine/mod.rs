@@ -6,6 +6,17 @@
 //! allocator boots from: every zone's span and present ranges in PFNs.
 //! Invariant of a layout: ranges are pageblock-aligned, sorted, disjoint, and
 //! each lies in exactly one zone of one node.
+//!
+//! ```
+//! use pageframe::machine::{format_size, parse_size};
+//! use pageframe::MachineDesc;
+//!
+//! let desc = MachineDesc::uniform(parse_size("mem", "256M")?, 2, 4)?;
+//! let layout = desc.layout()?;
+//! assert_eq!(layout.nodes.len(), 2);
+//! assert_eq!(format_size(layout.present_pages() << layout.page_shift), "256M");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod cmdline;
 mod desc;

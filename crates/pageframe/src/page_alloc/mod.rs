@@ -42,11 +42,12 @@ pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
 use crate::backing::Backing;
-use crate::frames::Frames;
+use crate::frames::{Frames, MetadataCost};
+use crate::freetype::MigrateType;
 use crate::machine::MachineLayout;
 use crate::pcp::PerCpuPages;
 use crate::sync::{Local, LockFamily, Shared, StatCounter};
-use crate::types::{NodeId, ZoneIdx, ZoneType};
+use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use events::CpuEvents;
@@ -198,9 +199,15 @@ impl<L: LockFamily> PageAllocator<L> {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The frames (memmap and pageblock flags).
-    pub fn frames(&self) -> &Frames {
-        &self.frames
+    /// The migratetype of the pageblock holding `pfn`
+    /// (`get_pfnblock_migratetype()`); `None` past the machine's end.
+    pub fn pageblock_migratetype(&self, pfn: Pfn) -> Option<MigrateType> {
+        (pfn < self.layout.end_pfn).then(|| self.frames.blocks.migratetype(pfn))
+    }
+
+    /// What the per-page metadata (memmap and pageblock flags) costs.
+    pub fn metadata_cost(&self) -> MetadataCost {
+        self.frames.metadata_cost()
     }
 
     /// Free pages of the whole machine, pcp lists excluded.

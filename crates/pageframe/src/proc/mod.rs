@@ -2,6 +2,18 @@
 //! `/proc/pagetypeinfo`, `/proc/zoneinfo` and `/proc/vmstat`, laid out
 //! character for character as mm/vmstat.c prints them (for the counters
 //! pageframe has).
+//!
+//! ```
+//! use pageframe::{LocalPageAllocator, MachineDesc};
+//!
+//! let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 1, 1)?)?;
+//! let buddyinfo = pageframe::proc::buddyinfo(&allocator);
+//! assert!(buddyinfo.starts_with("Node 0, zone "));
+//! for view in pageframe::proc::VIEWS {
+//!     assert!(pageframe::proc::render(&allocator, view).is_some());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod buddyinfo;
 mod pagetypeinfo;

@@ -2,7 +2,7 @@
 //! per-node LRU lists threaded through it, as `struct lruvec` and the
 //! `folio->lru` links are in the kernel.
 //!
-//! Owns: one [`PageMeta`] per PFN of the machine and one [`Lruvec`] per
+//! Owns: one `PageMeta` per PFN of the machine and one `Lruvec` per
 //! node. Lists are doubly linked through `prev`/`next` PFNs; the head is
 //! the most recently added page (`lruvec_add_folio()` adds with
 //! list_add()), reclaim takes from the tail (`lru_to_folio()`).

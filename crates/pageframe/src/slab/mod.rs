@@ -32,6 +32,24 @@
 //! `active == Σ slab.inuse`, a slab is on the partial list iff
 //! `0 < inuse < objects` or (it is empty and was kept), `free list length ==
 //! objects - inuse`, and the pages map names exactly the pages of live slabs.
+//!
+//! ```
+//! use pageframe::page_source::CpuPages;
+//! use pageframe::slab::{SlabAllocator, SlabParams};
+//! use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc};
+//!
+//! let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 1, 1)?)?;
+//! let pages = CpuPages::new(allocator.cpu(CpuId(0))?);
+//! let mut slab = SlabAllocator::new(pages, SlabParams::new(1, 4096))?;
+//! let dentry = slab.kmem_cache_create("dentry", 192, 8)?;
+//! let object = slab.kmem_cache_alloc(dentry, Gfp::KERNEL)?;
+//! slab.write(object, 0, b"name")?;
+//! let buffer = slab.kmalloc(100, Gfp::KERNEL)?; // from kmalloc-128
+//! slab.kfree(buffer)?;
+//! slab.kmem_cache_free(dentry, object)?;
+//! slab.check_invariants()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod error;
 pub(crate) mod id_slots;

@@ -16,7 +16,7 @@ impl Vm<'_> {
     /// present PTEs; and `allocated − freed == mapped == Σ present PTEs`.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
         let fail = |message: String| Err(InvariantError(message));
-        let memmap = &self.allocator.frames().memmap;
+        let memmap = &self.allocator.frames.memmap;
         let mut seen = HashSet::new();
         for task in self.tasks.values() {
             let mut previous_end = 0;

@@ -26,6 +26,21 @@
 //!   disjoint, sorted, below TASK_SIZE, and hold only entries inside them.
 //!
 //! Lock order: none; the simulator is single-threaded (`&mut self`).
+//!
+//! ```
+//! use pageframe::vm::{NumaBalancingConfig, Vm};
+//! use pageframe::{CpuId, LocalPageAllocator, MachineDesc, NodeId};
+//!
+//! let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(128 << 20, 2, 2)?)?;
+//! let mut vm = Vm::new(&allocator, NumaBalancingConfig::default());
+//! let pid = vm.spawn(CpuId(1), &[], 0)?;
+//! let addr = vm.mmap(pid, 4 * 4096)?;
+//! // First touch with the default policy: the page is on the CPU's node.
+//! let access = vm.access(pid, addr, true)?;
+//! assert_eq!(access.node, NodeId(1));
+//! vm.check_invariants()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod fault;
 pub mod invariants;

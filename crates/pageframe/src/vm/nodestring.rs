@@ -1,6 +1,6 @@
 //! Node strings as libnuma's `numa_parse_nodestring()` reads them, and back.
 //!
-//! Grammar: `all` | [`!`][`+`] list, where list is comma-separated items,
+//! Grammar: `all` | `[!][+]list`, where list is comma-separated items,
 //! each `N` or `N-M`. `!` inverts the result against the allowed nodes
 //! ("all but"); `+` makes every number an index into the allowed nodes
 //! rather than a node number ("relative"). Every node named must be allowed

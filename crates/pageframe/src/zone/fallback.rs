@@ -18,8 +18,6 @@ use crate::types::{Order, Pfn};
 pub enum RmqueueMode {
     /// Try the wanted freetype first.
     Normal,
-    /// The wanted lists were empty: go straight to claiming.
-    Claim,
     /// Claiming failed: go straight to stealing.
     Steal,
 }

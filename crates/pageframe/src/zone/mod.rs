@@ -153,11 +153,6 @@ impl Zone {
         self.nr_free
     }
 
-    /// Free pages on the ISOLATE lists.
-    pub fn nr_isolated_free(&self) -> u64 {
-        self.nr_isolated_free
-    }
-
     /// Pages in HIGHATOMIC pageblocks (`nr_reserved_highatomic`).
     #[inline]
     pub fn nr_reserved_highatomic(&self) -> u64 {
@@ -205,16 +200,6 @@ impl Zone {
 
     pub(crate) fn events_mut(&mut self) -> &mut ZoneEvents {
         &mut self.events
-    }
-
-    /// The zone's span.
-    pub fn span(&self) -> PfnRange {
-        self.span
-    }
-
-    /// The largest order.
-    pub fn max_order(&self) -> Order {
-        self.max_order
     }
 
     /// Pages per pageblock.

@@ -28,6 +28,24 @@
 //!
 //! Locking: none; `&mut self` (the kernel's per-slot bit lock is the
 //! caller's business when a device is shared, e.g. a `Mutex<Zram>`).
+//!
+//! ```
+//! use pageframe::page_source::CpuPages;
+//! use pageframe::zram::{Backend, Zram, ZramConfig};
+//! use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
+//!
+//! let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 1, 1)?)?;
+//! let pool = Backend::Afmalloc.create(CpuPages::new(allocator.cpu(CpuId(0))?))?;
+//! let mut zram = Zram::new(pool, ZramConfig::new(16))?;
+//! let page: Vec<u8> = b"compressible ".iter().copied().cycle().take(4096).collect();
+//! zram.write(3, &page)?;
+//! let mut back = vec![0; 4096];
+//! zram.read(3, &mut back)?;
+//! assert_eq!(back, page);
+//! assert!(zram.mm_stat().compr_data_size < 4096);
+//! zram.check_invariants()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod compress;
 

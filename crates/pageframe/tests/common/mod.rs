@@ -7,9 +7,9 @@
 #![allow(dead_code)]
 
 use pageframe::machine::MemRange;
-use pageframe::page_alloc::ZoneSnapshot;
 use pageframe::proc;
-use pageframe::sync::LockFamily;
+use pageframe::LockFamily;
+use pageframe::ZoneSnapshot;
 use pageframe::{
     AllocError, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page, PageAllocator,
     Pfn, ZoneType,

@@ -48,10 +48,10 @@ struct Model<'v, 'a> {
     pid: Pid,
 }
 
-fn code(result: Result<u64, pageframe::error::Errno>) -> Result<i64, i32> {
+fn code(result: Result<u64, pageframe::Errno>) -> Result<i64, i32> {
     result
         .map(|value| value as i64)
-        .map_err(pageframe::error::Errno::code)
+        .map_err(pageframe::Errno::code)
 }
 
 /// A pid argument as the vm takes it (the same bits as the kernel's int).

@@ -25,7 +25,7 @@ use crate::plots::{number, text};
 use crate::report::{Report, Row};
 use crate::summary::{self, Headline};
 use crate::timing::{cycles_per_ns, median, read_cycles};
-use pageframe::sync::Local;
+use pageframe::Local;
 use pageframe::{
     AllocOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page,
     PageAllocator,

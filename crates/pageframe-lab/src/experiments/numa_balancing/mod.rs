@@ -530,7 +530,7 @@ fn simulate(
             Some(&bound_words),
             bound.iter().last().map_or(0, |n| n.0 as u64 + 2),
         );
-        if result == Err(pageframe::error::Errno::EINVAL) {
+        if result == Err(pageframe::Errno::EINVAL) {
             result = vm.set_mempolicy(pid, MPOL_BIND, Some(&bound_words), 257);
         }
         result.map_err(|err| failed("set_mempolicy", &err))?;

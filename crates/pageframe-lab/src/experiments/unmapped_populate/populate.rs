@@ -10,7 +10,7 @@
 use super::{Variant, PAGE_SIZE, SLACK_BYTES};
 use crate::experiments::ExperimentError;
 use pageframe::backing::{Backing, MermapConfig, SimCosts};
-use pageframe::sync::Local;
+use pageframe::Local;
 use pageframe::{
     AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng,
     NodeId, Order, Page, PageAllocator,

@@ -27,7 +27,7 @@
 //!   second map before the unmap is an error, not a silent replacement.
 //!
 //! Beyond the RFC (documented): a handle is not the entry's address but
-//! names a slot of a handle table ([`IdSlots`]) holding the address, with a
+//! names a slot of a handle table (`IdSlots`) holding the address, with a
 //! 32-bit per-slot generation, so that a freed handle stays an error until
 //! its slot has been reused 2^32 times; and the pool keeps each object's
 //! length (zram keeps it too) so that reads of any prefix work.
