@@ -40,11 +40,12 @@
 //! Layers, each using only those above it (and those before it on its own
 //! line):
 //!
-//! 1. `types`, `error` (the shared InvariantError and Errno), `rng`
+//! 1. `types`, `error` (the shared InvariantError and Errno), `rng`, `sync`
+//!    (locks and the atomics facade that loom swaps; it uses nothing else)
 //! 2. `machine`: descriptions, validation, zone layout, NUMA emulation; its
 //!    error is `DescError`
 //! 3. `freetype`, then `memmap` and `pageblock` (together `frames`)
-//! 4. `gfp` (its error `GfpError`), `sync`
+//! 4. `gfp` (its error `GfpError`)
 //! 5. `backing`: the only module that touches the OS
 //! 6. `zone`, then `pcp`
 //! 7. `page_alloc`: the facade, boot, zone resizing, free-list shuffling and
