@@ -20,12 +20,13 @@ fn machine() -> LocalPageAllocator {
     LocalPageAllocator::boot(&MachineDesc::uniform(256 << 20, 4, 4).unwrap()).unwrap()
 }
 
+/// The syscall-ABI bitmap (MAX_NUMNODES bits) naming `nodes`.
 fn mask(nodes: &[u16]) -> Vec<u64> {
-    let mut words = vec![0u64; 16];
+    let mut set = Nodemask::default();
     for node in nodes {
-        words[*node as usize / 64] |= 1 << (node % 64);
+        set.set(NodeId(*node));
     }
-    words
+    nodemask_words(&set)
 }
 
 /// Everything a call could change.
