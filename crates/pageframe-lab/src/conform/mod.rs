@@ -7,8 +7,12 @@
 //! cannot run on this host (not root, a syscall missing) reports itself
 //! [`SuiteOutcome::Skipped`] with the reason: never failed, never faked.
 
+pub mod host;
 pub mod mempolicy;
+pub mod slab;
 pub mod suites;
+pub mod zram_device;
+pub mod zsmalloc;
 
 use pageframe::Errno;
 
