@@ -373,7 +373,7 @@ fn dma32_requests_stay_below_4g_and_kernel_requests_fall_back_to_dma32() {
     let normal = zone_of_type(&allocator, NodeId(0), ZoneType::Normal);
     assert_eq!((dma32.managed, normal.managed), (4096, 4096));
     // DMA32 is protected from Normal-capable requests by lowmem_reserve.
-    assert_eq!(dma32.lowmem_reserve, [0, 4096 / 256, 4096 / 256]);
+    assert_eq!(dma32.lowmem_reserve, [0, 0, 4096 / 256, 4096 / 256]);
 
     let dma_pages = exhaust(&allocator, CpuId(0), Gfp::KERNEL | Gfp::DMA32, NodeId(0));
     assert!(dma_pages.iter().all(below_4g));

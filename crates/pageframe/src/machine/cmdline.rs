@@ -7,7 +7,8 @@ use super::size::parse_size;
 
 /// Applies a kernel command line (`"movablecore=2G mem=16G"`) to a
 /// description. Known parameters: `mem=`, `movablecore=`, `kernelcore=`,
-/// `page_alloc.shuffle=`, `page_alloc.shuffle_order=`, `numa=fake=`.
+/// `page_alloc.shuffle=`, `page_alloc.shuffle_order=`, `numa=fake=`,
+/// `transparent_hugepage=`.
 /// Any other parameter is an error naming it, and the description is left
 /// unchanged on error.
 pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescError> {
@@ -50,10 +51,23 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
                 updated.shuffle.order = Some(order);
             }
             "numa" => updated.numa_fake = Some(parse_numa_fake(&field, value)?),
+            // mirrors setup_transparent_hugepage(): always, madvise or never.
+            "transparent_hugepage" => {
+                updated.transparent_hugepage = match value {
+                    "always" | "madvise" => true,
+                    "never" => false,
+                    _ => {
+                        return Err(DescError::new(
+                            field,
+                            format!("'{value}' is not always, madvise or never"),
+                        ))
+                    }
+                }
+            }
             _ => {
                 return Err(DescError::new(
                     "cmdline",
-                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=)"),
+                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=, transparent_hugepage=)"),
                 ))
             }
         }
