@@ -171,6 +171,20 @@ mod tests {
     }
 
     #[test]
+    fn transparent_hugepage_takes_the_kernel_words() {
+        let mut desc = MachineDesc::default();
+        apply_cmdline(&mut desc, "transparent_hugepage=madvise").unwrap();
+        assert!(desc.transparent_hugepage);
+        apply_cmdline(&mut desc, "transparent_hugepage=never").unwrap();
+        assert!(!desc.transparent_hugepage);
+        apply_cmdline(&mut desc, "transparent_hugepage=always").unwrap();
+        let before = desc.clone();
+        let err = apply_cmdline(&mut desc, "transparent_hugepage=sometimes").unwrap_err();
+        assert_eq!(err.field, "cmdline transparent_hugepage");
+        assert_eq!(desc, before, "a bad value changes nothing");
+    }
+
+    #[test]
     fn numa_fake_forms() {
         let mut desc = MachineDesc::default();
         apply_cmdline(&mut desc, "numa=fake=4U").unwrap();

@@ -468,6 +468,24 @@ mod tests {
     }
 
     #[test]
+    fn dma_takes_the_first_16_mib_below_dma32() {
+        let mut desc = MachineDesc::uniform(8 << 30, 1, 1).unwrap();
+        desc.dma = true;
+        let layout = desc.layout().unwrap();
+        let types: Vec<ZoneType> = layout.nodes[0].zones.iter().map(|z| z.zone_type).collect();
+        assert_eq!(types, [ZoneType::Dma, ZoneType::Normal, ZoneType::Movable]);
+        assert_eq!(layout.nodes[0].zones[0].present_pages(), 4096);
+        desc.dma32 = true;
+        let layout = desc.layout().unwrap();
+        let zones = &layout.nodes[0].zones;
+        assert_eq!(zones[0].zone_type, ZoneType::Dma);
+        assert_eq!(zones[1].zone_type, ZoneType::Dma32);
+        assert_eq!(zones[1].span.start.0, 4096);
+        assert_eq!(zones[1].present_pages(), (4u64 << 30 >> 12) - 4096);
+        assert_eq!(zones[2].present_pages(), 4u64 << 30 >> 12);
+    }
+
+    #[test]
     fn dma32_takes_memory_below_4g_and_holes_are_kept() {
         let mut desc = MachineDesc::uniform(8 << 30, 1, 1).unwrap();
         desc.dma32 = true;
