@@ -430,7 +430,10 @@ mod tests {
     fn pindex_layout_matches_the_kernel() {
         let at = PcpIndex::at;
         assert_eq!(PerCpuPages::pindex(MigrateType::Unmovable, Order(0)), at(0));
-        assert_eq!(PerCpuPages::pindex(MigrateType::Reclaimable, Order(0)), at(2));
+        assert_eq!(
+            PerCpuPages::pindex(MigrateType::Reclaimable, Order(0)),
+            at(2)
+        );
         assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(3)), at(10));
         assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(9)), at(12));
         assert_eq!(NR_PCP_LISTS, 18);

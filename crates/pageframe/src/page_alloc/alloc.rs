@@ -55,10 +55,10 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
     ) -> Result<GfpRequest, AllocError> {
-        if order.0 > self.layout.max_order {
+        if order > self.layout.max_order {
             return Err(AllocError::OrderTooLarge {
                 order,
-                max: Order(self.layout.max_order),
+                max: self.layout.max_order,
             });
         }
         if preferred.index() >= self.layout.nodes.len() {
@@ -169,7 +169,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         request: &GfpRequest,
     ) -> Result<(), AllocError> {
-        let zeroed = self.zero_new_block(cpu, pfn, order.0, request.freetype.is_unmapped());
+        let zeroed = self.zero_new_block(cpu, pfn, order, request.freetype.is_unmapped());
         if zeroed.is_err() {
             self.release_new_block(cpu, pfn.pfn(), order);
         }
@@ -190,7 +190,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
     ) -> Option<FrameIdx> {
-        let list = PcpList::of(request.freetype, order, Order(self.layout.pageblock_order))?;
+        let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
@@ -388,7 +388,7 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<FrameIdx> {
-        let pfn = PcpList::of(freetype, order, Order(self.layout.pageblock_order))
+        let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
             .and_then(|list| self.rmqueue_pcplist(cpu, zone, list, flags))
             .or_else(|| self.rmqueue_buddy(zone, order, flags, freetype))
             .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))?;
@@ -505,7 +505,13 @@ impl<L: LockFamily> PageAllocator<L> {
     /// __alloc_pages_slowpath() that apply: the min watermark and reserves,
     /// `__GFP_MEMALLOC`, then (for callers that may reclaim) unreserving the
     /// HIGHATOMIC blocks and draining every CPU's lists before giving up.
-    fn alloc_slowpath(&self, cpu: CpuId, gfp: Gfp, order: Order, ac: &AllocContext) -> Option<FrameIdx> {
+    fn alloc_slowpath(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        order: Order,
+        ac: &AllocContext,
+    ) -> Option<FrameIdx> {
         // No eligible zone (a node mask without a node of this machine):
         // give up before draining or unreserving anything, as the kernel's
         // `if (!ac->preferred_zoneref->zone) goto nopage;` does.

@@ -67,9 +67,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// The order whose blocks are shuffled, if shuffling is on.
     pub fn shuffle_order(&self) -> Option<Order> {
-        self.layout
-            .shuffle
-            .then_some(Order(self.layout.shuffle_order))
+        self.layout.shuffle.then_some(self.layout.shuffle_order)
     }
 
     /// Shuffles every zone, if shuffling is on. mirrors shuffle_free_memory().
@@ -127,7 +125,13 @@ impl<L: LockFamily> PageAllocator<L> {
                 stats.type_mismatch += 1;
                 continue;
             }
-            buddy.swap_free_list_entries(&self.frames, FrameIdx::covered(Pfn(i)), FrameIdx::covered(Pfn(j)), order, list_i);
+            buddy.swap_free_list_entries(
+                &self.frames,
+                FrameIdx::covered(Pfn(i)),
+                FrameIdx::covered(Pfn(j)),
+                order,
+                list_i,
+            );
             stats.swapped += 1;
             // Take it easy on the zone lock, as the kernel does.
             if i % (BLOCKS_PER_LOCK_HOLD * order_pages) == 0 {
