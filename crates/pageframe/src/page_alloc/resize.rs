@@ -152,7 +152,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 .count() as u64;
             self.min_free_kbytes = thp_min_free_kbytes(
                 self.min_free_kbytes,
-                1 << self.layout.pageblock_order,
+                self.layout.pageblock_order.nr_pages(),
                 nr_zones,
                 self.free_buffer_pages(),
                 page_kb,
