@@ -91,9 +91,13 @@ fn host_thp() -> bool {
     }
 }
 
-/// The CPUs of node `node` (its sysfs cpulist).
+/// The CPUs of node `node` (its sysfs cpulist; every possible CPU when a
+/// kernel without NUMA has no node directory).
 fn node_cpus(node: usize) -> Result<Vec<CpuId>, ConformError> {
-    let path = format!("/sys/devices/system/node/node{node}/cpulist");
+    let mut path = format!("/sys/devices/system/node/node{node}/cpulist");
+    if node == 0 && !std::path::Path::new(&path).exists() {
+        path = "/sys/devices/system/cpu/possible".to_string();
+    }
     let text = read(&path)?;
     let mut cpus = Vec::new();
     for part in text.trim().split(',').filter(|part| !part.is_empty()) {
