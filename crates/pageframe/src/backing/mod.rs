@@ -39,6 +39,7 @@
 //! Lock order: a backing takes only its own per-CPU mermap locks, never while
 //! holding another; the allocator never calls it with a zone lock held.
 
+mod agent;
 mod arena;
 mod core;
 mod counters;
@@ -51,10 +52,10 @@ mod sim;
 mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
-pub use counters::BackingCounters;
+pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
-pub use os::host_numa_nodes;
+pub use os::{host_numa_nodes, own_minor_faults, pin_current_thread};
 pub use sim::{SimBacking, SimCosts};
 
 use std::ptr::NonNull;
@@ -185,6 +186,12 @@ pub trait Backing: Send + Sync {
 
     /// The event counters (and, for the simulation, the charged time).
     fn counters(&self) -> BackingCounters;
+
+    /// What the backing cost the host in system calls and faults (zero for
+    /// a backing that makes none).
+    fn host_counters(&self) -> HostCounters {
+        HostCounters::default()
+    }
 
     /// Short description for `pageframe info` (host NUMA binding, sizes).
     fn describe(&self) -> String;
