@@ -44,11 +44,11 @@ use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::agent::WindowAgents;
 use super::core::BackingCore;
 use super::counters::{BackingCounters, HostCounters};
 use super::direct_map::DirectMap;
 use super::mermap::{Mermap, MermapAccess, MermapConfig, MermapSlots};
-use super::agent::WindowAgents;
 use super::os::{
     host_online_nodes, host_page_size, memfd, read_exact_at, write_all_at, write_zeros_at, Mapping,
 };

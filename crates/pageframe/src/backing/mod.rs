@@ -55,7 +55,7 @@ pub use arena::{ArenaBacking, ArenaConfig};
 pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
-pub use os::{host_numa_nodes, own_minor_faults, pin_current_thread};
+pub use os::{allowed_cpus, host_numa_nodes, own_faults, pin_current_thread};
 pub use sim::{SimBacking, SimCosts};
 
 use std::ptr::NonNull;

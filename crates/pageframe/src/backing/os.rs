@@ -366,19 +366,20 @@ impl Drop for Mapping {
     }
 }
 
-/// Shared anonymous memory of `len` bytes, zeroed, read-write, populated:
-/// it stays shared with every process forked from this one afterwards.
+/// Shared anonymous memory of `len` bytes, zeroed, read-write, faulted in
+/// on first touch: it stays shared with every process forked from this one
+/// afterwards.
 pub(crate) fn shared_anonymous(len: usize) -> Result<Mapping, BackingError> {
     Mapping::new(
         len,
         libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+        libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
         -1,
     )
 }
 
 /// Host CPUs the calling thread may run on, ascending (at least one).
-pub(crate) fn allowed_cpus() -> Result<Vec<usize>, BackingError> {
+pub fn allowed_cpus() -> Result<Vec<usize>, BackingError> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a writable cpu_set_t of the size passed.
@@ -501,7 +502,11 @@ pub(crate) fn child_alive(pid: i32) -> bool {
 
 /// Sleeps while the shared word at `word` holds `expected`, at most
 /// `timeout_ms`; returns false on timeout. Spurious wake-ups return true.
-pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout_ms: u64) -> bool {
+pub(crate) fn futex_wait(
+    word: &std::sync::atomic::AtomicU32,
+    expected: u32,
+    timeout_ms: u64,
+) -> bool {
     let timeout = libc::timespec {
         tv_sec: (timeout_ms / 1000) as libc::time_t,
         tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
@@ -538,13 +543,15 @@ pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
     };
 }
 
-/// Minor faults the calling process has taken (getrusage).
-pub fn own_minor_faults() -> u64 {
+/// Minor and major faults the calling process has taken, all its threads
+/// together (getrusage).
+pub fn own_faults() -> (u64, u64) {
     // SAFETY: an all-zero rusage is valid; getrusage fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a writable rusage.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    u64::try_from(usage.ru_minflt).unwrap_or(0)
+    let count = |faults: libc::c_long| u64::try_from(faults).unwrap_or(0);
+    (count(usage.ru_minflt), count(usage.ru_majflt))
 }
 
 /// Online NUMA nodes of the host (/sys/devices/system/node/online), at least
