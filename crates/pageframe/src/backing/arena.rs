@@ -53,7 +53,7 @@ use super::os::{
     host_online_nodes, host_page_size, memfd, read_exact_at, write_all_at, write_zeros_at, Mapping,
 };
 use super::sim::SimCosts;
-use super::{Backing, BackingError, BackingKind};
+use super::{Backing, BackingError, BackingKind, OwnerView};
 use crate::machine::format_size;
 use crate::types::{CpuId, Pfn};
 
@@ -404,6 +404,19 @@ impl Backing for ArenaBacking {
 
     fn counters(&self) -> BackingCounters {
         self.core.counters()
+    }
+
+    fn owner_view(&self, pfns: &[Pfn]) -> Result<OwnerView, BackingError> {
+        let nr_pages = self.core.direct_map.nr_pages();
+        if let Some(&pfn) = pfns.iter().find(|pfn| pfn.0 >= nr_pages) {
+            return Err(BackingError::OutOfRange {
+                start: pfn,
+                nr_pages: 1,
+            });
+        }
+        let slots = self.core.mermap.slots();
+        slots.drain()?;
+        OwnerView::new(&slots.file, self.core.direct_map.page_size(), pfns)
     }
 
     /// One `mprotect` per protection change, the file I/O calls, and what

@@ -46,6 +46,7 @@ mod counters;
 mod direct_map;
 mod mermap;
 mod os;
+mod owner_view;
 mod page_store;
 mod sim;
 #[cfg(test)]
@@ -56,6 +57,7 @@ pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
 pub use os::{allowed_cpus, host_numa_nodes, own_faults, pin_current_thread};
+pub use owner_view::OwnerView;
 pub use sim::{SimBacking, SimCosts};
 
 use std::ptr::NonNull;
@@ -186,6 +188,17 @@ pub trait Backing: Send + Sync {
 
     /// The event counters (and, for the simulation, the charged time).
     fn counters(&self) -> BackingCounters;
+
+    /// Maps `pfns`, in order, into a new range of this process that only
+    /// the caller holds and no forked process inherits (a secret-memory
+    /// owner's mapping), after every mermap write so far is done. The pages
+    /// may be out of the direct map. `Unsupported` for a backing without
+    /// memory to map (the simulation).
+    fn owner_view(&self, _pfns: &[Pfn]) -> Result<OwnerView, BackingError> {
+        Err(BackingError::Unsupported(
+            "this backing has no memory to map into an owner",
+        ))
+    }
 
     /// What the backing cost the host in system calls and faults (zero for
     /// a backing that makes none).

@@ -309,6 +309,24 @@ impl Mapping {
         Ok(())
     }
 
+    /// Keeps the whole mapping out of processes forked from this one
+    /// (`MADV_DONTFORK`): a child finds nothing at its addresses.
+    pub(crate) fn dont_fork(&self) -> Result<(), BackingError> {
+        // SAFETY: advice over exactly this mapping; it changes only what a
+        // future fork copies.
+        let result =
+            unsafe { libc::madvise(self.addr.as_ptr().cast(), self.len, libc::MADV_DONTFORK) };
+        if result != 0 {
+            return Err(os_error("madvise"));
+        }
+        Ok(())
+    }
+
+    /// Bytes in the mapping.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// Binds `offset..offset + len` to host node `node` (`mbind`, MPOL_BIND):
     /// pages faulted in from now on come from that node.
     pub(crate) fn bind(&self, offset: usize, len: usize, node: u32) -> Result<(), BackingError> {
