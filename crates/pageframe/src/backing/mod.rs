@@ -41,6 +41,7 @@
 
 mod agent;
 mod arena;
+mod calibrate;
 mod core;
 mod counters;
 mod direct_map;
@@ -53,6 +54,7 @@ mod sim;
 mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
+pub use calibrate::{calibrate, CostSource, SIM_COSTS_ENV, SIM_COSTS_FILE};
 pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};

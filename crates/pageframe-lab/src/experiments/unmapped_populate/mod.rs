@@ -46,7 +46,7 @@ use crate::plots::{number, text};
 use crate::report::{Report, Row};
 use crate::summary::{self, Headline};
 use host::Placement;
-use pageframe::backing::{MermapAccess, SimCosts};
+use pageframe::backing::{CostSource, MermapAccess, SimCosts};
 use populate::{ArenaVariant, Measured, Spinner};
 use serde_json::Value;
 
@@ -255,12 +255,14 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         .map(ArenaVariant::finish)
         .collect::<Result<Vec<_>, _>>()?;
     let mut sim = Vec::new();
+    let (costs, cost_source) = SimCosts::resolve().map_err(ExperimentError::failed)?;
     if sim_region_bytes > 0 {
         for (at, variant) in VARIANTS.into_iter().take(3).enumerate() {
             sim.push(populate::on_sim(
                 variant,
                 sim_region_bytes / PAGE_SIZE,
                 options.seed.wrapping_add(at as u64),
+                costs,
             )?);
             tick();
         }
@@ -282,7 +284,12 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         seed: options.seed,
         scale: options.scale.name().into(),
         rows,
-        notes: notes(region_bytes, samples, sim_region_bytes),
+        notes: notes(
+            region_bytes,
+            samples,
+            sim_region_bytes,
+            (costs, &cost_source),
+        ),
     })
 }
 
@@ -440,7 +447,12 @@ pub fn sparkline(samples: &[f64], bins: usize) -> String {
         .collect()
 }
 
-fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String> {
+fn notes(
+    region_bytes: u64,
+    samples: usize,
+    sim_region_bytes: u64,
+    (costs, cost_source): (SimCosts, &CostSource),
+) -> Vec<String> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|text| {
@@ -454,7 +466,6 @@ fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String
         .map(|text| text.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-    let costs = SimCosts::default();
     let mut notes = vec![
         format!(
             "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
@@ -473,7 +484,7 @@ fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String
     ];
     if sim_region_bytes > 0 {
         notes.push(format!(
-            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of twice that; modelled_ms = the cost model's charge (SimCosts default: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
+            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of twice that; modelled_ms = the cost model's charge (prices from {cost_source}: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
             sim_region_bytes >> 30,
             sim_region_bytes / PAGE_SIZE,
             costs.protection_change,

@@ -10,7 +10,7 @@
 use super::host::{HostCost, HostSnapshot};
 use super::{Variant, PAGE_SIZE, SLACK_BYTES};
 use crate::experiments::ExperimentError;
-use pageframe::backing::{pin_current_thread, Backing, MermapConfig, SimCosts};
+use pageframe::backing::{pin_current_thread, Backing, MermapConfig, SimBacking, SimCosts};
 use pageframe::Local;
 use pageframe::{
     AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng,
@@ -360,9 +360,28 @@ impl ArenaVariant {
 /// charge is the result. The simulation has no bytes to write through the
 /// direct map, so the mapped variants are charged the model's copy price for
 /// their page of data, as the mermap write of `gfp_unmapped` is.
-pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, ExperimentError> {
-    let allocator =
-        LocalPageAllocator::boot_seeded(&machine(pages)?, AllocOptions::default(), seed)?;
+pub fn on_sim(
+    variant: Variant,
+    pages: u64,
+    seed: u64,
+    costs: SimCosts,
+) -> Result<Measured, ExperimentError> {
+    let layout = machine(pages)?.layout()?;
+    let backing = SimBacking::new(
+        layout.end_pfn.0,
+        PAGE_SIZE as usize,
+        layout.nr_cpus(),
+        costs,
+        MermapConfig::default(),
+    )
+    .map_err(ExperimentError::failed)?;
+    let allocator = LocalPageAllocator::boot_layout_on(
+        layout,
+        AllocOptions::default(),
+        seed,
+        Arc::new(backing),
+    )
+    .map_err(ExperimentError::failed)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let backing = allocator.backing();
     // Charged, never read back: the bytes of a region larger than the host
@@ -375,7 +394,7 @@ pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, Exper
     let after = backing.counters();
     let mut modelled_ns = (after.sim_ns - before.sim_ns) as f64;
     if !variant.is_unmapped() {
-        modelled_ns += (pages * PAGE_SIZE * SimCosts::default().copy_byte_ps) as f64 / 1000.0;
+        modelled_ns += (pages * PAGE_SIZE * costs.copy_byte_ps) as f64 / 1000.0;
     }
     release(&allocator, &cpu, variant, &mut held)?;
     allocator
