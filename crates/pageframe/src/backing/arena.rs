@@ -1,38 +1,41 @@
 //! The real backing: a memfd the size of the machine, mapped shared into the
 //! process as its direct map, with `mprotect` to remove pages from it and put
-//! them back, and a second mapping of the same memfd, page by page, into each
-//! CPU's mermap window.
+//! them back, and each CPU's mermap window in an agent process that maps the
+//! same memfd (see `agent`).
 //!
-//! Layout: PFN `p` is byte `p * page_size` of the memfd and of the direct
-//! map. CPU `c`'s window is `slots_per_cpu + 1` slots of `span_pages` pages
-//! of reserved address space; slot `i` of it starts at `(c * (slots_per_cpu
-//! + 1) + i) * span_pages * page_size` of the windows' reservation, the last
-//! slot being the reserved one. A slot mapping is a second view of the page,
-//! so it works while the direct map of that page is `PROT_NONE`.
+//! Layout: PFN `p` is byte `p * page_size` of the memfd, of the direct map
+//! and of every agent's view. A slot maps `span_pages` pages of an agent's
+//! view, a second view of the pages, so it works while the direct map of
+//! those pages is `PROT_NONE`; the agents fork when the arena is built, one
+//! per host CPU the building thread may use (at most one per window), and
+//! die with it.
+//!
+//! Ordering: mermap zeroing and writes are posted to the agent and done
+//! later; every other access to page contents (the direct-map accessors,
+//! [`Backing::direct_map_ptr`], [`Backing::remap_direct`], reads through
+//! the mermap, owner views) first waits for everything posted, so callers
+//! see the same bytes as with a synchronous mermap.
 //!
 //! File I/O access ([`MermapAccess::FileIo`], an option beyond the series,
-//! off by default): no window address space is reserved and a slot maps
-//! nothing; the mermap's bytes are copied with `pwrite`/`pread` at the
-//! page's offset in the memfd, zeroing with `pwrite` from a page of zeros.
-//! The slot bookkeeping (bump allocation, wraps with their local-flush
-//! count, fault injection and the reserved slot, every counter) runs as
-//! in `Window` mode, so both modes count the same events. Why: in the kernel
-//! a slot is one PTE write, but here it is an `mmap(MAP_FIXED)` of the memfd
-//! into the window (measured on a 2-CPU EPYC VM: about 3.5 µs, then 1.2 µs
-//! for the first-touch fault), and `__GFP_ZERO` plus a write map each page
-//! twice; a 4 KiB `pwrite` costs about 0.6 µs. What it means for security:
-//! no second user-space mapping of the page exists at any time, so no stale
-//! translation lingers until a wrap; the data passes through the host
-//! kernel's own mapping of the page, as guest_memfd's write() copies through
-//! the kernel's in the series. A wrap's "local flush" has nothing to flush
-//! in this mode and is bookkeeping only.
+//! off by default): no agent exists and a slot maps nothing; the mermap's
+//! bytes are copied with `pwrite`/`pread` at the page's offset in the memfd,
+//! zeroing with `pwrite` from a page of zeros. The slot bookkeeping (bump
+//! allocation, wraps with their local-flush count, fault injection and the
+//! reserved slot, every counter) runs as in `Window` mode, so both modes
+//! count the same events. A 4 KiB `pwrite` costs about 0.6 µs. What it means
+//! for security: no second user-space mapping of the page exists at any
+//! time, so no stale translation lingers until a wrap; the data passes
+//! through the host kernel's own mapping of the page, as guest_memfd's
+//! write() copies through the kernel's in the series. A wrap's "local
+//! flush" has nothing to flush in this mode and is bookkeeping only.
 //!
 //! Invariants: those of [`Backing`], where a page's state bit says mapped iff
-//! its direct-map range is `PROT_READ | PROT_WRITE`; window slots that the
-//! mermap does not consider live are covered by `PROT_NONE` reservations.
-//! The kernel flushes the TLB on every protection drop and unmap: with a
-//! thread of this process on another CPU, `unmap_direct` is a real cross-CPU
-//! shootdown, as flush_tlb_kernel_range() is in the kernel.
+//! its direct-map range is `PROT_READ | PROT_WRITE`; an agent maps a page
+//! only while a live slot of its windows holds it. The kernel flushes the
+//! TLB on every protection drop and unmap: with a thread of this process on
+//! another CPU, `unmap_direct` is a real cross-CPU shootdown, as
+//! flush_tlb_kernel_range() is in the kernel; an agent's address space runs
+//! on its CPU only, so its flushes are local.
 //!
 //! Byte accesses go through raw pointers only (copies and fills), never
 //! references, as vm-memory treats guest memory, or through file I/O: a page
@@ -187,7 +190,7 @@ impl MermapSlots for ArenaSlots {
 }
 
 /// A backing over real memory: see the module documentation. Dropping it
-/// unmaps the direct map and the windows and closes the memfd.
+/// ends the agents, unmaps the direct map and closes the memfd.
 #[derive(Debug)]
 pub struct ArenaBacking {
     core: BackingCore<ArenaSlots>,

@@ -1,13 +1,14 @@
 //! Calibration of the simulation's prices on the host's real arena, and
 //! the file that carries them to the simulation.
 //!
-//! [`calibrate`] times, on an [`ArenaBacking`] with a second thread spinning
-//! on another host CPU (so that a shootdown has a CPU to interrupt), each
-//! event the [`SimCosts`] model charges: a protection change that restores
-//! pages (no flush), one that removes them (change plus global flush),
-//! zeroing and copying through the direct map, and the mermap with one slot
-//! per window (every get a map and a local flush) against 64 slots (a
-//! flush per 64 maps), from which the map and the local flush are solved.
+//! [`calibrate`] times, on [`ArenaBacking`]s, each event the [`SimCosts`]
+//! model charges: unmapping a page from the direct map while a second
+//! thread spins on another host CPU (a protection change and a shootdown)
+//! and while it sleeps (the change alone; the difference is the global
+//! flush), zeroing and copying a page through the direct map, and the
+//! mermap's zeroing with one slot per window (every get a map and a local
+//! flush) against 64 slots (a flush per 64 maps), from which the local flush
+//! and the map (all the mermap costs beyond zeroing) are solved.
 //!
 //! The file is `key = integer` lines, `#` comments: the six prices of
 //! [`SimCosts`] by the names of [`SimCosts::FILE_KEYS`]. [`SimCosts::resolve`]
@@ -129,8 +130,9 @@ impl SimCosts {
 }
 
 /// Times each priced event on a real arena of `nr_pages` pages (at least
-/// 1024), `rounds` times over, keeping each event's fastest round (the
-/// least disturbed by other load). Returns the prices.
+/// 1024), `rounds` times over after a warm-up round, and keeps each raw
+/// timing's fastest round (the least disturbed by other load) before the
+/// prices are solved from them. Returns the prices.
 pub fn calibrate(nr_pages: u64, rounds: u32) -> Result<SimCosts, BackingError> {
     if nr_pages < 1024 || rounds == 0 {
         return Err(BackingError::Unsupported(
@@ -138,25 +140,55 @@ pub fn calibrate(nr_pages: u64, rounds: u32) -> Result<SimCosts, BackingError> {
         ));
     }
     let cpus = allowed_cpus()?;
-    let saved = cpus.clone();
     pin_current_thread(&cpus[..1])?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let spinner = cpus.get(1).copied().map(|cpu| {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let _ = pin_current_thread(&[cpu]);
-            while !stop.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
-            }
-        })
-    });
-    let measured = measure(nr_pages, rounds);
-    stop.store(true, Ordering::Relaxed);
-    if let Some(spinner) = spinner {
-        let _ = spinner.join();
-    }
-    pin_current_thread(&saved)?;
+    let spinner = Spinner::start(cpus.get(1).copied());
+    let measured = measure(nr_pages, rounds, &spinner);
+    drop(spinner);
+    pin_current_thread(&cpus)?;
     measured
+}
+
+/// A thread on another host CPU, spinning in this address space (so that a
+/// flush must interrupt it) or, while paused, asleep (so that none must).
+struct Spinner {
+    flags: Arc<(AtomicBool, AtomicBool)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn start(cpu: Option<usize>) -> Spinner {
+        let flags = Arc::new((AtomicBool::new(false), AtomicBool::new(false)));
+        let shared = Arc::clone(&flags);
+        let thread = cpu.map(|cpu| {
+            std::thread::spawn(move || {
+                let _ = pin_current_thread(&[cpu]);
+                let (stop, paused) = &*shared;
+                while !stop.load(Ordering::Relaxed) {
+                    if paused.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+        });
+        Spinner { flags, thread }
+    }
+
+    fn pause(&self, paused: bool) {
+        self.flags.1.store(paused, Ordering::Relaxed);
+        // Long enough for the spinner to notice and fall asleep.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.flags.0.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Nanoseconds per item of `run` over `items` items.
@@ -183,49 +215,66 @@ fn arena(nr_pages: u64, slots_per_cpu: u32) -> Result<ArenaBacking, BackingError
     })
 }
 
-fn measure(nr_pages: u64, rounds: u32) -> Result<SimCosts, BackingError> {
+/// The raw timings, ns per page: unmap with the spinner spinning and
+/// asleep, zeroing and a page copy through the direct map, the mermap's
+/// zeroing with one slot and with 64 slots per window.
+const RAW: usize = 6;
+
+fn measure(nr_pages: u64, rounds: u32, spinner: &Spinner) -> Result<SimCosts, BackingError> {
     let wide = arena(nr_pages, 64)?;
     let narrow = arena(nr_pages, 1)?;
     let page = vec![0x5au8; 4096];
-    let mut best = [f64::INFINITY; 6];
+    let unmap_each = |backing: &ArenaBacking| {
+        let ns = per_item(nr_pages, || {
+            (0..nr_pages).try_for_each(|pfn| backing.unmap_direct(Pfn(pfn), 1))
+        });
+        backing.remap_direct(Pfn(0), nr_pages)?;
+        ns
+    };
+    // The mermap: every get maps and zeroes; one slot per window wraps at
+    // every get, 64 slots once per 64 gets. The direct-map pointer waits
+    // for the agents, ending each timing.
+    let mermap = |backing: &ArenaBacking| {
+        per_item(nr_pages, || {
+            backing.zero_unmapped(CpuId(0), Pfn(0), nr_pages)?;
+            backing
+                .direct_map_ptr(Pfn(0))
+                .map(drop)
+                .ok_or(BackingError::Unsupported("the mermap agents failed"))
+        })
+    };
+    let mut best = [f64::INFINITY; RAW];
     for _ in 0..=rounds {
-        let mut round = [0.0f64; 6];
-        // Unmap: a protection change and a global flush per page.
-        let unmap = per_item(nr_pages, || {
-            (0..nr_pages).try_for_each(|pfn| wide.unmap_direct(Pfn(pfn), 1))
-        })?;
-        // Remap: a protection change, no flush.
-        round[0] = per_item(nr_pages, || {
-            (0..nr_pages).try_for_each(|pfn| wide.remap_direct(Pfn(pfn), 1))
-        })?;
-        round[1] = (unmap - round[0]).max(0.0);
-        round[3] = per_item(nr_pages, || wide.zero_mapped(Pfn(0), nr_pages))?;
-        let copy = per_item(nr_pages, || {
-            (0..nr_pages).try_for_each(|pfn| wide.write_mapped(Pfn(pfn), 0, &page))
-        })?;
-        round[5] = copy * 1000.0 / 4096.0;
-        // The mermap: every get maps and zeroes; one slot per window wraps
-        // at every get, 64 slots once per 64 gets. The direct-map pointer
-        // waits for the agents, ending each timing.
-        let mermap = |backing: &ArenaBacking| {
+        spinner.pause(false);
+        let spinning = unmap_each(&wide)?;
+        spinner.pause(true);
+        let quiet = unmap_each(&wide)?;
+        let round: [f64; RAW] = [
+            spinning,
+            quiet,
+            per_item(nr_pages, || wide.zero_mapped(Pfn(0), nr_pages))?,
             per_item(nr_pages, || {
-                backing.zero_unmapped(CpuId(0), Pfn(0), nr_pages)?;
-                backing
-                    .direct_map_ptr(Pfn(0))
-                    .map(drop)
-                    .ok_or(BackingError::Unsupported("the mermap agents failed"))
-            })
-        };
-        let (every, one_in_64) = (mermap(&narrow)?, mermap(&wide)?);
-        let local_flush = ((every - one_in_64) * 64.0 / 63.0).max(0.0);
-        round[2] = local_flush;
-        round[4] = (one_in_64 - round[3] - local_flush / 64.0).max(0.0);
+                (0..nr_pages).try_for_each(|pfn| wide.write_mapped(Pfn(pfn), 0, &page))
+            })?,
+            mermap(&narrow)?,
+            mermap(&wide)?,
+        ];
         for (best, value) in best.iter_mut().zip(round) {
             *best = best.min(value);
         }
     }
+    let [spinning, quiet, zero, copy, every, one_in_64] = best;
+    let local_flush = ((every - one_in_64) * 64.0 / 63.0).max(0.0);
+    let prices = [
+        quiet,
+        (spinning - quiet).max(0.0),
+        local_flush,
+        zero,
+        (one_in_64 - zero - local_flush / 64.0).max(0.0),
+        copy * 1000.0 / 4096.0,
+    ];
     let mut costs = SimCosts::NONE;
-    for (field, value) in costs.fields_mut().into_iter().zip(best) {
+    for (field, value) in costs.fields_mut().into_iter().zip(prices) {
         *field = value.round() as u64;
     }
     Ok(costs)

@@ -13,10 +13,10 @@
 //!   charged a configurable cost in simulated nanoseconds, so a TiB machine
 //!   runs the same code paths as a real arena.
 //! - [`ArenaBacking`]: a memfd of the machine's size mapped shared into the
-//!   process (the direct map), `mprotect` for unmapping and remapping, a
-//!   second mapping of the same memfd per CPU for the mermap (or, as an
-//!   option, `pwrite`/`pread` of the memfd: [`MermapAccess`]), `mbind` of
-//!   each node's range when the host has several NUMA nodes.
+//!   process (the direct map), `mprotect` for unmapping and remapping, the
+//!   mermap's windows in per-CPU agent processes that map the same memfd
+//!   (or, as an option, `pwrite`/`pread` of the memfd: [`MermapAccess`]),
+//!   `mbind` of each node's range when the host has several NUMA nodes.
 //!
 //! PFN `p` is byte offset `p * page_size` of the arena: holes in the machine's
 //! PFN space cost nothing because the memfd is sparse.
@@ -25,8 +25,10 @@
 //! mermap accessors), `direct_map` (geometry, bounds checks, the
 //! one-bit-per-page mapped state), `mermap` (per-CPU windows, wrap and
 //! fallback bookkeeping) and `counters` (events and their simulated prices).
-//! `page_store` is the simulation's page contents. `os` holds every
-//! system call of the crate.
+//! `page_store` is the simulation's page contents. `agent` is the arena's
+//! mermap agents, `owner_view` a secret-memory owner's mapping, `calibrate`
+//! the measurement of the simulation's prices. `os` holds every system call
+//! of the crate.
 //!
 //! Invariants: a page is in exactly one of two states, mapped (readable and
 //! writable through [`Backing::direct_map_ptr`]) or unmapped (any access
