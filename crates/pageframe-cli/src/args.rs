@@ -38,6 +38,25 @@ pub enum Command {
     /// Record, import or replay page-allocator traces of real kernels.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Measure the simulated backing's prices (protection change, global
+    /// and local flush, mermap map, zeroing, copying) on a real arena of
+    /// this host and write them where the simulation reads them.
+    Calibrate(CalibrateArgs),
+}
+
+/// `pageframe calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The file to write (the simulation reads PAGEFRAME_SIM_COSTS, else
+    /// this name in the current directory).
+    #[arg(long, value_name = "FILE", default_value = pageframe::backing::SIM_COSTS_FILE)]
+    pub out: PathBuf,
+    /// Pages of the arena timed per round (at least 1024).
+    #[arg(long, default_value_t = 8192)]
+    pub pages: u64,
+    /// Timed rounds after a warm-up; each price keeps its fastest round.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
 }
 
 /// The exit statuses of `conform`, printed under its help.

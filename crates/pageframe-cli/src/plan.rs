@@ -32,6 +32,8 @@ pub enum Plan {
     Conform(ConformPlan),
     /// Record, import or replay a trace.
     Trace(TracePlan),
+    /// Calibrate the simulation's prices on this host.
+    Calibrate(crate::args::CalibrateArgs),
 }
 
 /// How a plan that ran to its end ended.
@@ -226,6 +228,15 @@ impl Plan {
                 }))
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
+            Command::Calibrate(args) => {
+                if args.pages < 1024 || args.rounds == 0 {
+                    return Err(CliError::Invalid(
+                        "calibrate needs --pages of at least 1024 and --rounds of at least 1"
+                            .into(),
+                    ));
+                }
+                Ok(Plan::Calibrate(args))
+            }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
                 arena: args.arena,
@@ -269,6 +280,7 @@ impl Plan {
             Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
             Plan::Trace(plan) => trace::execute(&plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
+            Plan::Calibrate(args) => crate::calibrate::execute(&args, out),
         }
         .map(|()| Completion::Clean)
     }

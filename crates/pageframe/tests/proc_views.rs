@@ -80,6 +80,8 @@ fn pagetypeinfo_headers_rows_and_block_counts() {
             expected.push_str(&row(node, zone, "Reclaimable", "0"));
             expected.push_str(&row(node, zone, "HighAtomic", "0"));
             expected.push_str(&row(node, zone, "Isolate", "0"));
+            expected.push_str(&row(node, zone, "Unmovable-Unmapped", "0"));
+            expected.push_str(&row(node, zone, "Movable-Unmapped", "0"));
         }
         expected.push_str("\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n");
         expected.push_str(&format!(
@@ -345,4 +347,35 @@ fn render_knows_every_view_by_name() {
         Some(proc::vmstat(&allocator))
     );
     assert_eq!(proc::render(&allocator, "slabinfo"), None);
+}
+
+#[test]
+fn pagetypeinfo_shows_the_unmapped_free_lists() {
+    let allocator = boot(&one_node(64, 1));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let unmapped_pages = |text: &str| -> u64 {
+        text.lines()
+            .filter(|line| line.contains("type Unmovable-Unmapped "))
+            .map(|line| {
+                line.split("Unmovable-Unmapped")
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .enumerate()
+                    .map(|(order, count)| count.parse::<u64>().unwrap() << order)
+                    .sum::<u64>()
+            })
+            .sum()
+    };
+    assert_eq!(unmapped_pages(&proc::pagetypeinfo(&allocator)), 0);
+    let page = cpu
+        .alloc_pages(Gfp::KERNEL | Gfp::UNMAPPED, Order(0), NodeId(0))
+        .unwrap();
+    // One pageblock converted: all of it but the page is on the unmapped
+    // lists.
+    assert_eq!(unmapped_pages(&proc::pagetypeinfo(&allocator)), 511);
+    cpu.free_pages(page, Order(0)).unwrap();
+    cpu.drain_pcp();
+    assert_eq!(unmapped_pages(&proc::pagetypeinfo(&allocator)), 512);
+    allocator.check_invariants().unwrap();
 }
