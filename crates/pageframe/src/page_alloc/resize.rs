@@ -21,6 +21,7 @@ use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
 use crate::pcp::PcpIndex;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
+use crate::zone::boost::max_watermark_boost;
 use crate::zone::watermark::{
     lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
     WATERMARK_SCALE_FACTOR,
@@ -129,10 +130,22 @@ impl<L: LockFamily> PageAllocator<L> {
                 slot.lowmem_reserve = reserves[slot.zone_type.index()];
             }
         }
+        let pageblock_pages = 1u64 << self.layout.pageblock_order.0;
         for index in 0..self.zones.len() {
             let present = self.zones[index].present_pages;
             self.zones[index].watermarks =
                 zone_watermarks(pages_min, present, lowmem_pages, WATERMARK_SCALE_FACTOR);
+            let limit = max_watermark_boost(
+                self.zones[index].watermarks.high,
+                present,
+                pageblock_pages,
+                self.options.watermark_boost_factor,
+            );
+            // Not lock_zone(): recomputing limits is no allocator traffic.
+            let (mut buddy, _) = L::lock(&self.zones[index].buddy);
+            buddy.set_boost_limit(limit);
+            self.publish(ZoneIdx(index as u16), &buddy);
+            drop(buddy);
             let (node, zone_type) = (self.zones[index].node, self.zones[index].zone_type);
             self.zones[index].nofragment = nofragment(&self.layout, node, zone_type);
         }
