@@ -187,6 +187,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 min: marks.min + boost,
                 low: marks.low + boost,
                 high: marks.high + boost,
+                promo: marks.promo + boost,
             },
         ))
     }

@@ -14,12 +14,13 @@ pub fn zoneinfo<L: LockFamily>(allocator: &PageAllocator<L>) -> String {
         let _ = write!(out, "Node {}, zone {:>8}", zone.node, zone.name());
         let _ = write!(
             out,
-            "\n  pages free     {}\n        boost    {}\n        min      {}\n        low      {}\n        high     {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
+            "\n  pages free     {}\n        boost    {}\n        min      {}\n        low      {}\n        high     {}\n        promo    {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
             zone.free,
             zone.watermark_boost,
             zone.watermarks.min + zone.watermark_boost,
             zone.watermarks.low + zone.watermark_boost,
             zone.watermarks.high + zone.watermark_boost,
+            zone.watermarks.promo + zone.watermark_boost,
             zone.spanned,
             zone.present,
             zone.managed
