@@ -194,10 +194,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
-        let mark = self.zones[zone.index()]
-            .watermarks
-            .get(flags.watermark_index());
-        if !self.zone_watermark_ok(zone, order, mark, request.highest_zone, flags) {
+        if !self.zone_watermark_fast(zone, order, 0, request.highest_zone, flags) {
             return None;
         }
         let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()])?;
@@ -272,9 +269,35 @@ impl<L: LockFamily> PageAllocator<L> {
         }
     }
 
-    /// mirrors zone_watermark_fast(): for order 0, free pages above the
-    /// mark (HIGHATOMIC reserves excluded unless the caller may use them)
-    /// pass at once; everything else takes __zone_watermark_ok().
+    /// zone_watermark_fast() at the watermark `flags` name as wmark_pages()
+    /// reads it (the zone's mark plus its boost) plus `extra` pages; an
+    /// order-0 `__GFP_HIGH` request at the min watermark ignores the boost,
+    /// so that kswapd is woken only below the low watermark.
+    pub(crate) fn zone_watermark_fast(
+        &self,
+        zone: ZoneIdx,
+        order: Order,
+        extra: u64,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
+        let slot = &self.zones[zone.index()];
+        let index = flags.watermark_index();
+        let mark = slot.watermarks.get(index) + extra;
+        let boost = slot.watermark_boost.get();
+        if self.zone_watermark_ok(zone, order, mark + boost, highest_zone, flags) {
+            return true;
+        }
+        order == Order(0)
+            && boost > 0
+            && index == 0
+            && flags.contains(AllocFlags::MIN_RESERVE)
+            && self.zone_watermark_ok(zone, order, mark, highest_zone, flags)
+    }
+
+    /// mirrors zone_watermark_fast() at a given mark: for order 0, free
+    /// pages above the mark (HIGHATOMIC reserves excluded unless the caller
+    /// may use them) pass at once; everything else takes __zone_watermark_ok().
     #[inline]
     pub(crate) fn zone_watermark_ok(
         &self,
@@ -350,9 +373,8 @@ impl<L: LockFamily> PageAllocator<L> {
                     flags.remove(AllocFlags::NOFRAGMENT);
                     continue 'retry;
                 }
-                let mark = slot.watermarks.get(flags.watermark_index());
                 if !flags.contains(AllocFlags::NO_WATERMARKS)
-                    && !self.zone_watermark_ok(zone, order, mark, ac.highest_zone, flags)
+                    && !self.zone_watermark_fast(zone, order, 0, ac.highest_zone, flags)
                 {
                     continue;
                 }

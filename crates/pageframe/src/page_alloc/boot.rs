@@ -189,6 +189,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     nofragment: false,
                     buddy: L::new(buddy),
                     free_pages: StatCounter::default(),
+                    watermark_boost: StatCounter::default(),
                     reserved_highatomic: StatCounter::default(),
                     lock_acquired: StatCounter::default(),
                     lock_contended: StatCounter::default(),

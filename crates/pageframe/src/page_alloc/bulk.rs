@@ -75,11 +75,7 @@ impl<L: LockFamily> PageAllocator<L> {
             {
                 break;
             }
-            let mark = self.zones[zone.index()]
-                .watermarks
-                .get(flags.watermark_index())
-                + nr_pages as u64;
-            if self.zone_watermark_ok(zone, Order(0), mark, ac.highest_zone, flags) {
+            if self.zone_watermark_fast(zone, Order(0), nr_pages as u64, ac.highest_zone, flags) {
                 chosen = Some(zone);
                 break;
             }

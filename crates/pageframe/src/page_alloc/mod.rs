@@ -75,6 +75,11 @@ pub struct AllocOptions {
     /// freetype for later ("eventually allowing reclaim and compaction for
     /// the unmapped pages"); off, such requests are EINVAL-like errors.
     pub unmapped_movable: bool,
+    /// `vm.watermark_boost_factor`: a fallback into a pageblock of another
+    /// type boosts the zone's watermarks by a pageblock, up to this many
+    /// ten-thousandths of the high watermark, until kswapd reclaims the
+    /// boost back (`zone::boost`). 0 turns boosting off.
+    pub watermark_boost_factor: u64,
 }
 
 impl AllocOptions {
@@ -83,6 +88,7 @@ impl AllocOptions {
         vm_events: true,
         free_checks: true,
         unmapped_movable: false,
+        watermark_boost_factor: crate::zone::boost::WATERMARK_BOOST_FACTOR,
     };
 }
 
@@ -106,6 +112,8 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     pub(crate) buddy: L::Lock<Zone>,
     /// `NR_FREE_PAGES`, published after each zone-locked operation.
     pub(crate) free_pages: StatCounter,
+    /// `watermark_boost`, published likewise: added to every watermark.
+    pub(crate) watermark_boost: StatCounter,
     /// `nr_reserved_highatomic`, published likewise.
     pub(crate) reserved_highatomic: StatCounter,
     /// Zone lock acquisitions and how many had to wait, written under the lock.
@@ -239,5 +247,6 @@ impl<L: LockFamily> PageAllocator<L> {
         let slot = &self.zones[zone.index()];
         slot.free_pages.set(buddy.nr_free());
         slot.reserved_highatomic.set(buddy.nr_reserved_highatomic());
+        slot.watermark_boost.set(buddy.watermark_boost());
     }
 }

@@ -21,6 +21,7 @@ use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
 use crate::pcp::PcpIndex;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
+use crate::zone::boost::max_watermark_boost;
 use crate::zone::watermark::{
     lowmem_reserves, min_free_kbytes, thp_min_free_kbytes, zone_batchsize, zone_highsize,
     zone_watermarks, WATERMARK_SCALE_FACTOR,
@@ -108,7 +109,8 @@ impl<L: LockFamily> PageAllocator<L> {
             .sum()
     }
 
-    /// Every zone's watermarks from min_free_kbytes. mirrors
+    /// Every zone's watermarks from min_free_kbytes, and the limit of its
+    /// watermark boost (any boost dropped). mirrors
     /// __setup_per_zone_wmarks() (6.12): ZONE_MOVABLE's pages do not count
     /// in the lowmem total.
     fn setup_zone_watermarks(&mut self) {
@@ -128,6 +130,20 @@ impl<L: LockFamily> PageAllocator<L> {
                 WATERMARK_SCALE_FACTOR,
                 slot.zone_type == ZoneType::Movable,
             );
+        }
+        let pageblock_pages = self.layout.pageblock_order.nr_pages();
+        for index in 0..self.zones.len() {
+            let slot = &self.zones[index];
+            let limit = max_watermark_boost(
+                slot.watermarks.high,
+                slot.present_pages,
+                pageblock_pages,
+                self.options.watermark_boost_factor,
+            );
+            // Not lock_zone(): recomputing limits is no allocator traffic.
+            let (mut buddy, _) = L::lock(&slot.buddy);
+            buddy.set_boost_limit(limit);
+            self.publish(ZoneIdx(index as u16), &buddy);
         }
     }
 

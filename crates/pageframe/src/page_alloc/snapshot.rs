@@ -40,8 +40,11 @@ pub struct ZoneSnapshot {
     pub managed: u64,
     /// `NR_FREE_PAGES`.
     pub free: u64,
-    /// Watermarks.
+    /// Watermarks, without the boost.
     pub watermarks: Watermarks,
+    /// `watermark_boost`: pages added to every watermark while kswapd has
+    /// not reclaimed for a fallback's boost.
+    pub watermark_boost: u64,
     /// `lowmem_reserve[]` against each zone type.
     pub lowmem_reserve: [u64; ZoneType::COUNT],
     /// `free_area[order].nr_free`.
@@ -144,6 +147,7 @@ impl<L: LockFamily> PageAllocator<L> {
             managed: buddy.managed(),
             free: buddy.nr_free(),
             watermarks: slot.watermarks,
+            watermark_boost: buddy.watermark_boost(),
             lowmem_reserve: slot.lowmem_reserve,
             nr_free_blocks,
             list_blocks,
@@ -171,8 +175,49 @@ impl<L: LockFamily> PageAllocator<L> {
     /// when there is no such zone. Cheap enough for per-page decisions such
     /// as NUMA balancing's "is the target node above its high watermark"
     /// (`migrate_balanced_pgdat()`), where a full [`ZoneSnapshot`] is not.
+    /// The watermarks are those wmark_pages() reads: boosted by the
+    /// zone's watermark boost.
     pub fn zone_free_pages(&self, index: usize) -> Option<(u64, Watermarks)> {
         let slot = self.zones.get(index)?;
-        Some((slot.free_pages.get(), slot.watermarks))
+        let boost = slot.watermark_boost.get();
+        let marks = slot.watermarks;
+        Some((
+            slot.free_pages.get(),
+            Watermarks {
+                min: marks.min + boost,
+                low: marks.low + boost,
+                high: marks.high + boost,
+                promo: marks.promo + boost,
+            },
+        ))
+    }
+
+    /// Pages zone `index`'s watermarks are boosted by (`watermark_boost`);
+    /// `None` when there is no such zone.
+    pub fn zone_watermark_boost(&self, index: usize) -> Option<u64> {
+        Some(self.zones.get(index)?.watermark_boost.get())
+    }
+
+    /// Tests and clears zone `index`'s ZONE_BOOSTED_WATERMARK: true when a
+    /// fallback boosted its watermarks since and the allocation that did
+    /// may wake kswapd (rmqueue()'s end does so in the kernel).
+    pub fn take_boosted_watermark_wakeup(&self, index: usize) -> bool {
+        if index >= self.zones.len() {
+            return false;
+        }
+        let (mut buddy, _) = L::lock(&self.zones[index].buddy);
+        buddy.take_boosted_wakeup()
+    }
+
+    /// kswapd reclaimed for the boost it saw at its start: the boost of
+    /// zone `index` drops by `pages` (not below 0). mirrors the end of
+    /// balance_pgdat().
+    pub fn reduce_watermark_boost(&self, index: usize, pages: u64) {
+        let Some(slot) = self.zones.get(index) else {
+            return;
+        };
+        let (mut buddy, _) = L::lock(&slot.buddy);
+        buddy.reduce_watermark_boost(pages);
+        self.publish(crate::types::ZoneIdx(index as u16), &buddy);
     }
 }

@@ -1,4 +1,5 @@
-//! `/proc/zoneinfo`: per zone, free pages, watermarks, spans, protection,
+//! `/proc/zoneinfo`: per zone, free pages, the watermark boost and the
+//! watermarks as wmark_pages() reads them (boost included), spans, protection,
 //! counters and the per-CPU pagesets. mirrors zoneinfo_show_print().
 
 use crate::page_alloc::VmEvent;
@@ -13,12 +14,13 @@ pub fn zoneinfo<L: LockFamily>(allocator: &PageAllocator<L>) -> String {
         let _ = write!(out, "Node {}, zone {:>8}", zone.node, zone.name());
         let _ = write!(
             out,
-            "\n  pages free     {}\n        boost    0\n        min      {}\n        low      {}\n        high     {}\n        promo    {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
+            "\n  pages free     {}\n        boost    {}\n        min      {}\n        low      {}\n        high     {}\n        promo    {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
             zone.free,
-            zone.watermarks.min,
-            zone.watermarks.low,
-            zone.watermarks.high,
-            zone.watermarks.promo,
+            zone.watermark_boost,
+            zone.watermarks.min + zone.watermark_boost,
+            zone.watermarks.low + zone.watermark_boost,
+            zone.watermarks.high + zone.watermark_boost,
+            zone.watermarks.promo + zone.watermark_boost,
             zone.spanned,
             zone.present,
             zone.managed

@@ -2,8 +2,8 @@
 //! type, or steal pages from one without converting it. mirrors __rmqueue(),
 //! __rmqueue_claim(), __rmqueue_steal(), should_try_claim_block(),
 //! find_suitable_fallback(), try_to_claim_block() and the move_freepages
-//! helpers of mainline mm/page_alloc.c (the 6.15 rework of the fallback code).
-//! Watermark boosting on fallback is not modelled: it only feeds kswapd.
+//! helpers of mainline mm/page_alloc.c (the 6.15 rework of the fallback code),
+//! with the watermark boost of a fallback into a foreign pageblock (`boost`).
 
 use super::Zone;
 use crate::frames::Frames;
@@ -114,8 +114,8 @@ impl Zone {
                 Fallback::OrderTooLowToClaim => break,
                 Fallback::Found(block_type) => {
                     let pfn = self.first_on_list(current, block_type)?;
-                    if let Some(pfn) =
-                        self.try_to_claim_block(frames, pfn, current, order, start, block_type)
+                    if let Some(pfn) = self
+                        .try_to_claim_block(frames, pfn, current, order, start, block_type, flags)
                     {
                         self.events.extfrag_claim += 1;
                         return Some(pfn);
@@ -148,8 +148,10 @@ impl Zone {
     }
 
     /// mirrors try_to_claim_block(): a block of pageblock order or more
-    /// changes type whole; a smaller one converts its pageblock when at least
-    /// half of the block is free or already alike.
+    /// changes type whole; for a smaller one the watermarks are boosted
+    /// (kswapd is to be woken when the allocation may wake it), then its
+    /// pageblock converts when at least half of it is free or already alike.
+    #[allow(clippy::too_many_arguments)]
     fn try_to_claim_block(
         &mut self,
         frames: &Frames,
@@ -158,6 +160,7 @@ impl Zone {
         order: Order,
         start: MigrateType,
         block_type: FreeTypeIdx,
+        alloc_flags: AllocFlags,
     ) -> Option<FrameIdx> {
         let start_type = FreeType::plain(start);
         if current >= self.pageblock_order {
@@ -165,6 +168,9 @@ impl Zone {
             self.set_blocks_freetype(frames, pfn, current, start_type);
             self.expand(frames, pfn, order, current, FreeTypeIdx::of(start));
             return Some(pfn);
+        }
+        if self.boost_watermark() && alloc_flags.contains(AllocFlags::KSWAPD) {
+            self.mark_boosted();
         }
         let (block_start, free_pages, movable_pages) =
             self.prep_move_freepages_block(frames, pfn)?;

@@ -15,6 +15,7 @@
 //!   mergeable lists unmerged;
 //! - `nr_free` equals the pages on all lists but ISOLATE's.
 
+pub mod boost;
 mod buddy;
 mod fallback;
 mod free_list;
@@ -95,6 +96,11 @@ pub struct Zone {
     /// list; `Order(u8::MAX)` when the free lists are not shuffled.
     shuffle_order: Order,
     pick_tail: PickTail,
+    /// `watermark_boost` and its limit (`boost`).
+    watermark_boost: u64,
+    boost_limit: u64,
+    /// ZONE_BOOSTED_WATERMARK.
+    boosted_wakeup: bool,
 }
 
 impl Zone {
@@ -122,6 +128,9 @@ impl Zone {
             events: ZoneEvents::default(),
             shuffle_order: Order(u8::MAX),
             pick_tail: PickTail::new(0),
+            watermark_boost: 0,
+            boost_limit: 0,
+            boosted_wakeup: false,
         }
     }
 
