@@ -9,6 +9,7 @@ use super::events::CpuEvents;
 use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
 use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
 use crate::frames::Frames;
+use crate::memmap::FrameIdx;
 use crate::machine::DescError;
 use crate::machine::{MachineDesc, MachineLayout};
 use crate::pcp::PerCpuPages;
@@ -248,7 +249,7 @@ impl<L: LockFamily> PageAllocator<L> {
                         order = Order(order.0 - 1);
                     }
                     let freetype = self.frames.blocks.freetype(Pfn(start));
-                    buddy.free_block(&self.frames, start as u32, order, freetype, true);
+                    buddy.free_block(&self.frames, FrameIdx::covered(Pfn(start)), order, freetype, true);
                     start += order.nr_pages();
                 }
             }

@@ -28,14 +28,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::PageAllocator;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::sync::LockFamily;
-use crate::types::{Order, Pfn, ZoneIdx};
+use crate::types::{Order, ZoneIdx};
 use crate::zone::{RmqueueMode, Zone};
 
 /// A free block taken off the lists for a conversion.
 struct Taken {
-    pfn: u32,
+    pfn: FrameIdx,
     order: Order,
     from: FreeType,
 }
@@ -50,7 +50,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         flags: AllocFlags,
         freetype: FreeType,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let other = freetype.with_mapping_flipped();
         other.index()?;
         if flags.contains(AllocFlags::NOBLOCK) {
@@ -146,7 +146,7 @@ impl<L: LockFamily> PageAllocator<L> {
         taken: &Taken,
         to: FreeType,
     ) -> (L::Guard<'_, Zone>, bool) {
-        let start = Pfn(taken.pfn as u64);
+        let start = taken.pfn.pfn();
         let nr_pages = taken.order.nr_pages();
         let changed = if to.is_unmapped() {
             self.backing.unmap_direct(start, nr_pages)

@@ -36,7 +36,7 @@ use super::PageAllocator;
 use crate::error::Errno;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::machine::{HotplugStep, PfnRange};
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn, ZoneType};
 use thiserror::Error;
@@ -127,7 +127,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 range.start.0, range.end.0
             )));
         }
-        if range.end.0 >= u32::MAX as u64 {
+        if FrameIdx::new(range.end).is_none() {
             return Err(invalid(format!(
                 "PFN {:#x} is beyond 2^32 pages",
                 range.end.0
@@ -188,7 +188,7 @@ impl<L: LockFamily> PageAllocator<L> {
             while pfn < range.end.0 {
                 buddy.free_block(
                     &self.frames,
-                    pfn as u32,
+                    FrameIdx::covered(Pfn(pfn)),
                     Order(self.layout.max_order),
                     isolate,
                     true,
@@ -252,7 +252,7 @@ impl<L: LockFamily> PageAllocator<L> {
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
             buddy.move_freepages_block(
                 &self.frames,
-                block as u32,
+                FrameIdx::covered(Pfn(block)),
                 FreeTypeIdx::of(MigrateType::Isolate),
             );
         }
@@ -260,7 +260,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let (mut in_use, mut first) = (0u64, None);
         let mut pfn = range.start.0;
         while pfn < range.end.0 {
-            let info = self.frames.memmap.info(pfn as u32);
+            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
             match info.state() {
                 PageState::Buddy => pfn += info.order().nr_pages(),
                 PageState::Untracked => pfn += 1,
@@ -288,9 +288,9 @@ impl<L: LockFamily> PageAllocator<L> {
         // Every page is free: take the blocks off the ISOLATE lists.
         let mut pfn = range.start.0;
         while pfn < range.end.0 {
-            let info = self.frames.memmap.info(pfn as u32);
+            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
             if info.state() == PageState::Buddy {
-                buddy.del_from_free_list(&self.frames, pfn as u32, info.order(), info.freetype());
+                buddy.del_from_free_list(&self.frames, FrameIdx::covered(Pfn(pfn)), info.order(), info.freetype());
                 pfn += info.order().nr_pages();
             } else {
                 pfn += 1;
@@ -348,7 +348,7 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
             let freetype = restore(block).index().expect("a saved type is valid");
-            buddy.move_freepages_block(&self.frames, block as u32, freetype);
+            buddy.move_freepages_block(&self.frames, FrameIdx::covered(Pfn(block)), freetype);
         }
     }
 }
