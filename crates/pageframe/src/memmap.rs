@@ -56,7 +56,10 @@ impl FrameIdx {
     /// already knows.
     #[inline(always)]
     pub(crate) fn covered(pfn: Pfn) -> FrameIdx {
-        debug_assert!(FrameIdx::new(pfn).is_some(), "PFN {pfn} is beyond every memmap");
+        debug_assert!(
+            FrameIdx::new(pfn).is_some(),
+            "PFN {pfn} is beyond every memmap"
+        );
         FrameIdx(pfn.0 as u32)
     }
 

@@ -20,6 +20,7 @@ use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
+use std::sync::atomic::Ordering;
 
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
@@ -194,10 +195,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
-        let mark = self.zones[zone.index()]
-            .watermarks
-            .get(flags.watermark_index());
-        if !self.zone_watermark_ok(zone, order, mark, request.highest_zone, flags) {
+        if !self.zone_watermark_passes(zone, order, request.highest_zone, flags) {
             return None;
         }
         let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()])?;
@@ -270,6 +268,29 @@ impl<L: LockFamily> PageAllocator<L> {
         } else {
             AllocFlags::empty()
         }
+    }
+
+    /// The watermark step of get_page_from_freelist() for one zone: above
+    /// the high watermark passes at once; an allocation that finds the zone
+    /// below it sets `ZONE_BELOW_HIGH` (which shrinks the per-CPU lists'
+    /// `high` on later frees); then the allocation's own watermark decides.
+    #[inline]
+    fn zone_watermark_passes(
+        &self,
+        zone: ZoneIdx,
+        order: Order,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
+        let slot = &self.zones[zone.index()];
+        if !slot.below_high.load(Ordering::Relaxed) {
+            if self.zone_watermark_ok(zone, order, slot.watermarks.high, highest_zone, flags) {
+                return true;
+            }
+            slot.below_high.store(true, Ordering::Relaxed);
+        }
+        let mark = slot.watermarks.get(flags.watermark_index());
+        self.zone_watermark_ok(zone, order, mark, highest_zone, flags)
     }
 
     /// mirrors zone_watermark_fast(): for order 0, free pages above the
@@ -350,9 +371,8 @@ impl<L: LockFamily> PageAllocator<L> {
                     flags.remove(AllocFlags::NOFRAGMENT);
                     continue 'retry;
                 }
-                let mark = slot.watermarks.get(flags.watermark_index());
-                if !flags.contains(AllocFlags::NO_WATERMARKS)
-                    && !self.zone_watermark_ok(zone, order, mark, ac.highest_zone, flags)
+                if !self.zone_watermark_passes(zone, order, ac.highest_zone, flags)
+                    && !flags.contains(AllocFlags::NO_WATERMARKS)
                 {
                     continue;
                 }
@@ -456,7 +476,8 @@ impl<L: LockFamily> PageAllocator<L> {
             recorded,
             ..
         } = list;
-        let batch = pcp.refill_count(order);
+        let below_high = self.zones[zone.index()].below_high.load(Ordering::Relaxed);
+        let batch = pcp.refill_count(order, below_high);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
         let listed = PageInfo::new(PageState::Pcp, order, recorded);
@@ -505,7 +526,13 @@ impl<L: LockFamily> PageAllocator<L> {
     /// __alloc_pages_slowpath() that apply: the min watermark and reserves,
     /// `__GFP_MEMALLOC`, then (for callers that may reclaim) unreserving the
     /// HIGHATOMIC blocks and draining every CPU's lists before giving up.
-    fn alloc_slowpath(&self, cpu: CpuId, gfp: Gfp, order: Order, ac: &AllocContext) -> Option<FrameIdx> {
+    fn alloc_slowpath(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        order: Order,
+        ac: &AllocContext,
+    ) -> Option<FrameIdx> {
         // No eligible zone (a node mask without a node of this machine):
         // give up before draining or unreserving anything, as the kernel's
         // `if (!ac->preferred_zoneref->zone) goto nopage;` does.

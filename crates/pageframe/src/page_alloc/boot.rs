@@ -9,9 +9,9 @@ use super::events::CpuEvents;
 use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
 use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
 use crate::frames::Frames;
-use crate::memmap::FrameIdx;
 use crate::machine::DescError;
 use crate::machine::{MachineDesc, MachineLayout};
+use crate::memmap::FrameIdx;
 use crate::pcp::PerCpuPages;
 use crate::sync::{LockFamily, StatCounter};
 use crate::types::{Order, Pfn, ZoneIdx, ZoneType};
@@ -197,6 +197,8 @@ impl<L: LockFamily> PageAllocator<L> {
                     reserved_highatomic: StatCounter::default(),
                     lock_acquired: StatCounter::default(),
                     lock_contended: StatCounter::default(),
+                    below_high: AtomicBool::new(false),
+                    reclaim_active: AtomicBool::new(false),
                 });
             }
         }
@@ -209,7 +211,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 // High and batch are set by recompute_zone_limits() below.
                 pcp: zones
                     .iter()
-                    .map(|_| L::new(PerCpuPages::new(0, 1, Order(layout.pageblock_order))))
+                    .map(|_| L::new(PerCpuPages::new(Order(layout.pageblock_order))))
                     .collect(),
                 events: CpuEvents::new(zones.len()),
                 registered: AtomicBool::new(false),
@@ -249,7 +251,13 @@ impl<L: LockFamily> PageAllocator<L> {
                         order = Order(order.0 - 1);
                     }
                     let freetype = self.frames.blocks.freetype(Pfn(start));
-                    buddy.free_block(&self.frames, FrameIdx::covered(Pfn(start)), order, freetype, true);
+                    buddy.free_block(
+                        &self.frames,
+                        FrameIdx::covered(Pfn(start)),
+                        order,
+                        freetype,
+                        true,
+                    );
                     start += order.nr_pages();
                 }
             }

@@ -126,6 +126,19 @@ impl<L: LockFamily> PageAllocator<L> {
         self.drain_cpu(cpu.index());
         Ok(())
     }
+
+    /// One pass of the kernel's once-a-second vmstat worker over `cpu`'s
+    /// lists: in every zone, `high` decays by an eighth toward `high_min`
+    /// and the pages above it go back to the buddy lists, a batch at a
+    /// time. Returns whether some zone has further to decay. pageframe has
+    /// no clock of its own: a simulation calls this as its time passes.
+    /// mirrors decay_pcp_high() from refresh_cpu_vm_stats() (Linux 6.12).
+    pub fn decay_pcp_high(&self, cpu: CpuId) -> Result<bool, CpuError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(CpuError::NoSuchCpu(cpu));
+        }
+        Ok(self.decay_cpu_pcp_high(cpu.index()))
+    }
 }
 
 impl<A, L> CpuHandle<A, L>

@@ -290,7 +290,12 @@ impl<L: LockFamily> PageAllocator<L> {
         while pfn < range.end.0 {
             let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
             if info.state() == PageState::Buddy {
-                buddy.del_from_free_list(&self.frames, FrameIdx::covered(Pfn(pfn)), info.order(), info.freetype());
+                buddy.del_from_free_list(
+                    &self.frames,
+                    FrameIdx::covered(Pfn(pfn)),
+                    info.order(),
+                    info.freetype(),
+                );
                 pfn += info.order().nr_pages();
             } else {
                 pfn += 1;

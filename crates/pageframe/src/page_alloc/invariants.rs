@@ -50,9 +50,9 @@ impl<L: LockFamily> PageAllocator<L> {
                             info.order()
                         )));
                     }
-                    if let Some(inner) = (pfn + 1..pfn + pages)
-                        .find(|&p| self.frames.memmap.info(FrameIdx::covered(Pfn(p))) != PageInfo::UNTRACKED)
-                    {
+                    if let Some(inner) = (pfn + 1..pfn + pages).find(|&p| {
+                        self.frames.memmap.info(FrameIdx::covered(Pfn(p))) != PageInfo::UNTRACKED
+                    }) {
                         return Err(InvariantError(format!(
                             "zone {index}: PFN {inner} has state inside the order-{} block at {pfn}",
                             info.order()

@@ -127,7 +127,13 @@ impl<L: LockFamily> PageAllocator<L> {
                 stats.type_mismatch += 1;
                 continue;
             }
-            buddy.swap_free_list_entries(&self.frames, FrameIdx::covered(Pfn(i)), FrameIdx::covered(Pfn(j)), order, list_i);
+            buddy.swap_free_list_entries(
+                &self.frames,
+                FrameIdx::covered(Pfn(i)),
+                FrameIdx::covered(Pfn(j)),
+                order,
+                list_i,
+            );
             stats.swapped += 1;
             // Take it easy on the zone lock, as the kernel does.
             if i % (BLOCKS_PER_LOCK_HOLD * order_pages) == 0 {

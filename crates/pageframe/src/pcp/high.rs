@@ -17,7 +17,8 @@
 //! Invariants: `high_min <= high_max`; `alloc_factor <= PCP_BATCH_SCALE_MAX`;
 //! `free_count < (batch << PCP_BATCH_SCALE_MAX) + 2^order` of the largest
 //! order freed; `high` is `high_min..=high_max` once it has been used
-//! (before that it is 0, as a fresh kernel pageset shows it).
+//! (before that it is 0, as a fresh kernel pageset shows it), or at most
+//! the pages listed after a decay.
 
 use crate::types::Order;
 
@@ -77,12 +78,16 @@ impl PcpHigh {
         }
     }
 
-    /// Sets the limits (pageset_update()); `high` itself moves into them
-    /// the next time it is used, as in the kernel.
+    /// Sets the limits (pageset_update()). The kernel moves `high` into
+    /// them the next time it is used; pageframe clamps a used `high` at
+    /// once, which only /proc/zoneinfo read in between could tell apart.
     pub fn update(&mut self, high_min: u32, high_max: u32, batch: u32) {
         self.high_min = high_min;
         self.high_max = high_max.max(high_min);
         self.batch = batch.max(1);
+        if self.high != 0 {
+            self.clamped_high();
+        }
     }
 
     /// `pcp->high` as /proc/zoneinfo shows it.
@@ -166,6 +171,33 @@ impl PcpHigh {
         free_high
     }
 
+    /// How many order-0 frees in a row, starting with `count` pages listed,
+    /// leave `count` below the `high` in force without changing anything but
+    /// the counters [`Self::note_order0_frees`] updates: none while the zone
+    /// is under pressure (every free there moves `high`).
+    #[inline]
+    pub fn order0_room(&mut self, count: u32, zone: ZonePressure) -> u32 {
+        if zone.below_high || zone.reclaim_active {
+            return 0;
+        }
+        self.clamped_high().saturating_sub(count + 1)
+    }
+
+    /// [`Self::note_free`] for `frees` order-0 frees at once, when
+    /// [`Self::order0_room`] allowed them.
+    #[inline]
+    pub fn note_order0_frees(&mut self, frees: u32) {
+        if frees == 0 {
+            return;
+        }
+        self.alloc_factor = self.alloc_factor.checked_shr(frees).unwrap_or(0);
+        self.prev_free_high_order = false;
+        let cap = self.batch << PCP_BATCH_SCALE_MAX;
+        if self.free_count < cap {
+            self.free_count = (self.free_count + frees).min(cap);
+        }
+    }
+
     /// The `high` a free compares `count` against, adapting `high` on the
     /// way. mirrors nr_pcp_high().
     #[inline]
@@ -217,7 +249,9 @@ impl PcpHigh {
             return 1;
         }
         let (min_nr_free, max_nr_free) = (batch, high - batch);
-        self.free_count.max(min_nr_free).min(max_nr_free.max(min_nr_free))
+        self.free_count
+            .max(min_nr_free)
+            .min(max_nr_free.max(min_nr_free))
     }
 
     /// Blocks of `order` to take from the buddy lists into an empty list,
@@ -264,14 +298,14 @@ impl PcpHigh {
             return false;
         }
         let floor = count.saturating_sub(self.batch << PCP_BATCH_SCALE_MAX);
-        self.high = floor
-            .max(self.high - (self.high >> 3))
-            .max(self.high_min);
+        self.high = floor.max(self.high - (self.high >> 3)).max(self.high_min);
         self.high > self.high_min
     }
 
-    /// Checks the invariants in the module header.
-    pub fn check(&self) -> Result<(), String> {
+    /// Checks the invariants in the module header, with `count` pages
+    /// listed (a decay keeps `high` within one big drain of the count, which
+    /// refills of high orders can take past `high_max`).
+    pub fn check(&self, count: u32) -> Result<(), String> {
         if self.high_min > self.high_max {
             return Err(format!(
                 "pcp high_min {} above high_max {}",
@@ -281,7 +315,7 @@ impl PcpHigh {
         if self.alloc_factor as u32 > PCP_BATCH_SCALE_MAX {
             return Err(format!("pcp alloc_factor {}", self.alloc_factor));
         }
-        if self.high != 0 && (self.high < self.high_min || self.high > self.high_max) {
+        if self.high != 0 && (self.high < self.high_min || self.high > self.high_max.max(count)) {
             return Err(format!(
                 "pcp high {} outside {}..={}",
                 self.high, self.high_min, self.high_max
@@ -309,7 +343,7 @@ mod tests {
         assert_eq!(pcp.high(), 0);
         assert_eq!(pcp.nr_pcp_high(0, ZonePressure::default(), false), 1548);
         assert_eq!(pcp.high(), 1548);
-        pcp.check().unwrap();
+        pcp.check(0).unwrap();
     }
 
     #[test]
@@ -333,7 +367,7 @@ mod tests {
         let mut fixed = sized(500, 500, 63);
         fixed.nr_pcp_alloc(0, Order(0), false);
         assert_eq!(fixed.high(), 500);
-        pcp.check().unwrap();
+        pcp.check(0).unwrap();
     }
 
     #[test]
@@ -423,6 +457,40 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_order0_frees_at_once_equals_one_at_a_time() {
+        for (count, zone) in [
+            (0, ZonePressure::default()),
+            (1500, ZonePressure::default()),
+            (1547, ZonePressure::default()),
+            (
+                10,
+                ZonePressure {
+                    below_high: true,
+                    reclaim_active: false,
+                },
+            ),
+        ] {
+            let mut one_by_one = sized(1548, 65536, 63);
+            one_by_one.nr_pcp_alloc(0, Order(0), false);
+            one_by_one.nr_pcp_alloc(0, Order(0), false);
+            let mut at_once = one_by_one.clone();
+            let room = at_once.order0_room(count, zone);
+            let expected = if zone.below_high {
+                0
+            } else {
+                one_by_one.high() - count - 1
+            };
+            assert_eq!(room, expected);
+            at_once.note_order0_frees(room);
+            for listed in count + 1..=count + room {
+                assert!(!one_by_one.note_free(Order(0), listed, COSTLY));
+                assert!(one_by_one.nr_pcp_high(listed, zone, false) > listed);
+            }
+            assert_eq!(at_once, one_by_one);
+        }
+    }
+
+    #[test]
     fn decay_steps_an_eighth_toward_high_min() {
         let mut pcp = sized(1000, 65536, 63);
         pcp.nr_pcp_alloc(0, Order(0), false);
@@ -444,6 +512,6 @@ mod tests {
         }
         assert_eq!(pcp.high(), 1000);
         assert!(!pcp.decay(0));
-        pcp.check().unwrap();
+        pcp.check(0).unwrap();
     }
 }

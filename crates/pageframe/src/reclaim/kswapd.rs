@@ -174,13 +174,37 @@ impl Mm<'_> {
             .sum();
         let mut sc = ScanControl::new(nr_to_reclaim, true, cpu);
         let mut total = ScanControl::new(nr_to_reclaim, true, cpu);
+        self.allocator
+            .set_reclaim_active(NodeId(node as u16), highest_zone, true);
+        let balanced = self.balance_loop(node, order, highest_zone, &mut sc, &mut total);
+        self.allocator
+            .set_reclaim_active(NodeId(node as u16), highest_zone, false);
+        balanced?;
+        if total.nr_reclaimed == 0 {
+            self.kswapd[node].failures += 1;
+        }
+        self.kswapd[node].order = 0;
+        self.kswapd[node].highest_zone = None;
+        Ok(total)
+    }
+
+    /// The passes of balance_pgdat() until the node is balanced or the
+    /// priority runs out.
+    fn balance_loop(
+        &mut self,
+        node: usize,
+        order: u8,
+        highest_zone: ZoneType,
+        sc: &mut ScanControl,
+        total: &mut ScanControl,
+    ) -> Result<(), MmError> {
         loop {
             if self.pgdat_balanced(node, order, highest_zone) {
                 break;
             }
             sc.nr_scanned = 0;
             sc.nr_reclaimed = 0;
-            self.shrink_node(node, &mut sc)?;
+            self.shrink_node(node, sc)?;
             total.nr_scanned += sc.nr_scanned;
             total.nr_reclaimed += sc.nr_reclaimed;
             let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
@@ -191,12 +215,7 @@ impl Mm<'_> {
                 sc.priority -= 1;
             }
         }
-        if total.nr_reclaimed == 0 {
-            self.kswapd[node].failures += 1;
-        }
-        self.kswapd[node].order = 0;
-        self.kswapd[node].highest_zone = None;
-        Ok(total)
+        Ok(())
     }
 
     /// zone_watermark_ok_safe(): free pages above `mark` plus the reserve

@@ -128,7 +128,12 @@ impl Zone {
 
     /// Takes the smallest block of a fallback type without touching its
     /// pageblock's type. mirrors __rmqueue_steal().
-    fn rmqueue_steal(&mut self, frames: &Frames, order: Order, start: MigrateType) -> Option<FrameIdx> {
+    fn rmqueue_steal(
+        &mut self,
+        frames: &Frames,
+        order: Order,
+        start: MigrateType,
+    ) -> Option<FrameIdx> {
         for current in (order.0..=self.max_order.0).map(Order) {
             if let Fallback::Found(block_type) = self.find_suitable_fallback(current, start, false)
             {
@@ -172,9 +177,7 @@ impl Zone {
         };
         if free_pages + alike_pages >= self.pageblock_nr_pages() / 2 {
             self.move_freepages_block(frames, block_start, FreeTypeIdx::of(start));
-            frames
-                .blocks
-                .set_freetype(block_start.pfn(), start_type);
+            frames.blocks.set_freetype(block_start.pfn(), start_type);
             return self.rmqueue_smallest(frames, order, FreeTypeIdx::of(start));
         }
         None
@@ -235,7 +238,13 @@ impl Zone {
             }
             let order = info.order();
             if info.freetype() != to {
-                self.move_to_free_list(frames, FrameIdx::covered(Pfn(at)), order, info.freetype(), to);
+                self.move_to_free_list(
+                    frames,
+                    FrameIdx::covered(Pfn(at)),
+                    order,
+                    info.freetype(),
+                    to,
+                );
             }
             moved += order.nr_pages();
             at += order.nr_pages();

@@ -17,7 +17,12 @@ impl Zone {
     /// Moves the pageblock(s) of the block just allocated at `pfn` into the
     /// HIGHATOMIC reserve, unless the reserve is full or the block is not of a
     /// plain mergeable type.
-    pub(crate) fn reserve_highatomic_pageblock(&mut self, frames: &Frames, pfn: FrameIdx, order: Order) {
+    pub(crate) fn reserve_highatomic_pageblock(
+        &mut self,
+        frames: &Frames,
+        pfn: FrameIdx,
+        order: Order,
+    ) {
         if self.nr_reserved_highatomic >= self.highatomic_limit() {
             return;
         }
@@ -34,9 +39,7 @@ impl Zone {
             {
                 return;
             }
-            frames
-                .blocks
-                .set_freetype(block_start.pfn(), highatomic);
+            frames.blocks.set_freetype(block_start.pfn(), highatomic);
             self.move_freepages_block(
                 frames,
                 block_start,

@@ -89,7 +89,12 @@ impl Zone {
     /// A free block and its free buddy of the same order must have merged,
     /// unless the merge was refused (MAX_PAGE_ORDER, or across pageblocks where
     /// one side is HIGHATOMIC or ISOLATE).
-    fn check_unmerged_buddy(&self, frames: &Frames, pfn: FrameIdx, order: Order) -> Result<(), String> {
+    fn check_unmerged_buddy(
+        &self,
+        frames: &Frames,
+        pfn: FrameIdx,
+        order: Order,
+    ) -> Result<(), String> {
         if order >= self.max_order {
             return Ok(());
         }
