@@ -312,12 +312,24 @@ impl PerCpuPages {
 
     /// After a block of `order` went on the lists: the pages to drain, if
     /// the lists reached the `high` in force. mirrors the sizing steps of
-    /// free_unref_page_commit() (nr_pcp_high(), nr_pcp_free()).
-    #[inline]
+    /// free_unref_page_commit() (nr_pcp_high(), nr_pcp_free()). The common
+    /// case (no high-order run, no zone pressure, below `high`, where
+    /// nr_pcp_high() only clamps `high`) stays inline.
+    #[inline(always)]
     pub(crate) fn after_free(&mut self, order: Order, zone: ZonePressure) -> Option<u32> {
         let free_high = self
             .sizing
             .note_free(order, self.count, PAGE_ALLOC_COSTLY_ORDER);
+        if !free_high && zone == ZonePressure::default() && self.count < self.sizing.clamped_high()
+        {
+            return None;
+        }
+        self.drain_size(zone, free_high)
+    }
+
+    /// The rest of [`Self::after_free`].
+    #[inline(never)]
+    fn drain_size(&mut self, zone: ZonePressure, free_high: bool) -> Option<u32> {
         let high = self.sizing.nr_pcp_high(self.count, zone, free_high);
         (self.count >= high).then(|| self.sizing.nr_pcp_free(self.count, high, free_high))
     }

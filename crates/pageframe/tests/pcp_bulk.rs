@@ -379,38 +379,92 @@ fn a_page_array_is_freed_whole_and_emptied_or_not_at_all() {
 
 #[test]
 fn a_bulk_free_drains_where_frees_one_at_a_time_drain() {
-    let one_by_one = boot(&one_node(256, 2));
-    let in_bulk = boot(&one_node(256, 2));
-    let high = pcp_of(&in_bulk, 0).high as usize;
-    let mut held = Vec::new();
+    // Past high_max, so that high stops growing and frees drain.
+    let high_max = pcp_of(&boot(&one_node(256, 2)), 0).high_max as usize;
+    let pcp = bulk_and_single_frees_agree(&one_node(256, 2), 4 * high_max + 7, 2 * high_max);
+    assert_eq!(pcp.high as usize, high_max);
+}
+
+#[test]
+fn a_bulk_free_below_the_high_watermark_sizes_high_as_single_frees_do() {
+    // 16 MiB, 3 900 of 4 096 pages held: the zone is below its high
+    // watermark (ZONE_BELOW_HIGH), where every free lowers high.
+    let pcp = bulk_and_single_frees_agree(&one_node(16, 2), 3940, 64);
+    assert_eq!(pcp.high, pcp.high_min);
+}
+
+/// Allocates `held` pages on two identical machines, frees them one at a
+/// time on one and in one bulk call on the other, and checks that every
+/// view, the per-CPU sizing included, and the next `next` allocations
+/// agree. Returns CPU 0's lists after the frees.
+fn bulk_and_single_frees_agree(desc: &MachineDesc, held: usize, next: usize) -> PcpSnapshot {
+    let one_by_one = boot(desc);
+    let in_bulk = boot(desc);
+    let mut pages = Vec::new();
     for allocator in [&one_by_one, &in_bulk] {
         let cpu = allocator.cpu(CpuId(0)).unwrap();
-        let pages: Vec<Page> = (0..4 * high + 7)
+        let allocated: Vec<Page> = (0..held)
             .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
             .collect();
-        held.push(pages);
+        pages.push(allocated);
     }
-    assert_eq!(held[0], held[1], "the same boot gives the same pages");
+    assert_eq!(pages[0], pages[1], "the same boot gives the same pages");
     let cpu = one_by_one.cpu(CpuId(0)).unwrap();
-    for &page in &held[0] {
+    for &page in &pages[0] {
         cpu.free_pages(page, Order(0)).unwrap();
     }
     in_bulk
         .cpu(CpuId(0))
         .unwrap()
-        .free_pages_bulk(&held[1])
+        .free_pages_bulk(&pages[1])
         .unwrap();
     in_bulk.check_invariants().unwrap();
+    assert!(vmstat_value(&in_bulk, "pcp_drain_pages") > 0, "no drain");
     assert_eq!(one_by_one.zone_snapshots(), in_bulk.zone_snapshots());
     assert_eq!(proc::buddyinfo(&one_by_one), proc::buddyinfo(&in_bulk));
     assert_eq!(proc::vmstat(&one_by_one), proc::vmstat(&in_bulk));
+    let pcp = pcp_of(&in_bulk, 0);
     // The lists hold the same pages in the same order: the next
     // allocations come out alike.
-    let next = |allocator: &LocalPageAllocator| -> Vec<Page> {
+    let after = |allocator: &LocalPageAllocator| -> Vec<Page> {
         let cpu = allocator.cpu(CpuId(0)).unwrap();
-        (0..2 * high)
+        (0..next)
             .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
             .collect()
     };
-    assert_eq!(next(&one_by_one), next(&in_bulk));
+    assert_eq!(after(&one_by_one), after(&in_bulk));
+    pcp
+}
+
+#[test]
+fn the_list_form_honours_the_nodemask_and_appends() {
+    let allocator = boot(&MachineDesc::uniform(64 * MIB, 2, 2).unwrap());
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut list = vec![cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap()];
+    let only_node1 = Nodemask::of(NodeId(1));
+    // More than one run of the array form: 150 = 64 + 64 + 22.
+    let added = cpu
+        .alloc_pages_bulk_list(Gfp::KERNEL, NodeId(0), Some(&only_node1), 150, &mut list)
+        .unwrap();
+    allocator.check_invariants().unwrap();
+    assert_eq!((added, list.len()), (150, 151));
+    assert_eq!(placement_of(&allocator, list[0].pfn()).0, NodeId(0));
+    let slots: Vec<Option<Page>> = list.iter().copied().map(Some).collect();
+    assert_distinct(&slots);
+    for page in &list[1..] {
+        assert_eq!(placement_of(&allocator, page.pfn()).0, NodeId(1));
+    }
+    // Bad arguments are errors and leave the list alone.
+    assert!(cpu
+        .alloc_pages_bulk_list(Gfp::KERNEL, NodeId(9), None, 5, &mut list)
+        .is_err());
+    assert_eq!(list.len(), 151);
+    // A mask of no node of the machine gives nothing.
+    let nowhere = Nodemask::of(NodeId(5));
+    assert_eq!(
+        cpu.alloc_pages_bulk_list(Gfp::KERNEL, NodeId(0), Some(&nowhere), 5, &mut list),
+        Ok(0)
+    );
+    cpu.free_pages_bulk(&list).unwrap();
+    assert_conserved(&allocator, 0);
 }

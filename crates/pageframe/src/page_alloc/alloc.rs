@@ -127,7 +127,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Finds a block for a validated request: the preferred CPU list, the
     /// fast path, then the slow path.
     #[inline]
-    fn alloc_block(
+    pub(crate) fn alloc_block(
         &self,
         cpu: CpuId,
         gfp: Gfp,
@@ -274,7 +274,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// the high watermark passes at once; an allocation that finds the zone
     /// below it sets `ZONE_BELOW_HIGH` (which shrinks the per-CPU lists'
     /// `high` on later frees); then the allocation's own watermark decides.
-    #[inline]
+    #[inline(always)]
     fn zone_watermark_passes(
         &self,
         zone: ZoneIdx,

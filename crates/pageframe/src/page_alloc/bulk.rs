@@ -44,7 +44,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 return Ok(populated);
             }
         }
-        Ok(self.bulk_fallback_single(cpu, gfp, preferred, nodemask, pages, nr_populated))
+        Ok(self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask, pages, nr_populated))
     }
 
     /// The bulk fast path: the first zone of the preferred node above its
@@ -168,17 +168,30 @@ impl<L: LockFamily> PageAllocator<L> {
         nr_populated
     }
 
-    /// The bulk call's `failed:` path: one page through the normal allocator.
+    /// The bulk call's `failed:` path: one page through the normal
+    /// allocator, with the request already validated (so that a batch of
+    /// one costs no more than a single allocation).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn bulk_fallback_single(
         &self,
         cpu: CpuId,
         gfp: Gfp,
+        request: &GfpRequest,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
         pages: &mut [Option<Page>],
         nr_populated: usize,
     ) -> usize {
-        match self.alloc_pages_on(cpu, gfp, Order(0), preferred, nodemask) {
+        let allocated = self
+            .alloc_block(cpu, gfp, request, Order(0), preferred, nodemask)
+            .and_then(|pfn| {
+                if request.zero {
+                    self.prep_zeroed(cpu, pfn, Order(0), request)?;
+                }
+                Ok(pfn)
+            });
+        match allocated {
             Ok(pfn) => {
                 pages[nr_populated] = Some(Page::from_pfn(pfn.pfn()));
                 nr_populated + 1

@@ -35,6 +35,13 @@ impl<L: LockFamily> PageAllocator<L> {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
         }
+        // One slot: exactly the single free, without a batch's fixed cost.
+        if let [slot] = slots {
+            return match slot.page() {
+                Some(page) => self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1),
+                None => Ok(0),
+            };
+        }
         let claimed = self.claim_bulk(slots)?;
         match claimed {
             0 => {}

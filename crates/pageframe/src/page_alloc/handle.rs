@@ -21,6 +21,10 @@ use crate::gfp::Gfp;
 use crate::sync::{Local, LockFamily, Shared};
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
 
+/// Pages [`CpuHandle::alloc_pages_bulk_list`] takes per call of the array
+/// form: a page pool's refill, on the stack.
+pub const BULK_LIST_RUN: usize = 64;
+
 /// A block of pages, named by its first PFN. Copyable like `struct page *`:
 /// freeing a copy twice is a double free, reported as an error.
 ///
@@ -211,10 +215,38 @@ where
         nr_pages: usize,
         out: &mut Vec<Page>,
     ) -> Result<usize, AllocError> {
-        let mut slots = vec![None; nr_pages];
-        let populated = self.alloc_pages_bulk(gfp, preferred_node, None, &mut slots)?;
-        out.extend(slots.into_iter().take(populated).flatten());
-        Ok(populated)
+        self.alloc_pages_bulk_list(gfp, preferred_node, None, nr_pages, out)
+    }
+
+    /// The list form of the bulk API with a node mask
+    /// (`__alloc_pages_bulk()` with a page list, the series'
+    /// `__alloc_pages_bulk_nodemask`): appends up to `nr_pages` order-0
+    /// pages from the nodes of `nodemask` (every node when `None`),
+    /// preferring `preferred_node`, to `list`; returns how many were added,
+    /// which may be fewer than asked. The pages come in runs of at most
+    /// [`BULK_LIST_RUN`] under one per-CPU lock each; the call stops at the
+    /// first run that comes back short. Invalid arguments are errors and
+    /// leave `list` unchanged.
+    pub fn alloc_pages_bulk_list(
+        &self,
+        gfp: Gfp,
+        preferred_node: NodeId,
+        nodemask: Option<&Nodemask>,
+        nr_pages: usize,
+        list: &mut Vec<Page>,
+    ) -> Result<usize, AllocError> {
+        let mut slots = [None; BULK_LIST_RUN];
+        let mut added = 0;
+        while added < nr_pages {
+            let run = &mut slots[..(nr_pages - added).min(BULK_LIST_RUN)];
+            let got = self.alloc_pages_bulk(gfp, preferred_node, nodemask, run)?;
+            list.extend(run[..got].iter_mut().filter_map(Option::take));
+            added += got;
+            if got < run.len() {
+                break;
+            }
+        }
+        Ok(added)
     }
 
     /// Frees order-0 pages; all or nothing.

@@ -36,7 +36,7 @@ pub use boot::ArenaOptions;
 pub(crate) use contents::{check_span, page_pieces};
 pub use error::{AccessError, AllocError, BootError, CpuError, FreeError};
 pub use events::VmEvent;
-pub use handle::{CpuHandle, Page};
+pub use handle::{CpuHandle, Page, BULK_LIST_RUN};
 pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};

@@ -136,8 +136,8 @@ impl PcpHigh {
 
     /// `high` clamped into its limits, written back (the first lines of
     /// nr_pcp_high() and nr_pcp_alloc()).
-    #[inline]
-    fn clamped_high(&mut self) -> u32 {
+    #[inline(always)]
+    pub(crate) fn clamped_high(&mut self) -> u32 {
         self.high = self.high.clamp(self.high_min, self.high_max);
         self.high
     }
@@ -152,7 +152,7 @@ impl PcpHigh {
     /// pages: halve the refill scaling, note the order, count the free.
     /// Returns `free_high`: a run of orders 1..=3 frees without allocations
     /// that should drain everything. mirrors free_unref_page_commit().
-    #[inline]
+    #[inline(always)]
     pub fn note_free(&mut self, order: Order, count: u32, costly_order: Order) -> bool {
         self.alloc_factor >>= 1;
         let batch = self.batch;
