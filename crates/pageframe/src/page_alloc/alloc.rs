@@ -56,10 +56,10 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
     ) -> Result<GfpRequest, AllocError> {
-        if order.0 > self.layout.max_order {
+        if order > self.layout.max_order {
             return Err(AllocError::OrderTooLarge {
                 order,
-                max: Order(self.layout.max_order),
+                max: self.layout.max_order,
             });
         }
         if preferred.index() >= self.layout.nodes.len() {
@@ -170,7 +170,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         request: &GfpRequest,
     ) -> Result<(), AllocError> {
-        let zeroed = self.zero_new_block(cpu, pfn, order.0, request.freetype.is_unmapped());
+        let zeroed = self.zero_new_block(cpu, pfn, order, request.freetype.is_unmapped());
         if zeroed.is_err() {
             self.release_new_block(cpu, pfn.pfn(), order);
         }
@@ -191,7 +191,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
     ) -> Option<FrameIdx> {
-        let list = PcpList::of(request.freetype, order, Order(self.layout.pageblock_order))?;
+        let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
@@ -408,7 +408,7 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<FrameIdx> {
-        let pfn = PcpList::of(freetype, order, Order(self.layout.pageblock_order))
+        let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
             .and_then(|list| self.rmqueue_pcplist(cpu, zone, list, flags))
             .or_else(|| self.rmqueue_buddy(zone, order, flags, freetype))
             .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))?;

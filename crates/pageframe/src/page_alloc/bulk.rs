@@ -102,7 +102,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let nr_pages = pages.len();
         let flags = gfp.fastpath_alloc_flags();
         let preferred_zone = ac.preferred_zone?;
-        let list = PcpList::of(ac.freetype, Order(0), Order(self.layout.pageblock_order))?;
+        let list = PcpList::of(ac.freetype, Order(0), self.layout.pageblock_order)?;
         let preferred_node = self.zones[preferred_zone.index()].node;
         let mut chosen = None;
         for zone in ac.eligible(&self.zones) {

@@ -67,7 +67,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// once per run of pages in it. Returns the pages claimed.
     #[inline]
     fn claim_bulk<S: PageSlot>(&self, slots: &[S]) -> Result<usize, FreeError> {
-        let block_shift = self.layout.pageblock_order;
+        let block_shift = self.layout.pageblock_order.0;
         let (mut cached_block, mut in_zone) = (u64::MAX, false);
         let mut claimed = 0;
         for (at, slot) in slots.iter().enumerate() {
@@ -100,7 +100,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// pageblock whose freetype has no per-CPU list go to the buddy lists.
     #[inline]
     fn commit_bulk<S: PageSlot>(&self, cpu: CpuId, slots: &[S]) {
-        let block_shift = self.layout.pageblock_order;
+        let block_shift = self.layout.pageblock_order.0;
         let records = self.frames.memmap.records();
         let mut locked = LockedPcp::<L> {
             held: None,

@@ -31,11 +31,11 @@ impl<L: LockFamily> PageAllocator<L> {
         &self,
         cpu: CpuId,
         pfn: FrameIdx,
-        order: u8,
+        order: Order,
         unmapped: bool,
     ) -> Result<(), AllocError> {
         let start = pfn.pfn();
-        let nr_pages = 1u64 << order;
+        let nr_pages = order.nr_pages();
         let zeroed = if unmapped {
             self.backing.zero_unmapped(cpu, start, nr_pages)
         } else {

@@ -59,7 +59,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if !freetype.is_unmapped() && self.unmapped_pageblocks.load(Relaxed) == 0 {
             return None;
         }
-        let alloc_order = order.max(Order(self.layout.pageblock_order));
+        let alloc_order = order.max(self.layout.pageblock_order);
         let taken = self.take_for_conversion(zone, |buddy| {
             let pfn = buddy.take_block(
                 &self.frames,
@@ -93,7 +93,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// shrinker of the unmapped pools, and the way an experiment starts each
     /// sample from a fully mapped machine.
     pub fn release_unmapped_pageblocks(&self) -> u64 {
-        let pageblock_order = Order(self.layout.pageblock_order);
+        let pageblock_order = self.layout.pageblock_order;
         let before = self.unmapped_pageblocks.load(Relaxed);
         for zone in self.zone_ids() {
             while let Some(taken) = self.take_for_conversion(zone, |buddy| {
@@ -160,7 +160,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return (buddy, false);
         }
         buddy.set_blocks_freetype(&self.frames, taken.pfn, taken.order, to);
-        let nr_pageblocks = 1u64 << (taken.order.0 - self.layout.pageblock_order);
+        let nr_pageblocks = 1u64 << (taken.order.0 - self.layout.pageblock_order.0);
         let events = buddy.events_mut();
         if to.is_unmapped() {
             events.direct_map_unmapped_blocks += nr_pageblocks;

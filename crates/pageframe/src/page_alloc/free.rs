@@ -54,7 +54,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         mark: bool,
     ) -> Result<(), FreeError> {
-        if order.0 > self.layout.max_order || !pfn.is_aligned(order) {
+        if order > self.layout.max_order || !pfn.is_aligned(order) {
             return Err(self.describe_bad_free(pfn, order));
         }
         let index = FrameIdx::covered(pfn);
@@ -124,7 +124,7 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline(always)]
     pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, block: BlockInfo) {
         self.count_event(cpu, block.zone, VmEvent::Pgfree, order.nr_pages());
-        if PerCpuPages::allowed_order(order, Order(self.layout.pageblock_order)) {
+        if PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
             self.free_unref_page(cpu, block, FrameIdx::covered(pfn), order);
         } else {
             self.free_one_page(block.zone, FrameIdx::covered(pfn), order);

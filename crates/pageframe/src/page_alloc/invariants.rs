@@ -88,7 +88,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// pageblocks may be unmapped by their owner while allocated, as
     /// secretmem does, so only the unmapped side is an invariant.)
     fn check_direct_map(&self) -> Result<(), InvariantError> {
-        let block_pages = 1u64 << self.layout.pageblock_order;
+        let block_pages = self.layout.pageblock_order.nr_pages();
         let mut unmapped_blocks = 0u64;
         let mut last_counted = u64::MAX;
         for range in self.layout.zones().flat_map(|zone| zone.present.iter()) {

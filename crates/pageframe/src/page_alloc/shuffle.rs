@@ -67,9 +67,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// The order whose blocks are shuffled, if shuffling is on.
     pub fn shuffle_order(&self) -> Option<Order> {
-        self.layout
-            .shuffle
-            .then_some(Order(self.layout.shuffle_order))
+        self.layout.shuffle.then_some(self.layout.shuffle_order)
     }
 
     /// Shuffles every zone, if shuffling is on. mirrors shuffle_free_memory().
