@@ -421,8 +421,11 @@ pub fn callgrind_probe() -> Result<(), ExperimentError> {
     Ok(())
 }
 
+/// A peer and the orders it is measured at.
+type PeerCase = (Box<dyn PeerAllocator>, &'static [u8]);
+
 /// The peers and the orders each is measured at.
-fn peer_list() -> Result<Vec<(Box<dyn PeerAllocator>, &'static [u8])>, ExperimentError> {
+fn peer_list() -> Result<Vec<PeerCase>, ExperimentError> {
     let buddy_alloc = BuddyAllocCrate::new()
         .ok_or_else(|| ExperimentError::failed("cannot allocate buddy-alloc's buffer"))?;
     Ok(vec![
