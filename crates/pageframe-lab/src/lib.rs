@@ -4,6 +4,7 @@
 //! formats. The `pageframe` command is a thin layer over this crate.
 
 pub mod cache_model;
+pub mod callgrind;
 pub mod churn;
 pub mod conform;
 pub mod corpus;

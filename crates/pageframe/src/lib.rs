@@ -103,7 +103,7 @@ pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
     HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SharedPageAllocator,
-    ShuffleStats, VmEvent, ZoneSnapshot, PAGETYPEINFO_CAP,
+    ShuffleStats, VmEvent, ZoneSnapshot, BULK_LIST_RUN, PAGETYPEINFO_CAP,
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;

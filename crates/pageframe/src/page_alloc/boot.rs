@@ -193,6 +193,8 @@ impl<L: LockFamily> PageAllocator<L> {
                     reserved_highatomic: StatCounter::default(),
                     lock_acquired: StatCounter::default(),
                     lock_contended: StatCounter::default(),
+                    below_high: AtomicBool::new(false),
+                    reclaim_active: AtomicBool::new(false),
                 });
             }
         }
@@ -205,7 +207,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 // High and batch are set by recompute_zone_limits() below.
                 pcp: zones
                     .iter()
-                    .map(|_| L::new(PerCpuPages::new(0, 1, layout.pageblock_order)))
+                    .map(|_| L::new(PerCpuPages::new(layout.pageblock_order)))
                     .collect(),
                 events: CpuEvents::new(zones.len()),
                 registered: AtomicBool::new(false),

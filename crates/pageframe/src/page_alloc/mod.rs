@@ -36,7 +36,7 @@ pub use boot::ArenaOptions;
 pub(crate) use contents::{check_span, page_pieces};
 pub use error::{AccessError, AllocError, BootError, CpuError, FreeError};
 pub use events::VmEvent;
-pub use handle::{CpuHandle, Page};
+pub use handle::{CpuHandle, Page, BULK_LIST_RUN};
 pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
@@ -45,13 +45,13 @@ use crate::backing::Backing;
 use crate::frames::{Frames, MetadataCost};
 use crate::freetype::MigrateType;
 use crate::machine::MachineLayout;
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PerCpuPages, ZonePressure};
 use crate::sync::{Local, LockFamily, Shared, StatCounter};
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use events::CpuEvents;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use zonelist::Zonelists;
 
@@ -119,6 +119,23 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     /// Zone lock acquisitions and how many had to wait, written under the lock.
     pub(crate) lock_acquired: StatCounter,
     pub(crate) lock_contended: StatCounter,
+    /// `ZONE_BELOW_HIGH`: an allocation found the zone below its high
+    /// watermark; per-CPU frees then shrink `high`. Cleared by a pcp drain
+    /// that finds the zone above it again.
+    pub(crate) below_high: AtomicBool,
+    /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the zone's node.
+    pub(crate) reclaim_active: AtomicBool,
+}
+
+impl<L: LockFamily> ZoneSlot<L> {
+    /// The zone flags the per-CPU sizing reads.
+    #[inline]
+    pub(crate) fn pressure(&self) -> ZonePressure {
+        ZonePressure {
+            below_high: self.below_high.load(Ordering::Relaxed),
+            reclaim_active: self.reclaim_active.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// One CPU: its node, its per-CPU lists (one per zone) and its counters.
@@ -227,6 +244,18 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn zone_ids(&self) -> impl Iterator<Item = ZoneIdx> {
         // At most MAX_NUMNODES x ZoneType::COUNT zones: the index fits.
         (0..self.zones.len() as u16).map(ZoneIdx)
+    }
+
+    /// Marks the populated zones of `node` up to `highest_zone` as being
+    /// reclaimed by kswapd (`ZONE_RECLAIM_ACTIVE`), or no longer: while set,
+    /// per-CPU frees keep the lists short. mirrors set_reclaim_active() and
+    /// clear_reclaim_active().
+    pub(crate) fn set_reclaim_active(&self, node: NodeId, highest_zone: ZoneType, active: bool) {
+        for slot in self.zones.iter().filter(|slot| {
+            slot.node == node && slot.zone_type <= highest_zone && slot.present_pages > 0
+        }) {
+            slot.reclaim_active.store(active, Ordering::Relaxed);
+        }
     }
 
     /// Locks a zone, counting the acquisition and any contention.

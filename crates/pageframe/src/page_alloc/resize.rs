@@ -19,6 +19,7 @@
 use super::{build_zonelists, nofragment, PageAllocator};
 use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
 use crate::pcp::PcpIndex;
+use crate::pcp::MIN_PERCPU_PAGELIST_HIGH_FRACTION;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::boost::max_watermark_boost;
@@ -197,19 +198,25 @@ impl<L: LockFamily> PageAllocator<L> {
         let nr_cpus = self.cpus.len();
         for zone in self.zone_ids() {
             let slot = &self.zones[zone.index()];
-            let (high, batch) = if slot.present_pages == 0 {
-                (0, 1)
+            // zone_set_pageset_high_and_batch() (Linux 6.12): high_min from
+            // the low watermark, high_max from an eighth of the zone, both
+            // split over the node's CPUs (percpu_pagelist_high_fraction,
+            // which would pin both, is not modelled: its default 0 is).
+            let (high_min, high_max, batch) = if slot.present_pages == 0 {
+                (0, 0, 1)
             } else {
                 let batch = zone_batchsize(slot.present_pages, page_bytes);
                 let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
+                let eighth = slot.present_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
                 (
                     zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
+                    zone_highsize(eighth, batch, local_cpus, nr_cpus),
                     batch,
                 )
             };
             for cpu in self.cpus.iter() {
                 let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
-                pcp.set_high_and_batch(high, batch);
+                pcp.set_high_and_batch(high_min, high_max, batch);
             }
             self.drain_zone_pcp(zone);
         }

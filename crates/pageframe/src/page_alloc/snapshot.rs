@@ -17,10 +17,18 @@ pub const PAGETYPEINFO_CAP: u64 = 100_000;
 pub struct PcpSnapshot {
     /// Pages listed.
     pub count: u32,
-    /// The drain threshold.
+    /// The drain threshold (`high`; 0 until the lists were first used).
     pub high: u32,
     /// The refill/drain batch.
     pub batch: u32,
+    /// The least `high` adapts to.
+    pub high_min: u32,
+    /// The most `high` adapts to.
+    pub high_max: u32,
+    /// Pages freed in a row, halved by each allocation (sizes drains).
+    pub free_count: u32,
+    /// Order-0 refills are `batch << alloc_factor` pages.
+    pub alloc_factor: u8,
 }
 
 /// A zone at one moment.
@@ -102,8 +110,12 @@ impl<L: LockFamily> PageAllocator<L> {
                 let (pcp, _) = L::lock(&cpu.pcp[index]);
                 PcpSnapshot {
                     count: pcp.count(),
-                    high: pcp.high(),
-                    batch: pcp.batch(),
+                    high: pcp.sizing().high(),
+                    batch: pcp.sizing().batch(),
+                    high_min: pcp.sizing().high_min(),
+                    high_max: pcp.sizing().high_max(),
+                    free_count: pcp.sizing().free_count(),
+                    alloc_factor: pcp.sizing().alloc_factor(),
                 }
             })
             .collect();

@@ -199,7 +199,42 @@ impl Mm<'_> {
         let mut total = ScanControl::new(nr_to_reclaim, true, cpu);
         // The boosts seen at the start: reclaimed for, then dropped.
         let boosts = self.zone_boosts(node, highest_zone);
-        let mut nr_boost_reclaim: u64 = boosts.iter().map(|&(_, boost)| boost).sum();
+        let nr_boost_reclaim: u64 = boosts.iter().map(|&(_, boost)| boost).sum();
+        self.allocator
+            .set_reclaim_active(NodeId(node as u16), highest_zone, true);
+        let balanced = self.balance_loop(
+            node,
+            order,
+            highest_zone,
+            nr_boost_reclaim,
+            (&mut sc, &mut total),
+        );
+        self.allocator
+            .set_reclaim_active(NodeId(node as u16), highest_zone, false);
+        balanced?;
+        if total.nr_reclaimed == 0 {
+            self.kswapd[node].failures += 1;
+        }
+        for (index, boost) in boosts {
+            if boost > 0 {
+                self.allocator.reduce_watermark_boost(index, boost);
+            }
+        }
+        self.kswapd[node].order = 0;
+        self.kswapd[node].highest_zone = None;
+        Ok(total)
+    }
+
+    /// The passes of balance_pgdat() until the node is balanced (and the
+    /// boost reclaimed) or the priority runs out.
+    fn balance_loop(
+        &mut self,
+        node: usize,
+        order: u8,
+        highest_zone: ZoneType,
+        mut nr_boost_reclaim: u64,
+        (sc, total): (&mut ScanControl, &mut ScanControl),
+    ) -> Result<(), MmError> {
         loop {
             let balanced = self.pgdat_balanced(node, order, highest_zone);
             if !balanced && nr_boost_reclaim > 0 {
@@ -213,7 +248,7 @@ impl Mm<'_> {
             }
             sc.nr_scanned = 0;
             sc.nr_reclaimed = 0;
-            self.shrink_node(node, &mut sc)?;
+            self.shrink_node(node, sc)?;
             total.nr_scanned += sc.nr_scanned;
             total.nr_reclaimed += sc.nr_reclaimed;
             let mut raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
@@ -235,17 +270,7 @@ impl Mm<'_> {
                 sc.priority -= 1;
             }
         }
-        if total.nr_reclaimed == 0 {
-            self.kswapd[node].failures += 1;
-        }
-        for (index, boost) in boosts {
-            if boost > 0 {
-                self.allocator.reduce_watermark_boost(index, boost);
-            }
-        }
-        self.kswapd[node].order = 0;
-        self.kswapd[node].highest_zone = None;
-        Ok(total)
+        Ok(())
     }
 
     /// zone_watermark_ok_safe(): free pages above `mark` plus the reserve
