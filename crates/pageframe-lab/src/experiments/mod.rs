@@ -4,8 +4,13 @@
 //! An experiment is one module implementing one trait, [`Experiment`]: its
 //! name, source document and about line, its typed parameters (defaults per
 //! scale, bounds checked when a config file is read), its run, its headline
-//! beside the document's figure and its plots. Its row fields are constants
-//! of its module (`columns`), used by the run, the headline and the plots.
+//! beside the document's figure and its plots. Its rows are typed: structs
+//! deriving `Serialize`/`Deserialize` in its `rows` module (the one home of
+//! its column names), turned into report rows with
+//! [`crate::report::Row::from_typed`] by the run and read back with
+//! [`Report::results_as`] / [`Report::series_as`] by the headline and the
+//! plots (`numa_balancing` is the pattern; experiments not yet converted
+//! keep their column constants in `columns`).
 //! To add one, write the module and list it once in [`ALL`].
 //!
 //! Every table, config file, plot and summary line the tools produce comes

@@ -29,20 +29,20 @@
 //! time with the summed score in that window and the processes' pages on
 //! each node at its end, from the processes' own faults and migrations.
 
-mod columns;
 mod plot;
+pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
 use crate::plots::Plot;
-use crate::plots::{number, text};
 use crate::pmbench::{CostModel, Pattern, Process};
-use crate::report::{Report, Row, SERIES};
-use crate::summary::{self, Headline};
+use crate::report::{round_to, Report, Row};
+use crate::summary::Headline;
 use pageframe::vm::mempolicy::{nodemask_words, MPOL_BIND, MPOL_F_NUMA_BALANCING};
 use pageframe::vm::{parse_nodestring, NumaBalancingConfig, Pid, Vm};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc, MachineRng, NodeId, Nodemask, Pfn};
+use rows::{Run, RunRow, TimelineRow};
 use std::sync::Arc;
 
 /// The document's pmbench improvement.
@@ -354,55 +354,41 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
                 outcome.mapped_pages
             )));
         }
-        rows.push(
-            Row::new()
-                .with(columns::POLICY, policy)
-                .with(columns::NUMA_BALANCING, sysctl as u64)
-                .with_f64(columns::SCORE_BEFORE, outcome.score_before / 1e6, 2)
-                .with_f64(columns::SCORE_AFTER, outcome.score_after / 1e6, 2)
-                .with(
-                    columns::IMPROVEMENT,
-                    round3(outcome.score_after / outcome.score_before - 1.0),
-                )
-                .with(columns::REFERENCE_IMPROVEMENT, REFERENCE_IMPROVEMENT)
-                .with(
-                    columns::IMPROVEMENT_LAST_10S,
-                    round3(outcome.score_last / outcome.score_before - 1.0),
-                )
-                .with(columns::REMOTE_BEFORE, round3(outcome.remote_before))
-                .with(columns::REMOTE_AFTER, round3(outcome.remote_after))
-                .with(
-                    columns::SETTLE_S,
-                    outcome
-                        .settle_s
-                        .map_or(serde_json::Value::Null, |seconds| seconds.into()),
-                )
-                .with(
-                    columns::PAGES_MIGRATED,
-                    outcome.counters.numa_pages_migrated,
-                )
-                .with(columns::HINT_FAULTS, outcome.counters.numa_hint_faults)
-                .with(columns::PTE_UPDATES, outcome.counters.numa_pte_updates)
-                .with(columns::PGMIGRATE_FAIL, outcome.counters.pgmigrate_fail)
-                .with(columns::EATER_EXIT_S, outcome.exited_ms as f64 / 1000.0),
-        );
-        timeline.extend(outcome.timeline.iter().map(|sample| {
-            let mut row = Row::new()
-                .with(SERIES, TIMELINE)
-                .with(columns::POLICY, policy)
-                .with(columns::NUMA_BALANCING, sysctl as u64)
-                .with(columns::T_S, sample.end_ms as f64 / 1000.0)
-                .with_f64(
-                    columns::SCORE,
+        let run = Run {
+            policy: policy.to_string(),
+            numa_balancing: sysctl as u64,
+        };
+        let result = RunRow {
+            run: run.clone(),
+            score_before: round_to(outcome.score_before / 1e6, 2),
+            score_after: round_to(outcome.score_after / 1e6, 2),
+            improvement: round3(outcome.score_after / outcome.score_before - 1.0),
+            reference_improvement: REFERENCE_IMPROVEMENT,
+            improvement_last_10s: round3(outcome.score_last / outcome.score_before - 1.0),
+            remote_before: round3(outcome.remote_before),
+            remote_after: round3(outcome.remote_after),
+            settle_s: outcome.settle_s,
+            pages_migrated: outcome.counters.numa_pages_migrated,
+            hint_faults: outcome.counters.numa_hint_faults,
+            pte_updates: outcome.counters.numa_pte_updates,
+            pgmigrate_fail: outcome.counters.pgmigrate_fail,
+            eater_exit_s: outcome.exited_ms as f64 / 1000.0,
+        };
+        rows.push(Row::from_typed(&result).map_err(ExperimentError::failed)?);
+        for sample in &outcome.timeline {
+            let sample = TimelineRow {
+                run: run.clone(),
+                t_s: sample.end_ms as f64 / 1000.0,
+                score: round_to(
                     sample.accesses / (sample.window_ms as f64 / 1000.0) / 1e6,
                     2,
-                )
-                .with(columns::REMOTE, round3(sample.remote));
-            for (node, pages) in sample.pages.iter().enumerate() {
-                row = row.with(&columns::pages_node(node), *pages);
-            }
-            row.with(columns::PAGES_MIGRATED, sample.migrated)
-        }));
+                ),
+                remote: round3(sample.remote),
+                pages_node: sample.pages.clone(),
+                pages_migrated: sample.migrated,
+            };
+            timeline.push(Row::series_sample(TIMELINE, &sample).map_err(ExperimentError::failed)?);
+        }
     }
     observe::progress(total, total);
     rows.extend(timeline);
@@ -446,7 +432,7 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
 /// Rounds to 3 decimals without printing `-0.0` for a sum of floats that
 /// cancels to a hair below zero.
 fn round3(value: f64) -> f64 {
-    (value * 1000.0).round() / 1000.0 + 0.0
+    round_to(value, 3) + 0.0
 }
 
 fn simulate(
@@ -672,19 +658,15 @@ fn mapped_per_node(vm: &Vm<'_>, pids: &[Pid]) -> Vec<u64> {
 /// `numa-balancing`: the pmbench score change of MPOL_BIND with
 /// MPOL_F_NUMA_BALANCING after the eater exits (document: +17.5%).
 fn headline(report: &Report) -> Option<Headline> {
-    let row = summary::find_result(report, |row| {
-        text(row, columns::POLICY).is_some_and(|policy| policy.contains("numa_balancing"))
-            && number(row, columns::NUMA_BALANCING) != Some(0.0)
-    })?;
-    let ours = number(row, columns::IMPROVEMENT)?;
-    let reference = number(row, columns::REFERENCE_IMPROVEMENT);
+    let row = report
+        .results_as::<RunRow>()
+        .find(|row| row.run.is_balanced())?;
+    let (ours, reference) = (row.improvement, row.reference_improvement);
     Some(Headline {
         metric: "pmbench score change, bind+numa_balancing".into(),
         ours: format!("{:+.1}%", ours * 100.0),
-        document: reference.map_or("-".into(), |reference| {
-            format!("{:+.1}%", reference * 100.0)
-        }),
-        direction_matches: reference.map(|reference| (reference > 0.0) == (ours > 0.0)),
+        document: format!("{:+.1}%", reference * 100.0),
+        direction_matches: Some((reference > 0.0) == (ours > 0.0)),
     })
 }
 
