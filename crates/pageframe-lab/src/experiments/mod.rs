@@ -63,10 +63,15 @@ pub trait Experiment: Sync {
     /// Runs it with `params` (values of [`Self::params`], checked).
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError>;
     /// Its headline number beside the document's figure, when the rows have
-    /// it.
-    fn headline(&self, report: &Report) -> Option<Headline>;
-    /// Its plots of a report ([`plots::generic`] draws anything else).
-    fn plots(&self, report: &Report) -> Vec<Plot>;
+    /// it; none by default.
+    fn headline(&self, _report: &Report) -> Option<Headline> {
+        None
+    }
+    /// Its plots of a report; by default none of its own, and
+    /// [`plots::generic`] draws the report.
+    fn plots(&self, _report: &Report) -> Vec<Plot> {
+        Vec::new()
+    }
 }
 
 impl std::fmt::Debug for dyn Experiment {

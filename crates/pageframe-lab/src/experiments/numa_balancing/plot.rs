@@ -190,9 +190,9 @@ fn pages_over_time(report: &Report) -> Option<Plot> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run_with;
+    use super::super::NumaBalancing;
     use super::*;
-    use crate::experiments::{RunOptions, Scale};
+    use crate::experiments::{Experiment, RunOptions, Scale};
     use crate::params::ConfigFile;
 
     #[test]
@@ -203,9 +203,11 @@ mod tests {
             &["numa-balancing"],
         )
         .unwrap()
-        .params("numa-balancing", &super::super::params(Scale::Quick))
+        .params("numa-balancing", &NumaBalancing.params(Scale::Quick))
         .unwrap();
-        let report = run_with(&RunOptions::new(Scale::Quick, 1), &params).unwrap();
+        let report = NumaBalancing
+            .run(&RunOptions::new(Scale::Quick, 1), &params)
+            .unwrap();
         let plots = plots(&report);
         let names: Vec<&str> = plots.iter().map(|plot| plot.name.as_str()).collect();
         assert_eq!(names, ["improvement", "score-over-time", "pages-per-node"]);
