@@ -13,7 +13,7 @@
 //! - the handle size (8 B) is added to every request and the sum picks the
 //!   class (zs_malloc()); classes are 16 B apart from 32 B to PAGE_SIZE;
 //!   each class chains the number of pages (up to the chain size, default 8)
-//!   that wastes least; neighbours with equal geometry merge ([`class`]);
+//!   that wastes least; neighbours with equal geometry merge ([`ClassTable`]);
 //! - objects may span two pages; a non-huge object starts with its handle;
 //!   huge classes (one object per page) keep the handle beside the page;
 //! - zspages sit in fullness groups 0, 10, .., 90, 99, 100 % and allocation
@@ -33,7 +33,7 @@
 //! each live handle points at an allocated object that points back at it;
 //! `pages_allocated == Σ pages_per_zspage` over zspages.
 
-pub mod class;
+mod class;
 mod compact;
 mod invariants;
 mod stat;
