@@ -6,7 +6,7 @@
 //! `cargo run --release -p pageframe-lab --example reclaim_aging -- [runs] [seed]`
 
 use pageframe::machine::{apply_cmdline, MemorySideCache};
-use pageframe::reclaim::aging::{AgingConfig, AgingWorkload};
+use pageframe::reclaim::{AgingConfig, AgingWorkload};
 use pageframe::{AllocOptions, CpuId, LocalPageAllocator, MachineDesc, MachineRng};
 use pageframe_lab::cache_model::DirectMappedCache;
 use pageframe_lab::workloads::heap::{Heap, HeapMix};
