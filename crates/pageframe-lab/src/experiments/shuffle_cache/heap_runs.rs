@@ -20,7 +20,7 @@ use crate::cache_model::{colour_sharers, random_colour_sharers, DirectMappedCach
 use crate::experiments::ExperimentError;
 use crate::report::{Row, SERIES};
 use crate::workloads::heap::{Heap, HeapMix};
-use pageframe::reclaim::aging::{AgingConfig, AgingWorkload};
+use pageframe::reclaim::{AgingConfig, AgingWorkload};
 use pageframe::{CpuId, MachineRng};
 
 /// The name of the report's series of conflict rate per benchmark run.
