@@ -33,6 +33,7 @@ fn small_machine() -> ReplayOptions {
     ReplayOptions {
         machine: Some(MachineDesc::uniform(256 << 20, 1, 2).unwrap()),
         samples: 4,
+        check_invariants: true,
         ..ReplayOptions::default()
     }
 }
@@ -43,6 +44,7 @@ fn same_seed_same_rows() {
     let options = ReplayOptions {
         seed: 7,
         cmdline: "page_alloc.shuffle=1".to_string(),
+        check_invariants: true,
         ..ReplayOptions::default()
     };
     let first = run_replay(&trace, &options).unwrap();
