@@ -139,5 +139,32 @@ fn a_host_bigger_than_the_machine_is_a_mismatch_unless_fitted() {
         replayed(&json, "allocations") + replayed(&json, "failed allocations"),
         prefix.counts()[0] as f64
     );
+    let message = error_of(&["trace", "replay", path, "--fallback-order", "random"]);
+    assert!(message.contains("kernel, reversed"), "{message}");
+    let message = error_of(&["trace", "replay", path, "--pcp-high-fraction", "3"]);
+    assert!(message.contains("at least 8"), "{message}");
+    let switched = stdout_of(&[
+        "trace",
+        "replay",
+        path,
+        "--fallback-order",
+        "reversed",
+        "--pcp-high-fraction",
+        "8",
+        "--pcp-batch",
+        "31",
+        "--format",
+        "json",
+    ]);
+    let kernel = stdout_of(&["trace", "replay", path, "--format", "json"]);
+    assert_eq!(
+        replayed(&switched, "allocations"),
+        replayed(&kernel, "allocations")
+    );
+    assert_ne!(
+        replayed(&switched, "refills (rmqueue_bulk calls)"),
+        replayed(&kernel, "refills (rmqueue_bulk calls)"),
+        "pcp sizing changes the refills"
+    );
     let _ = std::fs::remove_file(&file);
 }
