@@ -274,7 +274,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
-    let max_order = layout.max_order;
+    let max_order = layout.max_order.0;
 
     for (index, event) in trace.events.iter().enumerate() {
         if until_sample == 0 {

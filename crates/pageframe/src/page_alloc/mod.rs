@@ -41,6 +41,7 @@ pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
+use crate::alloc_policy::{FallbackOrder, PcpSizing};
 use crate::backing::Backing;
 use crate::frames::{Frames, MetadataCost};
 use crate::freetype::MigrateType;
@@ -75,6 +76,11 @@ pub struct AllocOptions {
     /// freetype for later ("eventually allowing reclaim and compaction for
     /// the unmapped pages"); off, such requests are EINVAL-like errors.
     pub unmapped_movable: bool,
+    /// The fallback table of the migratetypes (the kernel's `fallbacks[]`
+    /// by default).
+    pub fallback_order: FallbackOrder,
+    /// Per-CPU list sizing (`vm.percpu_pagelist_high_fraction`, batch).
+    pub pcp: PcpSizing,
 }
 
 impl AllocOptions {
@@ -83,6 +89,8 @@ impl AllocOptions {
         vm_events: true,
         free_checks: true,
         unmapped_movable: false,
+        fallback_order: FallbackOrder::Kernel,
+        pcp: PcpSizing::KERNEL,
     };
 }
 

@@ -18,6 +18,7 @@
 
 use super::{build_zonelists, nofragment, PageAllocator};
 use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
+use crate::pcp::PcpIndex;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::{
@@ -92,7 +93,7 @@ impl<L: LockFamily> PageAllocator<L> {
             let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
             if pcp.count() > 0 {
                 let count = pcp.count();
-                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
+                self.free_pcppages_bulk(&mut pcp, zone, count, PcpIndex::FIRST);
             }
         }
     }
@@ -142,10 +143,19 @@ impl<L: LockFamily> PageAllocator<L> {
             let (high, batch) = if slot.present_pages == 0 {
                 (0, 1)
             } else {
-                let batch = zone_batchsize(slot.present_pages, page_bytes);
+                let sizing = self.options.pcp;
+                let batch = sizing
+                    .batch
+                    .unwrap_or_else(|| zone_batchsize(slot.present_pages, page_bytes));
                 let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
+                // mirrors zone_highsize(): the low watermark, or the managed
+                // pages / vm.percpu_pagelist_high_fraction when it is set.
+                let total_pages = match sizing.high_fraction {
+                    0 => slot.watermarks.low,
+                    fraction => slot.present_pages / u64::from(fraction),
+                };
                 (
-                    zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
+                    zone_highsize(total_pages, batch, local_cpus, nr_cpus),
                     batch,
                 )
             };

@@ -4,12 +4,14 @@
 //! find_suitable_fallback(), try_to_claim_block() and the move_freepages
 //! helpers of mainline mm/page_alloc.c (the 6.15 rework of the fallback code).
 //! Watermark boosting on fallback is not modelled: it only feeds kswapd.
+//! Each claim and steal is counted per `mm_page_alloc_extfrag` key
+//! (`extfrag`); the fallback table is the zone's `fallback_order`.
 
-use super::Zone;
+use super::{ExtfragKey, Zone};
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::types::{Order, Pfn};
 
 /// Where `rmqueue_bulk()` found pages last time, so that a batch refill does
@@ -40,7 +42,7 @@ impl Zone {
         freetype: FreeType,
         alloc_flags: AllocFlags,
         mode: &mut RmqueueMode,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let migratetype = freetype.migratetype;
         if freetype.is_unmapped() {
             return self.rmqueue_smallest(frames, order, freetype.index()?);
@@ -85,8 +87,8 @@ impl Zone {
         if self.free_area[order.index()].nr_free == 0 {
             return Fallback::NoneAtOrder;
         }
-        start
-            .fallbacks()
+        self.fallback_order
+            .fallbacks(start)
             .iter()
             .find(|&&fallback| !self.list_is_empty(order, FreeTypeIdx::of(fallback)))
             .map_or(Fallback::NoneAtOrder, |&fallback| {
@@ -102,7 +104,7 @@ impl Zone {
         order: Order,
         start: MigrateType,
         flags: AllocFlags,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let min_order = if order < self.pageblock_order && flags.contains(AllocFlags::NOFRAGMENT) {
             self.pageblock_order
         } else {
@@ -118,6 +120,7 @@ impl Zone {
                         self.try_to_claim_block(frames, pfn, current, order, start, block_type)
                     {
                         self.events.extfrag_claim += 1;
+                        self.count_extfrag(frames, pfn, order, current, start, block_type);
                         return Some(pfn);
                     }
                 }
@@ -128,7 +131,12 @@ impl Zone {
 
     /// Takes the smallest block of a fallback type without touching its
     /// pageblock's type. mirrors __rmqueue_steal().
-    fn rmqueue_steal(&mut self, frames: &Frames, order: Order, start: MigrateType) -> Option<u32> {
+    fn rmqueue_steal(
+        &mut self,
+        frames: &Frames,
+        order: Order,
+        start: MigrateType,
+    ) -> Option<FrameIdx> {
         for current in (order.0..=self.max_order.0).map(Order) {
             if let Fallback::Found(block_type) = self.find_suitable_fallback(current, start, false)
             {
@@ -136,6 +144,7 @@ impl Zone {
                 self.del_from_free_list(frames, pfn, current, block_type);
                 self.expand(frames, pfn, order, current, block_type);
                 self.events.extfrag_steal += 1;
+                self.count_extfrag(frames, pfn, order, current, start, block_type);
                 return Some(pfn);
             }
         }
@@ -148,12 +157,12 @@ impl Zone {
     fn try_to_claim_block(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         current: Order,
         order: Order,
         start: MigrateType,
         block_type: FreeTypeIdx,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let start_type = FreeType::plain(start);
         if current >= self.pageblock_order {
             self.del_from_free_list(frames, pfn, current, block_type);
@@ -172,12 +181,36 @@ impl Zone {
         };
         if free_pages + alike_pages >= self.pageblock_nr_pages() / 2 {
             self.move_freepages_block(frames, block_start, FreeTypeIdx::of(start));
-            frames
-                .blocks
-                .set_freetype(Pfn(block_start as u64), start_type);
+            frames.blocks.set_freetype(block_start.pfn(), start_type);
             return self.rmqueue_smallest(frames, order, FreeTypeIdx::of(start));
         }
         None
+    }
+
+    /// Counts a claim or steal that handed out `frame` from a `block_type`
+    /// block of order `current` for a request of `order` and `start`, as
+    /// `mm_page_alloc_extfrag` reports it: `change_ownership` is whether the
+    /// frame's pageblock now has the request's migratetype, read after the
+    /// fact as the tracepoint reads it. mirrors the
+    /// trace_mm_page_alloc_extfrag() calls of __rmqueue_claim() and
+    /// __rmqueue_steal().
+    fn count_extfrag(
+        &mut self,
+        frames: &Frames,
+        frame: FrameIdx,
+        order: Order,
+        current: Order,
+        start: MigrateType,
+        block_type: FreeTypeIdx,
+    ) {
+        let change_ownership = frames.blocks.migratetype(frame.pfn()) == start;
+        self.extfrag.count(ExtfragKey {
+            alloc_order: order,
+            fallback_order: current,
+            alloc_migratetype: start,
+            fallback_migratetype: block_type.freetype().migratetype,
+            change_ownership,
+        });
     }
 
     /// Counts the free and movable pages of the pageblock holding `pfn`; `None`
@@ -186,17 +219,17 @@ impl Zone {
     pub(crate) fn prep_move_freepages_block(
         &self,
         frames: &Frames,
-        pfn: u32,
-    ) -> Option<(u32, u64, u64)> {
-        let start = pfn & !((1u32 << self.pageblock_order.0) - 1);
-        let end = start as u64 + self.pageblock_nr_pages();
-        if !self.span.contains(Pfn(start as u64)) || !self.span.contains(Pfn(end - 1)) {
+        pfn: FrameIdx,
+    ) -> Option<(FrameIdx, u64, u64)> {
+        let start = pfn.align_down(self.pageblock_order);
+        let end = start.pfn().0 + self.pageblock_nr_pages();
+        if !self.span.contains(start.pfn()) || !self.span.contains(Pfn(end - 1)) {
             return None;
         }
         let (mut free, mut movable) = (0u64, 0u64);
-        let mut at = start as u64;
+        let mut at = start.pfn().0;
         while at < end {
-            let info = frames.memmap.info(at as u32);
+            let info = frames.memmap.info(FrameIdx::covered(Pfn(at)));
             match info.state() {
                 PageState::Buddy => {
                     free += info.order().nr_pages();
@@ -221,21 +254,27 @@ impl Zone {
     pub(crate) fn move_freepages_block(
         &mut self,
         frames: &Frames,
-        block_start: u32,
+        block_start: FrameIdx,
         to: FreeTypeIdx,
     ) -> u64 {
-        let end = block_start as u64 + self.pageblock_nr_pages();
-        let mut at = block_start as u64;
+        let end = block_start.pfn().0 + self.pageblock_nr_pages();
+        let mut at = block_start.pfn().0;
         let mut moved = 0;
         while at < end {
-            let info = frames.memmap.info(at as u32);
+            let info = frames.memmap.info(FrameIdx::covered(Pfn(at)));
             if info.state() != PageState::Buddy {
                 at += 1;
                 continue;
             }
             let order = info.order();
             if info.freetype() != to {
-                self.move_to_free_list(frames, at as u32, order, info.freetype(), to);
+                self.move_to_free_list(
+                    frames,
+                    FrameIdx::covered(Pfn(at)),
+                    order,
+                    info.freetype(),
+                    to,
+                );
             }
             moved += order.nr_pages();
             at += order.nr_pages();

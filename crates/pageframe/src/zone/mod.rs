@@ -16,6 +16,7 @@
 //! - `nr_free` equals the pages on all lists but ISOLATE's.
 
 mod buddy;
+mod extfrag;
 mod fallback;
 mod free_list;
 mod highatomic;
@@ -23,31 +24,33 @@ mod invariants;
 mod pick_tail;
 pub mod watermark;
 
+pub use extfrag::ExtfragKey;
 pub use fallback::RmqueueMode;
 pub use pick_tail::PickTail;
 
+use crate::alloc_policy::FallbackOrder;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
-use crate::memmap::NIL;
+use crate::memmap::FrameIdx;
 use crate::types::{Order, ZoneIdx};
 
 /// One free list, linked through the memmap records.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FreeList {
-    head: u32,
-    tail: u32,
+    head: FrameIdx,
+    tail: FrameIdx,
 }
 
 impl FreeList {
     const EMPTY: FreeList = FreeList {
-        head: NIL,
-        tail: NIL,
+        head: FrameIdx::NIL,
+        tail: FrameIdx::NIL,
     };
 
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.head == NIL
+        self.head == FrameIdx::NIL
     }
 }
 
@@ -95,6 +98,10 @@ pub struct Zone {
     /// list; `Order(u8::MAX)` when the free lists are not shuffled.
     shuffle_order: Order,
     pick_tail: PickTail,
+    /// The table a request walks when its own lists are empty.
+    fallback_order: FallbackOrder,
+    /// Claims and steals per `mm_page_alloc_extfrag` key.
+    extfrag: extfrag::ExtfragCounts,
 }
 
 impl Zone {
@@ -122,6 +129,8 @@ impl Zone {
             events: ZoneEvents::default(),
             shuffle_order: Order(u8::MAX),
             pick_tail: PickTail::new(0),
+            fallback_order: FallbackOrder::Kernel,
+            extfrag: extfrag::ExtfragCounts::new(max_order),
         }
     }
 
@@ -130,6 +139,17 @@ impl Zone {
     pub(crate) fn set_shuffle(&mut self, order: Option<Order>, seed: u64) {
         self.shuffle_order = order.unwrap_or(Order(u8::MAX));
         self.pick_tail = PickTail::new(seed);
+    }
+
+    /// Makes requests fall back in `order` (boot).
+    pub(crate) fn set_fallback_order(&mut self, order: FallbackOrder) {
+        self.fallback_order = order;
+    }
+
+    /// Claims and steals so far, per `mm_page_alloc_extfrag` key, in key
+    /// order (keys never seen left out).
+    pub fn extfrag_events(&self) -> impl Iterator<Item = (ExtfragKey, u64)> + '_ {
+        self.extfrag.nonzero()
     }
 
     /// Changes the zone's span (memory hotplug).
@@ -186,7 +206,7 @@ impl Zone {
     pub fn list_len(&self, frames: &Frames, order: Order, freetype: FreeTypeIdx, cap: u64) -> u64 {
         let mut count = 0;
         let mut pfn = self.free_area[order.index()].lists[freetype.index()].head;
-        while pfn != NIL && count < cap {
+        while pfn != FrameIdx::NIL && count < cap {
             count += 1;
             pfn = frames.memmap.next(pfn);
         }
