@@ -2,36 +2,33 @@
 //! order), for every block the replay allocated and the trace has not yet
 //! freed.
 //!
-//! Host PFNs are dense within a host's memory but may be anywhere in the
-//! 64-bit space (a foreign host), so the table is two-level: chunks of
-//! 2^12 entries (32 KiB), allocated when first touched. A chunk number below
-//! 2^20 (host PFNs below 2^32, 16 TiB of 4 KiB pages) finds its chunk
-//! through a direct index grown on demand; a higher one through a small
-//! hash map. Each lookup costs one access into a chunk (a hash table of
-//! blocks costs two or more cache misses per operation at these sizes), and
-//! small chunks keep the memory touched (and zeroed) near what the host's
-//! allocations actually cover.
+//! Host PFNs are dense within a host's memory, which the trace bounds (its
+//! highest PFN), but may be anywhere in the 64-bit space (a foreign host).
+//! So the table is flat over the host's PFNs below `span` (one entry each,
+//! one access per lookup; the zeroed allocation is mapped lazily, so pages
+//! the host never allocated from cost nothing), and a hash map above it.
+//! A hash table of all blocks costs two or more cache misses per operation
+//! at these sizes; zeroing chunks as they are first touched cost a sixth
+//! of a replay of the shipped trace.
 //!
 //! Invariant: `len` equals the number of entries with `LIVE` set.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-const CHUNK_SHIFT: u32 = 12;
-const CHUNK_MASK: u64 = (1 << CHUNK_SHIFT) - 1;
-/// Chunk numbers below this are found through the direct index.
-const DIRECT_CHUNKS: u64 = 1 << 20;
-/// A direct-index entry with no chunk yet.
-const NO_CHUNK: u32 = u32::MAX;
+/// Host PFNs the flat table covers at most (2^25 PFNs: 128 GiB of 4 KiB
+/// pages, a 256 MiB table that is only mapped where touched).
+pub const MAX_FLAT_SPAN: u64 = 1 << 25;
 /// Marks an occupied entry: `LIVE | our_pfn << 8 | order`.
 const LIVE: u64 = 1 << 63;
 
-/// A multiplicative hash for chunk numbers (keys come from a file the user
-/// chose and the map is private to one replay: no flooding concern).
+/// A multiplicative hash for host PFNs above the flat table (keys come
+/// from a file the user chose and the map is private to one replay: no
+/// flooding concern).
 #[derive(Default)]
-struct ChunkHasher(u64);
+struct PfnHasher(u64);
 
-impl Hasher for ChunkHasher {
+impl Hasher for PfnHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -48,19 +45,26 @@ impl Hasher for ChunkHasher {
 /// Host PFN → (our PFN, order).
 #[derive(Default)]
 pub struct LiveBlocks {
-    /// Chunk number → index into `chunks` (`NO_CHUNK`: none), for chunk
-    /// numbers below `DIRECT_CHUNKS`.
-    direct: Vec<u32>,
-    /// The same for higher chunk numbers.
-    far: HashMap<u64, u32, BuildHasherDefault<ChunkHasher>>,
-    chunks: Vec<Box<[u64]>>,
+    /// Entries of host PFNs below its length.
+    flat: Vec<u64>,
+    /// Entries of the other host PFNs.
+    far: HashMap<u64, u64, BuildHasherDefault<PfnHasher>>,
     len: usize,
 }
 
 impl LiveBlocks {
-    /// An empty table.
+    /// An empty table, every PFN in the hash map.
     pub fn new() -> LiveBlocks {
         LiveBlocks::default()
+    }
+
+    /// An empty table whose flat part covers host PFNs below `span`
+    /// (capped at [`MAX_FLAT_SPAN`]).
+    pub fn with_span(span: u64) -> LiveBlocks {
+        LiveBlocks {
+            flat: vec![0; span.min(MAX_FLAT_SPAN) as usize],
+            ..LiveBlocks::default()
+        }
     }
 
     /// Blocks held.
@@ -73,42 +77,15 @@ impl LiveBlocks {
         self.len == 0
     }
 
-    /// The slot of `chunk` in `chunks`, if it has one.
-    #[inline]
-    fn slot(&self, chunk: u64) -> Option<u32> {
-        if chunk < DIRECT_CHUNKS {
-            let slot = *self.direct.get(chunk as usize)?;
-            (slot != NO_CHUNK).then_some(slot)
-        } else {
-            self.far.get(&chunk).copied()
-        }
-    }
-
     #[inline]
     fn entry(&mut self, host_pfn: u64) -> &mut u64 {
-        let chunk = host_pfn >> CHUNK_SHIFT;
-        let slot = match self.slot(chunk) {
-            Some(slot) => slot,
-            None => self.new_chunk(chunk),
-        };
-        &mut self.chunks[slot as usize][(host_pfn & CHUNK_MASK) as usize]
-    }
-
-    #[cold]
-    fn new_chunk(&mut self, chunk: u64) -> u32 {
-        let slot = self.chunks.len() as u32;
-        self.chunks
-            .push(vec![0u64; 1 << CHUNK_SHIFT].into_boxed_slice());
-        if chunk < DIRECT_CHUNKS {
-            let index = chunk as usize;
-            if index >= self.direct.len() {
-                self.direct.resize(index + 1, NO_CHUNK);
-            }
-            self.direct[index] = slot;
-        } else {
-            self.far.insert(chunk, slot);
+        match usize::try_from(host_pfn)
+            .ok()
+            .filter(|&index| index < self.flat.len())
+        {
+            Some(index) => &mut self.flat[index],
+            None => self.far.entry(host_pfn).or_insert(0),
         }
-        slot
     }
 
     /// Records our block for `host_pfn`; returns the block it replaces.
@@ -128,9 +105,13 @@ impl LiveBlocks {
     /// Takes our block for `host_pfn` out, if any.
     #[inline]
     pub fn remove(&mut self, host_pfn: u64) -> Option<(u64, u8)> {
-        let slot = self.slot(host_pfn >> CHUNK_SHIFT)?;
-        let entry = &mut self.chunks[slot as usize][(host_pfn & CHUNK_MASK) as usize];
-        let old = std::mem::take(entry);
+        let old = match usize::try_from(host_pfn)
+            .ok()
+            .filter(|&index| index < self.flat.len())
+        {
+            Some(index) => std::mem::take(&mut self.flat[index]),
+            None => self.far.remove(&host_pfn)?,
+        };
         if old & LIVE == 0 {
             return None;
         }
@@ -140,9 +121,9 @@ impl LiveBlocks {
 
     /// Counts the live entries (for tests: must equal `len()`).
     pub fn count_live(&self) -> usize {
-        self.chunks
+        self.flat
             .iter()
-            .flat_map(|chunk| chunk.iter())
+            .chain(self.far.values())
             .filter(|entry| **entry & LIVE != 0)
             .count()
     }

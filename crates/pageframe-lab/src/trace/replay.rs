@@ -192,16 +192,8 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
         None => {
             // Without saved zoneinfo (an imported text trace), the highest
             // PFN seen bounds the host's memory from below.
-            let bytes = host_memory.unwrap_or_else(|| {
-                let top = trace
-                    .events
-                    .iter()
-                    .filter(|event| event.pfn != u64::MAX)
-                    .map(|event| event.pfn.saturating_add(1 << event.order))
-                    .max()
-                    .unwrap_or(1 << 18);
-                top.saturating_mul(4096)
-            });
+            let bytes = host_memory
+                .unwrap_or_else(|| host_pfn_end(trace).unwrap_or(1 << 18).saturating_mul(4096));
             let block = 2u64 << 20;
             let bytes = bytes.div_ceil(block).saturating_mul(block).max(64 << 20);
             let mut desc = MachineDesc::uniform(bytes, 1, host_cpus)
@@ -246,6 +238,16 @@ fn add(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey, count: u64) {
     }
 }
 
+/// One past the highest host PFN any event of `trace` names, if any.
+fn host_pfn_end(trace: &Trace) -> Option<u64> {
+    trace
+        .events
+        .iter()
+        .filter(|event| event.pfn != u64::MAX)
+        .map(|event| event.pfn.saturating_add(1 << event.order.min(63)))
+        .max()
+}
+
 /// Replays a trace. Deterministic for a given trace and options.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, TraceError> {
     trace.check_invariants()?;
@@ -269,7 +271,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         .collect();
     let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut counts = ReplayCounts::default();
-    let mut live = LiveBlocks::new();
+    let mut live = LiveBlocks::with_span(host_pfn_end(trace).unwrap_or(0));
     let mut samples = Vec::new();
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
