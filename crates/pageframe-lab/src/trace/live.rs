@@ -5,8 +5,12 @@
 //! Host PFNs are dense within a host's memory, which the trace bounds (its
 //! highest PFN), but may be anywhere in the 64-bit space (a foreign host).
 //! So the table is flat over the host's PFNs below `span` (one entry each,
-//! one access per lookup; the zeroed allocation is mapped lazily, so pages
-//! the host never allocated from cost nothing), and a hash map above it.
+//! one access per lookup), and a hash map above it. The flat part is at
+//! least 32 MiB: the system allocator (glibc's malloc) serves zeroed
+//! allocations that large straight from fresh anonymous memory, which the
+//! kernel zeroes page by page as it is touched, so PFN ranges the host
+//! never allocated from cost nothing, and nothing is zeroed twice (a
+//! smaller table may come from reused heap memory and be cleared whole).
 //! A hash table of all blocks costs two or more cache misses per operation
 //! at these sizes; zeroing chunks as they are first touched cost a sixth
 //! of a replay of the shipped trace.
@@ -19,6 +23,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Host PFNs the flat table covers at most (2^25 PFNs: 128 GiB of 4 KiB
 /// pages, a 256 MiB table that is only mapped where touched).
 pub const MAX_FLAT_SPAN: u64 = 1 << 25;
+/// Entries of the smallest flat part: 32 MiB and one page, above glibc's
+/// largest mmap threshold.
+const MIN_FLAT_ENTRIES: u64 = (32 << 20) / 8 + 512;
 /// Marks an occupied entry: `LIVE | our_pfn << 8 | order`.
 const LIVE: u64 = 1 << 63;
 
@@ -59,10 +66,14 @@ impl LiveBlocks {
     }
 
     /// An empty table whose flat part covers host PFNs below `span`
-    /// (capped at [`MAX_FLAT_SPAN`]).
+    /// (capped at [`MAX_FLAT_SPAN`]; none when `span` is 0).
     pub fn with_span(span: u64) -> LiveBlocks {
+        let entries = match span.min(MAX_FLAT_SPAN) {
+            0 => 0,
+            span => span.max(MIN_FLAT_ENTRIES),
+        };
         LiveBlocks {
-            flat: vec![0; span.min(MAX_FLAT_SPAN) as usize],
+            flat: vec![0; entries as usize],
             ..LiveBlocks::default()
         }
     }
