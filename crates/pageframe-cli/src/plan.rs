@@ -77,8 +77,8 @@ pub enum TracePlan {
     Replay {
         /// The trace replayed.
         file: PathBuf,
-        /// Machine, policy switches, seed, fit.
-        options: ReplayOptions,
+        /// Machine, policy switches, seed, fit (boxed: the largest variant).
+        options: Box<ReplayOptions>,
         /// How to print the rows.
         format: Format,
         /// Where to write the SVG plot.
@@ -343,7 +343,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
             })?;
             Ok(TracePlan::Replay {
                 file: args.file,
-                options: ReplayOptions {
+                options: Box::new(ReplayOptions {
                     machine,
                     cmdline,
                     alloc: AllocOptions {
@@ -354,7 +354,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     seed: args.seed,
                     fit: args.fit,
                     ..ReplayOptions::default()
-                },
+                }),
                 format,
                 plot: args.plot,
             })

@@ -51,7 +51,10 @@ fn reclaimable_block_then_unmovable_page(order: FallbackOrder) -> LocalPageAlloc
         fallback_order: order,
         ..AllocOptions::KERNEL
     });
-    assert!(allocator.extfrag_events().is_empty(), "boot falls back never");
+    assert!(
+        allocator.extfrag_events().is_empty(),
+        "boot falls back never"
+    );
     let cpu = allocator.cpu(CpuId(0)).unwrap();
     let block = cpu
         .alloc_pages(Gfp::KERNEL | Gfp::RECLAIMABLE, Order(10), NodeId(0))
@@ -79,7 +82,13 @@ fn claims_are_counted_per_key_as_the_tracepoint_reports_them() {
         kernel.extfrag_events(),
         vec![
             (
-                key(0, 10, MigrateType::Unmovable, MigrateType::Reclaimable, true),
+                key(
+                    0,
+                    10,
+                    MigrateType::Unmovable,
+                    MigrateType::Reclaimable,
+                    true
+                ),
                 1
             ),
             (
@@ -127,7 +136,11 @@ fn steals_are_counted_per_page_taken_without_ownership_change() {
     while let Ok(page) = cpu.alloc_pages(reserves, Order(4), NodeId(0)) {
         small.push(page);
     }
-    assert_eq!(small.len(), 16, "the freed order-8 block, in order-4 blocks");
+    assert_eq!(
+        small.len(),
+        16,
+        "the freed order-8 block, in order-4 blocks"
+    );
     let last = small.pop().expect("order-4 blocks were taken");
     cpu.free_pages(last, Order(4)).unwrap();
     let before = allocator.extfrag_events();
@@ -154,7 +167,13 @@ fn steals_are_counted_per_page_taken_without_ownership_change() {
     // smallest of the pieces left on the unmovable lists, one event each.
     let steal = |fallback_order| {
         (
-            key(0, fallback_order, MigrateType::Movable, MigrateType::Unmovable, false),
+            key(
+                0,
+                fallback_order,
+                MigrateType::Movable,
+                MigrateType::Unmovable,
+                false,
+            ),
             1,
         )
     };

@@ -59,7 +59,10 @@ fn advise_huge_pages(table: &mut [u64]) {
     const HUGE_PAGE: usize = 2 << 20;
     let start = table.as_mut_ptr() as usize;
     let end = start + std::mem::size_of_val(table);
-    let (huge_start, huge_end) = (start.next_multiple_of(HUGE_PAGE), end / HUGE_PAGE * HUGE_PAGE);
+    let (huge_start, huge_end) = (
+        start.next_multiple_of(HUGE_PAGE),
+        end / HUGE_PAGE * HUGE_PAGE,
+    );
     if huge_end > huge_start {
         // SAFETY: the range lies inside `table`, memory this process owns
         // and keeps mapped while the slice is borrowed; MADV_HUGEPAGE only

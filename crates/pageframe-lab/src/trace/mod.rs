@@ -229,7 +229,11 @@ pub fn run_experiment(seed: u64) -> Result<Vec<ReplayRow>, TraceError> {
     let samples = ReplayOptions::default().samples;
     let policies = [
         ReplayPolicy::kernel(),
-        ReplayPolicy::with_switches(true, pageframe::FallbackOrder::Kernel, pageframe::PcpSizing::KERNEL),
+        ReplayPolicy::with_switches(
+            true,
+            pageframe::FallbackOrder::Kernel,
+            pageframe::PcpSizing::KERNEL,
+        ),
     ];
     let mut rows = Vec::new();
     for (policy, report) in replay_policies(&trace, seed, samples, &policies)? {

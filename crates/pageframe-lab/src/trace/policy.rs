@@ -26,7 +26,11 @@ impl ReplayPolicy {
     /// The kernel's policy with these switches; named after the ones that
     /// differ from it (`shuffle`, `fallback=reversed`, `pcp_high_fraction=8`,
     /// `pcp_batch=31`, joined by `+`), `kernel` when none does.
-    pub fn with_switches(shuffle: bool, fallback_order: FallbackOrder, pcp: PcpSizing) -> ReplayPolicy {
+    pub fn with_switches(
+        shuffle: bool,
+        fallback_order: FallbackOrder,
+        pcp: PcpSizing,
+    ) -> ReplayPolicy {
         let mut names = Vec::new();
         if shuffle {
             names.push("shuffle".to_string());

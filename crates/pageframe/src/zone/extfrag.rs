@@ -64,7 +64,10 @@ impl ExtfragCounts {
         }
         let orders = alloc * self.orders + fallback;
         let types = start * MIGRATE_PCPTYPES + taken;
-        Some((orders * MIGRATE_PCPTYPES * MIGRATE_PCPTYPES + types) * 2 + key.change_ownership as usize)
+        Some(
+            (orders * MIGRATE_PCPTYPES * MIGRATE_PCPTYPES + types) * 2
+                + key.change_ownership as usize,
+        )
     }
 
     /// Counts one event. Only the per-CPU migratetypes fall back, so every

@@ -65,7 +65,8 @@ const FALLBACK_ORDERS: [&str; 2] = [FallbackOrder::ALL[0].name(), FallbackOrder:
 fn second_policy(params: &Params) -> Result<ReplayPolicy, ExperimentError> {
     let fallback_order = FallbackOrder::from_name(params.choice("fallback_order"))
         .ok_or_else(|| ExperimentError::Failed("unknown fallback order".into()))?;
-    let fraction = u32::try_from(params.int("pcp_high_fraction")).map_err(ExperimentError::failed)?;
+    let fraction =
+        u32::try_from(params.int("pcp_high_fraction")).map_err(ExperimentError::failed)?;
     let batch = u32::try_from(params.int("pcp_batch")).map_err(ExperimentError::failed)?;
     let pcp = PcpSizing::new(fraction, (batch != 0).then_some(batch)).map_err(|_| {
         ExperimentError::Failed(format!(
@@ -73,7 +74,11 @@ fn second_policy(params: &Params) -> Result<ReplayPolicy, ExperimentError> {
             PcpSizing::MIN_HIGH_FRACTION
         ))
     })?;
-    Ok(ReplayPolicy::with_switches(params.bool("shuffle"), fallback_order, pcp))
+    Ok(ReplayPolicy::with_switches(
+        params.bool("shuffle"),
+        fallback_order,
+        pcp,
+    ))
 }
 
 /// The unusable free index of `order` in `sample`, as a fraction.
