@@ -260,9 +260,13 @@ pub struct MachineOptions {
     #[arg(long, value_name = "N")]
     pub cpus: Option<usize>,
     /// Kernel command line: mem=, movablecore=, kernelcore=,
-    /// page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=N[U].
+    /// page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=N[U],
+    /// transparent_hugepage=.
     #[arg(long, value_name = "STR")]
     pub cmdline: Option<String>,
+    /// Put memory below 16 MiB in a DMA zone.
+    #[arg(long)]
+    pub dma: bool,
     /// Put memory below 4 GiB in a DMA32 zone.
     #[arg(long)]
     pub dma32: bool,
@@ -285,6 +289,7 @@ impl From<MachineOptions> for MachineArgs {
             nodes: options.nodes,
             cpus: options.cpus,
             cmdline: options.cmdline,
+            dma: options.dma,
             dma32: options.dma32,
             max_order: options.max_order,
             pageblock_order: options.pageblock_order,

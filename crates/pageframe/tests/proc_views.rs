@@ -137,11 +137,12 @@ Node 0, zone   Normal
         min      256
         low      320
         high     384
+        promo    448
         spanned  16384
         present  16384
         managed  16384
         cma      0
-        protection: (0, 0, 0)
+        protection: (0, 0, 0, 0)
       nr_free_pages 16384
       numa_hit     0
       numa_miss    0
@@ -162,14 +163,15 @@ Node 0, zone   Normal
 Node 0, zone  Movable
   pages free     0
         boost    0
-        min      0
-        low      0
-        high     0
+        min      32
+        low      32
+        high     32
+        promo    32
         spanned  0
         present  0
         managed  0
         cma      0
-        protection: (0, 0, 0)
+        protection: (0, 0, 0, 0)
 ";
     assert_eq!(proc::zoneinfo(&allocator), expected);
 
@@ -199,9 +201,8 @@ fn zoneinfo_shows_unpopulated_zones_and_lowmem_protection() {
     assert!(text.starts_with(
         "Node 0, zone    DMA32\n  pages free     0\n        boost    0\n        min      0\n"
     ));
-    assert!(
-        text.contains("        cma      0\n        protection: (0, 0, 0)\nNode 0, zone   Normal\n")
-    );
+    assert!(text
+        .contains("        cma      0\n        protection: (0, 0, 0, 0)\nNode 0, zone   Normal\n"));
     assert!(text.contains("\n  start_pfn:           1048576\n"));
     assert_eq!(proc::buddyinfo(&allocator).lines().count(), 1);
     assert!(proc::buddyinfo(&allocator).starts_with("Node 0, zone   Normal "));
@@ -217,7 +218,7 @@ fn zoneinfo_shows_unpopulated_zones_and_lowmem_protection() {
     assert!(
         proc::zoneinfo(&allocator).starts_with("Node 0, zone    DMA32\n  pages free     4096\n")
     );
-    assert!(proc::zoneinfo(&allocator).contains("        protection: (0, 16, 16)\n"));
+    assert!(proc::zoneinfo(&allocator).contains("        protection: (0, 0, 16, 16)\n"));
 }
 
 #[test]
@@ -242,6 +243,7 @@ fn vmstat_counts_a_known_sequence_of_calls() {
             "numa_foreign",
             "numa_local",
             "numa_other",
+            "pgalloc_dma",
             "pgalloc_dma32",
             "pgalloc_normal",
             "pgalloc_movable",
