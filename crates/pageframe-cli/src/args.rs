@@ -137,6 +137,19 @@ pub struct TraceReplayArgs {
     /// allocations counted).
     #[arg(long)]
     pub fit: bool,
+    /// The fallback table a request walks when its migratetype's lists are
+    /// empty: kernel (Linux's `fallbacks[]`) or reversed (each type tries
+    /// the kernel's second choice first).
+    #[arg(long, value_name = "ORDER", default_value = "kernel")]
+    pub fallback_order: String,
+    /// vm.percpu_pagelist_high_fraction: per-CPU list high is the zone's
+    /// managed pages / N split over its CPUs (0: the kernel's default,
+    /// from the low watermark; else at least 8).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub pcp_high_fraction: u32,
+    /// Per-CPU list batch in pages instead of the kernel's zone_batchsize().
+    #[arg(long, value_name = "PAGES")]
+    pub pcp_batch: Option<u32>,
     /// Output format: table, json or csv.
     #[arg(long, default_value = "table")]
     pub format: String,

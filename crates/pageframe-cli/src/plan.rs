@@ -5,7 +5,7 @@
 use crate::args::{Cli, Command, TraceCommand};
 use crate::error::CliError;
 use crate::{conform, info, perf_table, proc_views, run, trace};
-use pageframe::MachineDesc;
+use pageframe::{AllocOptions, FallbackOrder, MachineDesc, PcpSizing};
 use pageframe_lab::conform::suites::{self, SuiteRun};
 use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
@@ -79,8 +79,8 @@ pub enum TracePlan {
     Replay {
         /// The trace replayed.
         file: PathBuf,
-        /// Machine, policy switches, seed, fit.
-        options: ReplayOptions,
+        /// Machine, policy switches, seed, fit (boxed: the largest variant).
+        options: Box<ReplayOptions>,
         /// How to print the rows.
         format: Format,
         /// Where to write the SVG plot.
@@ -336,15 +336,37 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
             } else {
                 Some(machine_args.to_desc()?)
             };
+            let fallback_order =
+                FallbackOrder::from_name(&args.fallback_order).ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "--fallback-order {}: known orders are {}",
+                        args.fallback_order,
+                        FallbackOrder::ALL.map(FallbackOrder::name).join(", ")
+                    ))
+                })?;
+            let pcp = PcpSizing::new(args.pcp_high_fraction, args.pcp_batch).map_err(|_| {
+                CliError::Invalid(format!(
+                    "--pcp-high-fraction {} / --pcp-batch {:?}: the fraction is 0 or at least {}, the batch from 1 to {}",
+                    args.pcp_high_fraction,
+                    args.pcp_batch,
+                    PcpSizing::MIN_HIGH_FRACTION,
+                    PcpSizing::MAX_BATCH
+                ))
+            })?;
             Ok(TracePlan::Replay {
                 file: args.file,
-                options: ReplayOptions {
+                options: Box::new(ReplayOptions {
                     machine,
                     cmdline,
+                    alloc: AllocOptions {
+                        fallback_order,
+                        pcp,
+                        ..AllocOptions::KERNEL
+                    },
                     seed: args.seed,
                     fit: args.fit,
                     ..ReplayOptions::default()
-                },
+                }),
                 format,
                 plot: args.plot,
             })

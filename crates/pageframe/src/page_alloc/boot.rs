@@ -177,6 +177,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     layout.shuffle.then_some(layout.shuffle_order),
                     rng.next_u64(),
                 );
+                buddy.set_fallback_order(options.fallback_order);
                 zones.push(ZoneSlot {
                     node: zone.node,
                     zone_type: zone.zone_type,

@@ -41,6 +41,7 @@ pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
+use crate::alloc_policy::{FallbackOrder, PcpSizing};
 use crate::backing::Backing;
 use crate::frames::{Frames, MetadataCost};
 use crate::freetype::MigrateType;
@@ -80,6 +81,11 @@ pub struct AllocOptions {
     /// ten-thousandths of the high watermark, until kswapd reclaims the
     /// boost back (`zone::boost`). 0 turns boosting off.
     pub watermark_boost_factor: u64,
+    /// The fallback table of the migratetypes (the kernel's `fallbacks[]`
+    /// by default).
+    pub fallback_order: FallbackOrder,
+    /// Per-CPU list sizing (`vm.percpu_pagelist_high_fraction`, batch).
+    pub pcp: PcpSizing,
 }
 
 impl AllocOptions {
@@ -89,6 +95,8 @@ impl AllocOptions {
         free_checks: true,
         unmapped_movable: false,
         watermark_boost_factor: crate::zone::boost::WATERMARK_BOOST_FACTOR,
+        fallback_order: FallbackOrder::Kernel,
+        pcp: PcpSizing::KERNEL,
     };
 }
 

@@ -198,19 +198,35 @@ impl<L: LockFamily> PageAllocator<L> {
         let nr_cpus = self.cpus.len();
         for zone in self.zone_ids() {
             let slot = &self.zones[zone.index()];
-            // zone_set_pageset_high_and_batch() (Linux 6.12): high_min from
-            // the low watermark, high_max from an eighth of the zone, both
-            // split over the node's CPUs (percpu_pagelist_high_fraction,
-            // which would pin both, is not modelled: its default 0 is).
+            // zone_set_pageset_high_and_batch() (Linux 6.12): high_min and
+            // high_max split over the node's CPUs; the batch override is a
+            // replay policy beyond the kernel (`PcpSizing`).
             let (high_min, high_max, batch) = if slot.present_pages == 0 {
                 (0, 0, 1)
             } else {
-                let batch = zone_batchsize(slot.present_pages, page_bytes);
+                let sizing = self.options.pcp;
+                let batch = sizing
+                    .batch
+                    .unwrap_or_else(|| zone_batchsize(slot.present_pages, page_bytes));
                 let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
-                let eighth = slot.present_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
+                // mirrors zone_highsize(): high_min from the low watermark,
+                // or the managed pages / vm.percpu_pagelist_high_fraction
+                // when it is set, which also pins high_max to it; else
+                // high_max from an eighth of the zone.
+                let high_min_pages = match sizing.high_fraction {
+                    0 => slot.watermarks.low,
+                    fraction => slot.present_pages / u64::from(fraction),
+                };
+                let high_min = zone_highsize(high_min_pages, batch, local_cpus, nr_cpus);
+                let high_max = if sizing.high_fraction == 0 {
+                    let eighth = slot.present_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
+                    zone_highsize(eighth, batch, local_cpus, nr_cpus)
+                } else {
+                    high_min
+                };
                 (
-                    zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
-                    zone_highsize(eighth, batch, local_cpus, nr_cpus),
+                    high_min,
+                    high_max,
                     batch,
                 )
             };

@@ -7,7 +7,7 @@ use crate::freetype::{FreeTypeIdx, MIGRATE_TYPES};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
-use crate::zone::ZoneEvents;
+use crate::zone::{ExtfragKey, ZoneEvents};
 
 /// `/proc/pagetypeinfo` caps each list walk at this many entries.
 pub const PAGETYPEINFO_CAP: u64 = 100_000;
@@ -182,6 +182,38 @@ impl<L: LockFamily> PageAllocator<L> {
 }
 
 impl<L: LockFamily> PageAllocator<L> {
+    /// Free blocks per order summed over every zone
+    /// (`free_area[order].nr_free`, orders 0 to MAX_PAGE_ORDER): the sums of
+    /// /proc/buddyinfo's columns, without a full [`ZoneSnapshot`].
+    pub fn nr_free_blocks_per_order(&self) -> Vec<u64> {
+        let mut totals = vec![0u64; self.layout.max_order.index() + 1];
+        for slot in self.zones.iter() {
+            let (buddy, _) = L::lock(&slot.buddy);
+            for (order, total) in (0..=self.layout.max_order.0).zip(totals.iter_mut()) {
+                *total += buddy.nr_free_blocks(Order(order));
+            }
+        }
+        totals
+    }
+
+    /// Claims and steals so far, per `mm_page_alloc_extfrag` key, summed
+    /// over every zone, in key order: what the kernel's tracepoint would
+    /// have reported for the same allocations.
+    pub fn extfrag_events(&self) -> Vec<(ExtfragKey, u64)> {
+        let mut totals: Vec<(ExtfragKey, u64)> = Vec::new();
+        for slot in self.zones.iter() {
+            let (buddy, _) = L::lock(&slot.buddy);
+            for (key, count) in buddy.extfrag_events() {
+                match totals.iter_mut().find(|(seen, _)| *seen == key) {
+                    Some((_, total)) => *total += count,
+                    None => totals.push((key, count)),
+                }
+            }
+        }
+        totals.sort();
+        totals
+    }
+
     /// `NR_FREE_PAGES` and the watermarks of zone `index`, read without any
     /// lock (the published counter, as `zone_page_state()` reads it); `None`
     /// when there is no such zone. Cheap enough for per-page decisions such

@@ -4,8 +4,10 @@
 //! find_suitable_fallback(), try_to_claim_block() and the move_freepages
 //! helpers of mainline mm/page_alloc.c (the 6.15 rework of the fallback code),
 //! with the watermark boost of a fallback into a foreign pageblock (`boost`).
+//! Each claim and steal is counted per `mm_page_alloc_extfrag` key
+//! (`extfrag`); the fallback table is the zone's `fallback_order`.
 
-use super::Zone;
+use super::{ExtfragKey, Zone};
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
@@ -85,8 +87,8 @@ impl Zone {
         if self.free_area[order.index()].nr_free == 0 {
             return Fallback::NoneAtOrder;
         }
-        start
-            .fallbacks()
+        self.fallback_order
+            .fallbacks(start)
             .iter()
             .find(|&&fallback| !self.list_is_empty(order, FreeTypeIdx::of(fallback)))
             .map_or(Fallback::NoneAtOrder, |&fallback| {
@@ -118,6 +120,7 @@ impl Zone {
                         .try_to_claim_block(frames, pfn, current, order, start, block_type, flags)
                     {
                         self.events.extfrag_claim += 1;
+                        self.count_extfrag(frames, pfn, order, current, start, block_type);
                         return Some(pfn);
                     }
                 }
@@ -141,6 +144,7 @@ impl Zone {
                 self.del_from_free_list(frames, pfn, current, block_type);
                 self.expand(frames, pfn, order, current, block_type);
                 self.events.extfrag_steal += 1;
+                self.count_extfrag(frames, pfn, order, current, start, block_type);
                 return Some(pfn);
             }
         }
@@ -187,6 +191,32 @@ impl Zone {
             return self.rmqueue_smallest(frames, order, FreeTypeIdx::of(start));
         }
         None
+    }
+
+    /// Counts a claim or steal that handed out `frame` from a `block_type`
+    /// block of order `current` for a request of `order` and `start`, as
+    /// `mm_page_alloc_extfrag` reports it: `change_ownership` is whether the
+    /// frame's pageblock now has the request's migratetype, read after the
+    /// fact as the tracepoint reads it. mirrors the
+    /// trace_mm_page_alloc_extfrag() calls of __rmqueue_claim() and
+    /// __rmqueue_steal().
+    fn count_extfrag(
+        &mut self,
+        frames: &Frames,
+        frame: FrameIdx,
+        order: Order,
+        current: Order,
+        start: MigrateType,
+        block_type: FreeTypeIdx,
+    ) {
+        let change_ownership = frames.blocks.migratetype(frame.pfn()) == start;
+        self.extfrag.count(ExtfragKey {
+            alloc_order: order,
+            fallback_order: current,
+            alloc_migratetype: start,
+            fallback_migratetype: block_type.freetype().migratetype,
+            change_ownership,
+        });
     }
 
     /// Counts the free and movable pages of the pageblock holding `pfn`; `None`

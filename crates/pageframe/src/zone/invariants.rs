@@ -83,6 +83,13 @@ impl Zone {
                 ));
             }
         }
+        let fallbacks = self.events.extfrag_claim + self.events.extfrag_steal;
+        if self.extfrag.total() != fallbacks {
+            return fail(format!(
+                "{} fallback events by key but {fallbacks} claims and steals",
+                self.extfrag.total()
+            ));
+        }
         if total != self.nr_free || isolated != self.nr_isolated_free {
             return fail(format!(
                 "nr_free {} / isolated {} but lists hold {total} / {isolated}",

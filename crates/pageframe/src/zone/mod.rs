@@ -17,6 +17,7 @@
 
 pub mod boost;
 mod buddy;
+mod extfrag;
 mod fallback;
 mod free_list;
 mod highatomic;
@@ -24,9 +25,11 @@ mod invariants;
 mod pick_tail;
 pub mod watermark;
 
+pub use extfrag::ExtfragKey;
 pub use fallback::RmqueueMode;
 pub use pick_tail::PickTail;
 
+use crate::alloc_policy::FallbackOrder;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
@@ -101,6 +104,10 @@ pub struct Zone {
     boost_limit: u64,
     /// ZONE_BOOSTED_WATERMARK.
     boosted_wakeup: bool,
+    /// The table a request walks when its own lists are empty.
+    fallback_order: FallbackOrder,
+    /// Claims and steals per `mm_page_alloc_extfrag` key.
+    extfrag: extfrag::ExtfragCounts,
 }
 
 impl Zone {
@@ -131,6 +138,8 @@ impl Zone {
             watermark_boost: 0,
             boost_limit: 0,
             boosted_wakeup: false,
+            fallback_order: FallbackOrder::Kernel,
+            extfrag: extfrag::ExtfragCounts::new(max_order),
         }
     }
 
@@ -139,6 +148,17 @@ impl Zone {
     pub(crate) fn set_shuffle(&mut self, order: Option<Order>, seed: u64) {
         self.shuffle_order = order.unwrap_or(Order(u8::MAX));
         self.pick_tail = PickTail::new(seed);
+    }
+
+    /// Makes requests fall back in `order` (boot).
+    pub(crate) fn set_fallback_order(&mut self, order: FallbackOrder) {
+        self.fallback_order = order;
+    }
+
+    /// Claims and steals so far, per `mm_page_alloc_extfrag` key, in key
+    /// order (keys never seen left out).
+    pub fn extfrag_events(&self) -> impl Iterator<Item = (ExtfragKey, u64)> + '_ {
+        self.extfrag.nonzero()
     }
 
     /// Changes the zone's span (memory hotplug).
