@@ -23,3 +23,4 @@ pub mod summary;
 pub mod timing;
 pub mod trace;
 pub mod workloads;
+pub mod zram_serve;
