@@ -17,6 +17,7 @@ mod progress;
 mod props;
 mod run;
 mod trace;
+mod zram;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, proc, info, conform or trace (see 'pageframe --help')"
+                "a command is required: run, proc, info, conform, trace or zram (see 'pageframe --help')"
                     .to_string(),
             ))
         }

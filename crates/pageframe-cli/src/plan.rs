@@ -32,6 +32,8 @@ pub enum Plan {
     Conform(ConformPlan),
     /// Record, import or replay a trace.
     Trace(TracePlan),
+    /// Serve a zram.
+    Zram(crate::zram::ZramPlan),
 }
 
 /// How a plan that ran to its end ended.
@@ -226,6 +228,7 @@ impl Plan {
                 }))
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
+            Command::Zram(command) => Ok(Plan::Zram(crate::zram::plan(command)?)),
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
                 arena: args.arena,
@@ -268,6 +271,7 @@ impl Plan {
             Plan::PerfTable(plan) => perf_table::execute(&plan, out),
             Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
             Plan::Trace(plan) => trace::execute(&plan, out),
+            Plan::Zram(plan) => crate::zram::execute(plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
         }
         .map(|()| Completion::Clean)

@@ -18,6 +18,7 @@ pub mod perf_table;
 pub mod plots;
 pub mod pmbench;
 pub mod report;
+pub mod signals;
 pub mod site;
 pub mod summary;
 pub mod timing;

@@ -19,6 +19,8 @@ pub use device::{Device, DeviceConfig, DeviceError};
 pub use fs::{DISK_NAME, MM_STAT_NAME};
 pub use loop_dev::{LoopDevice, LoopIo};
 
+use crate::signals::SignalFlag;
+use block_trace::TraceWriter;
 use fuser::{BackgroundSession, Config, MountOption, SessionACL};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -172,6 +174,66 @@ impl ZramServer {
         first_error.map_or(Ok(()), Err)
     }
 }
+
+/// Serves until SIGINT or SIGTERM: says where the device is, then prints
+/// the mm_stat line every `interval` when it changed (never when zero), and
+/// writes the block trace to `trace` if given. Tears down before returning.
+pub fn serve_until_signalled(
+    config: ServeConfig,
+    trace: Option<&Path>,
+    interval: Duration,
+    out: &mut dyn std::io::Write,
+) -> Result<(), ServeError> {
+    let signals = SignalFlag::install();
+    let device = config.device;
+    let server = ZramServer::start(config)?;
+    if let Some(path) = trace {
+        let writer = TraceWriter::create(path, TRACE_LEVEL)
+            .map_err(io_error(format!("creating {}", path.display())))?;
+        server.device().set_trace(Some(writer));
+    }
+    let say = |out: &mut dyn std::io::Write, text: String| {
+        writeln!(out, "{text}")
+            .and_then(|()| out.flush())
+            .map_err(io_error("writing output"))
+    };
+    say(
+        out,
+        format!(
+            "pageframe zram ({}, {}, {} MiB) on {}; mm_stat in {}; Ctrl-C stops",
+            device.backend.label(),
+            device.compressor.name(),
+            device.disk_bytes >> 20,
+            server.block_device().display(),
+            server.mountpoint().join(MM_STAT_NAME).display()
+        ),
+    )?;
+    let mut last = None;
+    let mut next = Instant::now() + interval;
+    while !signals.raised() {
+        std::thread::sleep(Duration::from_millis(50));
+        if !interval.is_zero() && Instant::now() >= next {
+            next += interval;
+            let stat = server.device().mm_stat();
+            if last != Some(stat) {
+                last = Some(stat);
+                say(out, format!("mm_stat {}", stat.to_string().trim_end()))?;
+            }
+        }
+    }
+    let writer = server.device().set_trace(None);
+    let stopped = server.stop();
+    if let (Some(writer), Some(path)) = (writer, trace) {
+        writer
+            .finish()
+            .map_err(io_error(format!("writing {}", path.display())))?;
+    }
+    stopped?;
+    say(out, "stopped: loop device detached, FUSE unmounted".into())
+}
+
+/// zstd level of block traces.
+pub const TRACE_LEVEL: i32 = 9;
 
 impl Drop for ZramServer {
     fn drop(&mut self) {

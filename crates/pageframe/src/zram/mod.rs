@@ -133,6 +133,21 @@ impl Backend {
         }
     }
 
+    /// Parses a [`Backend::label`]: `zsmalloc-chain<N>` (N in 4..=16),
+    /// `zsmalloc` (chain 8, today's default) or `afmalloc`.
+    pub fn parse(text: &str) -> Option<Backend> {
+        match text {
+            "afmalloc" => Some(Backend::Afmalloc),
+            "zsmalloc" => Some(Backend::Zsmalloc { chain_size: 8 }),
+            _ => text
+                .strip_prefix("zsmalloc-chain")?
+                .parse()
+                .ok()
+                .filter(|chain_size| (4..=16).contains(chain_size))
+                .map(|chain_size| Backend::Zsmalloc { chain_size }),
+        }
+    }
+
     /// Creates the pool over `source`. Any other [`Zpool`] can be given to
     /// [`Zram::new`] directly.
     pub fn create<'a, P: PageSource + 'a>(

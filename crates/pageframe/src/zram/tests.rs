@@ -290,6 +290,11 @@ fn bad_input_is_an_error_that_changes_nothing() {
         assert_eq!(Compressor::parse("lzo"), Some(Compressor::Lzo));
         assert_eq!(Compressor::parse("lzo-rle"), None);
         assert_eq!(Compressor::parse("lz5"), None);
+        for backend in [BACKENDS[0], BACKENDS[1], Backend::Afmalloc] {
+            assert_eq!(Backend::parse(&backend.label()), Some(backend));
+        }
+        assert_eq!(Backend::parse("zsmalloc-chain3"), None);
+        assert_eq!(Backend::parse("zsmalloc-chain17"), None);
         zram.check_invariants().unwrap();
     }
 }
