@@ -236,6 +236,16 @@ pub struct RunArgs {
         pageframe_lab::corpus::MAX_CORPUS_BYTES >> 20,
     ))]
     pub corpus: Option<PathBuf>,
+    /// zram-untar: run the workload for real on this file system (ext4;
+    /// root): on a served pageframe zram and a real /dev/zram at once,
+    /// recording the block trace (see --trace), then replay it.
+    #[arg(long, value_name = "FS")]
+    pub fs: Option<String>,
+    /// zram-untar: the block trace to replay (default: the shipped
+    /// quick-scale trace), or with --fs the one to write (default:
+    /// zram-untar-ext4-SCALE.pfzt here).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 /// `pageframe proc`.

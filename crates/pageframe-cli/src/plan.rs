@@ -153,10 +153,21 @@ impl Plan {
                 })?;
                 let experiments = experiments::parse_list(&args.experiments)
                     .map_err(|err| CliError::Invalid(err.to_string()))?;
+                let fs_ext4 = match args.fs.as_deref() {
+                    None => false,
+                    Some("ext4") => true,
+                    Some(other) => {
+                        return Err(CliError::Invalid(format!(
+                            "--fs {other}: only ext4 is known"
+                        )))
+                    }
+                };
                 let options = RunOptions {
                     scale,
                     seed: args.seed,
                     corpus: args.corpus,
+                    fs_ext4,
+                    block_trace: args.trace,
                 };
                 let params = run::params_of(&experiments, scale, args.config.as_deref())?;
                 let views = match &args.proc_views {

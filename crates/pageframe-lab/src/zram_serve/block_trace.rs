@@ -210,13 +210,23 @@ pub struct TraceFileError {
 
 /// Reads the records of a trace file.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, TraceFileError> {
+    let bytes = std::fs::read(path).map_err(|err| TraceFileError {
+        path: path.to_path_buf(),
+        offset: 0,
+        place: "of the file",
+        what: err.to_string(),
+    })?;
+    parse_trace(&bytes, path)
+}
+
+/// Decodes the bytes of a trace file named `path` (for errors).
+pub fn parse_trace(bytes: &[u8], path: &Path) -> Result<Vec<TraceRecord>, TraceFileError> {
     let error = |offset: u64, place: &'static str, what: String| TraceFileError {
         path: path.to_path_buf(),
         offset,
         place,
         what,
     };
-    let bytes = std::fs::read(path).map_err(|err| error(0, "of the file", err.to_string()))?;
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(error(
             0,

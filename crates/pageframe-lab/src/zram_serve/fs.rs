@@ -31,12 +31,18 @@ const TTL: Duration = Duration::from_secs(1);
 /// The file system.
 pub struct ZramFs {
     device: Arc<Device>,
+    writeback_cache: bool,
 }
 
 impl ZramFs {
-    /// Serves `device`.
-    pub fn new(device: Arc<Device>) -> ZramFs {
-        ZramFs { device }
+    /// Serves `device`; with `writeback_cache` the kernel gathers writes in
+    /// its page cache and sends them in large requests (for a buffered loop
+    /// device), else each request comes as it is made.
+    pub fn new(device: Arc<Device>, writeback_cache: bool) -> ZramFs {
+        ZramFs {
+            device,
+            writeback_cache,
+        }
     }
 
     fn attr(&self, ino: INodeNo) -> Option<FileAttr> {
@@ -80,7 +86,11 @@ fn errno(err: &ZramError) -> Errno {
 impl Filesystem for ZramFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_write(MAX_WRITE);
-        let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES | InitFlags::FUSE_ASYNC_DIO);
+        let mut wanted = InitFlags::FUSE_BIG_WRITES | InitFlags::FUSE_ASYNC_DIO;
+        if self.writeback_cache {
+            wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
+        }
+        let _ = config.add_capabilities(wanted);
         Ok(())
     }
 

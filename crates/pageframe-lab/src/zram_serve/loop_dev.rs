@@ -14,6 +14,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
@@ -55,7 +56,9 @@ pub enum LoopIo {
     /// `LO_FLAGS_DIRECT_IO`: every request goes to the file as it comes
     /// (the file server sees the block layer's writes, as zram does).
     Direct,
-    /// Through the file's page cache.
+    /// Through the file's page cache, the FUSE file system in writeback-cache
+    /// mode: writes reach the device late and gathered (faster, but not the
+    /// block layer's own sequence).
     Buffered,
 }
 
@@ -146,4 +149,3 @@ impl Drop for LoopDevice {
     }
 }
 
-use std::os::unix::fs::OpenOptionsExt;

@@ -113,7 +113,11 @@ impl ZramServer {
             loop_path: PathBuf::new(),
             mountpoint: config.mountpoint.clone(),
         };
-        let session = fuser::spawn_mount(fs::ZramFs::new(device), &config.mountpoint, &options)
+        let session = fuser::spawn_mount(
+            fs::ZramFs::new(device, config.io == LoopIo::Buffered),
+            &config.mountpoint,
+            &options,
+        )
             .map_err(io_error(format!("mounting FUSE on {}", config.mountpoint.display())))?;
         server.session = Some(session);
         let disk = config.mountpoint.join(DISK_NAME);
