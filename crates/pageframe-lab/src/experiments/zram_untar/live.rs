@@ -3,9 +3,9 @@
 //! block device (zsmalloc chain 8, lz4; its block trace recorded) and on a
 //! real /dev/zram (lz4; this kernel's zsmalloc) — with the real device's
 //! mm_stat written into the trace at every step. Per round: `tar x` of the
-//! tarball, then `rm -r` of each removed directory, a `sync` after each (the
-//! journal commit issues ext4's discards). The trace is then replayed like
-//! the shipped one.
+//! tarball, then `rm -r` of each removed directory, a `sync` after each and a
+//! wait until both devices are quiet (ext4's discards trail the commit).
+//! The trace is then replayed like the shipped one.
 //!
 //! Owns: the two mounts, the real zram device and the served device, all
 //! given back on return, on error and on Ctrl-C (guards drop in reverse
@@ -190,6 +190,39 @@ fn sync() {
     unsafe { libc::sync() };
 }
 
+/// The I/O counters of a block device (/sys/block/NAME/stat: reads,
+/// writes, in flight, discards …).
+fn block_stat(device: &Path) -> Vec<u64> {
+    let name = device.file_name().unwrap_or_default();
+    std::fs::read_to_string(Path::new("/sys/block").join(name).join("stat"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|field| field.parse().unwrap_or(0))
+        .collect()
+}
+
+/// `sync`, then waits until the devices are quiet: ext4 issues the
+/// discards of a commit from a work item after the commit
+/// (ext4_process_freed_data() queues s_discard_work), so they trail `sync`.
+/// Quiet: nothing in flight and no counter moving for a second (at most a
+/// minute, or until Ctrl-C). No further `sync` while waiting: each would
+/// commit again.
+fn settle(devices: &[&Path], signals: &SignalFlag) {
+    const IN_FLIGHT: usize = 8;
+    sync();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut last: Vec<Vec<u64>> = Vec::new();
+    loop {
+        let now: Vec<Vec<u64>> = devices.iter().map(|device| block_stat(device)).collect();
+        let idle = now.iter().all(|stat| stat.get(IN_FLIGHT).copied().unwrap_or(0) == 0);
+        if (idle && now == last) || signals.raised() || std::time::Instant::now() >= deadline {
+            return;
+        }
+        last = now;
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
 /// Runs the workload live and writes the trace; returns the served
 /// device's own mm_stat at every step (the replay of chain 8 with lz4 must
 /// give the same).
@@ -240,7 +273,7 @@ pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
                     format!("rm {dir}")
                 }
             };
-            sync();
+            settle(&[server.block_device(), &real.device()], &signals);
             let step = TraceRecord::Step {
                 round,
                 label,
