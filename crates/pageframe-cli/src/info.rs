@@ -82,7 +82,7 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
         metadata.total_bytes() as f64 / present_pages.max(1) as f64,
         metadata.memmap_record_bytes,
         metadata.pageblock_record_bytes,
-        1u64 << layout.pageblock_order,
+        layout.pageblock_order.nr_pages(),
         mebibytes(metadata.total_bytes())
     )?;
     match resident_bytes() {

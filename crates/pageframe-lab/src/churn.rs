@@ -107,7 +107,7 @@ pub fn churn(allocator: &LocalPageAllocator, ops: u64, seed: u64) -> ChurnStats 
     if handles.is_empty() {
         return stats;
     }
-    let max_order = allocator.layout().max_order;
+    let max_order = allocator.layout().max_order.0;
     let limit = allocator.layout().present_pages() * HELD_LIMIT_PERCENT / 100;
     let nr_nodes = allocator.nr_nodes() as u64;
     let mut held = Held::default();

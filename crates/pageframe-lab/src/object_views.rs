@@ -55,7 +55,7 @@ pub fn render(
 fn slab_workload(allocator: &LocalPageAllocator, ops: u64, seed: u64) -> Result<String, String> {
     let cpu = allocator.cpu(CpuId(0)).map_err(|err| err.to_string())?;
     let params = SlabParams {
-        max_page_order: allocator.layout().max_order,
+        max_page_order: allocator.layout().max_order.0,
         ..SlabParams::new(
             allocator.nr_cpus() as u32,
             1 << allocator.layout().page_shift,

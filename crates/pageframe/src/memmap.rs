@@ -26,8 +26,85 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use crate::freetype::FreeTypeIdx;
 use crate::types::{Order, Pfn};
 
-/// End of a free list (`next`/`prev` of the last/first entry).
-pub(crate) const NIL: u32 = u32::MAX;
+/// A PFN as the memmap indexes it: the crate-internal form of [`Pfn`] that
+/// records, free lists and per-CPU lists hold (4 bytes, where a list entry
+/// in the kernel is a `struct page` pointer). A memmap has at most
+/// `u32::MAX` records (machine validation and hotplug keep the end PFN
+/// below that), so every PFN it covers has an index and `u32::MAX` is free
+/// to mean [`FrameIdx::NIL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct FrameIdx(u32);
+
+impl FrameIdx {
+    /// End of a free list (`next`/`prev` of the last/first entry).
+    pub(crate) const NIL: FrameIdx = FrameIdx(u32::MAX);
+
+    /// The index of `pfn`; `None` when no memmap can cover it.
+    #[inline(always)]
+    pub(crate) fn new(pfn: Pfn) -> Option<FrameIdx> {
+        match u32::try_from(pfn.0) {
+            Ok(index) if index != u32::MAX => Some(FrameIdx(index)),
+            _ => None,
+        }
+    }
+
+    /// The index of a PFN a memmap covers (checked with
+    /// [`MemMap::covers`], or found in a zone span or a claimed block).
+    /// Such a PFN is below `u32::MAX` (see [`MemMap::new`]), so the
+    /// narrowing is exact; builds with debug assertions check it. Hot paths
+    /// use this where [`Self::new`] would test again what the caller
+    /// already knows.
+    #[inline(always)]
+    pub(crate) fn covered(pfn: Pfn) -> FrameIdx {
+        debug_assert!(
+            FrameIdx::new(pfn).is_some(),
+            "PFN {pfn} is beyond every memmap"
+        );
+        FrameIdx(pfn.0 as u32)
+    }
+
+    /// The PFN.
+    #[inline(always)]
+    pub(crate) fn pfn(self) -> Pfn {
+        Pfn(u64::from(self.0))
+    }
+
+    /// The position in the memmap's table.
+    #[inline(always)]
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The index `pages` pages on (inside the same memmap).
+    #[inline(always)]
+    pub(crate) fn offset(self, pages: u32) -> FrameIdx {
+        FrameIdx(self.0 + pages)
+    }
+
+    /// The buddy of the order-`order` block headed here (`__find_buddy_pfn()`).
+    #[inline(always)]
+    pub(crate) fn buddy(self, order: Order) -> FrameIdx {
+        FrameIdx(self.0 ^ (1 << order.0))
+    }
+
+    /// The head of the order-`order` block holding this page.
+    #[inline(always)]
+    pub(crate) fn align_down(self, order: Order) -> FrameIdx {
+        FrameIdx(self.0 & !((1u32 << order.0) - 1))
+    }
+
+    /// True when this can head a block of `order`.
+    #[inline(always)]
+    pub(crate) fn is_aligned(self, order: Order) -> bool {
+        self.0 & ((1u32 << order.0) - 1) == 0
+    }
+}
+
+impl std::fmt::Display for FrameIdx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.pfn().fmt(f)
+    }
+}
 
 /// What the allocator knows about a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,8 +198,12 @@ unsafe impl Send for MemMap {}
 unsafe impl Sync for MemMap {}
 
 impl MemMap {
-    /// A zeroed table for PFNs `0..len`; `None` if the memory cannot be had.
+    /// A zeroed table for PFNs `0..len`; `None` if the memory cannot be had
+    /// or `len` is beyond what a [`FrameIdx`] indexes.
     pub fn new(len: usize) -> Option<MemMap> {
+        if len > u32::MAX as usize {
+            return None;
+        }
         let layout = Layout::array::<PageRecord>(len.max(1)).ok()?;
         // SAFETY: the layout has a non-zero size (at least one record).
         let raw = unsafe { alloc_zeroed(layout) } as *mut PageRecord;
@@ -138,15 +219,15 @@ impl MemMap {
     pub const RECORD_BYTES: usize = std::mem::size_of::<PageRecord>();
 
     #[inline]
-    fn record(&self, pfn: u32) -> &PageRecord {
-        assert!((pfn as usize) < self.len, "PFN {pfn} outside the memmap");
+    fn record(&self, pfn: FrameIdx) -> &PageRecord {
+        assert!(pfn.index() < self.len, "PFN {pfn} outside the memmap");
         // SAFETY: the index is in bounds (checked above); the allocation holds
         // `len` records initialised to zero, a valid bit pattern for atomics,
         // and lives as long as `self`.
-        unsafe { &*self.records.as_ptr().add(pfn as usize) }
+        unsafe { &*self.records.as_ptr().add(pfn.index()) }
     }
 
-    /// All records, indexed by PFN. Loops over many pages index this slice
+    /// All records, indexed by [`FrameIdx`] (see [`Self::record_of`]). Loops over many pages index this slice
     /// rather than call [`Self::info`] each time: the slice's base and length
     /// stay in registers, where the table's fields would be reloaded after
     /// every atomic store.
@@ -159,19 +240,19 @@ impl MemMap {
 
     /// The record's state word.
     #[inline]
-    pub fn info(&self, pfn: u32) -> PageInfo {
+    pub fn info(&self, pfn: FrameIdx) -> PageInfo {
         self.record(pfn).info()
     }
 
     /// Sets the record's state word.
     #[inline]
-    pub fn set_info(&self, pfn: u32, info: PageInfo) {
+    pub fn set_info(&self, pfn: FrameIdx, info: PageInfo) {
         self.record(pfn).set_info(info)
     }
 
     /// Atomically replaces `current` by `new`; false if the word was not `current`.
     #[inline]
-    pub fn exchange_info(&self, pfn: u32, current: PageInfo, new: PageInfo) -> bool {
+    pub fn exchange_info(&self, pfn: FrameIdx, current: PageInfo, new: PageInfo) -> bool {
         self.record(pfn)
             .info
             .compare_exchange(current.0, new.0, Relaxed, Relaxed)
@@ -180,26 +261,26 @@ impl MemMap {
 
     /// The next entry on the record's free list.
     #[inline]
-    pub fn next(&self, pfn: u32) -> u32 {
-        self.record(pfn).next.load(Relaxed)
+    pub fn next(&self, pfn: FrameIdx) -> FrameIdx {
+        FrameIdx(self.record(pfn).next.load(Relaxed))
     }
 
     /// The previous entry on the record's free list.
     #[inline]
-    pub fn prev(&self, pfn: u32) -> u32 {
-        self.record(pfn).prev.load(Relaxed)
+    pub fn prev(&self, pfn: FrameIdx) -> FrameIdx {
+        FrameIdx(self.record(pfn).prev.load(Relaxed))
     }
 
     /// Sets the next link.
     #[inline]
-    pub fn set_next(&self, pfn: u32, next: u32) {
-        self.record(pfn).next.store(next, Relaxed)
+    pub fn set_next(&self, pfn: FrameIdx, next: FrameIdx) {
+        self.record(pfn).next.store(next.0, Relaxed)
     }
 
     /// Sets the previous link.
     #[inline]
-    pub fn set_prev(&self, pfn: u32, prev: u32) {
-        self.record(pfn).prev.store(prev, Relaxed)
+    pub fn set_prev(&self, pfn: FrameIdx, prev: FrameIdx) {
+        self.record(pfn).prev.store(prev.0, Relaxed)
     }
 
     /// A copy of the table grown to `len` records (memory hotplug of PFNs
@@ -210,14 +291,18 @@ impl MemMap {
             return None;
         }
         let grown = MemMap::new(len)?;
-        for pfn in 0..self.len as u32 {
-            let record = self.record(pfn);
-            let copy = grown.record(pfn);
+        for (record, copy) in self.records().iter().zip(grown.records()) {
             copy.next.store(record.next.load(Relaxed), Relaxed);
             copy.prev.store(record.prev.load(Relaxed), Relaxed);
             copy.info.store(record.info.load(Relaxed), Relaxed);
         }
         Some(grown)
+    }
+
+    /// The record of `pfn` in a table from [`Self::records`].
+    #[inline(always)]
+    pub(crate) fn record_of(records: &[PageRecord], pfn: FrameIdx) -> &PageRecord {
+        &records[pfn.index()]
     }
 
     /// True when the PFN has a record.
@@ -249,13 +334,14 @@ mod tests {
     #[test]
     fn records_start_untracked_and_pack_their_fields() {
         let memmap = MemMap::new(1024).unwrap();
-        assert_eq!(memmap.info(1023), PageInfo::UNTRACKED);
+        let frame = |pfn: u64| FrameIdx::new(Pfn(pfn)).unwrap();
+        assert_eq!(memmap.info(frame(1023)), PageInfo::UNTRACKED);
         let info = PageInfo::new(PageState::Buddy, Order(9), FreeTypeIdx::new(5).unwrap());
-        memmap.set_info(7, info);
-        assert_eq!(memmap.info(7).state(), PageState::Buddy);
-        assert_eq!(memmap.info(7).order(), Order(9));
-        assert_eq!(memmap.info(7).freetype().index(), 5);
-        assert!(memmap.exchange_info(7, info, PageInfo::UNTRACKED));
-        assert!(!memmap.exchange_info(7, info, PageInfo::UNTRACKED));
+        memmap.set_info(frame(7), info);
+        assert_eq!(memmap.info(frame(7)).state(), PageState::Buddy);
+        assert_eq!(memmap.info(frame(7)).order(), Order(9));
+        assert_eq!(memmap.info(frame(7)).freetype().index(), 5);
+        assert!(memmap.exchange_info(frame(7), info, PageInfo::UNTRACKED));
+        assert!(!memmap.exchange_info(frame(7), info, PageInfo::UNTRACKED));
     }
 }

@@ -24,7 +24,7 @@
 use crate::error::InvariantError;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, MIGRATE_PCPTYPES};
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::types::Order;
 
 /// `PAGE_ALLOC_COSTLY_ORDER`: orders above this are "costly".
@@ -43,13 +43,40 @@ const UNMAPPED_THP_PINDEX: usize = UNMAPPED_BASE + PAGE_ALLOC_COSTLY_ORDER.index
 /// All lists (`NR_PCP_LISTS`).
 pub const NR_PCP_LISTS: usize = UNMAPPED_BASE + NR_UNMAPPED_PCP_LISTS;
 
+/// Which of a CPU's lists (the kernel's `pindex`), always below
+/// [`NR_PCP_LISTS`]: only this module makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PcpIndex(u8);
+
+impl PcpIndex {
+    /// The first list, where a full drain starts its round robin.
+    pub(crate) const FIRST: PcpIndex = PcpIndex::at(0);
+
+    const fn at(pindex: usize) -> PcpIndex {
+        assert!(pindex < NR_PCP_LISTS);
+        PcpIndex(pindex as u8)
+    }
+
+    /// The position in the list array.
+    #[inline(always)]
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for PcpIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// One per-CPU list, the one list type of the allocation and free paths:
 /// its index, the order of its blocks (which the index implies, kept so
 /// that no caller passes it again), the freetype its refills take from the
 /// buddy lists, and the freetype index its pages are recorded under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PcpList {
-    pub(crate) pindex: usize,
+    pub(crate) pindex: PcpIndex,
     pub(crate) order: Order,
     pub(crate) freetype: FreeType,
     pub(crate) recorded: FreeTypeIdx,
@@ -95,7 +122,7 @@ impl PcpList {
 /// lock) so that two CPUs' lists never share a line.
 #[repr(align(64))]
 pub struct PerCpuPages {
-    lists: [Vec<u32>; NR_PCP_LISTS],
+    lists: [Vec<FrameIdx>; NR_PCP_LISTS],
     count: u32,
     high: u32,
     batch: u32,
@@ -132,12 +159,12 @@ impl PerCpuPages {
     /// The list index of (pcp migratetype, order) for mapped pages
     /// (`order_to_pindex()`).
     #[inline]
-    pub fn pindex(migratetype: MigrateType, order: Order) -> usize {
-        if order > PAGE_ALLOC_COSTLY_ORDER {
+    pub(crate) fn pindex(migratetype: MigrateType, order: Order) -> PcpIndex {
+        PcpIndex::at(if order > PAGE_ALLOC_COSTLY_ORDER {
             THP_PINDEX
         } else {
             MIGRATE_PCPTYPES * order.index() + migratetype.index()
-        }
+        })
     }
 
     /// The list of a block of `freetype` and an allowed `order`, with the
@@ -145,7 +172,10 @@ impl PerCpuPages {
     /// has no per-CPU lists (HIGHATOMIC and ISOLATE, whose callers redirect
     /// them, and (MOVABLE, UNMAPPED), which goes straight to the buddy lists).
     #[inline]
-    pub fn freetype_pindex(freetype: FreeType, order: Order) -> Option<(usize, FreeTypeIdx)> {
+    pub(crate) fn freetype_pindex(
+        freetype: FreeType,
+        order: Order,
+    ) -> Option<(PcpIndex, FreeTypeIdx)> {
         let migratetype = freetype.migratetype;
         if !freetype.is_unmapped() {
             return migratetype.is_pcptype().then(|| {
@@ -163,16 +193,16 @@ impl PerCpuPages {
         } else {
             UNMAPPED_BASE + order.index()
         };
-        Some((pindex, FreeType::UNMAPPED_UNMOVABLE.index()?))
+        Some((PcpIndex::at(pindex), FreeType::UNMAPPED_UNMOVABLE.index()?))
     }
 
     /// The order of a list (`pindex_to_order()`).
     #[inline]
-    pub fn pindex_order(&self, pindex: usize) -> Order {
-        match pindex {
+    pub(crate) fn pindex_order(&self, pindex: PcpIndex) -> Order {
+        match pindex.index() {
             THP_PINDEX | UNMAPPED_THP_PINDEX => self.thp_order,
-            _ if pindex >= UNMAPPED_BASE => Order((pindex - UNMAPPED_BASE) as u8),
-            _ => Order((pindex / MIGRATE_PCPTYPES) as u8),
+            index if index >= UNMAPPED_BASE => Order((index - UNMAPPED_BASE) as u8),
+            index => Order((index / MIGRATE_PCPTYPES) as u8),
         }
     }
 
@@ -194,8 +224,8 @@ impl PerCpuPages {
 
     /// Pops the hottest block of `list`.
     #[inline]
-    pub(crate) fn pop(&mut self, list: PcpList) -> Option<u32> {
-        let pfn = self.lists[list.pindex].pop()?;
+    pub(crate) fn pop(&mut self, list: PcpList) -> Option<FrameIdx> {
+        let pfn = self.lists[list.pindex.index()].pop()?;
         self.count -= 1 << list.order.0;
         Some(pfn)
     }
@@ -207,8 +237,8 @@ impl PerCpuPages {
         &mut self,
         list: PcpList,
         max: usize,
-    ) -> impl Iterator<Item = u32> + '_ {
-        let blocks = &mut self.lists[list.pindex];
+    ) -> impl Iterator<Item = FrameIdx> + '_ {
+        let blocks = &mut self.lists[list.pindex.index()];
         let taken = max.min(blocks.len());
         self.count -= (taken as u32) << list.order.0;
         blocks.drain(blocks.len() - taken..).rev()
@@ -216,16 +246,16 @@ impl PerCpuPages {
 
     /// Pushes a freed block at the hot end of `list`.
     #[inline]
-    pub(crate) fn push(&mut self, list: PcpList, pfn: u32) {
-        self.lists[list.pindex].push(pfn);
+    pub(crate) fn push(&mut self, list: PcpList, pfn: FrameIdx) {
+        self.lists[list.pindex.index()].push(pfn);
         self.count += 1 << list.order.0;
     }
 
     /// Pushes freed blocks at the hot end of `list`, the last one hottest
     /// (as pushing them one at a time would leave them).
     #[inline]
-    pub(crate) fn push_slice(&mut self, list: PcpList, pfns: &[u32]) {
-        self.lists[list.pindex].extend_from_slice(pfns);
+    pub(crate) fn push_slice(&mut self, list: PcpList, pfns: &[FrameIdx]) {
+        self.lists[list.pindex.index()].extend_from_slice(pfns);
         self.count += (pfns.len() as u32) << list.order.0;
     }
 
@@ -233,8 +263,8 @@ impl PerCpuPages {
     /// lists gave the blocks: the first one goes out first (rmqueue_bulk()
     /// adds each at the list tail).
     #[inline]
-    pub(crate) fn fill_empty(&mut self, list: PcpList, pfns: impl Iterator<Item = u32>) {
-        let blocks = &mut self.lists[list.pindex];
+    pub(crate) fn fill_empty(&mut self, list: PcpList, pfns: impl Iterator<Item = FrameIdx>) {
+        let blocks = &mut self.lists[list.pindex.index()];
         debug_assert!(blocks.is_empty());
         blocks.extend(pfns);
         blocks.reverse();
@@ -244,7 +274,7 @@ impl PerCpuPages {
     /// True when a list is empty.
     #[inline]
     pub(crate) fn list_is_empty(&self, list: PcpList) -> bool {
-        self.lists[list.pindex].is_empty()
+        self.lists[list.pindex.index()].is_empty()
     }
 
     /// On allocation, halve the free batching factor (rmqueue_pcplist()).
@@ -309,12 +339,12 @@ impl PerCpuPages {
     pub(crate) fn drain(
         &mut self,
         count: u32,
-        first_pindex: usize,
-        mut free: impl FnMut(u32, Order),
+        first_pindex: PcpIndex,
+        mut free: impl FnMut(FrameIdx, Order),
     ) {
         let mut count = count.min(self.count) as i64;
         let (mut min_pindex, mut max_pindex) = (0usize, NR_PCP_LISTS - 1);
-        let mut pindex = first_pindex.wrapping_sub(1);
+        let mut pindex = first_pindex.index().wrapping_sub(1);
         while count > 0 {
             loop {
                 pindex = pindex.wrapping_add(1);
@@ -331,7 +361,7 @@ impl PerCpuPages {
                     min_pindex += 1;
                 }
             }
-            let order = self.pindex_order(pindex);
+            let order = self.pindex_order(PcpIndex::at(pindex));
             let nr_pages = 1i64 << order.0;
             let list = &mut self.lists[pindex];
             let take = (((count + nr_pages - 1) / nr_pages) as usize).min(list.len());
@@ -348,7 +378,7 @@ impl PerCpuPages {
     fn max_refill_pages(&self) -> u32 {
         (0..NR_PCP_LISTS)
             .map(|pindex| {
-                let order = self.pindex_order(pindex);
+                let order = self.pindex_order(PcpIndex::at(pindex));
                 self.refill_count(order) << order.0
             })
             .sum()
@@ -358,7 +388,7 @@ impl PerCpuPages {
     pub fn check_invariants(&self, frames: &Frames) -> Result<u64, InvariantError> {
         let mut pages = 0u64;
         for (pindex, list) in self.lists.iter().enumerate() {
-            let order = self.pindex_order(pindex);
+            let order = self.pindex_order(PcpIndex::at(pindex));
             for &pfn in list {
                 let info = frames.memmap.info(pfn);
                 if info.state() != PageState::Pcp || info.order() != order {
@@ -368,7 +398,7 @@ impl PerCpuPages {
                         info.order()
                     )));
                 }
-                if pfn & ((1u32 << order.0) - 1) != 0 {
+                if !pfn.is_aligned(order) {
                     return Err(InvariantError(format!(
                         "pcp list {pindex}: PFN {pfn} not aligned to order {order}"
                     )));
@@ -398,29 +428,33 @@ mod tests {
 
     #[test]
     fn pindex_layout_matches_the_kernel() {
-        assert_eq!(PerCpuPages::pindex(MigrateType::Unmovable, Order(0)), 0);
-        assert_eq!(PerCpuPages::pindex(MigrateType::Reclaimable, Order(0)), 2);
-        assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(3)), 10);
-        assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(9)), 12);
+        let at = PcpIndex::at;
+        assert_eq!(PerCpuPages::pindex(MigrateType::Unmovable, Order(0)), at(0));
+        assert_eq!(
+            PerCpuPages::pindex(MigrateType::Reclaimable, Order(0)),
+            at(2)
+        );
+        assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(3)), at(10));
+        assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(9)), at(12));
         assert_eq!(NR_PCP_LISTS, 18);
         let pcp = PerCpuPages::new(252, 63, Order(9));
-        assert_eq!(pcp.pindex_order(12), Order(9));
-        assert_eq!(pcp.pindex_order(10), Order(3));
+        assert_eq!(pcp.pindex_order(at(12)), Order(9));
+        assert_eq!(pcp.pindex_order(at(10)), Order(3));
         let unmapped = FreeType::UNMAPPED_UNMOVABLE;
         assert_eq!(
             PerCpuPages::freetype_pindex(unmapped, Order(0)),
-            Some((13, FreeTypeIdx::new(5).unwrap()))
+            Some((at(13), FreeTypeIdx::new(5).unwrap()))
         );
         assert_eq!(
             PerCpuPages::freetype_pindex(unmapped, Order(3)),
-            Some((16, FreeTypeIdx::new(5).unwrap()))
+            Some((at(16), FreeTypeIdx::new(5).unwrap()))
         );
         assert_eq!(
             PerCpuPages::freetype_pindex(unmapped, Order(9)),
-            Some((17, FreeTypeIdx::new(5).unwrap()))
+            Some((at(17), FreeTypeIdx::new(5).unwrap()))
         );
-        assert_eq!(pcp.pindex_order(16), Order(3));
-        assert_eq!(pcp.pindex_order(17), Order(9));
+        assert_eq!(pcp.pindex_order(at(16)), Order(3));
+        assert_eq!(pcp.pindex_order(at(17)), Order(9));
         let movable_unmapped = FreeType {
             migratetype: MigrateType::Movable,
             flags: crate::freetype::FreeTypeFlags::UNMAPPED,
@@ -432,7 +466,7 @@ mod tests {
         let movable = FreeType::plain(MigrateType::Movable);
         assert_eq!(
             PerCpuPages::freetype_pindex(movable, Order(1)),
-            Some((4, FreeTypeIdx::of(MigrateType::Movable)))
+            Some((at(4), FreeTypeIdx::of(MigrateType::Movable)))
         );
     }
 
@@ -456,20 +490,31 @@ mod tests {
             PcpList::of(FreeType::plain(MigrateType::Unmovable), Order(0), Order(9)).unwrap();
         let movable =
             PcpList::of(FreeType::plain(MigrateType::Movable), Order(0), Order(9)).unwrap();
-        assert_eq!((unmovable.pindex, movable.pindex), (0, 1));
+        assert_eq!(
+            (unmovable.pindex, movable.pindex),
+            (PcpIndex::at(0), PcpIndex::at(1))
+        );
+        let frame = |pfn: u64| FrameIdx::new(crate::types::Pfn(pfn)).unwrap();
         for pfn in [10, 11, 12] {
-            pcp.push(unmovable, pfn);
+            pcp.push(unmovable, frame(pfn));
         }
-        pcp.push(movable, 20);
-        assert_eq!(pcp.pop(unmovable), Some(12));
-        pcp.push(unmovable, 12);
+        pcp.push(movable, frame(20));
+        assert_eq!(pcp.pop(unmovable), Some(frame(12)));
+        pcp.push(unmovable, frame(12));
         let mut out = Vec::new();
-        pcp.drain(3, 0, |pfn, order| out.push((pfn, order)));
-        assert_eq!(out, vec![(10, Order(0)), (11, Order(0)), (12, Order(0))]);
+        pcp.drain(3, PcpIndex::at(0), |pfn, order| out.push((pfn, order)));
+        assert_eq!(
+            out,
+            vec![
+                (frame(10), Order(0)),
+                (frame(11), Order(0)),
+                (frame(12), Order(0))
+            ]
+        );
         assert_eq!(pcp.count(), 1);
         out.clear();
         let all = pcp.count();
-        pcp.drain(all, 0, |pfn, order| out.push((pfn, order)));
-        assert_eq!(out, vec![(20, Order(0))]);
+        pcp.drain(all, PcpIndex::at(0), |pfn, order| out.push((pfn, order)));
+        assert_eq!(out, vec![(frame(20), Order(0))]);
     }
 }

@@ -98,11 +98,11 @@ fn every_order_up_to_max_allocates_an_aligned_block_that_merges_back() {
     let allocator = boot(&one_node(64, 2));
     let boot_buddyinfo = proc::buddyinfo(&allocator);
     let max_order = allocator.layout().max_order;
-    assert_eq!(max_order, 10);
+    assert_eq!(max_order, Order(10));
     for gfp in [Gfp::KERNEL, Gfp::MOVABLE, Gfp::KERNEL | Gfp::RECLAIMABLE] {
         let cpu = allocator.cpu(CpuId(1)).unwrap();
         let mut held = Vec::new();
-        for order in (0..=max_order).map(Order) {
+        for order in (0..=max_order.0).map(Order) {
             let page = cpu.alloc_pages(gfp, order, NodeId(0)).unwrap();
             assert_block_in_memory(&allocator, page, order);
             held.push((page, order));

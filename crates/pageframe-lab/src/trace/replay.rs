@@ -260,7 +260,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         .map(|cpu| allocator.cpu(CpuId(cpu as u16)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| TraceError::Machine(err.to_string()))?;
-    let pageblock_order = layout.pageblock_order as u32;
+    let pageblock_order = layout.pageblock_order.0 as u32;
     // Every block starts below end_pfn: each has a migratetype.
     let mut shadow: Vec<u8> = (0..layout.end_pfn.0 >> pageblock_order)
         .filter_map(|block| allocator.pageblock_migratetype(Pfn(block << pageblock_order)))
@@ -275,7 +275,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     // The migratetype of the last GFP mask seen (masks repeat in runs).
     let mut last_gfp = (Gfp::empty(), MigrateType::Unmovable);
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
-    let max_order = layout.max_order;
+    let max_order = layout.max_order.0;
 
     for (index, event) in trace.events.iter().enumerate() {
         if until_sample == 0 {

@@ -59,7 +59,7 @@ pub fn age(
     let present = allocator.layout().present_pages();
     let limit = present * config.hold_limit_percent / 100;
     let residue_limit = present * config.residue_percent / 100;
-    let max_order = allocator.layout().max_order;
+    let max_order = allocator.layout().max_order.0;
     let nr_nodes = allocator.nr_nodes() as u64;
     let mut held: Vec<Block> = Vec::new();
     let (mut held_pages, mut long_pages) = (0u64, 0u64);

@@ -4,7 +4,7 @@
 use super::desc::MachineDesc;
 use super::error::DescError;
 use super::size::format_size;
-use crate::types::{CpuId, NodeId, Pfn, ZoneType};
+use crate::types::{CpuId, NodeId, Order, Pfn, ZoneType};
 
 /// Most (CPU, zone) pairs a machine may have: each holds a set of per-CPU
 /// lists with their lock and the CPU's event counters for the zone, about
@@ -104,9 +104,9 @@ pub struct MachineLayout {
     /// log2 of the page size.
     pub page_shift: u8,
     /// MAX_PAGE_ORDER, inclusive.
-    pub max_order: u8,
+    pub max_order: Order,
     /// pageblock_order.
-    pub pageblock_order: u8,
+    pub pageblock_order: Order,
     /// The nodes.
     pub nodes: Vec<NodeLayout>,
     /// SLIT distances.
@@ -118,7 +118,7 @@ pub struct MachineLayout {
     /// The free lists are shuffled (`page_alloc.shuffle`, resolved).
     pub shuffle: bool,
     /// The order whose free blocks are shuffled (SHUFFLE_ORDER).
-    pub shuffle_order: u8,
+    pub shuffle_order: Order,
     /// The physical parent of each node (itself without `numa=fake=`).
     pub physical_node: Vec<NodeId>,
 }
@@ -228,14 +228,14 @@ impl MachineDesc {
             .unwrap_or(Pfn(0));
         Ok(MachineLayout {
             page_shift: self.page_shift,
-            max_order: self.max_order,
-            pageblock_order: self.pageblock_order,
+            max_order: Order(self.max_order),
+            pageblock_order: Order(self.pageblock_order),
             nodes,
             distance,
             cpu_node,
             end_pfn,
             shuffle: self.shuffle_enabled(),
-            shuffle_order: self.shuffle_order(),
+            shuffle_order: Order(self.shuffle_order()),
             physical_node: parents
                 .into_iter()
                 .map(|node| NodeId(node as u16))

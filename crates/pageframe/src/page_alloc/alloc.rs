@@ -14,10 +14,10 @@ use super::events::VmEvent;
 use super::{PageAllocator, ZoneSlot};
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType};
+use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
 
@@ -55,10 +55,10 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
     ) -> Result<GfpRequest, AllocError> {
-        if order.0 > self.layout.max_order {
+        if order > self.layout.max_order {
             return Err(AllocError::OrderTooLarge {
                 order,
-                max: Order(self.layout.max_order),
+                max: self.layout.max_order,
             });
         }
         if preferred.index() >= self.layout.nodes.len() {
@@ -114,7 +114,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
-    ) -> Result<u32, AllocError> {
+    ) -> Result<FrameIdx, AllocError> {
         let request = self.validate_alloc(cpu, gfp, order, preferred)?;
         let pfn = self.alloc_block(cpu, gfp, &request, order, preferred, nodemask)?;
         if request.zero {
@@ -134,7 +134,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
-    ) -> Result<u32, AllocError> {
+    ) -> Result<FrameIdx, AllocError> {
         if nodemask.is_none() {
             if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
                 return Ok(pfn);
@@ -165,13 +165,13 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn prep_zeroed(
         &self,
         cpu: CpuId,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         request: &GfpRequest,
     ) -> Result<(), AllocError> {
-        let zeroed = self.zero_new_block(cpu, pfn, order.0, request.freetype.is_unmapped());
+        let zeroed = self.zero_new_block(cpu, pfn, order, request.freetype.is_unmapped());
         if zeroed.is_err() {
-            self.release_new_block(cpu, Pfn(pfn as u64), order);
+            self.release_new_block(cpu, pfn.pfn(), order);
         }
         zeroed
     }
@@ -189,8 +189,8 @@ impl<L: LockFamily> PageAllocator<L> {
         request: &GfpRequest,
         order: Order,
         preferred: NodeId,
-    ) -> Option<u32> {
-        let list = PcpList::of(request.freetype, order, Order(self.layout.pageblock_order))?;
+    ) -> Option<FrameIdx> {
+        let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
@@ -334,7 +334,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         alloc_flags: AllocFlags,
         ac: &AllocContext,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let preferred_zone = ac.preferred_zone?;
         let mut flags = alloc_flags | self.alloc_flags_nofragment(preferred_zone);
         let preferred_node = self.zones[preferred_zone.index()].node;
@@ -387,8 +387,8 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         flags: AllocFlags,
         freetype: FreeType,
-    ) -> Option<u32> {
-        let pfn = PcpList::of(freetype, order, Order(self.layout.pageblock_order))
+    ) -> Option<FrameIdx> {
+        let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
             .and_then(|list| self.rmqueue_pcplist(cpu, zone, list, flags))
             .or_else(|| self.rmqueue_buddy(zone, order, flags, freetype))
             .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))?;
@@ -415,7 +415,7 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: ZoneIdx,
         list: PcpList,
         flags: AllocFlags,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
@@ -433,7 +433,7 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: ZoneIdx,
         list: PcpList,
         flags: AllocFlags,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         if pcp.list_is_empty(list) {
             self.refill_pcp_list(pcp, zone, list, flags);
         }
@@ -478,7 +478,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         flags: AllocFlags,
         freetype: FreeType,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let mut buddy = self.lock_zone(zone);
         let highatomic = FreeTypeIdx::of(MigrateType::HighAtomic);
         let mut pfn = None;
@@ -505,7 +505,13 @@ impl<L: LockFamily> PageAllocator<L> {
     /// __alloc_pages_slowpath() that apply: the min watermark and reserves,
     /// `__GFP_MEMALLOC`, then (for callers that may reclaim) unreserving the
     /// HIGHATOMIC blocks and draining every CPU's lists before giving up.
-    fn alloc_slowpath(&self, cpu: CpuId, gfp: Gfp, order: Order, ac: &AllocContext) -> Option<u32> {
+    fn alloc_slowpath(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        order: Order,
+        ac: &AllocContext,
+    ) -> Option<FrameIdx> {
         // No eligible zone (a node mask without a node of this machine):
         // give up before draining or unreserving anything, as the kernel's
         // `if (!ac->preferred_zoneref->zone) goto nopage;` does.

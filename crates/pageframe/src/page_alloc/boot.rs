@@ -11,6 +11,7 @@ use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBackin
 use crate::frames::Frames;
 use crate::machine::DescError;
 use crate::machine::{MachineDesc, MachineLayout};
+use crate::memmap::FrameIdx;
 use crate::pcp::PerCpuPages;
 use crate::sync::{LockFamily, StatCounter};
 use crate::types::{Order, Pfn, ZoneIdx, ZoneType};
@@ -148,17 +149,16 @@ impl<L: LockFamily> PageAllocator<L> {
             ));
         }
         let mut rng = crate::rng::MachineRng::new(seed);
-        let frames =
-            Frames::new(layout.end_pfn, Order(layout.pageblock_order)).ok_or_else(|| {
-                DescError::new(
-                    "mem",
-                    format!(
-                        "cannot allocate a memmap for {} pages ({} bytes)",
-                        layout.end_pfn.0,
-                        layout.end_pfn.0 * crate::memmap::MemMap::RECORD_BYTES as u64
-                    ),
-                )
-            })?;
+        let frames = Frames::new(layout.end_pfn, layout.pageblock_order).ok_or_else(|| {
+            DescError::new(
+                "mem",
+                format!(
+                    "cannot allocate a memmap for {} pages ({} bytes)",
+                    layout.end_pfn.0,
+                    layout.end_pfn.0 * crate::memmap::MemMap::RECORD_BYTES as u64
+                ),
+            )
+        })?;
         let mut zones = Vec::new();
         for node in &layout.nodes {
             for zone in &node.zones {
@@ -167,18 +167,14 @@ impl<L: LockFamily> PageAllocator<L> {
                     let mut block = range.start.0;
                     while block < range.end.0 {
                         frames.blocks.set_zone(Pfn(block), index);
-                        block += 1 << layout.pageblock_order;
+                        block += layout.pageblock_order.nr_pages();
                     }
                 }
-                let mut buddy = Zone::new(
-                    index,
-                    zone.span,
-                    Order(layout.max_order),
-                    Order(layout.pageblock_order),
-                );
+                let mut buddy =
+                    Zone::new(index, zone.span, layout.max_order, layout.pageblock_order);
                 buddy.add_managed(zone.present_pages());
                 buddy.set_shuffle(
-                    layout.shuffle.then_some(Order(layout.shuffle_order)),
+                    layout.shuffle.then_some(layout.shuffle_order),
                     rng.next_u64(),
                 );
                 zones.push(ZoneSlot {
@@ -208,7 +204,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 // High and batch are set by recompute_zone_limits() below.
                 pcp: zones
                     .iter()
-                    .map(|_| L::new(PerCpuPages::new(0, 1, Order(layout.pageblock_order))))
+                    .map(|_| L::new(PerCpuPages::new(0, 1, layout.pageblock_order)))
                     .collect(),
                 events: CpuEvents::new(zones.len()),
                 registered: AtomicBool::new(false),
@@ -237,7 +233,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Frees every present page into the buddy lists, in the largest aligned
     /// blocks, to the tail. mirrors __free_pages_memory().
     fn free_boot_memory(&self) {
-        let max_order = Order(self.layout.max_order);
+        let max_order = self.layout.max_order;
         for (index, zone) in self.zone_ids().zip(self.layout.zones()) {
             let mut buddy = self.lock_zone(index);
             for range in &zone.present {
@@ -248,7 +244,13 @@ impl<L: LockFamily> PageAllocator<L> {
                         order = Order(order.0 - 1);
                     }
                     let freetype = self.frames.blocks.freetype(Pfn(start));
-                    buddy.free_block(&self.frames, start as u32, order, freetype, true);
+                    buddy.free_block(
+                        &self.frames,
+                        FrameIdx::covered(Pfn(start)),
+                        order,
+                        freetype,
+                        true,
+                    );
                     start += order.nr_pages();
                 }
             }

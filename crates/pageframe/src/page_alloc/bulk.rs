@@ -9,10 +9,10 @@ use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
 use crate::gfp::{Gfp, GfpRequest};
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, MemMap, PageInfo, PageState};
 use crate::pcp::PcpList;
 use crate::sync::LockFamily;
-use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
+use crate::types::{CpuId, NodeId, Nodemask, Order};
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Fills the empty slots of `pages` with order-0 pages. Returns the number
@@ -65,7 +65,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let nr_pages = pages.len();
         let flags = gfp.fastpath_alloc_flags();
         let preferred_zone = ac.preferred_zone?;
-        let list = PcpList::of(ac.freetype, Order(0), Order(self.layout.pageblock_order))?;
+        let list = PcpList::of(ac.freetype, Order(0), self.layout.pageblock_order)?;
         let preferred_node = self.zones[preferred_zone.index()].node;
         let mut chosen = None;
         for zone in ac.eligible(&self.zones) {
@@ -113,8 +113,8 @@ impl<L: LockFamily> PageAllocator<L> {
             let run = &mut pages[nr_populated..nr_populated + empty];
             let mut taken = 0;
             for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list, empty)) {
-                records[pfn as usize].set_info(allocated);
-                *slot = Some(Page::from_pfn(Pfn(pfn as u64)));
+                MemMap::record_of(records, pfn).set_info(allocated);
+                *slot = Some(Page::from_pfn(pfn.pfn()));
                 taken += 1;
             }
             if request.zero {
@@ -153,7 +153,7 @@ impl<L: LockFamily> PageAllocator<L> {
         while let Some(slot) = slots.next() {
             let Some(page) = pages[slot] else { continue };
             if self
-                .prep_zeroed(cpu, page.pfn().0 as u32, Order(0), request)
+                .prep_zeroed(cpu, FrameIdx::covered(page.pfn()), Order(0), request)
                 .is_err()
             {
                 pages[slot] = None;
@@ -180,7 +180,7 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> usize {
         match self.alloc_pages_on(cpu, gfp, Order(0), preferred, nodemask) {
             Ok(pfn) => {
-                pages[nr_populated] = Some(Page::from_pfn(Pfn(pfn as u64)));
+                pages[nr_populated] = Some(Page::from_pfn(pfn.pfn()));
                 nr_populated + 1
             }
             Err(_) => nr_populated,

@@ -14,7 +14,7 @@ use super::error::FreeError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, ZoneIdx};
@@ -59,7 +59,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// once per run of pages in it. Returns the pages claimed.
     #[inline]
     fn claim_bulk<S: PageSlot>(&self, slots: &[S]) -> Result<usize, FreeError> {
-        let block_shift = self.layout.pageblock_order;
+        let block_shift = self.layout.pageblock_order.0;
         let (mut cached_block, mut in_zone) = (u64::MAX, false);
         let mut claimed = 0;
         for (at, slot) in slots.iter().enumerate() {
@@ -92,7 +92,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// pageblock whose freetype has no per-CPU list go to the buddy lists.
     #[inline]
     fn commit_bulk<S: PageSlot>(&self, cpu: CpuId, slots: &[S]) {
-        let block_shift = self.layout.pageblock_order;
+        let block_shift = self.layout.pageblock_order.0;
         let records = self.frames.memmap.records();
         let mut locked = LockedPcp::<L> {
             held: None,
@@ -103,7 +103,7 @@ impl<L: LockFamily> PageAllocator<L> {
             list: None,
         };
         let mut listed = None;
-        let mut run = [0u32; RUN_CAPACITY];
+        let mut run = [FrameIdx::NIL; RUN_CAPACITY];
         let mut len = 0;
         let mut cached_block = u64::MAX;
         for page in slots.iter().filter_map(|slot| slot.page()) {
@@ -133,7 +133,7 @@ impl<L: LockFamily> PageAllocator<L> {
             if let Some(listed) = listed {
                 records[pfn.0 as usize].set_info(listed);
             }
-            run[len] = pfn.0 as u32;
+            run[len] = FrameIdx::covered(pfn);
             len += 1;
         }
         if len > 0 {
@@ -152,7 +152,7 @@ impl<L: LockFamily> PageAllocator<L> {
         cpu: CpuId,
         locked: &mut LockedPcp<'a, L>,
         key: RunKey,
-        mut pfns: &[u32],
+        mut pfns: &[FrameIdx],
     ) {
         let Some(list) = key.list else {
             self.count_event(cpu, key.zone, VmEvent::Pgfree, pfns.len() as u64);

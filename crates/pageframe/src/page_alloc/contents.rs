@@ -18,7 +18,7 @@
 use super::error::{AccessError, AllocError};
 use super::PageAllocator;
 use crate::backing::BackingError;
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn};
 
@@ -30,12 +30,12 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn zero_new_block(
         &self,
         cpu: CpuId,
-        pfn: u32,
-        order: u8,
+        pfn: FrameIdx,
+        order: Order,
         unmapped: bool,
     ) -> Result<(), AllocError> {
-        let start = Pfn(pfn as u64);
-        let nr_pages = 1u64 << order;
+        let start = pfn.pfn();
+        let nr_pages = order.nr_pages();
         let zeroed = if unmapped {
             self.backing.zero_unmapped(cpu, start, nr_pages)
         } else {
@@ -50,7 +50,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if !self.frames.memmap.covers(pfn) {
             return Err(AccessError::NotAllocated(pfn));
         }
-        let info = self.frames.memmap.info(pfn.0 as u32);
+        let info = self.frames.memmap.info(FrameIdx::covered(pfn));
         if info.state() != PageState::Allocated {
             return Err(AccessError::NotAllocated(pfn));
         }

@@ -28,14 +28,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::PageAllocator;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::sync::LockFamily;
-use crate::types::{Order, Pfn, ZoneIdx};
+use crate::types::{Order, ZoneIdx};
 use crate::zone::{RmqueueMode, Zone};
 
 /// A free block taken off the lists for a conversion.
 struct Taken {
-    pfn: u32,
+    pfn: FrameIdx,
     order: Order,
     from: FreeType,
 }
@@ -50,7 +50,7 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         flags: AllocFlags,
         freetype: FreeType,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let other = freetype.with_mapping_flipped();
         other.index()?;
         if flags.contains(AllocFlags::NOBLOCK) {
@@ -59,7 +59,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if !freetype.is_unmapped() && self.unmapped_pageblocks.load(Relaxed) == 0 {
             return None;
         }
-        let alloc_order = order.max(Order(self.layout.pageblock_order));
+        let alloc_order = order.max(self.layout.pageblock_order);
         let taken = self.take_for_conversion(zone, |buddy| {
             let pfn = buddy.take_block(
                 &self.frames,
@@ -93,7 +93,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// shrinker of the unmapped pools, and the way an experiment starts each
     /// sample from a fully mapped machine.
     pub fn release_unmapped_pageblocks(&self) -> u64 {
-        let pageblock_order = Order(self.layout.pageblock_order);
+        let pageblock_order = self.layout.pageblock_order;
         let before = self.unmapped_pageblocks.load(Relaxed);
         for zone in self.zone_ids() {
             while let Some(taken) = self.take_for_conversion(zone, |buddy| {
@@ -146,7 +146,7 @@ impl<L: LockFamily> PageAllocator<L> {
         taken: &Taken,
         to: FreeType,
     ) -> (L::Guard<'_, Zone>, bool) {
-        let start = Pfn(taken.pfn as u64);
+        let start = taken.pfn.pfn();
         let nr_pages = taken.order.nr_pages();
         let changed = if to.is_unmapped() {
             self.backing.unmap_direct(start, nr_pages)
@@ -160,7 +160,7 @@ impl<L: LockFamily> PageAllocator<L> {
             return (buddy, false);
         }
         buddy.set_blocks_freetype(&self.frames, taken.pfn, taken.order, to);
-        let nr_pageblocks = 1u64 << (taken.order.0 - self.layout.pageblock_order);
+        let nr_pageblocks = 1u64 << (taken.order.0 - self.layout.pageblock_order.0);
         let events = buddy.events_mut();
         if to.is_unmapped() {
             events.direct_map_unmapped_blocks += nr_pageblocks;

@@ -6,9 +6,9 @@
 use super::error::FreeError;
 use super::events::VmEvent;
 use super::PageAllocator;
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::pageblock::BlockInfo;
-use crate::pcp::{PcpList, PerCpuPages};
+use crate::pcp::{PcpIndex, PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
@@ -51,10 +51,10 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         mark: bool,
     ) -> Result<(), FreeError> {
-        if order.0 > self.layout.max_order || !pfn.is_aligned(order) {
+        if order > self.layout.max_order || !pfn.is_aligned(order) {
             return Err(self.describe_bad_free(pfn, order));
         }
-        let index = pfn.0 as u32;
+        let index = FrameIdx::covered(pfn);
         let info = self.frames.memmap.info(index);
         if !self.options.free_checks {
             return Ok(());
@@ -86,7 +86,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if !self.options.free_checks {
             return;
         }
-        let index = pfn.0 as u32;
+        let index = FrameIdx::covered(pfn);
         let info = self.frames.memmap.info(index);
         self.frames.memmap.set_info(
             index,
@@ -96,7 +96,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     #[cold]
     fn describe_bad_free(&self, pfn: Pfn, order: Order) -> FreeError {
-        let info = self.frames.memmap.info(pfn.0 as u32);
+        let info = self.frames.memmap.info(FrameIdx::covered(pfn));
         match info.state() {
             PageState::Buddy | PageState::Pcp | PageState::Freeing => FreeError::DoubleFree(pfn),
             PageState::Allocated => FreeError::WrongOrder {
@@ -121,18 +121,18 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline(always)]
     pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, block: BlockInfo) {
         self.count_event(cpu, block.zone, VmEvent::Pgfree, order.nr_pages());
-        if PerCpuPages::allowed_order(order, Order(self.layout.pageblock_order)) {
-            self.free_unref_page(cpu, block, pfn.0 as u32, order);
+        if PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
+            self.free_unref_page(cpu, block, FrameIdx::covered(pfn), order);
         } else {
-            self.free_one_page(block.zone, pfn.0 as u32, order);
+            self.free_one_page(block.zone, FrameIdx::covered(pfn), order);
         }
     }
 
     /// Returns a block straight to the buddy lists under the zone lock.
     /// mirrors free_one_page().
-    pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: u32, order: Order) {
+    pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: FrameIdx, order: Order) {
         let mut buddy = self.lock_zone(zone);
-        let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
+        let freetype = self.frames.blocks.freetype(pfn.pfn());
         buddy.free_block(&self.frames, pfn, order, freetype, false);
         self.publish(zone, &buddy);
     }
@@ -140,7 +140,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// mirrors free_unref_page(): a contended pcp lock, or a pageblock
     /// whose freetype has no per-CPU list, sends the page to the buddy lists.
     #[inline(always)]
-    fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: u32, order: Order) {
+    fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: FrameIdx, order: Order) {
         let zone = block.zone;
         let Some(list) = PcpList::for_free(block.freetype, order) else {
             self.free_one_page(zone, pfn, order);
@@ -163,7 +163,7 @@ impl<L: LockFamily> PageAllocator<L> {
         &self,
         pcp: &mut PerCpuPages,
         zone: ZoneIdx,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         list: PcpList,
     ) {
@@ -185,7 +185,7 @@ impl<L: LockFamily> PageAllocator<L> {
         zone: ZoneIdx,
         high: u32,
         free_high: bool,
-        pindex: usize,
+        pindex: PcpIndex,
     ) {
         let count = pcp.nr_to_free(high, free_high);
         self.free_pcppages_bulk(pcp, zone, count, pindex);
@@ -198,12 +198,12 @@ impl<L: LockFamily> PageAllocator<L> {
         pcp: &mut PerCpuPages,
         zone: ZoneIdx,
         count: u32,
-        pindex: usize,
+        pindex: PcpIndex,
     ) {
         let mut buddy = self.lock_zone(zone);
         let mut drained = 0u64;
         pcp.drain(count, pindex, |pfn, order| {
-            let freetype = self.frames.blocks.freetype(Pfn(pfn as u64));
+            let freetype = self.frames.blocks.freetype(pfn.pfn());
             buddy.free_block(&self.frames, pfn, order, freetype, false);
             drained += order.nr_pages();
         });
@@ -217,7 +217,7 @@ impl<L: LockFamily> PageAllocator<L> {
             let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone.index()]);
             if pcp.count() > 0 {
                 let count = pcp.count();
-                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
+                self.free_pcppages_bulk(&mut pcp, zone, count, PcpIndex::FIRST);
             }
         }
     }

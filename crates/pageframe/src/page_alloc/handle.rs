@@ -153,7 +153,7 @@ where
     ) -> Result<Page, AllocError> {
         self.allocator
             .alloc_pages_on(self.cpu, gfp, order, preferred_node, None)
-            .map(|pfn| Page::from_pfn(Pfn(pfn as u64)))
+            .map(|pfn| Page::from_pfn(pfn.pfn()))
     }
 
     /// Allocates from the nodes of `nodemask` only (`__alloc_pages()` with a nodemask).
@@ -166,7 +166,7 @@ where
     ) -> Result<Page, AllocError> {
         self.allocator
             .alloc_pages_on(self.cpu, gfp, order, preferred_node, Some(nodemask))
-            .map(|pfn| Page::from_pfn(Pfn(pfn as u64)))
+            .map(|pfn| Page::from_pfn(pfn.pfn()))
     }
 
     /// Frees a block allocated with `order` (`__free_pages()`).

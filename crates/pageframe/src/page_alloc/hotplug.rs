@@ -36,9 +36,9 @@ use super::PageAllocator;
 use crate::error::Errno;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::machine::{HotplugStep, PfnRange};
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::sync::LockFamily;
-use crate::types::{NodeId, Order, Pfn, ZoneType};
+use crate::types::{NodeId, Pfn, ZoneType};
 use thiserror::Error;
 
 /// Why a hotplug call failed. Nothing changed (but drained per-CPU lists).
@@ -120,14 +120,14 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     fn check_hotplug_range(&self, range: PfnRange) -> Result<(), HotplugError> {
-        let block = 1u64 << self.layout.max_order;
+        let block = self.layout.max_order.nr_pages();
         if range.is_empty() || range.start.0 % block != 0 || range.end.0 % block != 0 {
             return Err(invalid(format!(
                 "PFN range {:#x}..{:#x} is empty or not aligned to {block} pages",
                 range.start.0, range.end.0
             )));
         }
-        if range.end.0 >= u32::MAX as u64 {
+        if FrameIdx::new(range.end).is_none() {
             return Err(invalid(format!(
                 "PFN {:#x} is beyond 2^32 pages",
                 range.end.0
@@ -169,7 +169,7 @@ impl<L: LockFamily> PageAllocator<L> {
         self.grow_frames(range.end)
             .map_err(|end| HotplugError::NoMemory(end.0))?;
         self.drain_zone_pcp(zone);
-        let pageblock = 1u64 << self.layout.pageblock_order;
+        let pageblock = self.layout.pageblock_order.nr_pages();
         let isolate = FreeType::plain(MigrateType::Isolate);
         // move_pfn_range_to_zone(..., MIGRATE_ISOLATE)
         let mut block = range.start.0;
@@ -183,13 +183,13 @@ impl<L: LockFamily> PageAllocator<L> {
             // online_pages_range(): every page freed, to the tail, in
             // MAX_PAGE_ORDER blocks (__free_pages_core() with FPI_TO_TAIL).
             let mut buddy = self.lock_zone(zone);
-            let max_block = 1u64 << self.layout.max_order;
+            let max_block = self.layout.max_order.nr_pages();
             let mut pfn = range.start.0;
             while pfn < range.end.0 {
                 buddy.free_block(
                     &self.frames,
-                    pfn as u32,
-                    Order(self.layout.max_order),
+                    FrameIdx::covered(Pfn(pfn)),
+                    self.layout.max_order,
                     isolate,
                     true,
                 );
@@ -237,7 +237,7 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         // zone_pcp_disable(): the zone's per-CPU pages go back first.
         self.drain_zone_pcp(zone);
-        let pageblock = 1u64 << self.layout.pageblock_order;
+        let pageblock = self.layout.pageblock_order.nr_pages();
         let mut buddy = self.lock_zone(zone);
         // start_isolate_page_range(): remember each block's type, isolate it
         // and move its free pages to the ISOLATE lists.
@@ -252,7 +252,7 @@ impl<L: LockFamily> PageAllocator<L> {
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
             buddy.move_freepages_block(
                 &self.frames,
-                block as u32,
+                FrameIdx::covered(Pfn(block)),
                 FreeTypeIdx::of(MigrateType::Isolate),
             );
         }
@@ -260,7 +260,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let (mut in_use, mut first) = (0u64, None);
         let mut pfn = range.start.0;
         while pfn < range.end.0 {
-            let info = self.frames.memmap.info(pfn as u32);
+            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
             match info.state() {
                 PageState::Buddy => pfn += info.order().nr_pages(),
                 PageState::Untracked => pfn += 1,
@@ -288,9 +288,14 @@ impl<L: LockFamily> PageAllocator<L> {
         // Every page is free: take the blocks off the ISOLATE lists.
         let mut pfn = range.start.0;
         while pfn < range.end.0 {
-            let info = self.frames.memmap.info(pfn as u32);
+            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
             if info.state() == PageState::Buddy {
-                buddy.del_from_free_list(&self.frames, pfn as u32, info.order(), info.freetype());
+                buddy.del_from_free_list(
+                    &self.frames,
+                    FrameIdx::covered(Pfn(pfn)),
+                    info.order(),
+                    info.freetype(),
+                );
                 pfn += info.order().nr_pages();
             } else {
                 pfn += 1;
@@ -319,7 +324,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// map (the memory left the allocator; a later online starts it mapped,
     /// as hot-added memory is) and takes them off the unmapped count.
     fn remap_offlined(&self, range: PfnRange, saved: &[FreeType]) {
-        let pageblock = 1u64 << self.layout.pageblock_order;
+        let pageblock = self.layout.pageblock_order.nr_pages();
         for (block, freetype) in (range.start.0..range.end.0)
             .step_by(pageblock as usize)
             .zip(saved)
@@ -342,13 +347,13 @@ impl<L: LockFamily> PageAllocator<L> {
         range: PfnRange,
         restore: impl Fn(u64) -> FreeType,
     ) {
-        let pageblock = 1u64 << self.layout.pageblock_order;
+        let pageblock = self.layout.pageblock_order.nr_pages();
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
             self.frames.blocks.set_freetype(Pfn(block), restore(block));
         }
         for block in (range.start.0..range.end.0).step_by(pageblock as usize) {
             let freetype = restore(block).index().expect("a saved type is valid");
-            buddy.move_freepages_block(&self.frames, block as u32, freetype);
+            buddy.move_freepages_block(&self.frames, FrameIdx::covered(Pfn(block)), freetype);
         }
     }
 }

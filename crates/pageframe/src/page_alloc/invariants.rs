@@ -5,7 +5,7 @@
 
 use super::PageAllocator;
 use crate::error::InvariantError;
-use crate::memmap::{PageInfo, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::sync::LockFamily;
 use crate::types::Pfn;
 
@@ -32,7 +32,7 @@ impl<L: LockFamily> PageAllocator<L> {
             for range in &zone.present {
                 let mut pfn = range.start.0;
                 while pfn < range.end.0 {
-                    let info = self.frames.memmap.info(pfn as u32);
+                    let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
                     let kind = match info.state() {
                         PageState::Buddy => 0,
                         PageState::Pcp => 1,
@@ -50,9 +50,9 @@ impl<L: LockFamily> PageAllocator<L> {
                             info.order()
                         )));
                     }
-                    if let Some(inner) = (pfn + 1..pfn + pages)
-                        .find(|&p| self.frames.memmap.info(p as u32) != PageInfo::UNTRACKED)
-                    {
+                    if let Some(inner) = (pfn + 1..pfn + pages).find(|&p| {
+                        self.frames.memmap.info(FrameIdx::covered(Pfn(p))) != PageInfo::UNTRACKED
+                    }) {
                         return Err(InvariantError(format!(
                             "zone {index}: PFN {inner} has state inside the order-{} block at {pfn}",
                             info.order()
@@ -88,7 +88,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// pageblocks may be unmapped by their owner while allocated, as
     /// secretmem does, so only the unmapped side is an invariant.)
     fn check_direct_map(&self) -> Result<(), InvariantError> {
-        let block_pages = 1u64 << self.layout.pageblock_order;
+        let block_pages = self.layout.pageblock_order.nr_pages();
         let mut unmapped_blocks = 0u64;
         let mut last_counted = u64::MAX;
         for range in self.layout.zones().flat_map(|zone| zone.present.iter()) {
@@ -129,7 +129,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 let mut pfn = range.start.0;
                 let mut allocated = 0;
                 while pfn < range.end.0 {
-                    let info = self.frames.memmap.info(pfn as u32);
+                    let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
                     match info.state() {
                         PageState::Untracked => pfn += 1,
                         PageState::Allocated | PageState::Freeing => {

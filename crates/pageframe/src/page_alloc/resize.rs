@@ -18,6 +18,7 @@
 
 use super::{build_zonelists, nofragment, PageAllocator};
 use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
+use crate::pcp::PcpIndex;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::{
@@ -92,7 +93,7 @@ impl<L: LockFamily> PageAllocator<L> {
             let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
             if pcp.count() > 0 {
                 let count = pcp.count();
-                self.free_pcppages_bulk(&mut pcp, zone, count, 0);
+                self.free_pcppages_bulk(&mut pcp, zone, count, PcpIndex::FIRST);
             }
         }
     }

@@ -26,7 +26,7 @@
 
 use super::PageAllocator;
 use crate::freetype::FreeTypeIdx;
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::sync::LockFamily;
 use crate::types::{Order, Pfn, ZoneIdx};
 
@@ -67,9 +67,7 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// The order whose blocks are shuffled, if shuffling is on.
     pub fn shuffle_order(&self) -> Option<Order> {
-        self.layout
-            .shuffle
-            .then_some(Order(self.layout.shuffle_order))
+        self.layout.shuffle.then_some(self.layout.shuffle_order)
     }
 
     /// Shuffles every zone, if shuffling is on. mirrors shuffle_free_memory().
@@ -127,7 +125,13 @@ impl<L: LockFamily> PageAllocator<L> {
                 stats.type_mismatch += 1;
                 continue;
             }
-            buddy.swap_free_list_entries(&self.frames, i as u32, j as u32, order, list_i);
+            buddy.swap_free_list_entries(
+                &self.frames,
+                FrameIdx::covered(Pfn(i)),
+                FrameIdx::covered(Pfn(j)),
+                order,
+                list_i,
+            );
             stats.swapped += 1;
             // Take it easy on the zone lock, as the kernel does.
             if i % (BLOCKS_PER_LOCK_HOLD * order_pages) == 0 {
@@ -148,7 +152,7 @@ impl<L: LockFamily> PageAllocator<L> {
         if !self.frames.memmap.covers(pfn) || self.frames.blocks.zone(pfn) != Some(zone) {
             return None;
         }
-        let info = self.frames.memmap.info(pfn.0 as u32);
+        let info = self.frames.memmap.info(FrameIdx::covered(pfn));
         (info.state() == PageState::Buddy && info.order() == order).then_some(info.freetype())
     }
 }

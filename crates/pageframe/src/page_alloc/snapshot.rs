@@ -111,7 +111,7 @@ impl<L: LockFamily> PageAllocator<L> {
             }
         }
         let (buddy, _) = L::lock(&slot.buddy);
-        let orders = 0..=self.layout.max_order;
+        let orders = 0..=self.layout.max_order.0;
         let nr_free_blocks = orders
             .clone()
             .map(|order| buddy.nr_free_blocks(Order(order)))
@@ -127,7 +127,7 @@ impl<L: LockFamily> PageAllocator<L> {
             })
             .collect();
         let mut pageblocks = [0u64; MIGRATE_TYPES];
-        let block_pages = 1u64 << self.layout.pageblock_order;
+        let block_pages = self.layout.pageblock_order.nr_pages();
         let mut block = slot.start_pfn;
         while block < slot.start_pfn + slot.spanned_pages {
             if self.frames.blocks.zone(Pfn(block)) == Some(zone) {

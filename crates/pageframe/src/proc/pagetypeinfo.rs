@@ -22,10 +22,14 @@ pub fn pagetypeinfo<L: LockFamily>(allocator: &PageAllocator<L>) -> String {
             continue;
         }
         let _ = writeln!(out, "Page block order: {}", layout.pageblock_order);
-        let _ = writeln!(out, "Pages per block:  {}", 1u64 << layout.pageblock_order);
+        let _ = writeln!(
+            out,
+            "Pages per block:  {}",
+            layout.pageblock_order.nr_pages()
+        );
         out.push('\n');
         let _ = write!(out, "{:<43} ", "Free pages count per migrate type at order");
-        for order in 0..=layout.max_order {
+        for order in 0..=layout.max_order.0 {
             let _ = write!(out, "{order:>6} ");
         }
         out.push('\n');

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use super::mm::TASK_SIZE;
 use super::Vm;
 use crate::error::InvariantError;
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::types::Pfn;
 
 impl Vm<'_> {
@@ -64,7 +64,7 @@ impl Vm<'_> {
                             task.pid.0
                         ));
                     }
-                    let info = memmap.info(pte.pfn);
+                    let info = memmap.info(FrameIdx::covered(pfn));
                     if info.state() != PageState::Allocated || info.order().0 != 0 {
                         return fail(format!(
                             "pid {}: PTE maps PFN {pfn} whose memmap says {:?} order {}",

@@ -10,7 +10,7 @@
 use super::Zone;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx};
-use crate::memmap::PageInfo;
+use crate::memmap::{FrameIdx, PageInfo};
 use crate::types::{Order, Pfn};
 
 impl Zone {
@@ -20,13 +20,13 @@ impl Zone {
     pub(crate) fn expand(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         low: Order,
         high: Order,
         freetype: FreeTypeIdx,
     ) {
         for half in (low.0..high.0).rev().map(Order) {
-            self.add_to_free_list(frames, pfn + (1 << half.0), half, freetype, false);
+            self.add_to_free_list(frames, pfn.offset(1 << half.0), half, freetype, false);
         }
     }
 
@@ -38,7 +38,7 @@ impl Zone {
         frames: &Frames,
         order: Order,
         freetype: FreeTypeIdx,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         for current in (order.0..=self.max_order.0).map(Order) {
             if let Some(pfn) = self.first_on_list(current, freetype) {
                 self.del_from_free_list(frames, pfn, current, freetype);
@@ -58,7 +58,7 @@ impl Zone {
     pub(crate) fn free_block(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         freetype: FreeType,
         to_tail: bool,
@@ -73,7 +73,7 @@ impl Zone {
         frames.memmap.set_info(pfn, PageInfo::UNTRACKED);
         let (mut pfn, mut order) = (pfn, order);
         while order < self.max_order {
-            let buddy = pfn ^ (1 << order.0);
+            let buddy = pfn.buddy(order);
             let Some(buddy_list) = self.free_buddy(frames, buddy, order) else {
                 break;
             };
@@ -81,7 +81,7 @@ impl Zone {
                 // Never merge across pageblocks when one of them is isolated or
                 // a HIGHATOMIC reserve (those must keep their own blocks), nor
                 // a mapped pageblock with an unmapped one.
-                let buddy_type = frames.blocks.freetype(Pfn(buddy as u64));
+                let buddy_type = frames.blocks.freetype(buddy.pfn());
                 if !pageblocks_mergeable(freetype, buddy_type) {
                     break;
                 }
@@ -92,7 +92,7 @@ impl Zone {
                 }
             }
             self.del_from_free_list(frames, buddy, order, buddy_list);
-            pfn &= buddy;
+            pfn = pfn.min(buddy);
             order = Order(order.0 + 1);
         }
         // mirrors the to_tail choice of __free_one_page(): FPI_TO_TAIL, else
@@ -111,8 +111,8 @@ impl Zone {
     /// The list of the buddy at `buddy` if it is a free block of exactly
     /// `order` in this zone (page_is_buddy()).
     #[inline]
-    fn free_buddy(&self, frames: &Frames, buddy: u32, order: Order) -> Option<FreeTypeIdx> {
-        let pfn = Pfn(buddy as u64);
+    fn free_buddy(&self, frames: &Frames, buddy: FrameIdx, order: Order) -> Option<FreeTypeIdx> {
+        let pfn = buddy.pfn();
         if !self.span.contains(pfn) {
             return None;
         }
@@ -130,13 +130,13 @@ impl Zone {
     /// that buddy's own buddy is freed, put it at the tail so that it is not
     /// handed out again soon. mirrors buddy_merge_likely().
     #[inline]
-    fn buddy_merge_likely(&self, frames: &Frames, pfn: u32, order: Order) -> bool {
+    fn buddy_merge_likely(&self, frames: &Frames, pfn: FrameIdx, order: Order) -> bool {
         let higher_order = Order(order.0 + 1);
         if higher_order >= self.max_order {
             return false;
         }
-        let higher = pfn & !(1 << order.0);
-        let higher_buddy = higher ^ (1 << higher_order.0);
+        let higher = pfn.align_down(higher_order);
+        let higher_buddy = higher.buddy(higher_order);
         self.free_buddy(frames, higher_buddy, higher_order)
             .is_some()
     }
@@ -145,11 +145,11 @@ impl Zone {
     pub(crate) fn set_blocks_freetype(
         &self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         freetype: FreeType,
     ) {
-        let first = pfn as u64;
+        let first = pfn.pfn().0;
         let last = first + order.max(self.pageblock_order).nr_pages();
         let mut block = first;
         while block < last {

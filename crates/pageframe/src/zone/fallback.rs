@@ -9,7 +9,7 @@ use super::Zone;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageState};
 use crate::types::{Order, Pfn};
 
 /// Where `rmqueue_bulk()` found pages last time, so that a batch refill does
@@ -40,7 +40,7 @@ impl Zone {
         freetype: FreeType,
         alloc_flags: AllocFlags,
         mode: &mut RmqueueMode,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let migratetype = freetype.migratetype;
         if freetype.is_unmapped() {
             return self.rmqueue_smallest(frames, order, freetype.index()?);
@@ -102,7 +102,7 @@ impl Zone {
         order: Order,
         start: MigrateType,
         flags: AllocFlags,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let min_order = if order < self.pageblock_order && flags.contains(AllocFlags::NOFRAGMENT) {
             self.pageblock_order
         } else {
@@ -128,7 +128,12 @@ impl Zone {
 
     /// Takes the smallest block of a fallback type without touching its
     /// pageblock's type. mirrors __rmqueue_steal().
-    fn rmqueue_steal(&mut self, frames: &Frames, order: Order, start: MigrateType) -> Option<u32> {
+    fn rmqueue_steal(
+        &mut self,
+        frames: &Frames,
+        order: Order,
+        start: MigrateType,
+    ) -> Option<FrameIdx> {
         for current in (order.0..=self.max_order.0).map(Order) {
             if let Fallback::Found(block_type) = self.find_suitable_fallback(current, start, false)
             {
@@ -148,12 +153,12 @@ impl Zone {
     fn try_to_claim_block(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         current: Order,
         order: Order,
         start: MigrateType,
         block_type: FreeTypeIdx,
-    ) -> Option<u32> {
+    ) -> Option<FrameIdx> {
         let start_type = FreeType::plain(start);
         if current >= self.pageblock_order {
             self.del_from_free_list(frames, pfn, current, block_type);
@@ -172,9 +177,7 @@ impl Zone {
         };
         if free_pages + alike_pages >= self.pageblock_nr_pages() / 2 {
             self.move_freepages_block(frames, block_start, FreeTypeIdx::of(start));
-            frames
-                .blocks
-                .set_freetype(Pfn(block_start as u64), start_type);
+            frames.blocks.set_freetype(block_start.pfn(), start_type);
             return self.rmqueue_smallest(frames, order, FreeTypeIdx::of(start));
         }
         None
@@ -186,17 +189,17 @@ impl Zone {
     pub(crate) fn prep_move_freepages_block(
         &self,
         frames: &Frames,
-        pfn: u32,
-    ) -> Option<(u32, u64, u64)> {
-        let start = pfn & !((1u32 << self.pageblock_order.0) - 1);
-        let end = start as u64 + self.pageblock_nr_pages();
-        if !self.span.contains(Pfn(start as u64)) || !self.span.contains(Pfn(end - 1)) {
+        pfn: FrameIdx,
+    ) -> Option<(FrameIdx, u64, u64)> {
+        let start = pfn.align_down(self.pageblock_order);
+        let end = start.pfn().0 + self.pageblock_nr_pages();
+        if !self.span.contains(start.pfn()) || !self.span.contains(Pfn(end - 1)) {
             return None;
         }
         let (mut free, mut movable) = (0u64, 0u64);
-        let mut at = start as u64;
+        let mut at = start.pfn().0;
         while at < end {
-            let info = frames.memmap.info(at as u32);
+            let info = frames.memmap.info(FrameIdx::covered(Pfn(at)));
             match info.state() {
                 PageState::Buddy => {
                     free += info.order().nr_pages();
@@ -221,21 +224,27 @@ impl Zone {
     pub(crate) fn move_freepages_block(
         &mut self,
         frames: &Frames,
-        block_start: u32,
+        block_start: FrameIdx,
         to: FreeTypeIdx,
     ) -> u64 {
-        let end = block_start as u64 + self.pageblock_nr_pages();
-        let mut at = block_start as u64;
+        let end = block_start.pfn().0 + self.pageblock_nr_pages();
+        let mut at = block_start.pfn().0;
         let mut moved = 0;
         while at < end {
-            let info = frames.memmap.info(at as u32);
+            let info = frames.memmap.info(FrameIdx::covered(Pfn(at)));
             if info.state() != PageState::Buddy {
                 at += 1;
                 continue;
             }
             let order = info.order();
             if info.freetype() != to {
-                self.move_to_free_list(frames, at as u32, order, info.freetype(), to);
+                self.move_to_free_list(
+                    frames,
+                    FrameIdx::covered(Pfn(at)),
+                    order,
+                    info.freetype(),
+                    to,
+                );
             }
             moved += order.nr_pages();
             at += order.nr_pages();

@@ -5,7 +5,7 @@
 use super::Zone;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
-use crate::memmap::{PageInfo, PageState, NIL};
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::types::Order;
 
 impl Zone {
@@ -29,7 +29,7 @@ impl Zone {
     pub(crate) fn add_to_free_list(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         freetype: FreeTypeIdx,
         tail: bool,
@@ -38,18 +38,18 @@ impl Zone {
         memmap.set_info(pfn, PageInfo::new(PageState::Buddy, order, freetype));
         let list = &mut self.free_area[order.index()].lists[freetype.index()];
         if tail {
-            memmap.set_next(pfn, NIL);
+            memmap.set_next(pfn, FrameIdx::NIL);
             memmap.set_prev(pfn, list.tail);
-            if list.tail == NIL {
+            if list.tail == FrameIdx::NIL {
                 list.head = pfn;
             } else {
                 memmap.set_next(list.tail, pfn);
             }
             list.tail = pfn;
         } else {
-            memmap.set_prev(pfn, NIL);
+            memmap.set_prev(pfn, FrameIdx::NIL);
             memmap.set_next(pfn, list.head);
-            if list.head == NIL {
+            if list.head == FrameIdx::NIL {
                 list.tail = pfn;
             } else {
                 memmap.set_prev(list.head, pfn);
@@ -65,7 +65,7 @@ impl Zone {
     pub(crate) fn del_from_free_list(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         freetype: FreeTypeIdx,
     ) {
@@ -80,7 +80,7 @@ impl Zone {
     pub(crate) fn move_to_free_list(
         &mut self,
         frames: &Frames,
-        pfn: u32,
+        pfn: FrameIdx,
         order: Order,
         from: FreeTypeIdx,
         to: FreeTypeIdx,
@@ -95,7 +95,7 @@ impl Zone {
         &mut self,
         frames: &Frames,
         min_order: Order,
-    ) -> Option<(u32, Order, FreeType)> {
+    ) -> Option<(FrameIdx, Order, FreeType)> {
         for order in (min_order.0..=self.max_order.0).rev().map(Order) {
             for index in FreeTypeIdx::all() {
                 let freetype = index.freetype();
@@ -113,9 +113,9 @@ impl Zone {
 
     /// The first block on a list, if any.
     #[inline]
-    pub(crate) fn first_on_list(&self, order: Order, freetype: FreeTypeIdx) -> Option<u32> {
+    pub(crate) fn first_on_list(&self, order: Order, freetype: FreeTypeIdx) -> Option<FrameIdx> {
         let head = self.free_area[order.index()].lists[freetype.index()].head;
-        (head != NIL).then_some(head)
+        (head != FrameIdx::NIL).then_some(head)
     }
 
     /// Exchanges the places of two blocks on the same list (`list_swap()`):
@@ -124,8 +124,8 @@ impl Zone {
     pub(crate) fn swap_free_list_entries(
         &mut self,
         frames: &Frames,
-        first: u32,
-        second: u32,
+        first: FrameIdx,
+        second: FrameIdx,
         order: Order,
         freetype: FreeTypeIdx,
     ) {
@@ -133,7 +133,7 @@ impl Zone {
             return;
         }
         let memmap = &frames.memmap;
-        // Where `second` sat: after its predecessor (NIL: at the head).
+        // Where `second` sat: after its predecessor (FrameIdx::NIL: at the head).
         let mut position = memmap.prev(second);
         self.unlink(frames, second, order, freetype);
         self.replace_on_list(frames, first, second, order, freetype);
@@ -143,16 +143,16 @@ impl Zone {
         self.insert_after(frames, position, first, order, freetype);
     }
 
-    fn unlink(&mut self, frames: &Frames, pfn: u32, order: Order, freetype: FreeTypeIdx) {
+    fn unlink(&mut self, frames: &Frames, pfn: FrameIdx, order: Order, freetype: FreeTypeIdx) {
         let memmap = &frames.memmap;
         let (next, prev) = (memmap.next(pfn), memmap.prev(pfn));
         let list = &mut self.free_area[order.index()].lists[freetype.index()];
-        if prev == NIL {
+        if prev == FrameIdx::NIL {
             list.head = next;
         } else {
             memmap.set_next(prev, next);
         }
-        if next == NIL {
+        if next == FrameIdx::NIL {
             list.tail = prev;
         } else {
             memmap.set_prev(next, prev);
@@ -163,8 +163,8 @@ impl Zone {
     fn replace_on_list(
         &mut self,
         frames: &Frames,
-        old: u32,
-        new: u32,
+        old: FrameIdx,
+        new: FrameIdx,
         order: Order,
         freetype: FreeTypeIdx,
     ) {
@@ -173,42 +173,42 @@ impl Zone {
         memmap.set_next(new, next);
         memmap.set_prev(new, prev);
         let list = &mut self.free_area[order.index()].lists[freetype.index()];
-        if prev == NIL {
+        if prev == FrameIdx::NIL {
             list.head = new;
         } else {
             memmap.set_next(prev, new);
         }
-        if next == NIL {
+        if next == FrameIdx::NIL {
             list.tail = new;
         } else {
             memmap.set_prev(next, new);
         }
     }
 
-    /// Links `pfn` after `position` (NIL: at the head).
+    /// Links `pfn` after `position` (FrameIdx::NIL: at the head).
     fn insert_after(
         &mut self,
         frames: &Frames,
-        position: u32,
-        pfn: u32,
+        position: FrameIdx,
+        pfn: FrameIdx,
         order: Order,
         freetype: FreeTypeIdx,
     ) {
         let memmap = &frames.memmap;
         let list = &mut self.free_area[order.index()].lists[freetype.index()];
-        let next = if position == NIL {
+        let next = if position == FrameIdx::NIL {
             list.head
         } else {
             memmap.next(position)
         };
         memmap.set_prev(pfn, position);
         memmap.set_next(pfn, next);
-        if position == NIL {
+        if position == FrameIdx::NIL {
             list.head = pfn;
         } else {
             memmap.set_next(position, pfn);
         }
-        if next == NIL {
+        if next == FrameIdx::NIL {
             list.tail = pfn;
         } else {
             memmap.set_prev(next, pfn);

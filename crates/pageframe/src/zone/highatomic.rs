@@ -5,7 +5,8 @@
 use super::Zone;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
-use crate::types::{Order, Pfn};
+use crate::memmap::FrameIdx;
+use crate::types::Order;
 
 impl Zone {
     /// Limit of the reserve: one pageblock or about 1% of the zone.
@@ -16,26 +17,29 @@ impl Zone {
     /// Moves the pageblock(s) of the block just allocated at `pfn` into the
     /// HIGHATOMIC reserve, unless the reserve is full or the block is not of a
     /// plain mergeable type.
-    pub(crate) fn reserve_highatomic_pageblock(&mut self, frames: &Frames, pfn: u32, order: Order) {
+    pub(crate) fn reserve_highatomic_pageblock(
+        &mut self,
+        frames: &Frames,
+        pfn: FrameIdx,
+        order: Order,
+    ) {
         if self.nr_reserved_highatomic >= self.highatomic_limit() {
             return;
         }
-        let block_type = frames.blocks.freetype(Pfn(pfn as u64));
+        let block_type = frames.blocks.freetype(pfn.pfn());
         if !block_type.migratetype.is_mergeable() || block_type.is_unmapped() {
             return;
         }
         let highatomic = FreeType::plain(MigrateType::HighAtomic);
         if order < self.pageblock_order {
-            let block_start = pfn & !((1u32 << self.pageblock_order.0) - 1);
+            let block_start = pfn.align_down(self.pageblock_order);
             if self
                 .prep_move_freepages_block(frames, block_start)
                 .is_none()
             {
                 return;
             }
-            frames
-                .blocks
-                .set_freetype(Pfn(block_start as u64), highatomic);
+            frames.blocks.set_freetype(block_start.pfn(), highatomic);
             self.move_freepages_block(
                 frames,
                 block_start,
@@ -66,7 +70,7 @@ impl Zone {
             let Some(pfn) = self.first_on_list(order, highatomic) else {
                 continue;
             };
-            if frames.blocks.migratetype(Pfn(pfn as u64)) == MigrateType::HighAtomic {
+            if frames.blocks.migratetype(pfn.pfn()) == MigrateType::HighAtomic {
                 let size = self.pageblock_nr_pages().max(order.nr_pages());
                 self.nr_reserved_highatomic -= size.min(self.nr_reserved_highatomic);
             }
@@ -75,10 +79,10 @@ impl Zone {
                 self.set_blocks_freetype(frames, pfn, order, FreeType::plain(to));
                 self.move_to_free_list(frames, pfn, order, highatomic, FreeTypeIdx::of(to));
             } else {
-                let block_start = pfn & !((1u32 << self.pageblock_order.0) - 1);
+                let block_start = pfn.align_down(self.pageblock_order);
                 frames
                     .blocks
-                    .set_freetype(Pfn(block_start as u64), FreeType::plain(to));
+                    .set_freetype(block_start.pfn(), FreeType::plain(to));
                 self.move_freepages_block(frames, block_start, FreeTypeIdx::of(to));
             }
             self.events.highatomic_unreserved += 1;

@@ -4,7 +4,7 @@ use super::Zone;
 use crate::error::InvariantError;
 use crate::frames::Frames;
 use crate::freetype::{FreeTypeIdx, MigrateType};
-use crate::memmap::{PageState, NIL};
+use crate::memmap::{FrameIdx, PageState};
 use crate::types::{Order, Pfn};
 
 impl Zone {
@@ -17,9 +17,9 @@ impl Zone {
         for (order, area) in (0..=self.max_order.0).map(Order).zip(self.free_area.iter()) {
             let mut blocks = 0u64;
             for (freetype, list) in FreeTypeIdx::all().zip(&area.lists) {
-                let mut prev = NIL;
+                let mut prev = FrameIdx::NIL;
                 let mut pfn = list.head;
-                while pfn != NIL {
+                while pfn != FrameIdx::NIL {
                     let info = frames.memmap.info(pfn);
                     if info.state() != PageState::Buddy
                         || info.order() != order
@@ -32,18 +32,18 @@ impl Zone {
                             info.freetype()
                         ));
                     }
-                    if pfn & ((1u32 << order.0) - 1) != 0 {
+                    if !pfn.is_aligned(order) {
                         return fail(format!(
                             "PFN {pfn} on the order-{order} list is not aligned"
                         ));
                     }
-                    let end = Pfn(pfn as u64 + order.nr_pages() - 1);
-                    if !self.span.contains(Pfn(pfn as u64)) || !self.span.contains(end) {
+                    let end = Pfn(pfn.pfn().0 + order.nr_pages() - 1);
+                    if !self.span.contains(pfn.pfn()) || !self.span.contains(end) {
                         return fail(format!(
                             "order-{order} block at PFN {pfn} is outside the zone span"
                         ));
                     }
-                    let block_type = frames.blocks.freetype(Pfn(pfn as u64));
+                    let block_type = frames.blocks.freetype(pfn.pfn());
                     if block_type.index() != Some(freetype) {
                         return fail(format!(
                             "PFN {pfn} is on the {} list but its pageblock is {block_type}",
@@ -89,12 +89,17 @@ impl Zone {
     /// A free block and its free buddy of the same order must have merged,
     /// unless the merge was refused (MAX_PAGE_ORDER, or across pageblocks where
     /// one side is HIGHATOMIC or ISOLATE).
-    fn check_unmerged_buddy(&self, frames: &Frames, pfn: u32, order: Order) -> Result<(), String> {
+    fn check_unmerged_buddy(
+        &self,
+        frames: &Frames,
+        pfn: FrameIdx,
+        order: Order,
+    ) -> Result<(), String> {
         if order >= self.max_order {
             return Ok(());
         }
-        let buddy = pfn ^ (1 << order.0);
-        if !self.span.contains(Pfn(buddy as u64)) {
+        let buddy = pfn.buddy(order);
+        if !self.span.contains(buddy.pfn()) {
             return Ok(());
         }
         let info = frames.memmap.info(buddy);
@@ -102,11 +107,11 @@ impl Zone {
             return Ok(());
         }
         if order >= self.pageblock_order {
-            if frames.blocks.zone(Pfn(buddy as u64)) != Some(self.index) {
+            if frames.blocks.zone(buddy.pfn()) != Some(self.index) {
                 return Ok(());
             }
-            let mine = frames.blocks.freetype(Pfn(pfn as u64));
-            let theirs = frames.blocks.freetype(Pfn(buddy as u64));
+            let mine = frames.blocks.freetype(pfn.pfn());
+            let theirs = frames.blocks.freetype(buddy.pfn());
             if !super::buddy::pageblocks_mergeable(mine, theirs) {
                 return Ok(());
             }

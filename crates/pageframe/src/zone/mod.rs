@@ -29,25 +29,25 @@ pub use pick_tail::PickTail;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
-use crate::memmap::NIL;
+use crate::memmap::FrameIdx;
 use crate::types::{Order, ZoneIdx};
 
 /// One free list, linked through the memmap records.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FreeList {
-    head: u32,
-    tail: u32,
+    head: FrameIdx,
+    tail: FrameIdx,
 }
 
 impl FreeList {
     const EMPTY: FreeList = FreeList {
-        head: NIL,
-        tail: NIL,
+        head: FrameIdx::NIL,
+        tail: FrameIdx::NIL,
     };
 
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.head == NIL
+        self.head == FrameIdx::NIL
     }
 }
 
@@ -186,7 +186,7 @@ impl Zone {
     pub fn list_len(&self, frames: &Frames, order: Order, freetype: FreeTypeIdx, cap: u64) -> u64 {
         let mut count = 0;
         let mut pfn = self.free_area[order.index()].lists[freetype.index()].head;
-        while pfn != NIL && count < cap {
+        while pfn != FrameIdx::NIL && count < cap {
             count += 1;
             pfn = frames.memmap.next(pfn);
         }

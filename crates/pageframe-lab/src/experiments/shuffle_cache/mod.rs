@@ -401,7 +401,7 @@ fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
     )?;
     let allocator = boot(&desc, seed)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
-    let block_shift = allocator.layout().max_order as u32;
+    let block_shift = allocator.layout().max_order.0 as u32;
     let pfns: Vec<u64> = (0..16384)
         .map(|_| {
             cpu.alloc_pages(Gfp::HIGHUSER_MOVABLE, Order(0), NodeId(0))
