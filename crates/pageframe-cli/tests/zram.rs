@@ -56,7 +56,10 @@ fn foreign_and_truncated_traces_are_one_line_errors_naming_the_offset() {
     let cut = temp_path("cut.pfzt");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let err = error_of(&["run", "zram-untar", "--trace", cut.to_str().unwrap()]);
-    assert!(err.contains(&format!("at byte {} of the file", bytes.len() / 2)), "{err}");
+    assert!(
+        err.contains(&format!("at byte {} of the file", bytes.len() / 2)),
+        "{err}"
+    );
     std::fs::remove_file(foreign).unwrap();
     std::fs::remove_file(cut).unwrap();
 }
@@ -69,7 +72,15 @@ fn serve_prints_the_device_and_tears_down_on_sigterm() {
     }
     let mountpoint = temp_path("serve");
     let mut child = Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(["zram", "serve", "--size", "64M", "--interval", "0", "--mountpoint"])
+        .args([
+            "zram",
+            "serve",
+            "--size",
+            "64M",
+            "--interval",
+            "0",
+            "--mountpoint",
+        ])
         .arg(&mountpoint)
         .stdout(Stdio::piped())
         .spawn()

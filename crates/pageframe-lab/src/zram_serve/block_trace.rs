@@ -268,9 +268,12 @@ fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
     let mut next_page = 0u64;
     loop {
         let start = at;
-        let tag = *stream
-            .get(at)
-            .ok_or_else(|| (at as u64, "no end record (the trace is truncated)".to_string()))?;
+        let tag = *stream.get(at).ok_or_else(|| {
+            (
+                at as u64,
+                "no end record (the trace is truncated)".to_string(),
+            )
+        })?;
         at += 1;
         match tag {
             TAG_WRITE => {

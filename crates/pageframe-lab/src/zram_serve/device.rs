@@ -112,7 +112,9 @@ impl Device {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while the lock was held left a consistent zram (each
         // operation changes it at the end); go on with it.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Starts recording a block trace into `writer`.
@@ -198,7 +200,9 @@ impl Device {
                 Some(trace) => {
                     let record = TraceRecord::write_of(slot as u64, whole)?;
                     zram.write(slot, whole)?;
-                    trace.record(&record).map_err(|err| ZramError::Codec(err.to_string()))?;
+                    trace
+                        .record(&record)
+                        .map_err(|err| ZramError::Codec(err.to_string()))?;
                 }
                 None => zram.write(slot, whole)?,
             }

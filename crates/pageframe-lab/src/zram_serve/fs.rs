@@ -7,12 +7,12 @@
 
 use super::device::Device;
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
-use pageframe::Errno as PfErrno;
 use pageframe::zram::ZramError;
+use pageframe::Errno as PfErrno;
 use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -48,7 +48,11 @@ impl ZramFs {
     fn attr(&self, ino: INodeNo) -> Option<FileAttr> {
         let (kind, perm, size) = match ino {
             ROOT => (FileType::Directory, 0o755, 0),
-            DISK => (FileType::RegularFile, 0o600, self.device.config().disk_bytes),
+            DISK => (
+                FileType::RegularFile,
+                0o600,
+                self.device.config().disk_bytes,
+            ),
             MM_STAT => (FileType::RegularFile, 0o444, 4096),
             _ => return None,
         };

@@ -87,7 +87,11 @@ impl LoopDevice {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(if io == LoopIo::Direct { libc::O_DIRECT } else { 0 })
+            .custom_flags(if io == LoopIo::Direct {
+                libc::O_DIRECT
+            } else {
+                0
+            })
             .open(backing)?;
         let mut info = LoopInfo64 {
             lo_device: 0,
@@ -148,4 +152,3 @@ impl Drop for LoopDevice {
         }
     }
 }
-

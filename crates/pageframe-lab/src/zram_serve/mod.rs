@@ -118,11 +118,15 @@ impl ZramServer {
             &config.mountpoint,
             &options,
         )
-            .map_err(io_error(format!("mounting FUSE on {}", config.mountpoint.display())))?;
+        .map_err(io_error(format!(
+            "mounting FUSE on {}",
+            config.mountpoint.display()
+        )))?;
         server.session = Some(session);
         let disk = config.mountpoint.join(DISK_NAME);
-        let loop_dev = LoopDevice::attach(&disk, device::PAGE as u32, config.io)
-            .map_err(io_error(format!("attaching a loop device to {}", disk.display())))?;
+        let loop_dev = LoopDevice::attach(&disk, device::PAGE as u32, config.io).map_err(
+            io_error(format!("attaching a loop device to {}", disk.display())),
+        )?;
         server.loop_path = loop_dev.path().to_path_buf();
         server.loop_dev = Some(loop_dev);
         Ok(server)

@@ -13,7 +13,10 @@ fn config(name: &str, disk_mib: u64, memory_mib: u64) -> ServeConfig {
             disk_bytes: disk_mib << 20,
             memory_bytes: memory_mib << 20,
         },
-        mountpoint: std::env::temp_dir().join(format!("pageframe-serve-test-{name}-{}", std::process::id())),
+        mountpoint: std::env::temp_dir().join(format!(
+            "pageframe-serve-test-{name}-{}",
+            std::process::id()
+        )),
         io: LoopIo::Direct,
         threads: 2,
     }
@@ -77,7 +80,12 @@ fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
     std::fs::create_dir_all(&target).unwrap();
     let mount = run(
         "mount",
-        &["-o", "discard", block.to_str().unwrap(), target.to_str().unwrap()],
+        &[
+            "-o",
+            "discard",
+            block.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ],
     );
     assert!(mount.status.success(), "{:?}", mount);
     // Incompressible data past the pool's memory: the device answers
@@ -102,5 +110,8 @@ fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
     assert!(!mounted(&mountpoint));
     assert!(!mountpoint.exists());
     let name = block.file_name().unwrap().to_owned();
-    assert!(!Path::new("/sys/block").join(name).join("loop/backing_file").exists());
+    assert!(!Path::new("/sys/block")
+        .join(name)
+        .join("loop/backing_file")
+        .exists());
 }

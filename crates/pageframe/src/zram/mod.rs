@@ -154,7 +154,11 @@ impl Backend {
         self,
         source: P,
     ) -> Result<Box<dyn Zpool + 'a>, ZpoolError> {
-        self.build(source, |pool| Box::new(pool) as _, |pool| Box::new(pool) as _)
+        self.build(
+            source,
+            |pool| Box::new(pool) as _,
+            |pool| Box::new(pool) as _,
+        )
     }
 
     /// [`Backend::create`] over a source that may move between threads: the
@@ -164,7 +168,11 @@ impl Backend {
         self,
         source: P,
     ) -> Result<Box<dyn Zpool + Send + 'a>, ZpoolError> {
-        self.build(source, |pool| Box::new(pool) as _, |pool| Box::new(pool) as _)
+        self.build(
+            source,
+            |pool| Box::new(pool) as _,
+            |pool| Box::new(pool) as _,
+        )
     }
 
     /// Builds the pool and hands it to `zsmalloc` or `afmalloc` to box.

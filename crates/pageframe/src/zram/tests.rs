@@ -446,7 +446,10 @@ fn lzo_round_trips_and_compresses() {
             zram.read(0, &mut out).unwrap();
             assert_eq!(out, text);
             let lz4 = Prepared::new(Compressor::Lz4, &text).unwrap();
-            assert_eq!(zram.write_prepared(2, &lz4).unwrap_err().errno(), Errno::EINVAL);
+            assert_eq!(
+                zram.write_prepared(2, &lz4).unwrap_err().errno(),
+                Errno::EINVAL
+            );
             assert!(!zram.is_stored(2));
             zram.check_invariants().unwrap();
         }

@@ -117,7 +117,13 @@ impl Ext4Mount {
         // later: the trace does not depend on timing.
         run(
             "mkfs.ext4",
-            &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", device],
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                device,
+            ],
         )?;
         std::fs::create_dir_all(&dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
         let dir_text = dir.to_str().ok_or_else(|| failed("mount path"))?;
@@ -173,7 +179,8 @@ fn untar(tar: &[u8], dirs: &[&Path]) -> Result<(), ExperimentError> {
 /// `rm -r <top>/<dir>` under each mount, for every top-level directory.
 fn remove(dirs: &[&Path], removed: &str) -> Result<(), ExperimentError> {
     for dir in dirs {
-        let tops = std::fs::read_dir(dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
+        let tops =
+            std::fs::read_dir(dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
         for top in tops.flatten() {
             let target = top.path().join(removed);
             if target.is_dir() {
@@ -203,19 +210,30 @@ fn block_stat(device: &Path) -> Vec<u64> {
 
 /// `sync`, then waits until the devices are quiet: ext4 issues the
 /// discards of a commit from a work item after the commit
-/// (ext4_process_freed_data() queues s_discard_work), so they trail `sync`.
-/// Quiet: nothing in flight and no counter moving for a second (at most a
-/// minute, or until Ctrl-C). No further `sync` while waiting: each would
+/// (ext4_process_freed_data() queues s_discard_work), so they trail `sync`,
+/// and zram counts no discard in its block statistics. Quiet: nothing in
+/// flight, and neither the block counters nor the stored sizes (`orig` of
+/// each device, from `stored`) moved for three seconds (at most two
+/// minutes, or until Ctrl-C). No further `sync` while waiting: each would
 /// commit again.
-fn settle(devices: &[&Path], signals: &SignalFlag) {
+fn settle(devices: &[&Path], stored: impl Fn() -> Vec<u64>, signals: &SignalFlag) {
     const IN_FLIGHT: usize = 8;
+    const QUIET_SECONDS: u32 = 3;
     sync();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let mut last: Vec<Vec<u64>> = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut last = (Vec::new(), Vec::new());
+    let mut quiet = 0;
     loop {
-        let now: Vec<Vec<u64>> = devices.iter().map(|device| block_stat(device)).collect();
-        let idle = now.iter().all(|stat| stat.get(IN_FLIGHT).copied().unwrap_or(0) == 0);
-        if (idle && now == last) || signals.raised() || std::time::Instant::now() >= deadline {
+        let now: (Vec<Vec<u64>>, Vec<u64>) = (
+            devices.iter().map(|device| block_stat(device)).collect(),
+            stored(),
+        );
+        let idle = now
+            .0
+            .iter()
+            .all(|stat| stat.get(IN_FLIGHT).copied().unwrap_or(0) == 0);
+        quiet = if idle && now == last { quiet + 1 } else { 0 };
+        if quiet >= QUIET_SECONDS || signals.raised() || std::time::Instant::now() >= deadline {
             return;
         }
         last = now;
@@ -228,7 +246,9 @@ fn settle(devices: &[&Path], signals: &SignalFlag) {
 /// give the same).
 pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
     if let Some(reason) = zram_serve::unsupported_reason() {
-        return Err(failed(format!("--fs ext4 runs the workload for real: {reason}")));
+        return Err(failed(format!(
+            "--fs ext4 runs the workload for real: {reason}"
+        )));
     }
     let signals = SignalFlag::install();
     let mut tar = Vec::new();
@@ -273,7 +293,16 @@ pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
                     format!("rm {dir}")
                 }
             };
-            settle(&[server.block_device(), &real.device()], &signals);
+            settle(
+                &[server.block_device(), &real.device()],
+                || {
+                    vec![
+                        server.device().mm_stat().orig_data_size,
+                        real.mm_stat().map_or(0, |stat| stat.orig),
+                    ]
+                },
+                &signals,
+            );
             let step = TraceRecord::Step {
                 round,
                 label,

@@ -259,7 +259,11 @@ fn run_trace(options: &RunOptions, params: &Params) -> Result<Report, Experiment
             let same = steps.len() == served.len()
                 && steps.iter().zip(served).all(|(step, stat)| {
                     (step.orig, step.compr, step.used)
-                        == (stat.orig_data_size, stat.compr_data_size, stat.mem_used_total)
+                        == (
+                            stat.orig_data_size,
+                            stat.compr_data_size,
+                            stat.mem_used_total,
+                        )
                 });
             notes.push(format!(
                 "the replay of zsmalloc-chain8 with lz4 {} the served device's own mm_stat at every step",
@@ -273,7 +277,10 @@ fn run_trace(options: &RunOptions, params: &Params) -> Result<Report, Experiment
                 let kernel = number(&row, columns::KERNEL_OVERHEAD_RATIO);
                 if let (Some(ours), Some(kernel)) = (ours, kernel) {
                     let gap = ours - kernel;
-                    if worst.as_ref().is_none_or(|(worst, ..)| gap.abs() > worst.abs()) {
+                    if worst
+                        .as_ref()
+                        .is_none_or(|(worst, ..)| gap.abs() > worst.abs())
+                    {
                         worst = Some((gap, step.round, step.label.clone()));
                     }
                 }

@@ -152,7 +152,10 @@ fn step_index(label: &str) -> Option<usize> {
         return Some(0);
     }
     let dir = label.strip_prefix("rm ")?;
-    REMOVED.iter().position(|removed| *removed == dir).map(|at| at + 1)
+    REMOVED
+        .iter()
+        .position(|removed| *removed == dir)
+        .map(|at| at + 1)
 }
 
 fn ratio(bytes: f64, compr: f64) -> f64 {

@@ -192,7 +192,9 @@ fn replay_is_deterministic_and_accounts_every_write() {
             let stored: u64 = (0..300u64)
                 .filter(|page| page % 7 != 0)
                 .map(|page| match &records[page as usize] {
-                    TraceRecord::Write { sizes: Some(sizes), .. } => u64::from(sizes[codec]),
+                    TraceRecord::Write {
+                        sizes: Some(sizes), ..
+                    } => u64::from(sizes[codec]),
                     _ => unreachable!(),
                 })
                 .sum();
@@ -203,13 +205,17 @@ fn replay_is_deterministic_and_accounts_every_write() {
             assert_eq!(steps[3].orig, 100 * 4096);
             let row = replay::row(backend, &steps[0]);
             assert_eq!(
-                row.get(columns::KERNEL_OVERHEAD_RATIO).and_then(|v| v.as_f64()),
+                row.get(columns::KERNEL_OVERHEAD_RATIO)
+                    .and_then(|v| v.as_f64()),
                 Some(5.0)
             );
             let row = replay::row(backend, &steps[1]);
-            assert!(row.get(columns::KERNEL_OVERHEAD_RATIO).is_some_and(|v| v.is_null()));
+            assert!(row
+                .get(columns::KERNEL_OVERHEAD_RATIO)
+                .is_some_and(|v| v.is_null()));
             assert_eq!(
-                row.get(columns::REFERENCE_OVERHEAD_RATIO).and_then(|v| v.as_f64()),
+                row.get(columns::REFERENCE_OVERHEAD_RATIO)
+                    .and_then(|v| v.as_f64()),
                 reference(backend, 1, 1).map(|figures| figures.3)
             );
         }
@@ -229,6 +235,9 @@ fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
     assert!(report.rows.iter().all(|row| row
         .get(columns::KERNEL_OVERHEAD_RATIO)
         .is_some_and(|v| v.as_f64().is_some())));
-    assert!(report.notes.iter().any(|note| note.contains(replay::SHIPPED_NAME)));
+    assert!(report
+        .notes
+        .iter()
+        .any(|note| note.contains(replay::SHIPPED_NAME)));
     assert!(headline(&report).is_some());
 }

@@ -35,7 +35,10 @@ fn write(path: &Path, records: &[TraceRecord]) {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("pageframe-block-trace-{name}-{}", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "pageframe-block-trace-{name}-{}",
+        std::process::id()
+    ))
 }
 
 #[test]
@@ -60,7 +63,10 @@ fn truncated_and_foreign_files_name_the_offset() {
     let path = scratch("bad");
     std::fs::write(&path, b"GIF89a not a trace").unwrap();
     let err = read_trace(&path).unwrap_err().to_string();
-    assert!(err.contains("no PFZBLKT1 magic) at byte 0 of the file"), "{err}");
+    assert!(
+        err.contains("no PFZBLKT1 magic) at byte 0 of the file"),
+        "{err}"
+    );
     // A writer that never finished: no end record.
     let mut writer = TraceWriter::create(&path, 3).unwrap();
     for record in records() {
@@ -69,13 +75,19 @@ fn truncated_and_foreign_files_name_the_offset() {
     writer.stream.do_finish().unwrap();
     drop(writer);
     let err = read_trace(&path).unwrap_err().to_string();
-    assert!(err.contains("no end record") && err.contains("of the record stream"), "{err}");
+    assert!(
+        err.contains("no end record") && err.contains("of the record stream"),
+        "{err}"
+    );
     // A file cut in the compressed stream.
     write(&path, &records());
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
     let err = read_trace(&path).unwrap_err().to_string();
-    assert!(err.contains("end early") && err.contains(&format!("byte {}", bytes.len() - 5)), "{err}");
+    assert!(
+        err.contains("end early") && err.contains(&format!("byte {}", bytes.len() - 5)),
+        "{err}"
+    );
     // A record cut short inside the stream.
     let mut stream = Vec::new();
     let mut encoder = Encoder::default();
