@@ -153,7 +153,7 @@ fn small_trace() -> Vec<TraceRecord> {
                 page,
                 sizes: (page % 7 != 0).then_some([
                     (page * 37 % 3000 + 40) as u32,
-                    (page * 41 % 3100 + 40) as u32,
+                    (page * 41 % 2900 + 40) as u32,
                     (page * 13 % 2000 + 30) as u32,
                 ]),
             });
