@@ -34,6 +34,8 @@ pub enum Plan {
     Trace(TracePlan),
     /// Serve a zram.
     Zram(crate::zram::ZramPlan),
+    /// Calibrate the simulation's prices on this host.
+    Calibrate(crate::args::CalibrateArgs),
 }
 
 /// How a plan that ran to its end ended.
@@ -240,6 +242,15 @@ impl Plan {
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
             Command::Zram(command) => Ok(Plan::Zram(crate::zram::plan(command)?)),
+            Command::Calibrate(args) => {
+                if args.pages < 1024 || args.rounds == 0 {
+                    return Err(CliError::Invalid(
+                        "calibrate needs --pages of at least 1024 and --rounds of at least 1"
+                            .into(),
+                    ));
+                }
+                Ok(Plan::Calibrate(args))
+            }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
                 arena: args.arena,
@@ -284,6 +295,7 @@ impl Plan {
             Plan::Trace(plan) => trace::execute(&plan, out),
             Plan::Zram(plan) => crate::zram::execute(plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
+            Plan::Calibrate(args) => crate::calibrate::execute(&args, out),
         }
         .map(|()| Completion::Clean)
     }
