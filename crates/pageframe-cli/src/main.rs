@@ -18,6 +18,7 @@ mod progress;
 mod props;
 mod run;
 mod trace;
+mod zram;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, proc, info, conform, trace or calibrate (see 'pageframe --help')"
+                "a command is required: run, proc, info, conform, trace, zram or calibrate (see 'pageframe --help')"
                     .to_string(),
             ))
         }

@@ -32,6 +32,8 @@ pub enum Plan {
     Conform(ConformPlan),
     /// Record, import or replay a trace.
     Trace(TracePlan),
+    /// Serve a zram.
+    Zram(crate::zram::ZramPlan),
     /// Calibrate the simulation's prices on this host.
     Calibrate(crate::args::CalibrateArgs),
 }
@@ -153,10 +155,21 @@ impl Plan {
                 })?;
                 let experiments = experiments::parse_list(&args.experiments)
                     .map_err(|err| CliError::Invalid(err.to_string()))?;
+                let fs_ext4 = match args.fs.as_deref() {
+                    None => false,
+                    Some("ext4") => true,
+                    Some(other) => {
+                        return Err(CliError::Invalid(format!(
+                            "--fs {other}: only ext4 is known"
+                        )))
+                    }
+                };
                 let options = RunOptions {
                     scale,
                     seed: args.seed,
                     corpus: args.corpus,
+                    fs_ext4,
+                    block_trace: args.trace,
                 };
                 let params = run::params_of(&experiments, scale, args.config.as_deref())?;
                 let views = match &args.proc_views {
@@ -228,6 +241,7 @@ impl Plan {
                 }))
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
+            Command::Zram(command) => Ok(Plan::Zram(crate::zram::plan(command)?)),
             Command::Calibrate(args) => {
                 if args.pages < 1024 || args.rounds == 0 {
                     return Err(CliError::Invalid(
@@ -279,6 +293,7 @@ impl Plan {
             Plan::PerfTable(plan) => perf_table::execute(&plan, out),
             Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
             Plan::Trace(plan) => trace::execute(&plan, out),
+            Plan::Zram(plan) => crate::zram::execute(plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
             Plan::Calibrate(args) => crate::calibrate::execute(&args, out),
         }

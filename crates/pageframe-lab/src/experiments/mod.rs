@@ -118,6 +118,12 @@ pub struct RunOptions {
     /// The kernel source tarball of `zram-untar` (`--corpus`); `None` reads
     /// [`crate::corpus::DEFAULT_TARBALL`].
     pub corpus: Option<PathBuf>,
+    /// `zram-untar --fs ext4`: run the workload for real on the kernel's
+    /// ext4 (root) instead of replaying a trace.
+    pub fs_ext4: bool,
+    /// `zram-untar --trace FILE`: the block trace to replay, or with
+    /// `fs_ext4` the one to write.
+    pub block_trace: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -127,6 +133,8 @@ impl RunOptions {
             scale,
             seed,
             corpus: None,
+            fs_ext4: false,
+            block_trace: None,
         }
     }
 }
