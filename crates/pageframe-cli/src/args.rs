@@ -123,6 +123,10 @@ pub struct ConformArgs {
     /// Print the MATCH rows too (the table shows only DIFF rows otherwise).
     #[arg(long, short = 'v', visible_alias = "verbose")]
     pub all: bool,
+    /// Also write the results (every row) as DIR/conform.json, which the
+    /// report page of `pageframe run --out DIR` then shows.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `pageframe trace`.

@@ -1,12 +1,13 @@
 //! `pageframe conform`: conformance suites of `pageframe_lab::conform`,
 //! run in the order given. The table prints each suite's DIFF rows (every
 //! row with `--all`) and its summary line, suites separated by a blank
-//! line; JSON prints one object for all of them. The caller turns an
+//! line; JSON prints one object for all of them, which `--out DIR` also
+//! writes as `DIR/conform.json` for the report page. The caller turns an
 //! unlisted DIFF into exit status 1.
 
 use crate::error::CliError;
 use crate::plan::{Completion, ConformPlan};
-use pageframe_lab::conform::suites;
+use pageframe_lab::conform::{saved, suites};
 use std::io::Write;
 
 /// Runs the suites of the plan and prints their results.
@@ -23,8 +24,14 @@ pub fn execute(plan: &ConformPlan, out: &mut dyn Write) -> Result<Completion, Cl
         }
         results.push(result);
     }
-    if plan.json {
-        writeln!(out, "{}", suites::to_json(&results))?;
+    if plan.json || plan.out.is_some() {
+        let value = suites::to_json(&results);
+        if plan.json {
+            writeln!(out, "{value}")?;
+        }
+        if let Some(dir) = &plan.out {
+            saved::write(dir, &value).map_err(CliError::Invalid)?;
+        }
     }
     let unlisted: usize = results.iter().map(suites::unlisted_diffs).sum();
     Ok(if unlisted == 0 {

@@ -56,6 +56,8 @@ pub struct ConformPlan {
     pub json: bool,
     /// Print the MATCH rows too.
     pub all: bool,
+    /// Also write the results as `DIR/conform.json`.
+    pub out: Option<PathBuf>,
 }
 
 /// `pageframe trace ...`, validated.
@@ -238,6 +240,7 @@ impl Plan {
                     suites: suites::parse(&args.suites).map_err(CliError::Invalid)?,
                     json,
                     all: args.all,
+                    out: args.out,
                 }))
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),

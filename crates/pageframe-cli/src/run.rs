@@ -2,13 +2,15 @@
 //! is done. JSON gives one object per line; tables and CSV are separated by
 //! a blank line. With several experiments, the table format ends with the
 //! summary (headline numbers beside the documents'). `--out DIR` also writes
-//! the files and report page of `pageframe_lab::site`; `--proc` prints the
+//! the files and report page of `pageframe_lab::site`, with its conformance
+//! section (`conform::saved::for_page`, gathered before the experiments); `--proc` prints the
 //! experiment's machine views after its report (on stderr with JSON, so that
 //! stdout stays one object per line).
 
 use crate::error::CliError;
 use crate::plan::RunPlan;
 use crate::progress::Progress;
+use pageframe_lab::conform::saved;
 use pageframe_lab::experiments::{self, Experiment, Scale};
 use pageframe_lab::files;
 use pageframe_lab::observe::{self, Observer};
@@ -40,6 +42,10 @@ pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {
         ),
         None => None,
     };
+    if let (Some(site), Some(dir)) = (site.as_mut(), &plan.out) {
+        let summaries = saved::for_page(dir).map_err(CliError::Invalid)?;
+        site.set_conform(summaries).map_err(CliError::Invalid)?;
+    }
     let mut summary_lines: Vec<SummaryLine> = Vec::new();
     for (index, experiment) in plan.experiments.iter().enumerate() {
         let name = experiment.name();

@@ -46,6 +46,13 @@ fn out_dir_has_json_csv_plots_and_the_page() {
     let dir = temp_dir("out");
     let config = small_config(&dir);
     let site = dir.join("site");
+    // `conform --out` saves a suite for the page (exit 1 would be an
+    // unlisted DIFF on this host: still written).
+    let conform = pageframe(&["conform", "slab", "--out", &site.display().to_string()]);
+    assert!(matches!(conform.status.code(), Some(0 | 1)), "{conform:?}");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(site.join("conform.json")).unwrap()).unwrap();
+    assert_eq!(saved["suites"][0]["suite"], "slab");
     let stdout = succeed(&[
         "run",
         "all",
@@ -95,7 +102,47 @@ fn out_dir_has_json_csv_plots_and_the_page() {
     assert!(svgs >= 4);
     assert!(page.matches("class=\"plot\"").count() >= 3);
     assert!(!page.contains("src=\"http"), "self-contained");
+    conform_section_shows_each_suite(&page);
+    assert!(
+        page.contains("<td class=\"text\">slab</td>")
+            && page.contains("from conform.json")
+            && page.contains("id=\"conform-listed\""),
+        "slab from the saved file"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The suites `pageframe conform all` runs.
+const SUITES: [&str; 5] = ["mempolicy", "zoneinfo", "slab", "zsmalloc", "buddy"];
+
+/// The page's conformance section has one row per suite, each with its
+/// counts (cases = MATCH + DIFF) or `skipped: ` and a reason.
+fn conform_section_shows_each_suite(page: &str) {
+    let section = page
+        .split("<h2 id=\"conform\">")
+        .nth(1)
+        .expect("a conformance section");
+    for suite in SUITES {
+        let row = section
+            .split(&format!("<tr data-suite=\"{suite}\" "))
+            .nth(1)
+            .and_then(|rest| rest.split("</tr>").next())
+            .unwrap_or_else(|| panic!("no row for {suite}: {section}"));
+        if row.starts_with("data-status=\"ran\"") {
+            let numbers: Vec<u64> = row
+                .split("<td>")
+                .skip(1)
+                .take(3)
+                .map(|cell| cell.split('<').next().unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(numbers[0], numbers[1] + numbers[2], "{suite}: {row}");
+            assert!(numbers[0] > 0, "{suite}: {row}");
+        } else {
+            assert!(row.starts_with("data-status=\"skipped\""), "{suite}: {row}");
+            let reason = row.split("skipped: ").nth(1).expect("a reason");
+            assert!(reason.len() > "</td>".len() + 3, "{suite}: {row}");
+        }
+    }
 }
 
 #[test]
@@ -243,6 +290,18 @@ fn report_page_renders_in_chromium() {
     );
     for table in tables {
         assert!(table["rows"].as_u64().unwrap() > 0, "empty table: {table}");
+    }
+    let conform = check["conform"].as_array().expect("conform rows");
+    let shown: Vec<&str> = conform
+        .iter()
+        .map(|row| row["suite"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, SUITES, "{check}");
+    for row in conform {
+        assert!(
+            row["status"] == "ran" || row["status"] == "skipped",
+            "{row}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,6 +11,7 @@ pub mod buddy;
 pub mod host;
 pub mod host_machine;
 pub mod mempolicy;
+pub mod saved;
 pub mod slab;
 pub mod suites;
 pub mod zoneinfo;

@@ -21,6 +21,11 @@ pub const SUITES: &[(&str, SuiteRun)] = &[
     ("buddy", super::buddy::run),
 ];
 
+/// Suites the report page of `pageframe run --out DIR` does not run itself,
+/// because they take seconds (zsmalloc writes pages into a real zram
+/// device): the page shows them from `DIR/conform.json` (see `saved`).
+pub const SLOW_SUITES: &[&str] = &["zsmalloc"];
+
 /// DIFF rows that are known and accepted: (suite, case, why pageframe
 /// differs). A case listed here is reported but does not fail the run.
 pub const LISTED_DIFFS: &[(&str, &str, &str)] = &[];

@@ -2,10 +2,11 @@
 //! and a small script inline, so it can be mailed or attached as it is.
 //!
 //! The script checks the page itself once it has loaded — every plot image
-//! decoded, every table's row count — and writes the result as JSON into a
+//! decoded, every table's row count, each conformance suite's status — and writes the result as JSON into a
 //! hidden `<pre id="page-check">`, which the browser test reads.
 
-use super::{RunInfo, Section};
+use super::{conform_section, RunInfo, Section};
+use crate::conform::saved::SuiteSummary;
 use crate::experiments;
 use crate::report::{columns_of, Row};
 use crate::summary::{self, SummaryLine};
@@ -27,10 +28,13 @@ const CHECK_SCRIPT: &str = "window.addEventListener('load', function () {
   var tables = Array.prototype.map.call(document.querySelectorAll('table.rows'), function (table) {
     return {name: table.getAttribute('data-table'), rows: table.tBodies.length ? table.tBodies[0].rows.length : 0};
   });
+  var conform = Array.prototype.map.call(document.querySelectorAll('table.conform tbody tr'), function (row) {
+    return {suite: row.getAttribute('data-suite'), status: row.getAttribute('data-status')};
+  });
   var out = document.createElement('pre');
   out.id = 'page-check';
   out.hidden = true;
-  out.textContent = JSON.stringify({images: images, tables: tables});
+  out.textContent = JSON.stringify({images: images, tables: tables, conform: conform});
   document.body.appendChild(out);
 });";
 
@@ -69,8 +73,8 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// The whole page.
-pub fn page(info: &RunInfo, sections: &[Section]) -> String {
+/// The whole page; the conformance section after the experiments when given.
+pub fn page(info: &RunInfo, sections: &[Section], conform: Option<&[SuiteSummary]>) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -96,6 +100,9 @@ pub fn page(info: &RunInfo, sections: &[Section]) -> String {
     summary_table(&mut out, sections);
     for section in sections {
         experiment(&mut out, section);
+    }
+    if let Some(summaries) = conform {
+        conform_section::section(&mut out, summaries);
     }
     let _ = write!(out, "<script>{CHECK_SCRIPT}</script>\n</body>\n</html>\n");
     out

@@ -2,14 +2,17 @@
 //! `<name>.json` and `<name>.csv` (the report's rows), each plot as
 //! `<plot>.svg` and `<plot>.png`, and `proc.txt` when views were asked for;
 //! `DIR/index.html` is one self-contained page (plots embedded) with every
-//! table and plot, the run's seed, scale, machine and date.
+//! table and plot, the run's seed, scale, machine and date, and the
+//! conformance suites' summaries (`conform::saved`).
 //!
 //! The page is rewritten after each experiment, so it is complete for what
 //! has run even when a later experiment fails. Every file is written whole
 //! or not at all (`files`): a stopped run leaves no half-written file.
 
+mod conform_section;
 mod html;
 
+use crate::conform::saved::SuiteSummary;
 use crate::experiments;
 use crate::files;
 use crate::params::Params;
@@ -59,6 +62,7 @@ pub struct Site {
     dir: PathBuf,
     info: RunInfo,
     sections: Vec<Section>,
+    conform: Option<Vec<SuiteSummary>>,
 }
 
 /// Why the directory could not be written: one line naming the file.
@@ -90,6 +94,7 @@ impl Site {
             dir: dir.to_path_buf(),
             info,
             sections: Vec::new(),
+            conform: None,
         })
     }
 
@@ -144,7 +149,18 @@ impl Site {
             views,
             seconds,
         });
-        let page = html::page(&self.info, &self.sections);
+        self.write_page()
+    }
+
+    /// Sets the conformance section (`conform::saved::for_page`) and
+    /// rewrites the page.
+    pub fn set_conform(&mut self, summaries: Vec<SuiteSummary>) -> Result<(), SiteError> {
+        self.conform = Some(summaries);
+        self.write_page()
+    }
+
+    fn write_page(&self) -> Result<(), SiteError> {
+        let page = html::page(&self.info, &self.sections, self.conform.as_deref());
         write(&self.index(), page)
     }
 
