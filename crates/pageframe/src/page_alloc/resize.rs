@@ -224,11 +224,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 } else {
                     high_min
                 };
-                (
-                    high_min,
-                    high_max,
-                    batch,
-                )
+                (high_min, high_max, batch)
             };
             for cpu in self.cpus.iter() {
                 let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
