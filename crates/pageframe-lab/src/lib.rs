@@ -20,6 +20,7 @@ pub mod pmbench;
 pub mod report;
 pub mod site;
 pub mod summary;
+pub mod sweep;
 pub mod timing;
 pub mod trace;
 pub mod workloads;
