@@ -16,6 +16,7 @@ mod progress;
 #[cfg(test)]
 mod props;
 mod run;
+mod sweep;
 mod trace;
 
 use clap::error::ErrorKind;
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, proc, info, conform or trace (see 'pageframe --help')"
+                "a command is required: run, sweep, proc, info, conform or trace (see 'pageframe --help')"
                     .to_string(),
             ))
         }

@@ -135,13 +135,14 @@ pub fn run_point(
 
 /// Runs the pending points of the sweep on `jobs` threads, writing each
 /// record as it completes; `on_done` sees each record and how many are done
-/// of how many pending. Returns the number of failed points.
+/// of how many pending. Returns how many points ran and how many of them
+/// failed.
 pub fn run_local(
     sweep: &Sweep,
     dir: &Path,
     jobs: usize,
     on_done: &(dyn Fn(&PointRecord, usize, usize) + Sync),
-) -> Result<usize, String> {
+) -> Result<(usize, usize), String> {
     let pending = pending(sweep, dir);
     let next = AtomicUsize::new(0);
     let done = Mutex::new((0usize, 0usize, None::<String>));
@@ -165,10 +166,10 @@ pub fn run_local(
             });
         }
     });
-    let (_, failed, write_error) = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (ran, failed, write_error) = done.into_inner().unwrap_or_else(|p| p.into_inner());
     match write_error {
         Some(err) => Err(err),
-        None => Ok(failed),
+        None => Ok((ran, failed)),
     }
 }
 
