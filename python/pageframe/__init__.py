@@ -22,6 +22,7 @@ from . import _native, views as _views
 from ._native import PageframeError
 
 __all__ = [
+    "VIEWS",
     "Machine",
     "PageframeError",
     "conform",
@@ -29,11 +30,10 @@ __all__ = [
     "params",
     "replay",
     "run",
-    "views",
 ]
 
-#: The names of the kernel-format views.
-views = _native.views()
+#: The names of the kernel-format views (parsers: :mod:`pageframe.views`).
+VIEWS = _native.views()
 
 
 class Machine(_native.Machine):

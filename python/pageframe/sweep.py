@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from . import _native
+from . import _native, _progress
 
 
 def _load(spec):
@@ -103,6 +103,7 @@ def run_sweep(spec, out=None, ray=None, jobs=None, progress=None):
 
     source, text = _load(spec)
     out = out or _default_out(spec)
+    progress = _progress(progress, "sweep")
     _native.sweep_keys(source, text)  # the whole spec is checked before anything runs
     if ray is None:
         os.makedirs(out, exist_ok=True)

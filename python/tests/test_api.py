@@ -82,7 +82,7 @@ def test_a_toml_machine_file_boots_like_the_cli(tmp_path, cli):
 def test_every_view_has_text_and_structured_data():
     machine = Machine(mem="128M", nodes=2, cpus=2)
     machine.alloc_bulk(10, node=1)
-    for name in pageframe.views:
+    for name in pageframe.VIEWS:
         assert isinstance(machine.text(name), str)
         assert machine.data(name) is not None
     buddy = machine.buddyinfo()
@@ -98,6 +98,7 @@ def test_every_view_has_text_and_structured_data():
     assert sum(zone["free"] for zone in normal) == free_pages
     assert len(normal[0]["pagesets"]) == 2 and "batch" in normal[0]["pagesets"][0]
     assert machine.data("shuffle") is False
+    assert pageframe.views.parse("vmstat", machine.text("vmstat")) == machine.vmstat()
     with pytest.raises(PageframeError):
         machine.text("meminfo-of-mars")
 

@@ -39,8 +39,8 @@ pub struct SweepPlan {
 impl SweepPlan {
     /// Reads and checks the spec.
     pub fn from_args(args: SweepArgs) -> Result<SweepPlan, CliError> {
-        let spec_text = files::read_text(&args.spec, files::MAX_CONFIG_BYTES)
-            .map_err(CliError::Invalid)?;
+        let spec_text =
+            files::read_text(&args.spec, files::MAX_CONFIG_BYTES).map_err(CliError::Invalid)?;
         let sweep = Sweep::parse(&args.spec.display().to_string(), &spec_text)
             .map_err(CliError::Invalid)?;
         let jobs = match args.jobs {
@@ -73,9 +73,8 @@ pub fn execute(plan: &SweepPlan, out: &mut dyn Write) -> Result<(), CliError> {
     if let Some(address) = &plan.ray {
         return on_ray(plan, address);
     }
-    std::fs::create_dir_all(&plan.out).map_err(|err| {
-        CliError::Invalid(format!("cannot create {}: {err}", plan.out.display()))
-    })?;
+    std::fs::create_dir_all(&plan.out)
+        .map_err(|err| CliError::Invalid(format!("cannot create {}: {err}", plan.out.display())))?;
     let bar = if plan.progress {
         ProgressBar::with_draw_target(
             Some(sweep::pending(&plan.sweep, &plan.out).len() as u64),
@@ -84,9 +83,9 @@ pub fn execute(plan: &SweepPlan, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         ProgressBar::hidden()
     };
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{bar:32.cyan/blue}] {pos}/{len} points  {elapsed}  {msg}")
-    {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{bar:32.cyan/blue}] {pos}/{len} points  {elapsed}  {msg}",
+    ) {
         bar.set_style(style.progress_chars("=> "));
     }
     let (ran, failed) = sweep::run_local(&plan.sweep, &plan.out, plan.jobs, &|record, _, _| {

@@ -25,7 +25,8 @@ fn pageframe(args: &[&str]) -> Output {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pageframe-cli-sweep-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("pageframe-cli-sweep-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -59,9 +60,16 @@ fn a_sweep_runs_every_point_like_run_and_resumes() {
         "2",
     ];
     let first = pageframe(&args);
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let stdout = String::from_utf8(first.stdout).unwrap();
-    assert!(stdout.starts_with("4 points: 4 ok, 0 failed; 4 run now"), "{stdout}");
+    assert!(
+        stdout.starts_with("4 points: 4 ok, 0 failed; 4 run now"),
+        "{stdout}"
+    );
     let files = point_files(&out);
     assert_eq!(files.len(), 4);
 
@@ -97,7 +105,10 @@ fn a_sweep_runs_every_point_like_run_and_resumes() {
 
     // The table: one line per result row, led by the point's columns.
     let table = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(table.starts_with("seed,pattern,status,error,seconds,policy,"), "{table}");
+    assert!(
+        table.starts_with("seed,pattern,status,error,seconds,policy,"),
+        "{table}"
+    );
     let results = expected["rows"]
         .as_array()
         .unwrap()
@@ -112,7 +123,10 @@ fn a_sweep_runs_every_point_like_run_and_resumes() {
     let second = pageframe(&args);
     assert!(second.status.success());
     let stdout = String::from_utf8(second.stdout).unwrap();
-    assert!(stdout.starts_with("4 points: 4 ok, 0 failed; 0 run now"), "{stdout}");
+    assert!(
+        stdout.starts_with("4 points: 4 ok, 0 failed; 0 run now"),
+        "{stdout}"
+    );
     assert_eq!(point_files(&out), files, "done points ran again");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -122,18 +136,35 @@ fn bad_specs_are_one_line_errors_with_status_2() {
     let dir = scratch("bad");
     let cases = [
         ("experiment = \"nope\"", "unknown experiment 'nope'"),
-        ("experiment = \"numa-balancing\"\n[params]\npattern = [\"spiral\"]", "numa-balancing.pattern"),
-        ("experiment = \"numa-balancing\"\nseeds = \"many\"", "'seeds' must be"),
+        (
+            "experiment = \"numa-balancing\"\n[params]\npattern = [\"spiral\"]",
+            "numa-balancing.pattern",
+        ),
+        (
+            "experiment = \"numa-balancing\"\nseeds = \"many\"",
+            "'seeds' must be",
+        ),
     ];
     for (text, expected) in cases {
         let spec = dir.join("spec.toml");
         std::fs::write(&spec, text).unwrap();
-        let output = pageframe(&["sweep", spec.to_str().unwrap(), "--out", dir.join("out").to_str().unwrap()]);
+        let output = pageframe(&[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ]);
         let stderr = String::from_utf8(output.stderr).unwrap();
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.starts_with("pageframe: ") && stderr.contains(expected), "{stderr}");
-        assert!(!dir.join("out").exists(), "a bad spec created the results directory");
+        assert!(
+            stderr.starts_with("pageframe: ") && stderr.contains(expected),
+            "{stderr}"
+        );
+        assert!(
+            !dir.join("out").exists(),
+            "a bad spec created the results directory"
+        );
     }
     let missing = pageframe(&["sweep", dir.join("missing.toml").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));

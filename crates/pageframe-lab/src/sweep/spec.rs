@@ -117,7 +117,9 @@ impl Sweep {
             .and_then(|count| count.checked_mul(shapes.len()))
             .and_then(|count| count.checked_mul(seeds.len()))
             .filter(|total| *total <= MAX_POINTS)
-            .ok_or_else(|| format!("{source}: the spec expands to more than {MAX_POINTS} points"))?;
+            .ok_or_else(|| {
+                format!("{source}: the spec expands to more than {MAX_POINTS} points")
+            })?;
         let swept: Vec<String> = axes
             .iter()
             .filter(|(_, values)| values.len() > 1)
@@ -200,7 +202,9 @@ fn checked_params(
 
 /// `seeds = [..]` or `seeds = N` (seeds 1..=N); default `[1]`.
 fn seeds(source: &str, value: Option<toml::Value>) -> Result<Vec<u64>, String> {
-    let bad = || format!("{source}: 'seeds' must be a count from 1 to {MAX_POINTS} or a list of distinct seeds (integers from 0)");
+    let bad = || {
+        format!("{source}: 'seeds' must be a count from 1 to {MAX_POINTS} or a list of distinct seeds (integers from 0)")
+    };
     let seeds: Vec<u64> = match value {
         None => vec![1],
         Some(toml::Value::Integer(count)) => {

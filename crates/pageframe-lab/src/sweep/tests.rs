@@ -66,22 +66,43 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
     let cases = [
         ("", "'experiment' is missing"),
         ("experiment = \"nope\"", "unknown experiment 'nope'"),
-        ("experiment = \"bulk\"\nscale = \"huge\"", "bad scale 'huge'"),
+        (
+            "experiment = \"bulk\"\nscale = \"huge\"",
+            "bad scale 'huge'",
+        ),
         ("experiment = \"bulk\"\nseeds = 0", "'seeds' must be"),
         ("experiment = \"bulk\"\nseeds = [1, 1]", "'seeds' must be"),
         ("experiment = \"bulk\"\nseeds = [-1]", "'seeds' must be"),
         ("experiment = \"bulk\"\nbogus = 1", "unknown key 'bogus'"),
-        ("experiment = \"bulk\"\n[params]\nnope = [1]", "unknown key 'bulk.nope'"),
-        ("experiment = \"bulk\"\n[params]\nrounds = []", "params.rounds is an empty list"),
-        ("experiment = \"bulk\"\n[params]\nrounds = [0]", "bad value for 'bulk.rounds'"),
-        ("experiment = \"bulk\"\nseeds = 100000\n[params]\nrounds = [1, 2]", "more than 100000 points"),
-        ("experiment = \"bulk\"\n[params]\nrounds = [3]\n[shapes.a]\nrounds = 2", "set both"),
+        (
+            "experiment = \"bulk\"\n[params]\nnope = [1]",
+            "unknown key 'bulk.nope'",
+        ),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = []",
+            "params.rounds is an empty list",
+        ),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = [0]",
+            "bad value for 'bulk.rounds'",
+        ),
+        (
+            "experiment = \"bulk\"\nseeds = 100000\n[params]\nrounds = [1, 2]",
+            "more than 100000 points",
+        ),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = [3]\n[shapes.a]\nrounds = 2",
+            "set both",
+        ),
         ("experiment = [", "s: "),
     ];
     for (text, expected) in cases {
         let error = Sweep::parse("s", text).unwrap_err();
         assert!(error.contains(expected), "{text:?}: {error}");
-        assert!(error.starts_with("s: ") || error.starts_with("s:"), "{error}");
+        assert!(
+            error.starts_with("s: ") || error.starts_with("s:"),
+            "{error}"
+        );
         assert!(!error.contains('\n'), "{error}");
     }
 }
@@ -124,7 +145,8 @@ fn a_point_out_of_range_is_a_failed_record_not_a_panic() {
 #[test]
 fn gather_writes_the_table_with_failures_and_the_page_with_plots() {
     let dir = scratch("gather");
-    let spec = "experiment = \"numa-balancing\"\nseeds = 2\n[params]\npattern = [\"uniform\", \"zipf\"]";
+    let spec =
+        "experiment = \"numa-balancing\"\nseeds = 2\n[params]\npattern = [\"uniform\", \"zipf\"]";
     let sweep = Sweep::parse("s", spec).unwrap();
     for (at, point) in sweep.points.iter().enumerate() {
         let outcome = if at == 3 {
@@ -152,7 +174,10 @@ fn gather_writes_the_table_with_failures_and_the_page_with_plots() {
     assert_eq!(lines[1], "1,uniform,ok,,1.0,a,0.0");
     assert_eq!(lines[2], "1,uniform,ok,,1.0,b,0.0");
     assert_eq!(lines[6], "1,zipf,ok,,1.0,b,20.0");
-    assert_eq!(lines[7], "2,zipf,error,\"out of memory, \"\"really\"\"\",1.0,,");
+    assert_eq!(
+        lines[7],
+        "2,zipf,error,\"out of memory, \"\"really\"\"\",1.0,,"
+    );
     assert_eq!(lines.len(), 8, "{csv}");
     let page = std::fs::read_to_string(&gathered.page).unwrap();
     assert!(page.contains("score by pattern"), "{page}");
