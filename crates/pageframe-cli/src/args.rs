@@ -41,6 +41,10 @@ pub enum Command {
     /// Run an experiment at every point of a spec file's seeds x parameters
     /// x machine shapes, into one table and a report page.
     Sweep(SweepArgs),
+    /// Measure the simulated backing's prices (protection change, global
+    /// and local flush, mermap map, zeroing, copying) on a real arena of
+    /// this host and write them where the simulation reads them.
+    Calibrate(CalibrateArgs),
 }
 
 /// `pageframe sweep`.
@@ -64,6 +68,21 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `pageframe calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The file to write (the simulation reads PAGEFRAME_SIM_COSTS, else
+    /// this name in the current directory).
+    #[arg(long, value_name = "FILE", default_value = pageframe::backing::SIM_COSTS_FILE)]
+    pub out: PathBuf,
+    /// Pages of the arena timed per round (at least 1024).
+    #[arg(long, default_value_t = 8192)]
+    pub pages: u64,
+    /// Timed rounds after a warm-up; each price keeps its fastest round.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
 }
 
 /// The exit statuses of `conform`, printed under its help.
@@ -273,9 +292,13 @@ pub struct MachineOptions {
     #[arg(long, value_name = "N")]
     pub cpus: Option<usize>,
     /// Kernel command line: mem=, movablecore=, kernelcore=,
-    /// page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=N[U].
+    /// page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=N[U],
+    /// transparent_hugepage=.
     #[arg(long, value_name = "STR")]
     pub cmdline: Option<String>,
+    /// Put memory below 16 MiB in a DMA zone.
+    #[arg(long)]
+    pub dma: bool,
     /// Put memory below 4 GiB in a DMA32 zone.
     #[arg(long)]
     pub dma32: bool,
@@ -298,6 +321,7 @@ impl From<MachineOptions> for MachineArgs {
             nodes: options.nodes,
             cpus: options.cpus,
             cmdline: options.cmdline,
+            dma: options.dma,
             dma32: options.dma32,
             max_order: options.max_order,
             pageblock_order: options.pageblock_order,

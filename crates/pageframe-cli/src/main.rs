@@ -6,6 +6,7 @@
 //! when a suite found a DIFF not listed as not modelled.
 
 mod args;
+mod calibrate;
 mod conform;
 mod error;
 mod info;
@@ -45,7 +46,7 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, sweep, proc, info, conform or trace (see 'pageframe --help')"
+                "a command is required: run, sweep, proc, info, conform, trace or calibrate (see 'pageframe --help')"
                     .to_string(),
             ))
         }

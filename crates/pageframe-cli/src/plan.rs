@@ -34,6 +34,8 @@ pub enum Plan {
     Trace(TracePlan),
     /// Run a sweep.
     Sweep(sweep::SweepPlan),
+    /// Calibrate the simulation's prices on this host.
+    Calibrate(crate::args::CalibrateArgs),
 }
 
 /// How a plan that ran to its end ended.
@@ -229,6 +231,15 @@ impl Plan {
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
             Command::Sweep(args) => Ok(Plan::Sweep(sweep::SweepPlan::from_args(args)?)),
+            Command::Calibrate(args) => {
+                if args.pages < 1024 || args.rounds == 0 {
+                    return Err(CliError::Invalid(
+                        "calibrate needs --pages of at least 1024 and --rounds of at least 1"
+                            .into(),
+                    ));
+                }
+                Ok(Plan::Calibrate(args))
+            }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
                 machine: MachineArgs::from(args.machine).to_desc()?,
                 arena: args.arena,
@@ -273,6 +284,7 @@ impl Plan {
             Plan::Trace(plan) => trace::execute(&plan, out),
             Plan::Sweep(plan) => sweep::execute(&plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
+            Plan::Calibrate(args) => crate::calibrate::execute(&args, out),
         }
         .map(|()| Completion::Clean)
     }

@@ -179,7 +179,7 @@ const DECODE_TABLE: [Decoded; 64] = {
 const fn decode(bits: u32) -> Decoded {
     let gfp = Gfp::from_bits_retain(bits);
     if gfp.contains(Gfp::DMA) {
-        return Err("__GFP_DMA: ZONE_DMA is not modelled");
+        return Err("__GFP_DMA: allocations restricted to ZONE_DMA are not modelled");
     }
     let highest_zone = if gfp.contains(Gfp::DMA32) {
         if gfp.contains(Gfp::HIGHMEM) {

@@ -109,5 +109,5 @@ pub use rng::MachineRng;
 pub use slab::SlabError;
 pub use sync::{Local, LockFamily, Shared};
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType, MAX_NUMNODES};
-pub use zone::watermark::Watermarks;
+pub use zone::watermark::{lowmem_reserve_ratio, Watermarks, WATERMARK_SCALE_FACTOR};
 pub use zpool::ZpoolError;

@@ -163,27 +163,36 @@ impl fmt::Display for ZoneIdx {
     }
 }
 
-/// Zone types, lowest first, as in `enum zone_type` (without HIGHMEM and
-/// DEVICE, which x86-64 does not populate).
+/// Zone types, lowest first, as in `enum zone_type` of x86-64 (without
+/// HIGHMEM, which x86-64 does not have, and DEVICE, which holds no memory the
+/// page allocator manages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ZoneType {
+    /// Memory below 16 MiB, for ISA-style DMA. Optional.
+    Dma = 0,
     /// Memory below 4 GiB, for devices with 32-bit DMA. Optional.
-    Dma32 = 0,
+    Dma32 = 1,
     /// Memory for every kind of allocation.
-    Normal = 1,
+    Normal = 2,
     /// Memory only for movable allocations (`movablecore=`, `kernelcore=`).
-    Movable = 2,
+    Movable = 3,
 }
 
 impl ZoneType {
     /// Number of zone types.
-    pub const COUNT: usize = 3;
+    pub const COUNT: usize = 4;
     /// All zone types, lowest first.
-    pub const ALL: [ZoneType; 3] = [ZoneType::Dma32, ZoneType::Normal, ZoneType::Movable];
+    pub const ALL: [ZoneType; 4] = [
+        ZoneType::Dma,
+        ZoneType::Dma32,
+        ZoneType::Normal,
+        ZoneType::Movable,
+    ];
 
     /// The kernel's zone name, as printed in /proc views.
     pub fn name(self) -> &'static str {
         match self {
+            ZoneType::Dma => "DMA",
             ZoneType::Dma32 => "DMA32",
             ZoneType::Normal => "Normal",
             ZoneType::Movable => "Movable",

@@ -373,7 +373,7 @@ fn dma32_requests_stay_below_4g_and_kernel_requests_fall_back_to_dma32() {
     let normal = zone_of_type(&allocator, NodeId(0), ZoneType::Normal);
     assert_eq!((dma32.managed, normal.managed), (4096, 4096));
     // DMA32 is protected from Normal-capable requests by lowmem_reserve.
-    assert_eq!(dma32.lowmem_reserve, [0, 4096 / 256, 4096 / 256]);
+    assert_eq!(dma32.lowmem_reserve, [0, 0, 4096 / 256, 4096 / 256]);
 
     let dma_pages = exhaust(&allocator, CpuId(0), Gfp::KERNEL | Gfp::DMA32, NodeId(0));
     assert!(dma_pages.iter().all(below_4g));
@@ -392,7 +392,9 @@ fn dma32_requests_stay_below_4g_and_kernel_requests_fall_back_to_dma32() {
         .expect("no DMA32 page");
     assert!(first_dma32 > 0 && !below_4g(&kernel_pages[0]));
     let dma32_now = zone_of_type(&allocator, NodeId(0), ZoneType::Dma32);
-    assert!(dma32_now.free <= dma32.watermarks.min + dma32.lowmem_reserve[1]);
+    assert!(
+        dma32_now.free <= dma32.watermarks.min + dma32.lowmem_reserve[ZoneType::Normal.index()]
+    );
     assert_conserved(&allocator, kernel_pages.len() as u64);
 
     assert_eq!(
@@ -400,5 +402,44 @@ fn dma32_requests_stay_below_4g_and_kernel_requests_fall_back_to_dma32() {
         Err(AllocError::Unsupported(
             "__GFP_DMA32 with __GFP_HIGHMEM (GFP_ZONE_BAD)"
         ))
+    );
+}
+
+/// 8 GiB with ZONE_DMA and ZONE_DMA32 as x86-64: min_free_kbytes is
+/// sqrt(8 GiB in KiB x 16) = 11585, or with THP khugepaged's 512 x 3 zones x
+/// 11 pageblock pages = 67584 KiB (Linux 6.12); the watermarks follow it and
+/// DMA is protected from DMA32 and Normal requests.
+#[test]
+fn dma_zone_and_thp_raise_min_free_kbytes_as_the_kernel() {
+    let mut desc = one_node(8 * 1024, 2);
+    desc.dma = true;
+    desc.dma32 = true;
+    let plain = boot(&desc);
+    plain.check_invariants().unwrap();
+    assert_eq!(plain.min_free_kbytes(), 11_585);
+    let dma = zone_of_type(&plain, NodeId(0), ZoneType::Dma);
+    assert_eq!(dma.managed, 4096);
+    assert_eq!(dma.lowmem_reserve[ZoneType::Dma32.index()], 1_044_480 / 256);
+    assert_eq!(
+        dma.lowmem_reserve[ZoneType::Normal.index()],
+        (1_044_480 + 1_048_576) / 256
+    );
+    desc.transparent_hugepage = true;
+    let thp = boot(&desc);
+    thp.check_invariants().unwrap();
+    assert_eq!(thp.min_free_kbytes(), 67_584);
+    // DMA's share of 16896 pages: 16896 x 4096 / 2097152 = 33.
+    assert_eq!(
+        zone_of_type(&thp, NodeId(0), ZoneType::Dma).watermarks.min,
+        33
+    );
+    let movable = thp
+        .zone_snapshots()
+        .into_iter()
+        .find(|zone| zone.zone_type == ZoneType::Movable)
+        .expect("an empty ZONE_MOVABLE");
+    assert_eq!(
+        movable.watermarks.min, 32,
+        "an empty ZONE_MOVABLE keeps SWAP_CLUSTER_MAX"
     );
 }

@@ -80,6 +80,8 @@ fn pagetypeinfo_headers_rows_and_block_counts() {
             expected.push_str(&row(node, zone, "Reclaimable", "0"));
             expected.push_str(&row(node, zone, "HighAtomic", "0"));
             expected.push_str(&row(node, zone, "Isolate", "0"));
+            expected.push_str(&row(node, zone, "Unmovable-Unmapped", "0"));
+            expected.push_str(&row(node, zone, "Movable-Unmapped", "0"));
         }
         expected.push_str("\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n");
         expected.push_str(&format!(
@@ -137,11 +139,12 @@ Node 0, zone   Normal
         min      256
         low      320
         high     384
+        promo    448
         spanned  16384
         present  16384
         managed  16384
         cma      0
-        protection: (0, 0, 0)
+        protection: (0, 0, 0, 0)
       nr_free_pages 16384
       numa_hit     0
       numa_miss    0
@@ -162,14 +165,15 @@ Node 0, zone   Normal
 Node 0, zone  Movable
   pages free     0
         boost    0
-        min      0
-        low      0
-        high     0
+        min      32
+        low      32
+        high     32
+        promo    32
         spanned  0
         present  0
         managed  0
         cma      0
-        protection: (0, 0, 0)
+        protection: (0, 0, 0, 0)
 ";
     assert_eq!(proc::zoneinfo(&allocator), expected);
 
@@ -199,9 +203,8 @@ fn zoneinfo_shows_unpopulated_zones_and_lowmem_protection() {
     assert!(text.starts_with(
         "Node 0, zone    DMA32\n  pages free     0\n        boost    0\n        min      0\n"
     ));
-    assert!(
-        text.contains("        cma      0\n        protection: (0, 0, 0)\nNode 0, zone   Normal\n")
-    );
+    assert!(text
+        .contains("        cma      0\n        protection: (0, 0, 0, 0)\nNode 0, zone   Normal\n"));
     assert!(text.contains("\n  start_pfn:           1048576\n"));
     assert_eq!(proc::buddyinfo(&allocator).lines().count(), 1);
     assert!(proc::buddyinfo(&allocator).starts_with("Node 0, zone   Normal "));
@@ -217,7 +220,7 @@ fn zoneinfo_shows_unpopulated_zones_and_lowmem_protection() {
     assert!(
         proc::zoneinfo(&allocator).starts_with("Node 0, zone    DMA32\n  pages free     4096\n")
     );
-    assert!(proc::zoneinfo(&allocator).contains("        protection: (0, 16, 16)\n"));
+    assert!(proc::zoneinfo(&allocator).contains("        protection: (0, 0, 16, 16)\n"));
 }
 
 #[test]
@@ -242,6 +245,7 @@ fn vmstat_counts_a_known_sequence_of_calls() {
             "numa_foreign",
             "numa_local",
             "numa_other",
+            "pgalloc_dma",
             "pgalloc_dma32",
             "pgalloc_normal",
             "pgalloc_movable",
@@ -343,4 +347,35 @@ fn render_knows_every_view_by_name() {
         Some(proc::vmstat(&allocator))
     );
     assert_eq!(proc::render(&allocator, "slabinfo"), None);
+}
+
+#[test]
+fn pagetypeinfo_shows_the_unmapped_free_lists() {
+    let allocator = boot(&one_node(64, 1));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let unmapped_pages = |text: &str| -> u64 {
+        text.lines()
+            .filter(|line| line.contains("type Unmovable-Unmapped "))
+            .map(|line| {
+                line.split("Unmovable-Unmapped")
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .enumerate()
+                    .map(|(order, count)| count.parse::<u64>().unwrap() << order)
+                    .sum::<u64>()
+            })
+            .sum()
+    };
+    assert_eq!(unmapped_pages(&proc::pagetypeinfo(&allocator)), 0);
+    let page = cpu
+        .alloc_pages(Gfp::KERNEL | Gfp::UNMAPPED, Order(0), NodeId(0))
+        .unwrap();
+    // One pageblock converted: all of it but the page is on the unmapped
+    // lists.
+    assert_eq!(unmapped_pages(&proc::pagetypeinfo(&allocator)), 511);
+    cpu.free_pages(page, Order(0)).unwrap();
+    cpu.drain_pcp();
+    assert_eq!(unmapped_pages(&proc::pagetypeinfo(&allocator)), 512);
+    allocator.check_invariants().unwrap();
 }

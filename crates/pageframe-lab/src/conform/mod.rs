@@ -2,13 +2,20 @@
 //! pageframe, compared row by row.
 //!
 //! Owns the shapes every suite reports in ([`ConformRow`], [`SuiteResult`],
-//! [`Verdict`]) and their text table, so that each suite (mempolicy here;
-//! zoneinfo, slab, zsmalloc, buddy later) only produces rows. A suite that
+//! [`Verdict`]) and their text table, so that each suite (mempolicy,
+//! zoneinfo, slab, zsmalloc, buddy) only produces rows. A suite that
 //! cannot run on this host (not root, a syscall missing) reports itself
 //! [`SuiteOutcome::Skipped`] with the reason: never failed, never faked.
 
+pub mod buddy;
+pub mod host;
+pub mod host_machine;
 pub mod mempolicy;
+pub mod slab;
 pub mod suites;
+pub mod zoneinfo;
+pub mod zram_device;
+pub mod zsmalloc;
 
 use pageframe::Errno;
 

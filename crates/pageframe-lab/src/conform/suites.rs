@@ -13,7 +13,13 @@ use serde_json::{json, Value};
 pub type SuiteRun = fn() -> Result<SuiteResult, ConformError>;
 
 /// Every suite, in the order `all` runs them.
-pub const SUITES: &[(&str, SuiteRun)] = &[("mempolicy", super::mempolicy::run)];
+pub const SUITES: &[(&str, SuiteRun)] = &[
+    ("mempolicy", super::mempolicy::run),
+    ("zoneinfo", super::zoneinfo::run),
+    ("slab", super::slab::run),
+    ("zsmalloc", super::zsmalloc::run),
+    ("buddy", super::buddy::run),
+];
 
 /// DIFF rows that are known and accepted: (suite, case, why pageframe
 /// differs). A case listed here is reported but does not fail the run.

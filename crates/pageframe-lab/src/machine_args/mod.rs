@@ -14,6 +14,7 @@
 //! page_size = "4K"
 //! max_order = 10
 //! pageblock_order = 9
+//! dma = false
 //! dma32 = false
 //! cmdline = "movablecore=2G"
 //! distance = [[10, 20], [20, 10]]
@@ -62,6 +63,9 @@ pub struct MachineArgs {
     pub cpus: Option<usize>,
     /// A kernel command line (`--cmdline "movablecore=2G mem=16G"`).
     pub cmdline: Option<String>,
+    /// `--dma`: put memory below 16 MiB in a DMA zone. `false` leaves the
+    /// file's choice.
+    pub dma: bool,
     /// `--dma32`: put memory below 4 GiB in a DMA32 zone. `false` leaves the
     /// file's choice.
     pub dma32: bool,
@@ -113,6 +117,9 @@ impl MachineArgs {
         }
         if let Some(order) = self.pageblock_order {
             desc.pageblock_order = order;
+        }
+        if self.dma {
+            desc.dma = true;
         }
         if self.dma32 {
             desc.dma32 = true;
@@ -212,6 +219,7 @@ pub fn parse_machine_file(text: &str) -> Result<MachineFile, DescError> {
         pageblock_order: file.pageblock_order.unwrap_or(defaults.pageblock_order),
         nodes: Vec::with_capacity(file.node.len()),
         distances: file.distance,
+        dma: file.dma.unwrap_or(false),
         dma32: file.dma32.unwrap_or(false),
         movablecore: None,
         kernelcore: None,
@@ -306,6 +314,7 @@ struct FileRoot {
     page_size: Option<SizeValue>,
     max_order: Option<u8>,
     pageblock_order: Option<u8>,
+    dma: Option<bool>,
     dma32: Option<bool>,
     cmdline: Option<String>,
     distance: Option<Vec<Vec<u8>>>,

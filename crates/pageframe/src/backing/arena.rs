@@ -1,38 +1,41 @@
 //! The real backing: a memfd the size of the machine, mapped shared into the
 //! process as its direct map, with `mprotect` to remove pages from it and put
-//! them back, and a second mapping of the same memfd, page by page, into each
-//! CPU's mermap window.
+//! them back, and each CPU's mermap window in an agent process that maps the
+//! same memfd (see `agent`).
 //!
-//! Layout: PFN `p` is byte `p * page_size` of the memfd and of the direct
-//! map. CPU `c`'s window is `slots_per_cpu + 1` slots of `span_pages` pages
-//! of reserved address space; slot `i` of it starts at `(c * (slots_per_cpu
-//! + 1) + i) * span_pages * page_size` of the windows' reservation, the last
-//! slot being the reserved one. A slot mapping is a second view of the page,
-//! so it works while the direct map of that page is `PROT_NONE`.
+//! Layout: PFN `p` is byte `p * page_size` of the memfd, of the direct map
+//! and of every agent's view. A slot maps `span_pages` pages of an agent's
+//! view, a second view of the pages, so it works while the direct map of
+//! those pages is `PROT_NONE`; the agents fork when the arena is built, one
+//! per host CPU the building thread may use (at most one per window), and
+//! die with it.
+//!
+//! Ordering: mermap zeroing and writes are posted to the agent and done
+//! later; every other access to page contents (the direct-map accessors,
+//! [`Backing::direct_map_ptr`], [`Backing::remap_direct`], reads through
+//! the mermap, owner views) first waits for everything posted, so callers
+//! see the same bytes as with a synchronous mermap.
 //!
 //! File I/O access ([`MermapAccess::FileIo`], an option beyond the series,
-//! off by default): no window address space is reserved and a slot maps
-//! nothing; the mermap's bytes are copied with `pwrite`/`pread` at the
-//! page's offset in the memfd, zeroing with `pwrite` from a page of zeros.
-//! The slot bookkeeping (bump allocation, wraps with their local-flush
-//! count, fault injection and the reserved slot, every counter) runs as
-//! in `Window` mode, so both modes count the same events. Why: in the kernel
-//! a slot is one PTE write, but here it is an `mmap(MAP_FIXED)` of the memfd
-//! into the window (measured on a 2-CPU EPYC VM: about 3.5 µs, then 1.2 µs
-//! for the first-touch fault), and `__GFP_ZERO` plus a write map each page
-//! twice; a 4 KiB `pwrite` costs about 0.6 µs. What it means for security:
-//! no second user-space mapping of the page exists at any time, so no stale
-//! translation lingers until a wrap; the data passes through the host
-//! kernel's own mapping of the page, as guest_memfd's write() copies through
-//! the kernel's in the series. A wrap's "local flush" has nothing to flush
-//! in this mode and is bookkeeping only.
+//! off by default): no agent exists and a slot maps nothing; the mermap's
+//! bytes are copied with `pwrite`/`pread` at the page's offset in the memfd,
+//! zeroing with `pwrite` from a page of zeros. The slot bookkeeping (bump
+//! allocation, wraps with their local-flush count, fault injection and the
+//! reserved slot, every counter) runs as in `Window` mode, so both modes
+//! count the same events. A 4 KiB `pwrite` costs about 0.6 µs. What it means
+//! for security: no second user-space mapping of the page exists at any
+//! time, so no stale translation lingers until a wrap; the data passes
+//! through the host kernel's own mapping of the page, as guest_memfd's
+//! write() copies through the kernel's in the series. A wrap's "local
+//! flush" has nothing to flush in this mode and is bookkeeping only.
 //!
 //! Invariants: those of [`Backing`], where a page's state bit says mapped iff
-//! its direct-map range is `PROT_READ | PROT_WRITE`; window slots that the
-//! mermap does not consider live are covered by `PROT_NONE` reservations.
-//! The kernel flushes the TLB on every protection drop and unmap: with a
-//! thread of this process on another CPU, `unmap_direct` is a real cross-CPU
-//! shootdown, as flush_tlb_kernel_range() is in the kernel.
+//! its direct-map range is `PROT_READ | PROT_WRITE`; an agent maps a page
+//! only while a live slot of its windows holds it. The kernel flushes the
+//! TLB on every protection drop and unmap: with a thread of this process on
+//! another CPU, `unmap_direct` is a real cross-CPU shootdown, as
+//! flush_tlb_kernel_range() is in the kernel; an agent's address space runs
+//! on its CPU only, so its flushes are local.
 //!
 //! Byte accesses go through raw pointers only (copies and fills), never
 //! references, as vm-memory treats guest memory, or through file I/O: a page
@@ -42,16 +45,18 @@
 use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::agent::WindowAgents;
 use super::core::BackingCore;
-use super::counters::BackingCounters;
+use super::counters::{BackingCounters, HostCounters};
 use super::direct_map::DirectMap;
 use super::mermap::{Mermap, MermapAccess, MermapConfig, MermapSlots};
 use super::os::{
     host_online_nodes, host_page_size, memfd, read_exact_at, write_all_at, write_zeros_at, Mapping,
 };
 use super::sim::SimCosts;
-use super::{Backing, BackingError, BackingKind};
+use super::{Backing, BackingError, BackingKind, OwnerView};
 use crate::machine::format_size;
 use crate::types::{CpuId, Pfn};
 
@@ -75,54 +80,50 @@ pub struct ArenaConfig {
     pub mermap: MermapConfig,
 }
 
-/// The windows of an arena's mermap in `Window` mode: slot mappings of the
-/// memfd inside one reservation of address space.
-#[derive(Debug)]
-struct SlotWindows {
-    mapping: Mapping,
-    /// Slots per CPU window, the reserved one included.
-    window_slots: usize,
-    /// Pages per slot (the mermap span).
-    span_pages: usize,
-}
-
 /// How an arena's mermap slots reach their pages (`MermapConfig::access`).
 #[derive(Debug)]
 enum SlotAccess {
-    /// Through slot mappings in the CPUs' windows.
-    Window(SlotWindows),
+    /// Through the windows of the mermap agents (see `agent`).
+    Window(WindowAgents),
     /// By file I/O on the memfd; no window exists.
     FileIo,
 }
 
-/// The arena's side of the mermap. A page in a slot is a byte offset: into
-/// the windows' reservation in `Window` mode, into the memfd in `FileIo`
-/// mode; in both, a span's pages follow each other `page_size` bytes apart.
+/// The arena's side of the mermap.
 #[derive(Debug)]
 struct ArenaSlots {
     file: OwnedFd,
     page_size: usize,
     access: SlotAccess,
+    /// `pwrite`/`pread` calls made in file I/O mode.
+    file_io_calls: AtomicU64,
 }
 
-impl SlotWindows {
-    fn slot_offset(&self, cpu: usize, slot: u32, page_size: usize) -> usize {
-        (cpu * self.window_slots + slot as usize) * self.span_pages * page_size
+/// A page in a slot: the CPU whose window holds it and its byte offset in
+/// the memfd (a span's pages follow each other `page_size` bytes apart).
+#[derive(Clone, Copy, Debug)]
+struct SlotPage {
+    cpu: usize,
+    offset: u64,
+}
+
+impl ArenaSlots {
+    fn count_file_io(&self, calls: u64) {
+        self.file_io_calls.fetch_add(calls, Ordering::Relaxed);
     }
 
-    /// The address of `len` bytes at `offset` of the reservation, which the
-    /// mermap core keeps inside a page of a live slot.
-    fn at(&self, offset: u64, len: usize) -> Result<NonNull<u8>, BackingError> {
-        let offset = usize::try_from(offset).map_err(|_| BackingError::Os {
-            call: "mapping range",
-            errno: libc::EINVAL,
-        })?;
-        self.mapping.at(offset, len)
+    /// Waits for every mermap request posted so far (a no-op for file I/O,
+    /// which is done when its call returns).
+    fn drain(&self) -> Result<(), BackingError> {
+        match &self.access {
+            SlotAccess::Window(agents) => agents.drain_all(),
+            SlotAccess::FileIo => Ok(()),
+        }
     }
 }
 
 impl MermapSlots for ArenaSlots {
-    type Page = u64;
+    type Page = SlotPage;
 
     fn map_slot(
         &self,
@@ -130,81 +131,58 @@ impl MermapSlots for ArenaSlots {
         slot: u32,
         first: Pfn,
         nr_pages: u64,
-    ) -> Result<u64, BackingError> {
-        let file_offset = first.0 * self.page_size as u64;
-        match &self.access {
-            SlotAccess::Window(windows) => {
-                let offset = windows.slot_offset(cpu, slot, self.page_size);
-                let len = nr_pages as usize * self.page_size;
-                windows
-                    .mapping
-                    .map_file_at(offset, len, &self.file, file_offset)?;
-                Ok(offset as u64)
-            }
-            // Nothing to map: the page is reached at its place in the file.
-            SlotAccess::FileIo => Ok(file_offset),
+    ) -> Result<SlotPage, BackingError> {
+        let offset = first.0 * self.page_size as u64;
+        if let SlotAccess::Window(agents) = &self.access {
+            agents.map(cpu, slot, offset, nr_pages as usize * self.page_size)?;
+        }
+        // File I/O maps nothing: the page is reached at its place in the file.
+        Ok(SlotPage { cpu, offset })
+    }
+
+    fn page_in_span(&self, first: SlotPage, index: u64) -> SlotPage {
+        SlotPage {
+            offset: first.offset + index * self.page_size as u64,
+            ..first
         }
     }
 
-    fn page_in_span(&self, first: u64, index: u64) -> u64 {
-        first + index * self.page_size as u64
-    }
-
-    fn zero_page(&self, page: u64) -> Result<(), BackingError> {
+    fn zero_page(&self, page: SlotPage) -> Result<(), BackingError> {
         match &self.access {
-            SlotAccess::Window(windows) => {
-                let addr = windows.at(page, self.page_size)?;
-                // SAFETY: `addr` starts a `page_size`-byte read-write mapping
-                // of the page, live until its slot is flushed (the core calls
-                // between map and flush); the page's owner (the caller) is
-                // its only user; bytes are filled, no reference is made.
-                unsafe { std::ptr::write_bytes(addr.as_ptr(), 0, self.page_size) };
-                Ok(())
+            SlotAccess::Window(agents) => agents.zero(page.cpu, page.offset, self.page_size),
+            SlotAccess::FileIo => {
+                // One pwrite per host page of zeros (see write_zeros_at).
+                self.count_file_io(self.page_size.div_ceil(4096) as u64);
+                write_zeros_at(&self.file, page.offset, self.page_size)
             }
-            SlotAccess::FileIo => write_zeros_at(&self.file, page, self.page_size),
         }
     }
 
-    fn write(&self, page: u64, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
+    fn write(&self, page: SlotPage, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
+        let at = page.offset + offset as u64;
         match &self.access {
-            SlotAccess::Window(windows) => {
-                let addr = windows.at(page + offset as u64, bytes.len())?;
-                // SAFETY: `offset + bytes.len() <= page_size` (checked by the
-                // core), so `addr` starts `bytes.len()` bytes of a live
-                // read-write mapping of the page, which cannot overlap
-                // `bytes` (a slot is mapped by this backing only); bytes are
-                // copied, no reference to the shared memory is made.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr.as_ptr(), bytes.len())
-                };
-                Ok(())
+            SlotAccess::Window(agents) => agents.write(page.cpu, at, bytes),
+            SlotAccess::FileIo => {
+                self.count_file_io(1);
+                write_all_at(&self.file, bytes, at)
             }
-            SlotAccess::FileIo => write_all_at(&self.file, bytes, page + offset as u64),
         }
     }
 
-    fn read(&self, page: u64, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+    fn read(&self, page: SlotPage, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+        let at = page.offset + offset as u64;
         match &self.access {
-            SlotAccess::Window(windows) => {
-                let addr = windows.at(page + offset as u64, out.len())?;
-                // SAFETY: as in `write`, with source and destination swapped:
-                // the mapping is live and readable for `out.len()` bytes,
-                // `out` is exclusively borrowed and not in a slot.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(addr.as_ptr(), out.as_mut_ptr(), out.len())
-                };
-                Ok(())
+            SlotAccess::Window(agents) => agents.read(page.cpu, at, out),
+            SlotAccess::FileIo => {
+                self.count_file_io(1);
+                read_exact_at(&self.file, out, at)
             }
-            SlotAccess::FileIo => read_exact_at(&self.file, out, page + offset as u64),
         }
     }
 
     fn flush_slots(&self, cpu: usize, first: u32, count: u32) -> Result<(), BackingError> {
         match &self.access {
-            SlotAccess::Window(windows) => windows.mapping.cover_at(
-                windows.slot_offset(cpu, first, self.page_size),
-                count as usize * windows.span_pages * self.page_size,
-            ),
+            SlotAccess::Window(agents) => agents.flush(cpu, first, count),
             // No slot maps anything: nothing to drop or flush.
             SlotAccess::FileIo => Ok(()),
         }
@@ -212,7 +190,7 @@ impl MermapSlots for ArenaSlots {
 }
 
 /// A backing over real memory: see the module documentation. Dropping it
-/// unmaps the direct map and the windows and closes the memfd.
+/// ends the agents, unmaps the direct map and closes the memfd.
 #[derive(Debug)]
 pub struct ArenaBacking {
     core: BackingCore<ArenaSlots>,
@@ -253,19 +231,6 @@ impl ArenaBacking {
             .ok()
             .and_then(|pages| pages.checked_mul(page_size))
             .ok_or(TOO_BIG)?;
-        let window_slots = mermap.slots_per_cpu as usize + 1;
-        let span_pages = mermap.span_pages as usize;
-        // The windows' reservation, in `Window` mode only.
-        let windows_len = match mermap.access {
-            MermapAccess::Window => Some(
-                window_slots
-                    .checked_mul(span_pages)
-                    .and_then(|slots_pages| slots_pages.checked_mul(page_size))
-                    .and_then(|window_len| window_len.checked_mul(nr_cpus))
-                    .ok_or(TOO_BIG)?,
-            ),
-            MermapAccess::FileIo => None,
-        };
         for &(_, start, end) in &node_ranges {
             if start > end || end > nr_pages {
                 return Err(BackingError::OutOfRange {
@@ -293,18 +258,22 @@ impl ArenaBacking {
                 direct_mapping.populate_write()?;
             }
         }
-        let access = match windows_len {
-            Some(len) => SlotAccess::Window(SlotWindows {
-                mapping: Mapping::reserve(len)?,
-                window_slots,
-                span_pages,
-            }),
-            None => SlotAccess::FileIo,
+        // The agents fork before the allocator builds anything on the heap.
+        let access = match mermap.access {
+            MermapAccess::Window => SlotAccess::Window(WindowAgents::spawn(
+                &file,
+                len,
+                page_size,
+                nr_cpus,
+                mermap.slots_per_cpu as usize + 1,
+            )?),
+            MermapAccess::FileIo => SlotAccess::FileIo,
         };
         let slots = ArenaSlots {
             file,
             page_size,
             access,
+            file_io_calls: AtomicU64::new(0),
         };
         Ok(ArenaBacking {
             core: BackingCore::new(nr_pages, page_size, nr_cpus, mermap, slots, SimCosts::NONE)?,
@@ -336,7 +305,9 @@ impl Backing for ArenaBacking {
         self.core.direct_map.nr_pages()
     }
 
+    /// Waits for the mermap first: the pointer may be read at once.
     fn direct_map_ptr(&self, pfn: Pfn) -> Option<NonNull<u8>> {
+        self.core.mermap.slots().drain().ok()?;
         let page_size = self.core.direct_map.page_size();
         let offset = usize::try_from(pfn.0).ok()?.checked_mul(page_size)?;
         self.direct_mapping.at(offset, page_size).ok()
@@ -357,6 +328,7 @@ impl Backing for ArenaBacking {
     }
 
     fn remap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
+        self.core.mermap.slots().drain()?;
         self.core
             .direct_map
             .set_valid(&self.core.counters, start, nr_pages, true, |pages| {
@@ -365,6 +337,7 @@ impl Backing for ArenaBacking {
     }
 
     fn write_mapped(&self, pfn: Pfn, offset: usize, bytes: &[u8]) -> Result<(), BackingError> {
+        self.core.mermap.slots().drain()?;
         let start = self
             .core
             .direct_map
@@ -380,6 +353,7 @@ impl Backing for ArenaBacking {
     }
 
     fn read_mapped(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), BackingError> {
+        self.core.mermap.slots().drain()?;
         let start = self
             .core
             .direct_map
@@ -391,6 +365,7 @@ impl Backing for ArenaBacking {
     }
 
     fn zero_mapped(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
+        self.core.mermap.slots().drain()?;
         let pages = self.core.direct_map.check_mapped(start, nr_pages)?;
         let page_size = self.core.direct_map.page_size();
         let len = nr_pages as usize * page_size;
@@ -434,6 +409,38 @@ impl Backing for ArenaBacking {
         self.core.counters()
     }
 
+    fn owner_view(&self, pfns: &[Pfn]) -> Result<OwnerView, BackingError> {
+        let nr_pages = self.core.direct_map.nr_pages();
+        if let Some(&pfn) = pfns.iter().find(|pfn| pfn.0 >= nr_pages) {
+            return Err(BackingError::OutOfRange {
+                start: pfn,
+                nr_pages: 1,
+            });
+        }
+        let slots = self.core.mermap.slots();
+        slots.drain()?;
+        OwnerView::new(&slots.file, self.core.direct_map.page_size(), pfns)
+    }
+
+    /// One `mprotect` per protection change, the file I/O calls, and what
+    /// the mermap agents counted.
+    fn host_counters(&self) -> HostCounters {
+        let events = self.core.counters();
+        let slots = self.core.mermap.slots();
+        let mut host = HostCounters {
+            syscalls: events.direct_map_unmaps
+                + events.direct_map_remaps
+                + slots.file_io_calls.load(Ordering::Relaxed),
+            agent_minor_faults: 0,
+        };
+        if let SlotAccess::Window(agents) = &slots.access {
+            let agent_counts = agents.counts();
+            host.syscalls += agent_counts.syscalls;
+            host.agent_minor_faults = agent_counts.minor_faults;
+        }
+        host
+    }
+
     fn describe(&self) -> String {
         let binding = if self.bound {
             format!(
@@ -453,9 +460,9 @@ impl Backing for ArenaBacking {
             binding,
             self.core.mermap.config().slots_per_cpu,
             self.core.mermap.nr_cpus(),
-            match self.core.mermap.config().access {
-                MermapAccess::Window => "",
-                MermapAccess::FileIo => " (file I/O access)",
+            match &self.core.mermap.slots().access {
+                SlotAccess::Window(agents) => format!(" (agents on host CPUs {:?})", agents.host_cpus()),
+                SlotAccess::FileIo => " (file I/O access)".into(),
             },
         )
     }

@@ -47,6 +47,21 @@ pub struct BackingCounters {
     pub sim_ns: u64,
 }
 
+/// What a real arena cost its host beyond the events of [`BackingCounters`]
+/// (all zero for the simulation). Not deterministic: futex waits depend on
+/// scheduling.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostCounters {
+    /// System calls made for the direct map and the mermap: one `mprotect`
+    /// per protection change, the file I/O calls, the mermap agents'
+    /// `madvise`, `futex` and `getrusage` calls and their posters' futex
+    /// calls.
+    pub syscalls: u64,
+    /// Minor faults the mermap agents took (page-table entries of slots
+    /// installed).
+    pub agent_minor_faults: u64,
+}
+
 /// The live counters of one backing, and the prices it charges per event.
 #[derive(Debug)]
 pub(crate) struct EventCounters {

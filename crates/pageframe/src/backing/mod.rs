@@ -13,10 +13,10 @@
 //!   charged a configurable cost in simulated nanoseconds, so a TiB machine
 //!   runs the same code paths as a real arena.
 //! - [`ArenaBacking`]: a memfd of the machine's size mapped shared into the
-//!   process (the direct map), `mprotect` for unmapping and remapping, a
-//!   second mapping of the same memfd per CPU for the mermap (or, as an
-//!   option, `pwrite`/`pread` of the memfd: [`MermapAccess`]), `mbind` of
-//!   each node's range when the host has several NUMA nodes.
+//!   process (the direct map), `mprotect` for unmapping and remapping, the
+//!   mermap's windows in per-CPU agent processes that map the same memfd
+//!   (or, as an option, `pwrite`/`pread` of the memfd: [`MermapAccess`]),
+//!   `mbind` of each node's range when the host has several NUMA nodes.
 //!
 //! PFN `p` is byte offset `p * page_size` of the arena: holes in the machine's
 //! PFN space cost nothing because the memfd is sparse.
@@ -25,8 +25,10 @@
 //! mermap accessors), `direct_map` (geometry, bounds checks, the
 //! one-bit-per-page mapped state), `mermap` (per-CPU windows, wrap and
 //! fallback bookkeeping) and `counters` (events and their simulated prices).
-//! `page_store` is the simulation's page contents. `os` holds every
-//! system call of the crate.
+//! `page_store` is the simulation's page contents. `agent` is the arena's
+//! mermap agents, `owner_view` a secret-memory owner's mapping, `calibrate`
+//! the measurement of the simulation's prices. `os` holds every system call
+//! of the crate.
 //!
 //! Invariants: a page is in exactly one of two states, mapped (readable and
 //! writable through [`Backing::direct_map_ptr`]) or unmapped (any access
@@ -39,22 +41,27 @@
 //! Lock order: a backing takes only its own per-CPU mermap locks, never while
 //! holding another; the allocator never calls it with a zone lock held.
 
+mod agent;
 mod arena;
+mod calibrate;
 mod core;
 mod counters;
 mod direct_map;
 mod mermap;
 mod os;
+mod owner_view;
 mod page_store;
 mod sim;
 #[cfg(test)]
 mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
-pub use counters::BackingCounters;
+pub use calibrate::{calibrate, CostSource, SIM_COSTS_ENV, SIM_COSTS_FILE};
+pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
-pub use os::host_numa_nodes;
+pub use os::{allowed_cpus, host_numa_nodes, own_faults, pin_current_thread};
+pub use owner_view::OwnerView;
 pub use sim::{SimBacking, SimCosts};
 
 use std::ptr::NonNull;
@@ -185,6 +192,23 @@ pub trait Backing: Send + Sync {
 
     /// The event counters (and, for the simulation, the charged time).
     fn counters(&self) -> BackingCounters;
+
+    /// Maps `pfns`, in order, into a new range of this process that only
+    /// the caller holds and no forked process inherits (a secret-memory
+    /// owner's mapping), after every mermap write so far is done. The pages
+    /// may be out of the direct map. `Unsupported` for a backing without
+    /// memory to map (the simulation).
+    fn owner_view(&self, _pfns: &[Pfn]) -> Result<OwnerView, BackingError> {
+        Err(BackingError::Unsupported(
+            "this backing has no memory to map into an owner",
+        ))
+    }
+
+    /// What the backing cost the host in system calls and faults (zero for
+    /// a backing that makes none).
+    fn host_counters(&self) -> HostCounters {
+        HostCounters::default()
+    }
 
     /// Short description for `pageframe info` (host NUMA binding, sizes).
     fn describe(&self) -> String;

@@ -1,6 +1,8 @@
 //! The arena's OS layer, and the only place in the crate with system calls:
 //! a memfd, [`Mapping`]s of it or of reserved address space, positioned
-//! reads and writes of the memfd, and the host's page size and NUMA nodes.
+//! reads and writes of the memfd, the host's page size and NUMA nodes, and
+//! what the mermap agents need: shared memory, fork with CPU pinning,
+//! futexes, and descriptor and process housekeeping.
 //!
 //! Preconditions are checked, not assumed: every [`Mapping`] method that
 //! names a byte range checks that it lies inside the mapping (`EINVAL`
@@ -172,6 +174,39 @@ impl Mapping {
         )
     }
 
+    /// `len` bytes of `file` from offset 0, shared and read-write, nothing
+    /// faulted in: a view whose pages are mapped one by one later.
+    pub(crate) fn lazy_view(file_fd: i32, len: usize) -> Result<Mapping, BackingError> {
+        Mapping::new(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file_fd,
+        )
+    }
+
+    /// Installs the page-table entries of `offset..offset + len` for writing
+    /// (`MADV_POPULATE_WRITE`, no fault-around) or drops them
+    /// (`MADV_DONTNEED`, which flushes the TLB of every CPU that ran this
+    /// address space). Returns the errno on failure.
+    pub(crate) fn advise(&self, offset: usize, len: usize, populate: bool) -> Result<(), i32> {
+        let addr = self.at(offset, len).map_err(|_| libc::EINVAL)?;
+        let advice = if populate {
+            libc::MADV_POPULATE_WRITE
+        } else {
+            libc::MADV_DONTNEED
+        };
+        // SAFETY: the range lies inside this mapping (checked by `at`);
+        // populating does not change contents, and dropping the entries of
+        // a shared file mapping loses nothing (the file keeps the bytes).
+        if unsafe { libc::madvise(addr.as_ptr().cast(), len, advice) } != 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        Ok(())
+    }
+
     /// `len` bytes of address space, inaccessible and without backing memory.
     pub(crate) fn reserve(len: usize) -> Result<Mapping, BackingError> {
         Mapping::new(
@@ -274,20 +309,22 @@ impl Mapping {
         Ok(())
     }
 
-    /// Replaces `offset..offset + len` with inaccessible reserved space,
-    /// dropping whatever was mapped there (the kernel flushes the
-    /// translations).
-    pub(crate) fn cover_at(&self, offset: usize, len: usize) -> Result<(), BackingError> {
-        let addr = self.at(offset, len)?;
-        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE;
-        // SAFETY: as in `map_file_at`: MAP_FIXED over a checked range of this
-        // mapping only.
-        let mapped =
-            unsafe { libc::mmap(addr.as_ptr().cast(), len, libc::PROT_NONE, flags, -1, 0) };
-        if mapped == libc::MAP_FAILED {
-            return Err(os_error("mmap"));
+    /// Keeps the whole mapping out of processes forked from this one
+    /// (`MADV_DONTFORK`): a child finds nothing at its addresses.
+    pub(crate) fn dont_fork(&self) -> Result<(), BackingError> {
+        // SAFETY: advice over exactly this mapping; it changes only what a
+        // future fork copies.
+        let result =
+            unsafe { libc::madvise(self.addr.as_ptr().cast(), self.len, libc::MADV_DONTFORK) };
+        if result != 0 {
+            return Err(os_error("madvise"));
         }
         Ok(())
+    }
+
+    /// Bytes in the mapping.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// Binds `offset..offset + len` to host node `node` (`mbind`, MPOL_BIND):
@@ -345,6 +382,194 @@ impl Drop for Mapping {
         // mean the range is already gone, so it is ignored.
         unsafe { libc::munmap(self.addr.as_ptr().cast(), self.len) };
     }
+}
+
+/// Shared anonymous memory of `len` bytes, zeroed, read-write, faulted in
+/// on first touch: it stays shared with every process forked from this one
+/// afterwards.
+pub(crate) fn shared_anonymous(len: usize) -> Result<Mapping, BackingError> {
+    Mapping::new(
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+    )
+}
+
+/// Host CPUs the calling thread may run on, ascending (at least one).
+pub fn allowed_cpus() -> Result<Vec<usize>, BackingError> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a writable cpu_set_t of the size passed.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return Err(os_error("sched_getaffinity"));
+    }
+    // SAFETY: CPU_ISSET only reads the set, for CPUs below its capacity.
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect();
+    if cpus.is_empty() {
+        return Err(BackingError::Os {
+            call: "sched_getaffinity",
+            errno: libc::EINVAL,
+        });
+    }
+    Ok(cpus)
+}
+
+/// Restricts the calling thread to the host CPUs `cpus` (sched_setaffinity).
+pub fn pin_current_thread(cpus: &[usize]) -> Result<(), BackingError> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(BackingError::Os {
+                call: "sched_setaffinity",
+                errno: libc::EINVAL,
+            });
+        }
+        // SAFETY: `cpu` is below the set's capacity (checked above).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; it is only read.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } != 0 {
+        return Err(os_error("sched_setaffinity"));
+    }
+    Ok(())
+}
+
+/// Forks a child process that runs `child` pinned to host CPU `cpu` from its
+/// first instruction, so its address space never runs anywhere else; the
+/// calling thread's CPU set is restored in the parent. Returns the child's
+/// pid. `child` runs in a copy of this address space in which only the
+/// calling thread exists: it must not allocate, lock, panic or return into
+/// the caller's code (the child exits when it returns).
+pub(crate) fn fork_pinned(cpu: usize, child: impl FnOnce()) -> Result<i32, BackingError> {
+    let saved = allowed_cpus()?;
+    pin_current_thread(&[cpu])?;
+    // SAFETY: fork duplicates the process; the child runs `child` only,
+    // which by contract uses no lock or allocator state another thread of
+    // the parent might have held at the fork, and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        child();
+        exit_child(0);
+    }
+    let error = (pid < 0).then(|| os_error("fork"));
+    pin_current_thread(&saved)?;
+    match error {
+        Some(error) => Err(error),
+        None => Ok(pid),
+    }
+}
+
+/// Ends a forked child at once, without running the parent's exit handlers.
+pub(crate) fn exit_child(code: i32) -> ! {
+    // SAFETY: _exit ends the process; nothing is unwound or flushed.
+    unsafe { libc::_exit(code) }
+}
+
+/// Closes every descriptor of the calling (forked) process but `keep`, so
+/// that a child holds no pipe or file of its parent open.
+pub(crate) fn close_all_but(keep: i32) {
+    // SAFETY: close_range closes descriptors of this process only; `keep` is
+    // left open. Errors (an old kernel) leave descriptors open, harmlessly.
+    unsafe {
+        if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    }
+}
+
+/// The parent's pid of the calling process.
+pub(crate) fn parent_pid() -> i32 {
+    // SAFETY: getppid has no arguments and cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// The calling process's pid.
+pub(crate) fn own_pid() -> i32 {
+    // SAFETY: getpid has no arguments and cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// Sends SIGKILL to `pid` and reaps it.
+pub(crate) fn kill_and_reap(pid: i32) {
+    // SAFETY: signals and waits for a child this process forked; a child
+    // already gone makes both calls fail harmlessly.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}
+
+/// True while child `pid` has not exited (a child that has is left for
+/// [`kill_and_reap`] to reap).
+pub(crate) fn child_alive(pid: i32) -> bool {
+    // SAFETY: an all-zero siginfo_t is valid; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let id = libc::id_t::try_from(pid).unwrap_or(0);
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: a non-blocking, non-reaping wait for one child of this
+    // process; `info` is a writable siginfo_t.
+    let result = unsafe { libc::waitid(libc::P_PID, id, &mut info, flags) };
+    // SAFETY: waitid filled `info` (si_pid is 0 when no child has exited).
+    result == 0 && unsafe { info.si_pid() } == 0
+}
+
+/// Sleeps while the shared word at `word` holds `expected`, at most
+/// `timeout_ms`; returns false on timeout. Spurious wake-ups return true.
+pub(crate) fn futex_wait(
+    word: &std::sync::atomic::AtomicU32,
+    expected: u32,
+    timeout_ms: u64,
+) -> bool {
+    let timeout = libc::timespec {
+        tv_sec: (timeout_ms / 1000) as libc::time_t,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: `word` is a live, aligned 32-bit word (in memory shared between
+    // processes, hence no FUTEX_PRIVATE_FLAG); `timeout` outlives the call.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &timeout as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    !(result != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT))
+}
+
+/// Wakes every process sleeping in [`futex_wait`] on `word`.
+pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: `word` is a live, aligned 32-bit word; waking reads nothing else.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+}
+
+/// Minor and major faults the calling process has taken, all its threads
+/// together (getrusage).
+pub fn own_faults() -> (u64, u64) {
+    // SAFETY: an all-zero rusage is valid; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let count = |faults: libc::c_long| u64::try_from(faults).unwrap_or(0);
+    (count(usage.ru_minflt), count(usage.ru_majflt))
 }
 
 /// Online NUMA nodes of the host (/sys/devices/system/node/online), at least

@@ -7,7 +7,8 @@ use super::size::parse_size;
 
 /// Applies a kernel command line (`"movablecore=2G mem=16G"`) to a
 /// description. Known parameters: `mem=`, `movablecore=`, `kernelcore=`,
-/// `page_alloc.shuffle=`, `page_alloc.shuffle_order=`, `numa=fake=`.
+/// `page_alloc.shuffle=`, `page_alloc.shuffle_order=`, `numa=fake=`,
+/// `transparent_hugepage=`.
 /// Any other parameter is an error naming it, and the description is left
 /// unchanged on error.
 pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescError> {
@@ -50,10 +51,23 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
                 updated.shuffle.order = Some(order);
             }
             "numa" => updated.numa_fake = Some(parse_numa_fake(&field, value)?),
+            // mirrors setup_transparent_hugepage(): always, madvise or never.
+            "transparent_hugepage" => {
+                updated.transparent_hugepage = match value {
+                    "always" | "madvise" => true,
+                    "never" => false,
+                    _ => {
+                        return Err(DescError::new(
+                            field,
+                            format!("'{value}' is not always, madvise or never"),
+                        ))
+                    }
+                }
+            }
             _ => {
                 return Err(DescError::new(
                     "cmdline",
-                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=)"),
+                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=, transparent_hugepage=)"),
                 ))
             }
         }
@@ -154,6 +168,20 @@ mod tests {
         assert_eq!(cached.shuffle_order(), 9);
         assert!(apply_cmdline(&mut cached, "page_alloc.shuffle_order=11").is_err());
         assert!(apply_cmdline(&mut cached, "page_alloc.shuffle=maybe").is_err());
+    }
+
+    #[test]
+    fn transparent_hugepage_takes_the_kernel_words() {
+        let mut desc = MachineDesc::default();
+        apply_cmdline(&mut desc, "transparent_hugepage=madvise").unwrap();
+        assert!(desc.transparent_hugepage);
+        apply_cmdline(&mut desc, "transparent_hugepage=never").unwrap();
+        assert!(!desc.transparent_hugepage);
+        apply_cmdline(&mut desc, "transparent_hugepage=always").unwrap();
+        let before = desc.clone();
+        let err = apply_cmdline(&mut desc, "transparent_hugepage=sometimes").unwrap_err();
+        assert_eq!(err.field, "cmdline transparent_hugepage");
+        assert_eq!(desc, before, "a bad value changes nothing");
     }
 
     #[test]

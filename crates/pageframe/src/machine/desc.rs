@@ -100,8 +100,14 @@ pub struct MachineDesc {
     pub nodes: Vec<NodeDesc>,
     /// SLIT distances, `distances[from][to]`; `None` gives 10 local, 20 remote.
     pub distances: Option<Vec<Vec<u8>>>,
+    /// Put memory below 16 MiB in a DMA zone (x86-64's `MAX_DMA_PFN`).
+    pub dma: bool,
     /// Put memory below 4 GiB in a DMA32 zone.
     pub dma32: bool,
+    /// Transparent hugepages of PMD size are enabled (`always` or
+    /// `madvise`; `transparent_hugepage=` on the command line): khugepaged
+    /// raises min_free_kbytes to its recommended minimum.
+    pub transparent_hugepage: bool,
     /// `movablecore=`: bytes of ZONE_MOVABLE, spread over the nodes.
     pub movablecore: Option<u64>,
     /// `kernelcore=`: bytes not in ZONE_MOVABLE, spread over the nodes.
@@ -140,7 +146,9 @@ impl MachineDesc {
             pageblock_order: 9,
             nodes: Vec::new(),
             distances: None,
+            dma: false,
             dma32: false,
+            transparent_hugepage: false,
             movablecore: None,
             kernelcore: None,
             mem_limit: None,

@@ -121,6 +121,9 @@ pub struct MachineLayout {
     pub shuffle_order: Order,
     /// The physical parent of each node (itself without `numa=fake=`).
     pub physical_node: Vec<NodeId>,
+    /// PMD-size transparent hugepages are enabled (see
+    /// [`MachineDesc::transparent_hugepage`]).
+    pub transparent_hugepage: bool,
 }
 
 impl MachineLayout {
@@ -179,10 +182,17 @@ impl MachineDesc {
             coalesce_touching(ranges);
         }
         let total_pages: u64 = node_ranges.iter().flatten().map(PfnRange::len).sum();
+        // mirrors zone_sizes_init() of x86-64: ZONE_DMA ends at 16 MiB
+        // (MAX_DMA_PFN), ZONE_DMA32 at 4 GiB.
+        let dma_end = if self.dma {
+            Pfn(1u64 << (24 - shift))
+        } else {
+            Pfn(0)
+        };
         let dma32_end = if self.dma32 {
             Pfn(1u64 << (32 - shift))
         } else {
-            Pfn(0)
+            dma_end
         };
         let movable_start = self.zone_movable_pfns(&node_ranges, total_pages, dma32_end)?;
         let mut nodes = Vec::with_capacity(self.nodes.len());
@@ -192,8 +202,12 @@ impl MachineDesc {
             let node_start = ranges.first().map_or(Pfn(0), |range| range.start);
             let normal_end = movable_start[index].unwrap_or(node_end);
             let mut bounds = Vec::new();
+            if self.dma {
+                bounds.push((ZoneType::Dma, node_start, dma_end.min(normal_end)));
+            }
             if self.dma32 {
-                bounds.push((ZoneType::Dma32, node_start, dma32_end.min(normal_end)));
+                let start = node_start.max(dma_end);
+                bounds.push((ZoneType::Dma32, start, dma32_end.min(normal_end)));
             }
             bounds.push((ZoneType::Normal, node_start.max(dma32_end), normal_end));
             bounds.push((ZoneType::Movable, normal_end, node_end));
@@ -240,6 +254,7 @@ impl MachineDesc {
                 .into_iter()
                 .map(|node| NodeId(node as u16))
                 .collect(),
+            transparent_hugepage: self.transparent_hugepage,
         })
     }
 
@@ -247,7 +262,7 @@ impl MachineDesc {
     /// event counters per CPU and zone) would pass [`MAX_CPU_ZONE_PAIRS`],
     /// before anything is allocated for it.
     fn check_per_cpu_state(&self) -> Result<(), DescError> {
-        let zones_per_node = if self.dma32 { 3 } else { 2 };
+        let zones_per_node = 2 + usize::from(self.dma) + usize::from(self.dma32);
         let pairs = self
             .nr_cpus()
             .checked_mul(self.nodes.len())
@@ -450,6 +465,24 @@ mod tests {
             );
             assert!(movable.span.start.is_aligned(crate::types::Order(10)));
         }
+    }
+
+    #[test]
+    fn dma_takes_the_first_16_mib_below_dma32() {
+        let mut desc = MachineDesc::uniform(8 << 30, 1, 1).unwrap();
+        desc.dma = true;
+        let layout = desc.layout().unwrap();
+        let types: Vec<ZoneType> = layout.nodes[0].zones.iter().map(|z| z.zone_type).collect();
+        assert_eq!(types, [ZoneType::Dma, ZoneType::Normal, ZoneType::Movable]);
+        assert_eq!(layout.nodes[0].zones[0].present_pages(), 4096);
+        desc.dma32 = true;
+        let layout = desc.layout().unwrap();
+        let zones = &layout.nodes[0].zones;
+        assert_eq!(zones[0].zone_type, ZoneType::Dma);
+        assert_eq!(zones[1].zone_type, ZoneType::Dma32);
+        assert_eq!(zones[1].span.start.0, 4096);
+        assert_eq!(zones[1].present_pages(), (4u64 << 30 >> 12) - 4096);
+        assert_eq!(zones[2].present_pages(), 4u64 << 30 >> 12);
     }
 
     #[test]

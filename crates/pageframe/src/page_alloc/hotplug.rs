@@ -150,8 +150,11 @@ impl<L: LockFamily> PageAllocator<L> {
         if node.index() >= self.layout.nodes.len() {
             return Err(invalid(format!("node {node} does not exist")));
         }
-        if zone_type == ZoneType::Dma32 {
-            return Err(invalid("memory is onlined to Normal or Movable, not DMA32"));
+        if zone_type < ZoneType::Normal {
+            return Err(invalid(format!(
+                "memory is onlined to Normal or Movable, not {}",
+                zone_type.name()
+            )));
         }
         let zone = self
             .zone_of(node, zone_type)

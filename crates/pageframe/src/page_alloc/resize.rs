@@ -22,8 +22,8 @@ use crate::pcp::PcpIndex;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::{
-    lowmem_reserves, min_free_kbytes, zone_batchsize, zone_highsize, zone_watermarks,
-    WATERMARK_SCALE_FACTOR,
+    lowmem_reserves, min_free_kbytes, thp_min_free_kbytes, zone_batchsize, zone_highsize,
+    zone_watermarks, WATERMARK_SCALE_FACTOR,
 };
 
 impl<L: LockFamily> PageAllocator<L> {
@@ -98,23 +98,67 @@ impl<L: LockFamily> PageAllocator<L> {
         }
     }
 
+    /// nr_free_buffer_pages(): the managed pages above the high watermark
+    /// of every zone up to ZONE_NORMAL (the zones GFP_USER may use).
+    fn free_buffer_pages(&self) -> u64 {
+        self.zones
+            .iter()
+            .filter(|slot| slot.zone_type <= ZoneType::Normal)
+            .map(|slot| slot.present_pages.saturating_sub(slot.watermarks.high))
+            .sum()
+    }
+
+    /// Every zone's watermarks from min_free_kbytes. mirrors
+    /// __setup_per_zone_wmarks() (6.12): ZONE_MOVABLE's pages do not count
+    /// in the lowmem total.
+    fn setup_zone_watermarks(&mut self) {
+        let page_kb = ((1u64 << self.layout.page_shift) >> 10).max(1);
+        let pages_min = self.min_free_kbytes / page_kb;
+        let lowmem_pages: u64 = self
+            .zones
+            .iter()
+            .filter(|slot| slot.zone_type != ZoneType::Movable)
+            .map(|slot| slot.present_pages)
+            .sum();
+        for slot in self.zones.iter_mut() {
+            slot.watermarks = zone_watermarks(
+                pages_min,
+                slot.present_pages,
+                lowmem_pages,
+                WATERMARK_SCALE_FACTOR,
+                slot.zone_type == ZoneType::Movable,
+            );
+        }
+    }
+
     /// What boot computes and every resize recomputes from the zones'
-    /// present pages: min_free_kbytes and the watermarks of every zone,
-    /// lowmem reserves, ALLOC_NOFRAGMENT, per-CPU high and batch (the
-    /// per-CPU lists drained to them) and the zonelists. mirrors
-    /// init_per_zone_wmark_min(), zone_pcp_update() and
+    /// present pages: min_free_kbytes (raised for THP when the machine
+    /// enables it) and the watermarks of every zone, lowmem reserves,
+    /// ALLOC_NOFRAGMENT, per-CPU high and batch (the per-CPU lists drained
+    /// to them) and the zonelists. mirrors init_per_zone_wmark_min() with
+    /// khugepaged_min_free_kbytes_update() (6.12), zone_pcp_update() and
     /// build_all_zonelists().
     pub(super) fn recompute_zone_limits(&mut self) {
         let page_kb = (1u64 << self.layout.page_shift) >> 10;
-        let lowmem_kbytes: u64 = self
-            .zones
-            .iter()
-            .filter(|slot| slot.zone_type <= ZoneType::Normal)
-            .map(|slot| slot.present_pages * page_kb)
-            .sum();
-        self.min_free_kbytes = min_free_kbytes(lowmem_kbytes);
-        let pages_min = self.min_free_kbytes / page_kb.max(1);
-        let lowmem_pages: u64 = self.zones.iter().map(|slot| slot.present_pages).sum();
+        // mirrors calculate_min_free_kbytes(): from the watermarks in force
+        // (none at boot).
+        self.min_free_kbytes = min_free_kbytes(self.free_buffer_pages() * page_kb);
+        self.setup_zone_watermarks();
+        if self.layout.transparent_hugepage {
+            let nr_zones = self
+                .zones
+                .iter()
+                .filter(|slot| slot.zone_type <= ZoneType::Normal && slot.present_pages > 0)
+                .count() as u64;
+            self.min_free_kbytes = thp_min_free_kbytes(
+                self.min_free_kbytes,
+                self.layout.pageblock_order.nr_pages(),
+                nr_zones,
+                self.free_buffer_pages(),
+                page_kb,
+            );
+            self.setup_zone_watermarks();
+        }
         for node in 0..self.layout.nodes.len() {
             let mut managed = [0u64; ZoneType::COUNT];
             for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
@@ -130,9 +174,6 @@ impl<L: LockFamily> PageAllocator<L> {
             }
         }
         for index in 0..self.zones.len() {
-            let present = self.zones[index].present_pages;
-            self.zones[index].watermarks =
-                zone_watermarks(pages_min, present, lowmem_pages, WATERMARK_SCALE_FACTOR);
             let (node, zone_type) = (self.zones[index].node, self.zones[index].zone_type);
             self.zones[index].nofragment = nofragment(&self.layout, node, zone_type);
         }

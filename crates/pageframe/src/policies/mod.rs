@@ -29,6 +29,8 @@
 //! ```
 
 pub mod secretmem;
+pub mod secretmem_file;
 
 pub use crate::page_alloc::{HotplugError, ShuffleStats, SHUFFLE_RETRY};
 pub use secretmem::SecretRegion;
+pub use secretmem_file::{SecretMemError, SecretMemFile};

@@ -1,8 +1,11 @@
-//! `/proc/pagetypeinfo`: free blocks per migratetype and order, and
+//! `/proc/pagetypeinfo`: free blocks per free list and order, and
 //! pageblocks per migratetype. mirrors pagetypeinfo_show(),
-//! pagetypeinfo_showfree_print() and pagetypeinfo_showblockcount_print().
+//! pagetypeinfo_showfree_print() and pagetypeinfo_showblockcount_print(),
+//! with the `__GFP_UNMAPPED` series' walk over every free list
+//! (for_each_free_list()): after the migratetypes' rows come the unmapped
+//! lists' (`Unmovable-Unmapped`, `Movable-Unmapped`).
 
-use crate::freetype::MigrateType;
+use crate::freetype::{FreeTypeIdx, MigrateType};
 use crate::page_alloc::ZoneSnapshot;
 use crate::sync::LockFamily;
 use crate::PageAllocator;
@@ -34,15 +37,15 @@ pub fn pagetypeinfo<L: LockFamily>(allocator: &PageAllocator<L>) -> String {
         }
         out.push('\n');
         for zone in &zones {
-            for migratetype in MigrateType::ALL {
+            for list in FreeTypeIdx::all() {
                 let _ = write!(
                     out,
                     "Node {:>4}, zone {:>8}, type {:>12} ",
                     zone.node,
                     zone.name(),
-                    migratetype.name()
+                    list.freetype().to_string()
                 );
-                for &count in &zone.list_blocks[migratetype.index()] {
+                for &count in &zone.list_blocks[list.index()] {
                     let overflow = if count >= crate::page_alloc::PAGETYPEINFO_CAP {
                         ">"
                     } else {

@@ -13,11 +13,12 @@ pub fn zoneinfo<L: LockFamily>(allocator: &PageAllocator<L>) -> String {
         let _ = write!(out, "Node {}, zone {:>8}", zone.node, zone.name());
         let _ = write!(
             out,
-            "\n  pages free     {}\n        boost    0\n        min      {}\n        low      {}\n        high     {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
+            "\n  pages free     {}\n        boost    0\n        min      {}\n        low      {}\n        high     {}\n        promo    {}\n        spanned  {}\n        present  {}\n        managed  {}\n        cma      0",
             zone.free,
             zone.watermarks.min,
             zone.watermarks.low,
             zone.watermarks.high,
+            zone.watermarks.promo,
             zone.spanned,
             zone.present,
             zone.managed

@@ -39,6 +39,8 @@ pub enum ReclaimEvent {
     PgstealAnon,
     /// File pages reclaimed.
     PgstealFile,
+    /// Direct reclaims for allocations whose highest zone is DMA.
+    AllocstallDma,
     /// Direct reclaims for allocations whose highest zone is DMA32.
     AllocstallDma32,
     /// Direct reclaims for allocations whose highest zone is Normal.
@@ -61,7 +63,7 @@ pub enum ReclaimEvent {
 
 impl ReclaimEvent {
     /// Number of counters.
-    pub const COUNT: usize = 23;
+    pub const COUNT: usize = 24;
 
     /// Every counter, in `/proc/vmstat` order.
     pub const ALL: [ReclaimEvent; ReclaimEvent::COUNT] = [
@@ -70,6 +72,7 @@ impl ReclaimEvent {
         ReclaimEvent::NrVmscanImmediateReclaim,
         ReclaimEvent::Pgpgin,
         ReclaimEvent::Pgpgout,
+        ReclaimEvent::AllocstallDma,
         ReclaimEvent::AllocstallDma32,
         ReclaimEvent::AllocstallNormal,
         ReclaimEvent::AllocstallMovable,
@@ -107,6 +110,7 @@ impl ReclaimEvent {
             ReclaimEvent::PgscanFile => "pgscan_file",
             ReclaimEvent::PgstealAnon => "pgsteal_anon",
             ReclaimEvent::PgstealFile => "pgsteal_file",
+            ReclaimEvent::AllocstallDma => "allocstall_dma",
             ReclaimEvent::AllocstallDma32 => "allocstall_dma32",
             ReclaimEvent::AllocstallNormal => "allocstall_normal",
             ReclaimEvent::AllocstallMovable => "allocstall_movable",
@@ -123,6 +127,7 @@ impl ReclaimEvent {
     /// (`__count_zid_vm_events(ALLOCSTALL, reclaim_idx, 1)`).
     pub fn allocstall(zone: ZoneType) -> ReclaimEvent {
         match zone {
+            ZoneType::Dma => ReclaimEvent::AllocstallDma,
             ZoneType::Dma32 => ReclaimEvent::AllocstallDma32,
             ZoneType::Normal => ReclaimEvent::AllocstallNormal,
             ZoneType::Movable => ReclaimEvent::AllocstallMovable,

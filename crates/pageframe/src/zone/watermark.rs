@@ -4,7 +4,9 @@
 //!
 //! mirrors calculate_min_free_kbytes(), __setup_per_zone_wmarks(),
 //! setup_per_zone_lowmem_reserve(), zone_batchsize(), zone_highsize() and
-//! __zone_watermark_ok() of mm/page_alloc.c (Linux 6.1).
+//! __zone_watermark_ok() of mm/page_alloc.c, and
+//! set_recommended_min_free_kbytes() of mm/khugepaged.c (Linux 6.12: the
+//! promo watermark, the small fixed min of ZONE_MOVABLE, THP's minimum).
 
 use crate::gfp::AllocFlags;
 use crate::types::{Order, ZoneType};
@@ -15,13 +17,22 @@ pub const WATERMARK_SCALE_FACTOR: u64 = 10;
 /// `sysctl_lowmem_reserve_ratio` per zone type.
 pub fn lowmem_reserve_ratio(zone_type: ZoneType) -> u64 {
     match zone_type {
-        ZoneType::Dma32 => 256,
+        ZoneType::Dma | ZoneType::Dma32 => 256,
         ZoneType::Normal => 32,
         ZoneType::Movable => 0,
     }
 }
 
-/// The min/low/high watermarks of one zone, in pages.
+/// `SWAP_CLUSTER_MAX`: the smallest min watermark of ZONE_MOVABLE.
+const SWAP_CLUSTER_MAX: u64 = 32;
+
+/// The largest min watermark of ZONE_MOVABLE.
+const MOVABLE_MIN_CAP: u64 = 128;
+
+/// `MIGRATE_PCPTYPES`: the migratetypes of the per-CPU lists.
+const MIGRATE_PCPTYPES: u64 = 3;
+
+/// The min/low/high/promo watermarks of one zone, in pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Watermarks {
     /// `WMARK_MIN`.
@@ -30,6 +41,10 @@ pub struct Watermarks {
     pub low: u64,
     /// `WMARK_HIGH`.
     pub high: u64,
+    /// `WMARK_PROMO`: the high watermark plus one more step, where memory
+    /// tiering stops promoting (printed in /proc/zoneinfo; kswapd's
+    /// promotion target, which pageframe does not model).
+    pub promo: u64,
 }
 
 impl Watermarks {
@@ -49,25 +64,52 @@ pub fn min_free_kbytes(lowmem_kbytes: u64) -> u64 {
     (lowmem_kbytes * 16).isqrt().clamp(128, 262_144)
 }
 
-/// The watermarks of a zone of `managed` pages, when the zones together have
-/// `lowmem_pages` pages and `pages_min` is min_free_kbytes in pages.
+/// The watermarks of a zone of `managed` pages, when the zones other than
+/// ZONE_MOVABLE together manage `lowmem_pages` pages and `pages_min` is
+/// min_free_kbytes in pages. ZONE_MOVABLE (`movable`) gets a small fixed min
+/// (its managed pages / 1024 within [32, 128]) but the same steps; mirrors
+/// __setup_per_zone_wmarks() (6.12).
 pub fn zone_watermarks(
     pages_min: u64,
     managed: u64,
     lowmem_pages: u64,
     scale_factor: u64,
+    movable: bool,
 ) -> Watermarks {
-    let min = if lowmem_pages == 0 {
+    let share = if lowmem_pages == 0 {
         0
     } else {
         (pages_min as u128 * managed as u128 / lowmem_pages as u128) as u64
     };
-    let step = (min / 4).max(managed * scale_factor / 10_000);
+    let min = if movable {
+        (managed / 1024).clamp(SWAP_CLUSTER_MAX, MOVABLE_MIN_CAP)
+    } else {
+        share
+    };
+    let step = (share / 4).max((managed as u128 * scale_factor as u128 / 10_000) as u64);
     Watermarks {
         min,
         low: min + step,
         high: min + 2 * step,
+        promo: min + 3 * step,
     }
+}
+
+/// min_free_kbytes as khugepaged raises it when PMD-size THP is enabled:
+/// two pageblocks per zone up to ZONE_NORMAL that has memory, plus
+/// `MIGRATE_PCPTYPES^2` more, at most 5% of `lowmem_free_pages`
+/// (nr_free_buffer_pages()), and never below `min_free_kbytes`. mirrors
+/// set_recommended_min_free_kbytes() (6.12).
+pub fn thp_min_free_kbytes(
+    min_free_kbytes: u64,
+    pageblock_pages: u64,
+    nr_zones: u64,
+    lowmem_free_pages: u64,
+    page_kb: u64,
+) -> u64 {
+    let recommended = pageblock_pages * nr_zones * (2 + MIGRATE_PCPTYPES * MIGRATE_PCPTYPES);
+    let recommended = recommended.min(lowmem_free_pages / 20) * page_kb;
+    recommended.max(min_free_kbytes)
 }
 
 /// `lowmem_reserve[]` of every zone of one node: `reserves[i][j]` protects
@@ -164,11 +206,34 @@ mod tests {
     fn watermarks_of_a_4g_zone() {
         let managed = 1u64 << 20; // 4 GiB of 4 KiB pages
         let pages_min = min_free_kbytes(4 << 20) / 4; // 8192 KiB -> 2048 pages
-        let marks = zone_watermarks(pages_min, managed, managed, WATERMARK_SCALE_FACTOR);
+        let marks = zone_watermarks(pages_min, managed, managed, WATERMARK_SCALE_FACTOR, false);
         assert_eq!(marks.min, 2048);
         // step = max(2048/4, 1048576*10/10000 = 1048) = 1048
         assert_eq!(marks.low, 2048 + 1048);
         assert_eq!(marks.high, 2048 + 2 * 1048);
+        assert_eq!(marks.promo, 2048 + 3 * 1048);
+    }
+
+    /// The numbers of a 24 GiB x86-64 host running 6.18 with THP on
+    /// madvise (DMA 3840, DMA32 772917, Normal 5394266 managed pages).
+    #[test]
+    fn a_host_with_thp_and_an_empty_movable_zone() {
+        let managed = [3840u64, 772_917, 5_394_266];
+        let lowmem: u64 = managed.iter().sum();
+        assert_eq!(min_free_kbytes(lowmem * 4), 19_873);
+        assert_eq!(thp_min_free_kbytes(19_873, 512, 3, lowmem, 4), 67_584);
+        let pages_min = 67_584 / 4;
+        let dma = zone_watermarks(pages_min, managed[0], lowmem, WATERMARK_SCALE_FACTOR, false);
+        assert_eq!((dma.min, dma.low, dma.high, dma.promo), (10, 13, 16, 19));
+        let normal = zone_watermarks(pages_min, managed[2], lowmem, WATERMARK_SCALE_FACTOR, false);
+        assert_eq!(
+            (normal.min, normal.low, normal.high, normal.promo),
+            (14_769, 20_163, 25_557, 30_951)
+        );
+        let movable = zone_watermarks(pages_min, 0, lowmem, WATERMARK_SCALE_FACTOR, true);
+        assert_eq!((movable.min, movable.low, movable.high), (32, 32, 32));
+        // 5% of lowmem caps the THP minimum on a small machine.
+        assert_eq!(thp_min_free_kbytes(128, 512, 2, 20_000, 4), 4_000);
     }
 
     #[test]
@@ -183,11 +248,17 @@ mod tests {
 
     #[test]
     fn lowmem_reserve_protects_lower_zones() {
-        let reserves = lowmem_reserves(&[1 << 20, 1 << 22, 1 << 21]);
-        assert_eq!(reserves[0][1], (1 << 22) / 256);
-        assert_eq!(reserves[0][2], ((1 << 22) + (1 << 21)) / 256);
-        assert_eq!(reserves[1][2], (1 << 21) / 32);
-        assert_eq!(reserves[2], [0, 0, 0]);
+        // No DMA zone: its row stays 0.
+        let reserves = lowmem_reserves(&[0, 1 << 20, 1 << 22, 1 << 21]);
+        assert_eq!(reserves[0], [0, 0, 0, 0]);
+        assert_eq!(reserves[1][2], (1 << 22) / 256);
+        assert_eq!(reserves[1][3], ((1 << 22) + (1 << 21)) / 256);
+        assert_eq!(reserves[2][3], (1 << 21) / 32);
+        assert_eq!(reserves[3], [0, 0, 0, 0]);
+        // The host above: DMA protection (0, 3019, 24090, 24090).
+        let host = lowmem_reserves(&[3840, 772_917, 5_394_266, 0]);
+        assert_eq!(host[0], [0, 3019, 24_090, 24_090]);
+        assert_eq!(host[1], [0, 0, 21_071, 21_071]);
     }
 
     #[test]

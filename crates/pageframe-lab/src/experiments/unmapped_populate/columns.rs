@@ -30,3 +30,19 @@ pub const TLB_FLUSHES: &str = "tlb_flushes";
 pub const LOCAL_FLUSHES: &str = "local_flushes";
 /// Column `pages`.
 pub const PAGES: &str = "pages";
+/// Column `cv`: coefficient of variation of the samples (arena rows).
+pub const CV: &str = "cv";
+/// Column `ipis_populating_cpu`: TLB shootdowns received per sample by the
+/// populating thread's host CPU (/proc/interrupts).
+pub const IPIS_POPULATING_CPU: &str = "ipis_populating_cpu";
+/// Column `ipis_other_cpus`: TLB shootdowns received per sample by every
+/// other host CPU.
+pub const IPIS_OTHER_CPUS: &str = "ipis_other_cpus";
+/// Column `syscalls`: the backing's host system calls per sample.
+pub const SYSCALLS: &str = "syscalls";
+/// Column `minor_faults`: the process's minor faults per sample.
+pub const MINOR_FAULTS: &str = "minor_faults";
+/// Column `major_faults`: the process's major faults per sample.
+pub const MAJOR_FAULTS: &str = "major_faults";
+/// Column `agent_minor_faults`: the mermap agents' minor faults per sample.
+pub const AGENT_MINOR_FAULTS: &str = "agent_minor_faults";

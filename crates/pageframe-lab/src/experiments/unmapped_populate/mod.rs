@@ -32,6 +32,7 @@
 //! summary table and the report page.
 
 mod columns;
+mod host;
 mod plot;
 mod populate;
 #[cfg(test)]
@@ -44,8 +45,9 @@ use crate::plots::Plot;
 use crate::plots::{number, text};
 use crate::report::{Report, Row};
 use crate::summary::{self, Headline};
-use pageframe::backing::{MermapAccess, SimCosts};
-use populate::{Measured, Spinner};
+use host::Placement;
+use pageframe::backing::{CostSource, MermapAccess, SimCosts};
+use populate::{ArenaVariant, Measured, Spinner};
 use serde_json::Value;
 
 /// Bytes per page of both machines.
@@ -173,9 +175,9 @@ impl Variant {
 
 /// The parameters of `unmapped-populate` (config file keys) with their defaults.
 fn params(scale: Scale) -> Vec<Param> {
-    let (region_mib, sim_region_gib) = match scale {
-        Scale::Quick => (256, 16),
-        Scale::Full => (2048, 256),
+    let (region_mib, samples, sim_region_gib) = match scale {
+        Scale::Quick => (64, 10, 4),
+        Scale::Full => (2048, REFERENCE_SAMPLES as i64, 256),
     };
     vec![
         Param::int(
@@ -187,8 +189,8 @@ fn params(scale: Scale) -> Vec<Param> {
         ),
         Param::int(
             "samples",
-            "Timed samples of each variant on the real arena",
-            REFERENCE_SAMPLES as i64,
+            "Timed samples of each variant on the real arena (after one untimed warm-up sample)",
+            samples,
             1,
             1000,
         ),
@@ -219,27 +221,48 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
     };
     observe::progress(0, steps);
 
-    let mut arena = Vec::new();
-    {
-        // A second CPU busy in this mm: each mprotect must interrupt it.
-        let _spinner = Spinner::start();
-        for (at, variant) in VARIANTS.into_iter().enumerate() {
-            arena.push(populate::on_arena(
+    // The populating thread on one host CPU, a spinner on another; every
+    // variant boots first, then the samples run in turn, variant by
+    // variant, so that drift of the host hits them all alike. One untimed
+    // warm-up sample each (first touches of the ring and the metadata).
+    let placement = Placement::pin();
+    let mut variants = VARIANTS
+        .into_iter()
+        .enumerate()
+        .map(|(at, variant)| {
+            ArenaVariant::boot(
                 variant,
                 region_bytes / PAGE_SIZE,
-                samples,
                 options.seed.wrapping_add(at as u64),
-                &mut tick,
-            )?);
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    {
+        // A second CPU busy in this mm: each mprotect must interrupt it.
+        let _spinner = Spinner::start(placement.spinner_cpu);
+        for round in 0..=samples {
+            for variant in &mut variants {
+                variant.sample(round == 0, placement.populating_cpu)?;
+                if round > 0 {
+                    tick();
+                }
+            }
         }
     }
+    drop(placement);
+    let arena = variants
+        .into_iter()
+        .map(ArenaVariant::finish)
+        .collect::<Result<Vec<_>, _>>()?;
     let mut sim = Vec::new();
+    let (costs, cost_source) = SimCosts::resolve().map_err(ExperimentError::failed)?;
     if sim_region_bytes > 0 {
         for (at, variant) in VARIANTS.into_iter().take(3).enumerate() {
             sim.push(populate::on_sim(
                 variant,
                 sim_region_bytes / PAGE_SIZE,
                 options.seed.wrapping_add(at as u64),
+                costs,
             )?);
             tick();
         }
@@ -261,7 +284,12 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         seed: options.seed,
         scale: options.scale.name().into(),
         rows,
-        notes: notes(region_bytes, samples, sim_region_bytes),
+        notes: notes(
+            region_bytes,
+            samples,
+            sim_region_bytes,
+            (costs, &cost_source),
+        ),
     })
 }
 
@@ -307,6 +335,7 @@ fn arena_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
             columns::DELTA_VS_BASELINE,
             delta(variant, mean, baseline_ms),
         );
+    let host = &measured.host;
     with_reference(row, variant)
         .with_f64(
             columns::TLB_FLUSHES,
@@ -319,6 +348,33 @@ fn arena_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
             1,
         )
         .with(columns::PAGES, measured.pages)
+        .with_f64(columns::CV, measured.cv(), 3)
+        .with_f64(
+            columns::IPIS_POPULATING_CPU,
+            measured.per_sample(host.ipis_populating_cpu),
+            1,
+        )
+        .with_f64(
+            columns::IPIS_OTHER_CPUS,
+            measured.per_sample(host.ipis_other_cpus),
+            1,
+        )
+        .with_f64(columns::SYSCALLS, measured.per_sample(host.syscalls), 1)
+        .with_f64(
+            columns::MINOR_FAULTS,
+            measured.per_sample(host.minor_faults),
+            1,
+        )
+        .with_f64(
+            columns::MAJOR_FAULTS,
+            measured.per_sample(host.major_faults),
+            1,
+        )
+        .with_f64(
+            columns::AGENT_MINOR_FAULTS,
+            measured.per_sample(host.agent_minor_faults),
+            1,
+        )
 }
 
 /// The row of a simulated variant: one sample, its modelled time.
@@ -349,6 +405,13 @@ fn sim_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
             1,
         )
         .with(columns::PAGES, measured.pages)
+        .with(columns::CV, Value::Null)
+        .with(columns::IPIS_POPULATING_CPU, Value::Null)
+        .with(columns::IPIS_OTHER_CPUS, Value::Null)
+        .with(columns::SYSCALLS, Value::Null)
+        .with(columns::MINOR_FAULTS, Value::Null)
+        .with(columns::MAJOR_FAULTS, Value::Null)
+        .with(columns::AGENT_MINOR_FAULTS, Value::Null)
 }
 
 /// A histogram of `samples` in `bins` equal bins from min to max, one block
@@ -384,7 +447,12 @@ pub fn sparkline(samples: &[f64], bins: usize) -> String {
         .collect()
 }
 
-fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String> {
+fn notes(
+    region_bytes: u64,
+    samples: usize,
+    sim_region_bytes: u64,
+    (costs, cost_source): (SimCosts, &CostSource),
+) -> Vec<String> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|text| {
@@ -398,7 +466,6 @@ fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String
         .map(|text| text.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-    let costs = SimCosts::default();
     let mut notes = vec![
         format!(
             "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
@@ -408,14 +475,16 @@ fn notes(region_bytes: u64, samples: usize, sim_region_bytes: u64) -> Vec<String
         ),
         "a flush in user space: each unmap_direct is one mprotect(PROT_NONE) of the arena's direct-map range; the host kernel then shoots down the TLBs of every CPU running this process, and a second thread spins on the other CPU throughout so each is a real cross-CPU IPI; tlb_flushes = global flushes per sample, local_flushes = mermap window wraps and fallbacks per sample".into(),
         "the data: one page of seeded random bytes, stamped with the page's index; after every sample (untimed) a seeded random set of pages is read back (through the mermap where unmapped) and compared; check_invariants once per variant".into(),
-        "on the arena, a mermap map is an mmap(MAP_FIXED) of one page of the memfd into the CPU's window (a VMA change, then a minor fault on first touch), and gfp_unmapped maps each page twice (zeroing, then the write); a window wrap remaps the whole window: the kernel's mermap is a PTE write in an mm-local region, so the arena's gfp_unmapped row measures the user-space mermap, not the series' design".into(),
+        "on the arena, each CPU's mermap window lives in an agent process forked at arena creation and pinned to one host CPU, the user-space counterpart of the series' mm-local region: no other CPU ever runs that address space, so mapping a slot (MADV_POPULATE_WRITE of the page in the agent's view of the memfd: a PTE write) interrupts nobody and a wrap (one MADV_DONTNEED per run of adjacent slot pages) flushes only the agent's CPU; requests reach the agent through a shared ring, which the populating thread fills and hands over once per ring (128 requests), on the same CPU; the direct map stays the process's own mapping, shared by its threads, so unmapping from it still shoots down the spinner's CPU".into(),
+        "host counts, per sample: ipis_populating_cpu / ipis_other_cpus = TLB shootdowns received (the TLB row of /proc/interrupts, per host CPU, read before and after each timed loop; a paravirtual host may skip the IPI to a preempted vCPU), syscalls = the backing's host system calls (mprotect, pwrite/pread, the agents' madvise/futex/getrusage and their posters' futex calls), minor_faults / major_faults = getrusage of the process (all threads), agent_minor_faults = the agents' minor faults; cv = standard deviation over mean of the samples".into(),
+        "stability: the populating thread is pinned to the first host CPU and the spinner to the second (unpinned, the spinner sometimes shared the populating CPU and no shootdown was cross-CPU); all variants boot first and then sample in turn, after one untimed warm-up sample each; the memfd is faulted in at creation (MAP_POPULATE) and the host's shmem THP setting is left as it is (per-page mprotect splits a huge page anyway)".into(),
         format!("gfp_unmapped_span{MERMAP_SPAN_PAGES}: the same allocations with MermapConfig::span_pages = {MERMAP_SPAN_PAGES} (an option beyond the series, off by default): one mmap maps an aligned pageblock of the memfd into a window slot and later gets inside it reuse the live mapping, so the mermap costs one syscall per pageblock as the direct-map change does; the price is that neighbouring unmapped pages are reachable through this CPU's window until it wraps"),
         "gfp_unmapped_fileio: the same allocations with MermapConfig::access = FileIo (an option beyond the series, off by default): slots are handed out, wrapped and counted as before but map nothing; __GFP_ZERO and the write are pwrites at the page's offset in the memfd (about 0.6 µs per 4 KiB here), copied by the host kernel through its own mapping as guest_memfd's write() does, so no second user-space mapping of the page ever exists".into(),
         "the machine's one emulated node is host memory without mbind (every emulated node would share host node 0); reference = gfp-unmapped.txt, Firecracker populate_latency on Sapphire Rapids, 30 samples".into(),
     ];
     if sim_region_bytes > 0 {
         notes.push(format!(
-            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of twice that; modelled_ms = the cost model's charge (SimCosts default: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
+            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of twice that; modelled_ms = the cost model's charge (prices from {cost_source}: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
             sim_region_bytes >> 30,
             sim_region_bytes / PAGE_SIZE,
             costs.protection_change,

@@ -7,9 +7,10 @@
 //! direct map where the variant took them out, freed, the per-CPU lists
 //! drained and wholly free unmapped pageblocks given back to the direct map.
 
+use super::host::{HostCost, HostSnapshot};
 use super::{Variant, PAGE_SIZE, SLACK_BYTES};
 use crate::experiments::ExperimentError;
-use pageframe::backing::{Backing, MermapConfig, SimCosts};
+use pageframe::backing::{pin_current_thread, Backing, MermapConfig, SimBacking, SimCosts};
 use pageframe::Local;
 use pageframe::{
     AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng,
@@ -42,12 +43,37 @@ pub struct Measured {
     pub local_flushes: u64,
     /// Timed loops run.
     pub loops: u64,
+    /// What the timed loops cost the host, all samples together (zero on
+    /// the simulation).
+    pub host: HostCost,
 }
 
 impl Measured {
     /// Mean sample, ms.
     pub fn mean_ms(&self) -> f64 {
         self.samples_ms.iter().sum::<f64>() / self.samples_ms.len().max(1) as f64
+    }
+
+    /// Coefficient of variation of the samples (standard deviation over
+    /// mean); 0 with fewer than two samples.
+    pub fn cv(&self) -> f64 {
+        let n = self.samples_ms.len();
+        let mean = self.mean_ms();
+        if n < 2 || mean <= 0.0 {
+            return 0.0;
+        }
+        let variance = self
+            .samples_ms
+            .iter()
+            .map(|ms| (ms - mean) * (ms - mean))
+            .sum::<f64>()
+            / (n - 1) as f64;
+        variance.sqrt() / mean
+    }
+
+    /// `count` (summed over the timed loops) per timed loop.
+    pub fn per_sample(&self, count: u64) -> f64 {
+        count as f64 / self.loops.max(1) as f64
     }
 
     /// Global flushes per timed loop.
@@ -62,28 +88,29 @@ impl Measured {
 }
 
 /// A thread spinning until dropped: another CPU running this mm, which an
-/// `mprotect` that removes translations must interrupt. (Not pinned: on a
-/// 2-CPU host the scheduler puts it on the CPU the populating thread is not
-/// using.)
+/// `mprotect` that removes translations must interrupt. Pinned to its own
+/// host CPU, away from the populating thread's: left to the scheduler it
+/// sometimes shared the populating CPU, and then no shootdown was
+/// cross-CPU (the baseline's fourfold swings between runs).
 pub struct Spinner {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Spinner {
-    /// Starts the spinning thread.
-    pub fn start() -> Spinner {
+    /// Starts the spinning thread on host CPU `cpu` (no thread without one).
+    pub fn start(cpu: Option<usize>) -> Spinner {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
-            }
+        let thread = cpu.map(|cpu| {
+            std::thread::spawn(move || {
+                let _ = pin_current_thread(&[cpu]);
+                while !flag.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
         });
-        Spinner {
-            stop,
-            thread: Some(thread),
-        }
+        Spinner { stop, thread }
     }
 }
 
@@ -236,70 +263,125 @@ fn release(
     Ok(())
 }
 
-/// `samples` timed samples of `variant` on a fresh real arena.
-pub fn on_arena(
-    variant: Variant,
-    pages: u64,
-    samples: usize,
-    seed: u64,
-    tick: &mut impl FnMut(),
-) -> Result<Measured, ExperimentError> {
-    let arena = ArenaOptions {
-        populate: true,
-        mermap: MermapConfig {
-            span_pages: variant.mermap_span(),
-            access: variant.mermap_access(),
-            ..MermapConfig::default()
-        },
-    };
-    let allocator =
-        LocalPageAllocator::boot_arena(&machine(pages)?, AllocOptions::default(), seed, arena)
-            .map_err(ExperimentError::failed)?;
-    let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
-    let backing = allocator.backing();
-    let mut data = page_data(seed);
-    let mut rng = MachineRng::new(seed ^ 0x5eed);
-    let mut held = Vec::with_capacity(pages as usize);
-    let mut measured = Measured {
-        variant,
-        pages,
-        samples_ms: Vec::with_capacity(samples),
-        modelled_ms: 0.0,
-        global_flushes: 0,
-        local_flushes: 0,
-        loops: 0,
-    };
-    for _ in 0..samples {
-        let before = backing.counters();
-        let start = Instant::now();
-        populate(&cpu, backing, variant, pages, &mut data, true, &mut held)?;
-        let elapsed = start.elapsed();
-        let after = backing.counters();
-        measured.samples_ms.push(elapsed.as_secs_f64() * 1e3);
-        measured.global_flushes += after.tlb_flush_global - before.tlb_flush_global;
-        measured.local_flushes += after.tlb_flush_local - before.tlb_flush_local;
-        measured.loops += 1;
-        verify(&cpu, variant, &held, &mut data, &mut rng)?;
-        release(&allocator, &cpu, variant, &mut held)?;
-        tick();
+/// One variant on its own real arena, sampled in turn with the others (so
+/// that drift of the host hits every variant alike).
+pub struct ArenaVariant {
+    allocator: PageAllocator<Local>,
+    data: Vec<u8>,
+    rng: MachineRng,
+    held: Vec<Page>,
+    measured: Measured,
+}
+
+impl ArenaVariant {
+    /// Boots `variant`'s arena: a machine for `pages` pages, populated.
+    pub fn boot(variant: Variant, pages: u64, seed: u64) -> Result<ArenaVariant, ExperimentError> {
+        let arena = ArenaOptions {
+            populate: true,
+            mermap: MermapConfig {
+                span_pages: variant.mermap_span(),
+                access: variant.mermap_access(),
+                ..MermapConfig::default()
+            },
+        };
+        let allocator =
+            LocalPageAllocator::boot_arena(&machine(pages)?, AllocOptions::default(), seed, arena)
+                .map_err(ExperimentError::failed)?;
+        Ok(ArenaVariant {
+            allocator,
+            data: page_data(seed),
+            rng: MachineRng::new(seed ^ 0x5eed),
+            held: Vec::with_capacity(pages as usize),
+            measured: Measured {
+                variant,
+                pages,
+                samples_ms: Vec::new(),
+                modelled_ms: 0.0,
+                global_flushes: 0,
+                local_flushes: 0,
+                loops: 0,
+                host: HostCost::default(),
+            },
+        })
     }
-    crate::observe::machine(
-        &format!("{}, arena, after its samples", variant.name()),
-        &allocator,
-    );
-    allocator
-        .check_invariants()
-        .map_err(ExperimentError::failed)?;
-    Ok(measured)
+
+    /// One sample: populate (timed and counted unless `warm_up`), verify,
+    /// release. The populating thread runs on host CPU `populating_cpu`.
+    pub fn sample(&mut self, warm_up: bool, populating_cpu: usize) -> Result<(), ExperimentError> {
+        let cpu = self
+            .allocator
+            .cpu(CpuId(0))
+            .map_err(ExperimentError::failed)?;
+        let backing = self.allocator.backing();
+        let (variant, pages) = (self.measured.variant, self.measured.pages);
+        let before = backing.counters();
+        let host_before = HostSnapshot::take(backing);
+        let start = Instant::now();
+        populate(
+            &cpu,
+            backing,
+            variant,
+            pages,
+            &mut self.data,
+            true,
+            &mut self.held,
+        )?;
+        let elapsed = start.elapsed();
+        let host_after = HostSnapshot::take(backing);
+        let after = backing.counters();
+        if !warm_up {
+            let measured = &mut self.measured;
+            measured.samples_ms.push(elapsed.as_secs_f64() * 1e3);
+            measured.global_flushes += after.tlb_flush_global - before.tlb_flush_global;
+            measured.local_flushes += after.tlb_flush_local - before.tlb_flush_local;
+            measured.loops += 1;
+            measured
+                .host
+                .add(host_before.until(&host_after, populating_cpu));
+        }
+        verify(&cpu, variant, &self.held, &mut self.data, &mut self.rng)?;
+        release(&self.allocator, &cpu, variant, &mut self.held)
+    }
+
+    /// Checks the machine and returns what the samples measured.
+    pub fn finish(self) -> Result<Measured, ExperimentError> {
+        crate::observe::machine(
+            &format!("{}, arena, after its samples", self.measured.variant.name()),
+            &self.allocator,
+        );
+        self.allocator
+            .check_invariants()
+            .map_err(ExperimentError::failed)?;
+        Ok(self.measured)
+    }
 }
 
 /// One populate loop of `variant` on a simulated machine; the cost model's
 /// charge is the result. The simulation has no bytes to write through the
 /// direct map, so the mapped variants are charged the model's copy price for
 /// their page of data, as the mermap write of `gfp_unmapped` is.
-pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, ExperimentError> {
-    let allocator =
-        LocalPageAllocator::boot_seeded(&machine(pages)?, AllocOptions::default(), seed)?;
+pub fn on_sim(
+    variant: Variant,
+    pages: u64,
+    seed: u64,
+    costs: SimCosts,
+) -> Result<Measured, ExperimentError> {
+    let layout = machine(pages)?.layout()?;
+    let backing = SimBacking::new(
+        layout.end_pfn.0,
+        PAGE_SIZE as usize,
+        layout.nr_cpus(),
+        costs,
+        MermapConfig::default(),
+    )
+    .map_err(ExperimentError::failed)?;
+    let allocator = LocalPageAllocator::boot_layout_on(
+        layout,
+        AllocOptions::default(),
+        seed,
+        Arc::new(backing),
+    )
+    .map_err(ExperimentError::failed)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let backing = allocator.backing();
     // Charged, never read back: the bytes of a region larger than the host
@@ -312,7 +394,7 @@ pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, Exper
     let after = backing.counters();
     let mut modelled_ns = (after.sim_ns - before.sim_ns) as f64;
     if !variant.is_unmapped() {
-        modelled_ns += (pages * PAGE_SIZE * SimCosts::default().copy_byte_ps) as f64 / 1000.0;
+        modelled_ns += (pages * PAGE_SIZE * costs.copy_byte_ps) as f64 / 1000.0;
     }
     release(&allocator, &cpu, variant, &mut held)?;
     allocator
@@ -326,5 +408,6 @@ pub fn on_sim(variant: Variant, pages: u64, seed: u64) -> Result<Measured, Exper
         global_flushes: after.tlb_flush_global - before.tlb_flush_global,
         local_flushes: after.tlb_flush_local - before.tlb_flush_local,
         loops: 1,
+        host: HostCost::default(),
     })
 }

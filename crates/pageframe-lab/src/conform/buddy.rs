@@ -1,0 +1,154 @@
+//! The `buddy` conformance suite: the order and migratetype layout of a
+//! fresh pageframe machine shaped like the host beside the host's
+//! `/proc/pagetypeinfo`, both texts read by one parser.
+//!
+//! Comparable on a running host: the pageblock order and size, the orders
+//! the free lists have, the migratetypes counted, the zones that have
+//! pageblocks, and each zone's number of pageblocks (fixed by the memory
+//! map: every block of an online memory section in the zone). Not
+//! comparable (see the README): how the blocks split between Unmovable,
+//! Movable, Reclaimable and HighAtomic (every block is Movable at boot; the
+//! host's split is the history of its allocations and fallbacks) and the
+//! free pages per order and migratetype (the host's workload holds most of
+//! its memory).
+
+use super::host::{is_root, read};
+use super::host_machine::HostMachine;
+use super::{ConformError, ConformRow, SuiteOutcome, SuiteResult};
+use pageframe::{AllocOptions, LocalPageAllocator};
+
+/// The suite's name.
+const SUITE: &str = "buddy";
+
+/// What a `/proc/pagetypeinfo` text says about the layout.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Layout {
+    /// `Page block order: N`.
+    pageblock_order: String,
+    /// `Pages per block: N`.
+    pages_per_block: String,
+    /// The order columns of the free-pages table.
+    orders: Vec<String>,
+    /// The migratetype columns of the block-count table.
+    migratetypes: Vec<String>,
+    /// Per `Node N, zone NAME`: the block count per migratetype.
+    blocks: Vec<(String, Vec<u64>)>,
+}
+
+fn parse_pagetypeinfo(text: &str) -> Layout {
+    let mut layout = Layout::default();
+    let mut in_blocks = false;
+    for line in text.lines() {
+        if let Some(order) = line.strip_prefix("Page block order:") {
+            layout.pageblock_order = order.trim().to_string();
+        } else if let Some(pages) = line.strip_prefix("Pages per block:") {
+            layout.pages_per_block = pages.trim().to_string();
+        } else if let Some(orders) = line.strip_prefix("Free pages count per migrate type at order")
+        {
+            layout.orders = orders.split_whitespace().map(str::to_string).collect();
+        } else if let Some(types) = line.strip_prefix("Number of blocks type") {
+            layout.migratetypes = types.split_whitespace().map(str::to_string).collect();
+            in_blocks = true;
+        } else if in_blocks && line.starts_with("Node") {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            // Node 0, zone DMA32 c1 c2 ...
+            if words.len() >= 4 {
+                let zone = format!("node {} {}", words[1].trim_end_matches(','), words[3]);
+                let counts = words[4..]
+                    .iter()
+                    .filter_map(|count| count.parse().ok())
+                    .collect();
+                layout.blocks.push((zone, counts));
+            }
+        }
+    }
+    layout
+}
+
+/// Runs the suite; skipped without root (`/proc/pagetypeinfo` and the
+/// addresses of `/proc/iomem` are root's).
+pub fn run() -> Result<SuiteResult, ConformError> {
+    if !is_root() {
+        return Ok(SuiteResult {
+            suite: SUITE,
+            outcome: SuiteOutcome::Skipped {
+                reason: "not root (/proc/pagetypeinfo is readable by root only)".into(),
+            },
+        });
+    }
+    let kernel = parse_pagetypeinfo(&read("/proc/pagetypeinfo")?);
+    let host = HostMachine::read()?;
+    let allocator = LocalPageAllocator::boot_layout(host.layout()?, AllocOptions::default())
+        .map_err(|err| ConformError::Boot(err.to_string()))?;
+    let ours = parse_pagetypeinfo(&pageframe::proc::pagetypeinfo(&allocator));
+    let mut rows = vec![
+        ConformRow::compare(
+            "page block order".into(),
+            kernel.pageblock_order.clone(),
+            ours.pageblock_order.clone(),
+        ),
+        ConformRow::compare(
+            "pages per block".into(),
+            kernel.pages_per_block.clone(),
+            ours.pages_per_block.clone(),
+        ),
+        ConformRow::compare(
+            "free-list orders".into(),
+            kernel.orders.join(" "),
+            ours.orders.join(" "),
+        ),
+        ConformRow::compare(
+            "migratetypes counted".into(),
+            kernel.migratetypes.join(" "),
+            ours.migratetypes.join(" "),
+        ),
+    ];
+    let zones = |layout: &Layout| -> String {
+        let names: Vec<&str> = layout
+            .blocks
+            .iter()
+            .map(|(zone, _)| zone.as_str())
+            .collect();
+        names.join(", ")
+    };
+    rows.push(ConformRow::compare(
+        "zones with pageblocks".into(),
+        zones(&kernel),
+        zones(&ours),
+    ));
+    for (zone, counts) in &kernel.blocks {
+        let mine = ours
+            .blocks
+            .iter()
+            .find(|(name, _)| name == zone)
+            .map_or("no such zone".to_string(), |(_, counts)| {
+                counts.iter().sum::<u64>().to_string()
+            });
+        rows.push(ConformRow::compare(
+            format!("{zone} pageblocks"),
+            counts.iter().sum::<u64>().to_string(),
+            mine,
+        ));
+    }
+    Ok(SuiteResult {
+        suite: SUITE,
+        outcome: SuiteOutcome::Ran(rows),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_counts_parse() {
+        let text = "Page block order: 9\nPages per block:  512\n\nFree pages count per migrate type at order       0      1 \nNode    0, zone      DMA, type    Unmovable      0      0 \n\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \nNode 0, zone      DMA            1            7            0            0            0 \nNode 0, zone    DMA32            7         1481           40            0            0 \n";
+        let layout = parse_pagetypeinfo(text);
+        assert_eq!(layout.pageblock_order, "9");
+        assert_eq!(layout.pages_per_block, "512");
+        assert_eq!(layout.orders, ["0", "1"]);
+        assert_eq!(layout.migratetypes.len(), 5);
+        assert_eq!(layout.blocks[1].0, "node 0 DMA32");
+        assert_eq!(layout.blocks[1].1.iter().sum::<u64>(), 1528);
+    }
+}

@@ -1,0 +1,156 @@
+//! The `zoneinfo` conformance suite: per zone of the host, the watermarks
+//! (min, low, high, promo), the protection (lowmem_reserve) and each CPU's
+//! pageset sizes (batch, high_min, high_max) of `/proc/zoneinfo` beside
+//! pageframe's `/proc/zoneinfo` view of a machine booted with the host's
+//! zones, managed pages, CPUs and THP setting (both texts are read by the
+//! same parser); then min_free_kbytes as pageframe computes it for that
+//! memory beside the host's, and the sysctls the formulas use.
+//!
+//! Not compared (see the README): a CPU's current `high`, which the
+//! adaptive per-CPU lists move with the host's workload between `high_min`
+//! and `high_max`; the ZONE_DEVICE zone and its protection column, which
+//! hold no memory the page allocator manages. Until pageframe's view prints
+//! `high_min`, its `high` (the static size, which is `high_min`) stands for
+//! it; `high_max` is compared once the view prints it.
+
+use super::host::{is_root, read, read_number, ZoneText};
+use super::host_machine::HostMachine;
+use super::{ConformError, ConformRow, SuiteOutcome, SuiteResult};
+use pageframe::{lowmem_reserve_ratio, WATERMARK_SCALE_FACTOR};
+use pageframe::{AllocOptions, LocalPageAllocator, ZoneType};
+
+/// The suite's name.
+const SUITE: &str = "zoneinfo";
+
+/// The watermark lines compared.
+const WATERMARKS: [&str; 4] = ["min", "low", "high", "promo"];
+
+/// The pageset fields compared, with the pageframe field standing in when
+/// its view lacks the first.
+const PAGESET: [(&str, Option<&str>); 3] = [
+    ("batch", None),
+    ("high_min", Some("high")),
+    ("high_max", None),
+];
+
+fn show(values: &[u64]) -> String {
+    let values: Vec<String> = values.iter().map(u64::to_string).collect();
+    format!("({})", values.join(", "))
+}
+
+/// The rows of one zone both sides have.
+fn zone_rows(host: &ZoneText, ours: &ZoneText, rows: &mut Vec<ConformRow>) {
+    let zone = format!("node {} {}", host.node, host.name);
+    let number = |value: Option<u64>| value.map_or("absent".to_string(), |value| value.to_string());
+    for mark in WATERMARKS {
+        if ours.field(mark).is_none() && host.field(mark).is_none() {
+            continue;
+        }
+        rows.push(ConformRow::compare(
+            format!("{zone} {mark}"),
+            number(host.field(mark)),
+            number(ours.field(mark)),
+        ));
+    }
+    // The host may list more zone types (ZONE_DEVICE) than pageframe has.
+    let columns = ours.protection.len().min(host.protection.len());
+    rows.push(ConformRow::compare(
+        format!("{zone} protection"),
+        show(&host.protection[..columns]),
+        show(&ours.protection),
+    ));
+    for (cpu, host_cpu) in host.pcp.iter().enumerate() {
+        let ours_cpu = ours.pcp.get(cpu);
+        for (field, stand_in) in PAGESET {
+            let Some(kernel) = host_cpu.get(field) else {
+                continue;
+            };
+            let value = ours_cpu.and_then(|fields| {
+                fields
+                    .get(field)
+                    .or_else(|| stand_in.and_then(|other| fields.get(other)))
+            });
+            if value.is_none() && stand_in.is_none() && field != "batch" {
+                // Not in pageframe's view yet (high_max): not a case.
+                continue;
+            }
+            rows.push(ConformRow::compare(
+                format!("{zone} cpu {cpu} {field}"),
+                kernel.to_string(),
+                number(value.copied()),
+            ));
+        }
+    }
+}
+
+/// The sysctls the formulas read, host beside pageframe's fixed values.
+fn sysctl_rows(rows: &mut Vec<ConformRow>) -> Result<(), ConformError> {
+    rows.push(ConformRow::compare(
+        "vm.watermark_scale_factor".into(),
+        read_number("/proc/sys/vm/watermark_scale_factor")?.to_string(),
+        WATERMARK_SCALE_FACTOR.to_string(),
+    ));
+    let ratios: Vec<u64> = read("/proc/sys/vm/lowmem_reserve_ratio")?
+        .split_whitespace()
+        .filter_map(|value| value.parse().ok())
+        .collect();
+    let ours: Vec<u64> = ZoneType::ALL
+        .iter()
+        .map(|zone| lowmem_reserve_ratio(*zone))
+        .collect();
+    rows.push(ConformRow::compare(
+        "vm.lowmem_reserve_ratio".into(),
+        show(&ratios[..ours.len().min(ratios.len())]),
+        show(&ours),
+    ));
+    rows.push(ConformRow::compare(
+        "vm.percpu_pagelist_high_fraction".into(),
+        read_number("/proc/sys/vm/percpu_pagelist_high_fraction")?.to_string(),
+        "0".into(),
+    ));
+    Ok(())
+}
+
+/// Runs the suite; skipped without root (`/proc/iomem` shows addresses to
+/// root only).
+pub fn run() -> Result<SuiteResult, ConformError> {
+    if !is_root() {
+        return Ok(SuiteResult {
+            suite: SUITE,
+            outcome: SuiteOutcome::Skipped {
+                reason: "not root (/proc/iomem shows the memory map to root only)".into(),
+            },
+        });
+    }
+    let host = HostMachine::read()?;
+    let allocator =
+        LocalPageAllocator::boot_layout(host.managed_layout()?, AllocOptions::default())
+            .map_err(|err| ConformError::Boot(err.to_string()))?;
+    let ours = super::host::parse_zoneinfo(&pageframe::proc::zoneinfo(&allocator));
+    let mut rows = Vec::new();
+    sysctl_rows(&mut rows)?;
+    for zone in &host.zones {
+        if let Some(mine) = ours
+            .iter()
+            .find(|mine| mine.node == zone.node && mine.name == zone.name)
+        {
+            zone_rows(zone, mine, &mut rows);
+        }
+    }
+    rows.push(ConformRow::compare(
+        format!(
+            "min_free_kbytes for the host's memory (THP {})",
+            if host.desc.transparent_hugepage {
+                "on"
+            } else {
+                "off"
+            }
+        ),
+        read_number("/proc/sys/vm/min_free_kbytes")?.to_string(),
+        allocator.min_free_kbytes().to_string(),
+    ));
+    Ok(SuiteResult {
+        suite: SUITE,
+        outcome: SuiteOutcome::Ran(rows),
+    })
+}
