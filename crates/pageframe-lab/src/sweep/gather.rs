@@ -154,9 +154,9 @@ pub fn gather(sweep: &Sweep, dir: &Path, spec_text: &str) -> Result<Gathered, St
     }
     for plot in &plots {
         let svg = render::to_svg(plot)?;
-        let _ = write!(
+        let _ = writeln!(
             html,
-            "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+            "<figure>{svg}<figcaption>{}</figcaption></figure>",
             site::escape(&plot.caption)
         );
     }
