@@ -46,7 +46,7 @@ fn gfp_of(names: Option<&str>) -> PyResult<Gfp> {
 impl Machine {
     /// Boots a machine from a description (file < flags < cmdline, as the CLI).
     #[new]
-    #[pyo3(signature = (mem=None, nodes=None, cpus=None, cmdline=None, config=None, dma32=false, max_order=None, pageblock_order=None, page_size=None))]
+    #[pyo3(signature = (mem=None, nodes=None, cpus=None, cmdline=None, config=None, dma=false, dma32=false, max_order=None, pageblock_order=None, page_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         mem: Option<String>,
@@ -54,6 +54,7 @@ impl Machine {
         cpus: Option<usize>,
         cmdline: Option<String>,
         config: Option<PathBuf>,
+        dma: bool,
         dma32: bool,
         max_order: Option<u8>,
         pageblock_order: Option<u8>,
@@ -65,6 +66,7 @@ impl Machine {
             nodes,
             cpus,
             cmdline,
+            dma,
             dma32,
             max_order,
             pageblock_order,
