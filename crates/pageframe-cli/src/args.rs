@@ -41,6 +41,9 @@ pub enum Command {
     /// Run an experiment at every point of a spec file's seeds x parameters
     /// x machine shapes, into one table and a report page.
     Sweep(SweepArgs),
+    /// Serve a pageframe zram to the running kernel.
+    #[command(subcommand)]
+    Zram(ZramCommand),
     /// Measure the simulated backing's prices (protection change, global
     /// and local flush, mermap map, zeroing, copying) on a real arena of
     /// this host and write them where the simulation reads them.
@@ -68,6 +71,48 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `pageframe zram`.
+#[derive(Debug, Subcommand)]
+pub enum ZramCommand {
+    /// Serve a pageframe zram as a block device (root): a FUSE file behind a
+    /// loop device, on which mkfs.ext4 and `mount -o discard` work; prints
+    /// the device and its mm_stat until Ctrl-C, then detaches and unmounts.
+    Serve(ZramServeArgs),
+}
+
+/// `pageframe zram serve`.
+#[derive(Debug, Args)]
+pub struct ZramServeArgs {
+    /// The allocator: zsmalloc-chain4 … zsmalloc-chain16, or afmalloc.
+    #[arg(long, default_value = "zsmalloc-chain8")]
+    pub backend: String,
+    /// The compressor: lz4, lzo, zstd or zstd:LEVEL.
+    #[arg(long, default_value = "lz4")]
+    pub codec: String,
+    /// Size of the device (disksize), e.g. 2G.
+    #[arg(long, default_value = "1G")]
+    pub size: String,
+    /// Memory the pool may take (beyond it writes fail with ENOSPC);
+    /// default: the device's size.
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Where to mount the FUSE file system (created, removed at exit).
+    #[arg(long, value_name = "DIR")]
+    pub mountpoint: Option<PathBuf>,
+    /// FUSE session threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Attach the loop device buffered instead of with direct I/O.
+    #[arg(long)]
+    pub buffered: bool,
+    /// Record a block trace of the device's writes and discards here.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Seconds between mm_stat lines (printed when changed; 0: never).
+    #[arg(long, default_value_t = 5)]
+    pub interval: u64,
 }
 
 /// `pageframe calibrate`.
@@ -163,6 +208,19 @@ pub struct TraceReplayArgs {
     /// allocations counted).
     #[arg(long)]
     pub fit: bool,
+    /// The fallback table a request walks when its migratetype's lists are
+    /// empty: kernel (Linux's `fallbacks[]`) or reversed (each type tries
+    /// the kernel's second choice first).
+    #[arg(long, value_name = "ORDER", default_value = "kernel")]
+    pub fallback_order: String,
+    /// vm.percpu_pagelist_high_fraction: per-CPU list high is the zone's
+    /// managed pages / N split over its CPUs (0: the kernel's default,
+    /// from the low watermark; else at least 8).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub pcp_high_fraction: u32,
+    /// Per-CPU list batch in pages instead of the kernel's zone_batchsize().
+    #[arg(long, value_name = "PAGES")]
+    pub pcp_batch: Option<u32>,
     /// Output format: table, json or csv.
     #[arg(long, default_value = "table")]
     pub format: String,
@@ -236,6 +294,16 @@ pub struct RunArgs {
         pageframe_lab::corpus::MAX_CORPUS_BYTES >> 20,
     ))]
     pub corpus: Option<PathBuf>,
+    /// zram-untar: run the workload for real on this file system (ext4;
+    /// root): on a served pageframe zram and a real /dev/zram at once,
+    /// recording the block trace (see --trace), then replay it.
+    #[arg(long, value_name = "FS")]
+    pub fs: Option<String>,
+    /// zram-untar: the block trace to replay (default: the shipped
+    /// quick-scale trace), or with --fs the one to write (default:
+    /// zram-untar-ext4-SCALE.pfzt here).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 /// `pageframe proc`.

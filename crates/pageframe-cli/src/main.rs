@@ -19,10 +19,12 @@ mod props;
 mod run;
 mod sweep;
 mod trace;
+mod zram;
 
 use clap::error::ErrorKind;
 use clap::Parser;
 use error::CliError;
+use pageframe_lab::callgrind;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -32,6 +34,17 @@ const EXIT_ERROR: u8 = 2;
 const EXIT_DIFFERENCES: u8 = 1;
 
 fn main() -> ExitCode {
+    // The hidden probe command: this binary re-run under callgrind to count
+    // instructions (see pageframe_lab::callgrind); not part of the interface.
+    let mut argv = std::env::args().skip(1);
+    if argv.next().as_deref() == Some(callgrind::PROBE_COMMAND) {
+        let name = argv.next().unwrap_or_default();
+        return match callgrind::probe_main(&name) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail(&CliError::Invalid(err)),
+        };
+    }
+    callgrind::enable_probe();
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err)
@@ -46,7 +59,7 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, sweep, proc, info, conform, trace or calibrate (see 'pageframe --help')"
+                "a command is required: run, sweep, proc, info, conform, trace, zram or calibrate (see 'pageframe --help')"
                     .to_string(),
             ))
         }

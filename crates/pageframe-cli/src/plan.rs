@@ -5,7 +5,7 @@
 use crate::args::{Cli, Command, TraceCommand};
 use crate::error::CliError;
 use crate::{conform, info, perf_table, proc_views, run, sweep, trace};
-use pageframe::MachineDesc;
+use pageframe::{AllocOptions, FallbackOrder, MachineDesc, PcpSizing};
 use pageframe_lab::conform::suites::{self, SuiteRun};
 use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
@@ -34,6 +34,8 @@ pub enum Plan {
     Trace(TracePlan),
     /// Run a sweep.
     Sweep(sweep::SweepPlan),
+    /// Serve a zram.
+    Zram(crate::zram::ZramPlan),
     /// Calibrate the simulation's prices on this host.
     Calibrate(crate::args::CalibrateArgs),
 }
@@ -81,8 +83,8 @@ pub enum TracePlan {
     Replay {
         /// The trace replayed.
         file: PathBuf,
-        /// Machine, policy switches, seed, fit.
-        options: ReplayOptions,
+        /// Machine, policy switches, seed, fit (boxed: the largest variant).
+        options: Box<ReplayOptions>,
         /// How to print the rows.
         format: Format,
         /// Where to write the SVG plot.
@@ -155,10 +157,21 @@ impl Plan {
                 })?;
                 let experiments = experiments::parse_list(&args.experiments)
                     .map_err(|err| CliError::Invalid(err.to_string()))?;
+                let fs_ext4 = match args.fs.as_deref() {
+                    None => false,
+                    Some("ext4") => true,
+                    Some(other) => {
+                        return Err(CliError::Invalid(format!(
+                            "--fs {other}: only ext4 is known"
+                        )))
+                    }
+                };
                 let options = RunOptions {
                     scale,
                     seed: args.seed,
                     corpus: args.corpus,
+                    fs_ext4,
+                    block_trace: args.trace,
                 };
                 let params = run::params_of(&experiments, scale, args.config.as_deref())?;
                 let views = match &args.proc_views {
@@ -231,6 +244,7 @@ impl Plan {
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
             Command::Sweep(args) => Ok(Plan::Sweep(sweep::SweepPlan::from_args(args)?)),
+            Command::Zram(command) => Ok(Plan::Zram(crate::zram::plan(command)?)),
             Command::Calibrate(args) => {
                 if args.pages < 1024 || args.rounds == 0 {
                     return Err(CliError::Invalid(
@@ -283,6 +297,7 @@ impl Plan {
             Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
             Plan::Trace(plan) => trace::execute(&plan, out),
             Plan::Sweep(plan) => sweep::execute(&plan, out),
+            Plan::Zram(plan) => crate::zram::execute(plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
             Plan::Calibrate(args) => crate::calibrate::execute(&args, out),
         }
@@ -340,15 +355,37 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
             } else {
                 Some(machine_args.to_desc()?)
             };
+            let fallback_order =
+                FallbackOrder::from_name(&args.fallback_order).ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "--fallback-order {}: known orders are {}",
+                        args.fallback_order,
+                        FallbackOrder::ALL.map(FallbackOrder::name).join(", ")
+                    ))
+                })?;
+            let pcp = PcpSizing::new(args.pcp_high_fraction, args.pcp_batch).map_err(|_| {
+                CliError::Invalid(format!(
+                    "--pcp-high-fraction {} / --pcp-batch {:?}: the fraction is 0 or at least {}, the batch from 1 to {}",
+                    args.pcp_high_fraction,
+                    args.pcp_batch,
+                    PcpSizing::MIN_HIGH_FRACTION,
+                    PcpSizing::MAX_BATCH
+                ))
+            })?;
             Ok(TracePlan::Replay {
                 file: args.file,
-                options: ReplayOptions {
+                options: Box::new(ReplayOptions {
                     machine,
                     cmdline,
+                    alloc: AllocOptions {
+                        fallback_order,
+                        pcp,
+                        ..AllocOptions::KERNEL
+                    },
                     seed: args.seed,
                     fit: args.fit,
                     ..ReplayOptions::default()
-                },
+                }),
                 format,
                 plot: args.plot,
             })

@@ -6,65 +6,24 @@
 //! `cargo run --release -p pageframe-lab --example reclaim_aging -- [runs] [seed]`
 
 use pageframe::machine::{apply_cmdline, MemorySideCache};
-use pageframe::reclaim::aging::{AgingConfig, AgingWorkload};
+use pageframe::reclaim::{AgingConfig, AgingWorkload};
 use pageframe::{AllocOptions, CpuId, LocalPageAllocator, MachineDesc, MachineRng};
 use pageframe_lab::cache_model::DirectMappedCache;
-use pageframe_lab::workloads::heap::HeapMix;
+use pageframe_lab::workloads::heap::{Heap, HeapMix};
 
 const CACHE: u64 = 64 << 20;
 const LINE: u64 = 64;
 const ACCESSES: u64 = 12_000_000;
 
-/// splitmix64's output function, the heap's class hash.
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 /// The conflict rate of the heap mix over a heap whose virtual page `v`
 /// is PFN `pfns[v]` (warm-up of a quarter, then `ACCESSES`).
 fn conflict_rate(pfns: &[u64], page_shift: u32, seed: u64) -> f64 {
-    let mix = HeapMix::default();
-    let mut classes: [Vec<u64>; 3] = Default::default();
-    for (page, &pfn) in pfns.iter().enumerate() {
-        let hash = splitmix64(page as u64) % 1000;
-        let class = if hash < mix.hot_pages {
-            0
-        } else if hash < mix.hot_pages + mix.warm_pages {
-            1
-        } else {
-            2
-        };
-        classes[class].push(pfn);
-    }
+    let heap = Heap::new(pfns, HeapMix::default(), page_shift, LINE);
     let mut cache = DirectMappedCache::new(CACHE, LINE).expect("cache geometry");
     let mut rng = MachineRng::new(seed ^ 0x4ea9);
-    let lines_per_page = 1u64 << (page_shift - LINE.trailing_zeros());
-    let mut run = |cache: &mut DirectMappedCache, accesses: u64| {
-        for _ in 0..accesses {
-            let draw = rng.next_u64();
-            let pick = ((draw & 0x3ff) * 1000) >> 10;
-            let class = if pick < mix.hot_accesses {
-                0
-            } else if pick < mix.hot_accesses + mix.warm_accesses {
-                1
-            } else {
-                2
-            };
-            let pages = &classes[class];
-            if pages.is_empty() {
-                continue;
-            }
-            let pfn = pages[((((draw >> 10) & 0xffff_ffff) * pages.len() as u64) >> 32) as usize];
-            let line = (draw >> 42) & (lines_per_page - 1);
-            cache.access((pfn << page_shift) | (line << LINE.trailing_zeros()));
-        }
-    };
-    run(&mut cache, ACCESSES / 4);
+    heap.run(&mut cache, &mut rng, ACCESSES / 4);
     cache.reset_stats();
-    run(&mut cache, ACCESSES);
+    heap.run(&mut cache, &mut rng, ACCESSES);
     cache.stats().conflict_rate()
 }
 

@@ -139,6 +139,36 @@ impl DirectMappedCache {
     }
 }
 
+/// Page colours: how many other pages of a set share each page's cache
+/// colour (its page-sized slice of a direct-mapped cache of `cache_pages`
+/// pages, `pfn % cache_pages`), averaged over the pages:
+/// `sum(h * (h - 1)) / sum(h)` over the colours' page counts `h`. Pages that
+/// collide in the cache are what conflict misses come from; a set placed
+/// contiguously, `k` cache sizes long, has `k - 1` sharers per page.
+pub fn colour_sharers(pfns: &[u64], cache_pages: u64) -> f64 {
+    if pfns.is_empty() || cache_pages == 0 {
+        return 0.0;
+    }
+    let mut per_colour = vec![0u64; cache_pages as usize];
+    for &pfn in pfns {
+        per_colour[(pfn % cache_pages) as usize] += 1;
+    }
+    let pairs: u64 = per_colour.iter().map(|&h| h * h.saturating_sub(1)).sum();
+    pairs as f64 / pfns.len() as f64
+}
+
+/// The sharers [`colour_sharers`] expects of `pages` pages placed at random
+/// among `memory_pages` (a whole number of caches of `cache_pages`): each
+/// page's colour has `memory_pages / cache_pages - 1` other frames, each in
+/// the set with probability `(pages - 1) / (memory_pages - 1)`.
+pub fn random_colour_sharers(pages: u64, memory_pages: u64, cache_pages: u64) -> f64 {
+    if memory_pages < 2 || cache_pages == 0 || pages == 0 {
+        return 0.0;
+    }
+    let others = (memory_pages / cache_pages).saturating_sub(1) as f64;
+    others * (pages - 1) as f64 / (memory_pages - 1) as f64
+}
+
 /// The memory-side cache of a whole machine as its description gives it:
 /// one cache indexed by physical address, or one per node indexed by the
 /// address within the node (HMAT describes caches per memory target).
@@ -296,6 +326,21 @@ mod tests {
         cache.access(128 << 20);
         assert!(!cache.access(0));
         assert_eq!(cache.stats().conflict_misses, 2);
+    }
+
+    /// A contiguous set k caches long has k - 1 sharers per page; a set
+    /// on half the colours at double density has more than random
+    /// placement's.
+    #[test]
+    fn colour_sharers_count_pages_of_the_same_colour() {
+        let contiguous: Vec<u64> = (100..100 + 3 * 64).collect();
+        assert_eq!(colour_sharers(&contiguous, 64), 2.0);
+        let half: Vec<u64> = (0..6 * 64).filter(|pfn| pfn % 64 < 32).collect();
+        assert_eq!(colour_sharers(&half, 64), 5.0);
+        assert_eq!(colour_sharers(&[], 64), 0.0);
+        let random = random_colour_sharers(3 * 64, 8 * 64, 64);
+        assert!((random - 7.0 * 191.0 / 511.0).abs() < 1e-12, "{random}");
+        assert!(random > 2.0 && random < 5.0);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! formats. The `pageframe` command is a thin layer over this crate.
 
 pub mod cache_model;
+pub mod callgrind;
 pub mod churn;
 pub mod conform;
 pub mod corpus;
@@ -18,9 +19,11 @@ pub mod perf_table;
 pub mod plots;
 pub mod pmbench;
 pub mod report;
+pub mod signals;
 pub mod site;
 pub mod summary;
 pub mod sweep;
 pub mod timing;
 pub mod trace;
 pub mod workloads;
+pub mod zram_serve;

@@ -7,7 +7,7 @@
 //!   random held object; at the end one in three live objects is freed, so
 //!   partial slabs show.
 //! - `zs-classes`: stores objects of the compressed-size model
-//!   ([`pageframe::zpool::sizes`]) in a zsmalloc pool, frees (35 %) random
+//!   ([`pageframe::zpool::CompressedSizes`]) in a zsmalloc pool, frees (35 %) random
 //!   ones, and compacts every 5000 operations.
 //!
 //! Same allocator, ops and seed: same output, byte for byte. Progress goes
@@ -17,8 +17,8 @@ use crate::churn::PROGRESS_EVERY;
 use crate::observe;
 use pageframe::page_source::CpuPages;
 use pageframe::slab::{slabinfo, SlabAllocator, SlabParams};
-use pageframe::zpool::sizes::CompressedSizes;
 use pageframe::zpool::zsmalloc::{zs_classes, ZsConfig, ZsPool};
+use pageframe::zpool::CompressedSizes;
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineRng};
 
 /// The views, as `pageframe proc` accepts them.

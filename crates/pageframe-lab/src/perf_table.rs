@@ -11,6 +11,8 @@ use std::fmt::Write;
 pub const BEGIN_MARKER: &str = "<!-- perf-table:begin -->";
 /// Marks its end.
 pub const END_MARKER: &str = "<!-- perf-table:end -->";
+/// The bulk report's callgrind column (and the prefix of its note).
+const INSTRUCTIONS: &str = "instructions_per_page";
 /// The largest file `perf-table --write` updates (a README is far smaller).
 pub const MAX_TARGET_BYTES: u64 = 16 << 20;
 
@@ -48,9 +50,9 @@ pub fn render(bulk: &Report, scaling: &Report, machine: &str, date: &str) -> Str
     );
     let _ = writeln!(
         out,
-        "| batch | pageframe ns | pageframe cycles | kernel ns | kernel cycles |"
+        "| batch | pageframe ns | pageframe cycles | pageframe instructions | kernel ns | kernel cycles |"
     );
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|");
     for row in rows_where(bulk, "allocator", "pageframe")
         .filter(|row| text(row, "variant") == "default" && text(row, "order") == "0")
     {
@@ -62,44 +64,68 @@ pub fn render(bulk: &Report, scaling: &Report, machine: &str, date: &str) -> Str
         };
         let _ = writeln!(
             out,
-            "| {label} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} |",
             text(row, "ns_per_page"),
             text(row, "cycles_per_page"),
+            text(row, INSTRUCTIONS),
             text(row, "reference_ns"),
             text(row, "reference_cycles")
         );
     }
-    let _ = writeln!(out, "\nPeers in the same run, one block at a time (ratio = cost / pageframe's at the same order):\n");
-    let _ = writeln!(out, "| allocator | order | ns per block | ratio |");
-    let _ = writeln!(out, "|---|---:|---:|---:|");
-    for row in bulk
-        .rows
+    for note in bulk
+        .notes
         .iter()
-        .filter(|row| text(row, "batch") == "0" && text(row, "variant") == "default")
+        .filter(|note| note.starts_with(INSTRUCTIONS))
     {
+        let _ = writeln!(out, "\n{note}.");
+    }
+    let _ = writeln!(out, "\nPeers in the same run, one block at a time (ratio = cost / pageframe's at the same order; `after-order0-churn` = pageframe after 65536 order-0 pages were held and freed):\n");
+    let _ = writeln!(
+        out,
+        "| allocator | order | ns per block | instructions per block | ratio |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    for row in bulk.rows.iter().filter(|row| {
+        text(row, "batch") == "0"
+            && matches!(
+                text(row, "variant").as_str(),
+                "default" | "after-order0-churn"
+            )
+    }) {
+        let allocator = match text(row, "variant").as_str() {
+            "default" => text(row, "allocator"),
+            variant => format!("{} ({variant})", text(row, "allocator")),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
-            text(row, "allocator"),
+            "| {allocator} | {} | {} | {} | {} |",
             text(row, "order"),
             text(row, "ns_per_page"),
+            text(row, INSTRUCTIONS),
             text(row, "ratio")
         );
     }
     let _ = writeln!(out, "\nBulk at batch 32 against the `Vec<u32>` floor, and the document's knobs (statistics, checks):\n");
-    let _ = writeln!(out, "| allocator | variant | batch | ns per page | ratio |");
-    let _ = writeln!(out, "|---|---|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "| allocator | variant | batch | ns per page | instructions per page | ratio |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|");
     for row in bulk.rows.iter().filter(|row| {
         text(row, "batch") == "32"
-            || (text(row, "variant") != "default" && text(row, "batch") == "0")
+            || (!matches!(
+                text(row, "variant").as_str(),
+                "default" | "after-order0-churn"
+            ) && text(row, "batch") == "0")
     }) {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             text(row, "allocator"),
             text(row, "variant"),
             text(row, "batch"),
             text(row, "ns_per_page"),
+            text(row, INSTRUCTIONS),
             text(row, "ratio")
         );
     }
@@ -159,6 +185,7 @@ mod tests {
                 .with("batch", 32)
                 .with("ns_per_page", 4.25)
                 .with("cycles_per_page", 11.0)
+                .with("instructions_per_page", 61.5)
                 .with("ratio", 1.0)
                 .with("reference_cycles", 85)
                 .with("reference_ns", 21.338)],
@@ -172,11 +199,31 @@ mod tests {
         );
         let section = render(&bulk, &scaling, "a test CPU", "2026-11-22");
         assert!(
-            section.contains("| 32 | 4.25 | 11.0 | 21.338 | 85 |"),
+            section.contains("| 32 | 4.25 | 11.0 | 61.5 | 21.338 | 85 |"),
             "{section}"
         );
         assert!(section.contains("| local | 2 | 70.5 |"), "{section}");
         assert!(section.contains("a test CPU, 2026-11-22"));
+        let mut without = bulk.clone();
+        without.rows[0] = Row::new()
+            .with("allocator", "pageframe")
+            .with("variant", "default")
+            .with("order", 0)
+            .with("batch", 32)
+            .with("ns_per_page", 4.25)
+            .with("cycles_per_page", 11.0)
+            .with("instructions_per_page", serde_json::Value::Null)
+            .with("reference_cycles", 85)
+            .with("reference_ns", 21.338);
+        without
+            .notes
+            .push("instructions_per_page: not measured — valgrind is not installed".into());
+        let section = render(&without, &scaling, "a test CPU", "2026-11-22");
+        assert!(
+            section.contains("| 32 | 4.25 | 11.0 | – | 21.338 | 85 |"),
+            "{section}"
+        );
+        assert!(section.contains("not measured — valgrind is not installed."));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! fault through the vm (which may migrate it), an untouched one stays armed.
 //! The fault and migration costs are charged to the process's time.
 
-use pageframe::vm::fault::FaultKind;
+use pageframe::vm::FaultKind;
 use pageframe::vm::{Pid, Vm};
 use pageframe::{MachineRng, NodeId};
 use std::sync::Arc;

@@ -10,9 +10,20 @@
 //! in `rows`, so JSON and CSV carry them like any row and the JSON is still
 //! one object; the table shows the results and one line per series (how
 //! many samples, which columns), and the plots pick them out by name.
+//!
+//! Typed rows: an experiment may define its rows as structs deriving
+//! `Serialize` and `Deserialize` (the struct is then the one home of its
+//! column names). [`Row::from_typed`] turns one into a row, a column per
+//! field in declaration order, so tables, JSON, CSV and the site see the
+//! same rows as if they were built with [`Row::with`];
+//! [`Report::results_as`] and [`Report::series_as`] read them back typed,
+//! for headlines and plots, also from a report loaded from JSON.
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt::Write;
+use thiserror::Error;
 
 /// The column that marks a row as a sample of a series (its value: the
 /// series' name); see the module comment.
@@ -41,6 +52,18 @@ impl Format {
     }
 }
 
+/// A typed row that does not serialize to one JSON object of columns.
+#[derive(Debug, Error)]
+#[error("a typed row must serialize to a JSON object: {0}")]
+pub struct RowError(String);
+
+/// `value` rounded to `decimals` places, so that output is stable and
+/// readable.
+pub fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
+}
+
 /// One row: column names and values, in column order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
@@ -62,8 +85,36 @@ impl Row {
     /// Adds a float rounded to `decimals` places, so that output is stable
     /// and readable.
     pub fn with_f64(self, name: &str, value: f64, decimals: i32) -> Row {
-        let scale = 10f64.powi(decimals);
-        self.with(name, (value * scale).round() / scale)
+        self.with(name, round_to(value, decimals))
+    }
+
+    /// The row of a typed row (see the module comment): a column per
+    /// field, in declaration order, as serde_json writes them (`None` is
+    /// null, a non-finite float is null, a `#[serde(flatten)]` field adds
+    /// its columns in place).
+    pub fn from_typed(typed: &impl Serialize) -> Result<Row, RowError> {
+        match serde_json::to_value(typed) {
+            Ok(Value::Object(columns)) => Ok(Row {
+                cells: columns.into_iter().collect(),
+            }),
+            Ok(other) => Err(RowError(format!("got {other}"))),
+            Err(err) => Err(RowError(err.to_string())),
+        }
+    }
+
+    /// A sample of series `name` from a typed row: the [`SERIES`] column,
+    /// then the typed row's columns.
+    pub fn series_sample(name: &str, typed: &impl Serialize) -> Result<Row, RowError> {
+        let mut row = Row::new().with(SERIES, name);
+        row.cells.extend(Row::from_typed(typed)?.cells);
+        Ok(row)
+    }
+
+    /// The row read back as `T`; `None` when a column `T` needs is missing
+    /// or of another type (columns `T` does not name are ignored).
+    pub fn to_typed<T: DeserializeOwned>(&self) -> Option<T> {
+        let columns: Map<String, Value> = self.cells.iter().cloned().collect();
+        serde_json::from_value(Value::Object(columns)).ok()
     }
 
     /// A column's value.
@@ -135,6 +186,19 @@ impl Report {
         self.rows
             .iter()
             .filter(move |row| series_name(row) == Some(name))
+    }
+
+    /// The result rows that read back as `T` ([`Row::to_typed`]).
+    pub fn results_as<'a, T: DeserializeOwned + 'a>(&'a self) -> impl Iterator<Item = T> + 'a {
+        self.results().filter_map(Row::to_typed)
+    }
+
+    /// The samples of series `name` that read back as `T`.
+    pub fn series_as<'a, T: DeserializeOwned + 'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = T> + 'a {
+        self.series(name).filter_map(Row::to_typed)
     }
 
     /// The names of the report's series, in first-seen order.
@@ -335,6 +399,53 @@ mod tests {
             table.contains("series timeline: 2 samples of t_s, score"),
             "{table}"
         );
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Typed {
+        batch: u64,
+        ns_per_page: f64,
+        note: Option<String>,
+    }
+
+    #[test]
+    fn typed_rows_are_rows_in_field_order_and_read_back() {
+        let typed = Typed {
+            batch: 32,
+            ns_per_page: round_to(3.214, 2),
+            note: None,
+        };
+        let row = Row::from_typed(&typed).unwrap();
+        assert_eq!(
+            row,
+            Row::new()
+                .with("batch", 32)
+                .with_f64("ns_per_page", 3.214, 2)
+                .with("note", Value::Null)
+        );
+        assert_eq!(row.to_typed::<Typed>(), Some(typed));
+        let mut report = sample();
+        report.rows.push(
+            Row::series_sample(
+                "timeline",
+                &Typed {
+                    batch: 1,
+                    ns_per_page: 1.0,
+                    note: Some("x".into()),
+                },
+            )
+            .unwrap(),
+        );
+        // A missing `Option` column reads as `None`, a column the type does
+        // not name (`reference_cycles`) is ignored, a missing plain column
+        // leaves the row out.
+        let results: Vec<Typed> = report.results_as().collect();
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0].note, None);
+        assert_eq!(results[1].note.as_deref(), Some("a,b"));
+        assert_eq!(Row::new().with("batch", 1).to_typed::<Typed>(), None);
+        assert_eq!(report.series_as::<Typed>("timeline").count(), 1);
+        assert!(Row::from_typed(&3).is_err());
     }
 
     #[test]

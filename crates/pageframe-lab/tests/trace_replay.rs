@@ -5,6 +5,7 @@
 use pageframe::MachineDesc;
 use pageframe_lab::trace::frag::{fragmentation_index, unusable_free_index};
 use pageframe_lab::trace::live::LiveBlocks;
+use pageframe_lab::trace::replay::FallbackKey;
 use pageframe_lab::trace::{
     self, run_replay, EventKind, ReplayOptions, Trace, TraceError, TraceEvent,
 };
@@ -33,6 +34,7 @@ fn small_machine() -> ReplayOptions {
     ReplayOptions {
         machine: Some(MachineDesc::uniform(256 << 20, 1, 2).unwrap()),
         samples: 4,
+        check_invariants: true,
         ..ReplayOptions::default()
     }
 }
@@ -43,6 +45,7 @@ fn same_seed_same_rows() {
     let options = ReplayOptions {
         seed: 7,
         cmdline: "page_alloc.shuffle=1".to_string(),
+        check_invariants: true,
         ..ReplayOptions::default()
     };
     let first = run_replay(&trace, &options).unwrap();
@@ -195,6 +198,15 @@ fn live_blocks_count_what_they_hold() {
     assert_eq!(live.remove(6), None);
     assert_eq!(live.len(), live.count_live());
     assert_eq!(live.len(), 1);
+    let mut flat = LiveBlocks::with_span(u64::MAX);
+    let above = pageframe_lab::trace::live::MAX_FLAT_SPAN;
+    assert_eq!(flat.insert(5, 100, 2), None);
+    assert_eq!(flat.insert(above, 7, 1), None, "just above the flat part");
+    assert_eq!(flat.insert(5, 200, 1), Some((100, 2)));
+    assert_eq!(flat.remove(above), Some((7, 1)));
+    assert_eq!(flat.remove(above), None);
+    assert_eq!(flat.len(), 1);
+    assert_eq!(flat.len(), flat.count_live());
 }
 
 #[test]
@@ -227,4 +239,83 @@ fn the_experiment_compares_two_policies_on_the_shipped_trace() {
         "the host's values at the end"
     );
     assert!(format!("{report_row:?}").contains("section"));
+}
+
+/// A reclaimable order-10 block allocated and freed, then an unmovable
+/// page, with the kernel's extfrag event for that page.
+fn fallback_scenario() -> Trace {
+    let reclaimable = (pageframe::Gfp::KERNEL | pageframe::Gfp::RECLAIMABLE).bits();
+    let mut extfrag = TraceEvent::new(EventKind::Extfrag, 3, 0, 0x2000);
+    extfrag.order = 0;
+    extfrag.migratetype = 0;
+    extfrag.fallback_order = 10;
+    extfrag.fallback_migratetype = 2;
+    extfrag.flag = true;
+    Trace {
+        events: vec![
+            alloc(0, 0, 0x4000, 10, reclaimable),
+            free(1, 0, 0x4000, 10),
+            alloc(2, 0, 0x2000, 0, pageframe::Gfp::KERNEL.bits()),
+            extfrag,
+        ],
+        ..Trace::default()
+    }
+}
+
+#[test]
+fn our_fallbacks_are_counted_per_key_as_the_tracepoint_would() {
+    use pageframe::{AllocOptions, FallbackOrder};
+    let key = |order, migratetype, fallback_migratetype| FallbackKey {
+        order,
+        migratetype,
+        fallback_migratetype,
+        change_ownership: true,
+    };
+    let outcome = trace::replay(&fallback_scenario(), &small_machine()).unwrap();
+    // Reclaimable (2) claims a movable (1) block; unmovable (0) then
+    // claims the freed reclaimable block, as the kernel did.
+    assert_eq!(
+        outcome.counts.fallbacks,
+        vec![(key(0, 0, 2), 1), (key(10, 2, 1), 1)]
+    );
+    assert_eq!(outcome.counts.trace_fallbacks, vec![(key(0, 0, 2), 1)]);
+    assert_eq!((outcome.extfrag_claim, outcome.extfrag_steal), (2, 0));
+    let reversed = ReplayOptions {
+        alloc: AllocOptions {
+            fallback_order: FallbackOrder::Reversed,
+            ..AllocOptions::KERNEL
+        },
+        ..small_machine()
+    };
+    let outcome = trace::replay(&fallback_scenario(), &reversed).unwrap();
+    assert_eq!(
+        outcome.counts.fallbacks,
+        vec![(key(0, 0, 1), 1), (key(10, 2, 1), 1)],
+        "the reversed table sends unmovable to movable first"
+    );
+}
+
+#[test]
+fn pcp_sizing_changes_the_refills_of_the_same_workload() {
+    use pageframe::{AllocOptions, PcpSizing};
+    let trace = shipped_prefix(30_000);
+    let kernel = trace::replay(&trace, &ReplayOptions::default()).unwrap();
+    let sized = ReplayOptions {
+        alloc: AllocOptions {
+            pcp: PcpSizing::new(8, Some(7)).unwrap(),
+            ..AllocOptions::KERNEL
+        },
+        check_invariants: true,
+        ..ReplayOptions::default()
+    };
+    let small_batches = trace::replay(&trace, &sized).unwrap();
+    assert_eq!(kernel.counts.allocs, small_batches.counts.allocs);
+    assert!(
+        small_batches.pcp_refill > kernel.pcp_refill,
+        "batches of 7 pages refill more often than batches of 63: {} vs {}",
+        small_batches.pcp_refill,
+        kernel.pcp_refill
+    );
+    let fallbacks: u64 = kernel.counts.fallbacks.iter().map(|(_, count)| count).sum();
+    assert_eq!(fallbacks, kernel.extfrag_claim + kernel.extfrag_steal);
 }

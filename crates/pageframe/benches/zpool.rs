@@ -21,8 +21,8 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use pageframe::page_source::CpuPages;
 use pageframe::slab::SlabParams;
 use pageframe::zpool::afmalloc::{AfConfig, AfPool};
-use pageframe::zpool::sizes::CompressedSizes;
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
+use pageframe::zpool::CompressedSizes;
 use pageframe::zpool::{Zpool, ZpoolHandle};
 use pageframe::{
     AllocOptions, ArenaOptions, CpuId, LocalPageAllocator, MachineDesc, PageAllocator,

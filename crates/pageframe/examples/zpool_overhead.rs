@@ -4,15 +4,15 @@
 //! step what the document prints: compressed size, memory used, overhead
 //! (`used - compressed`) and its ratio, and for afmalloc the real overhead
 //! (metadata + internal fragmentation). Sizes come from the seeded model in
-//! `pageframe::zpool::sizes`, not from real compressed data.
+//! `pageframe::zpool::CompressedSizes`, not from real compressed data.
 //!
 //! Run: `cargo run --release -p pageframe --example zpool_overhead [seed]`
 
 use pageframe::page_source::CpuPages;
 use pageframe::slab::SlabParams;
 use pageframe::zpool::afmalloc::{AfConfig, AfPool};
-use pageframe::zpool::sizes::CompressedSizes;
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
+use pageframe::zpool::CompressedSizes;
 use pageframe::zpool::{Zpool, ZpoolHandle};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
 

@@ -20,7 +20,7 @@
 //!
 //! | Path | What it offers |
 //! |------|----------------|
-//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`], [`ArenaOptions`], snapshots ([`ZoneSnapshot`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`], [`LockFamily`]) |
+//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`] (with the policy switches [`FallbackOrder`] and [`PcpSizing`]), [`ArenaOptions`], snapshots ([`ZoneSnapshot`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`], fallback events by [`ExtfragKey`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`], [`LockFamily`]) |
 //! | [`machine`] | descriptions in detail: nodes, ranges, kernel command line, NUMA emulation, sizes |
 //! | [`backing`] | where page contents live: the simulated store, the memfd arena, the mermap |
 //! | [`policies`] | secret memory ([`policies::SecretRegion`]) |
@@ -44,7 +44,8 @@
 //!    (locks and the atomics facade that loom swaps; it uses nothing else)
 //! 2. `machine`: descriptions, validation, zone layout, NUMA emulation; its
 //!    error is `DescError`
-//! 3. `freetype`, then `memmap` and `pageblock` (together `frames`)
+//! 3. `freetype`, then `alloc_policy` (fallback order, pcp sizing), then
+//!    `memmap` and `pageblock` (together `frames`)
 //! 4. `gfp` (its error `GfpError`)
 //! 5. `backing`: the only module that touches the OS
 //! 6. `zone`, then `pcp`
@@ -72,6 +73,7 @@ pub mod zpool;
 pub mod zram;
 
 // The engine's internals: their public items are re-exported below.
+mod alloc_policy;
 mod error;
 mod frames;
 mod freetype;
@@ -95,6 +97,7 @@ pub mod sync;
 mod types;
 mod zone;
 
+pub use alloc_policy::{FallbackOrder, PcpSizing};
 pub use error::{Errno, InvariantError};
 pub use frames::MetadataCost;
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};
@@ -103,11 +106,12 @@ pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
     HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SharedPageAllocator,
-    ShuffleStats, VmEvent, ZoneSnapshot, PAGETYPEINFO_CAP,
+    ShuffleStats, VmEvent, ZoneSnapshot, BULK_LIST_RUN, PAGETYPEINFO_CAP,
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;
 pub use sync::{Local, LockFamily, Shared};
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType, MAX_NUMNODES};
 pub use zone::watermark::{lowmem_reserve_ratio, Watermarks, WATERMARK_SCALE_FACTOR};
+pub use zone::ExtfragKey;
 pub use zpool::ZpoolError;

@@ -11,11 +11,24 @@
 //! so the same pool runs over either backing with only the backing
 //! differing. Contents follow the page lifecycle: a block allocated without
 //! `__GFP_ZERO` holds whatever its pages last held.
+//!
+//! Fast path: an allocator that copies into the same block many times
+//! resolves it once with [`PageSource::page_buffers`] and keeps the
+//! [`PageBuffers`] (a pointer per page into the backing: the arena's direct
+//! map, or the simulation's page buffer) beside the block. The backing stays
+//! the only home of the bytes; what is saved per access is the memmap check,
+//! the direct-map bit, the store lookup and the trait calls. Invariant: a
+//! holder drops a block's buffers before it frees the block, and copies
+//! through them only as the block's owner (`&mut` for writes). Unmapped
+//! blocks, and a simulation that drops contents, resolve to `None` and keep
+//! every access on [`PageSource::write`] / [`PageSource::read`].
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Deref;
+use std::ptr::NonNull;
 
+use crate::backing::page_pieces;
 use crate::gfp::Gfp;
 use crate::page_alloc::{AccessError, AllocError, FreeError};
 use crate::page_alloc::{CpuHandle, Page, PageAllocator};
@@ -37,6 +50,99 @@ pub trait PageSource {
     /// Copies bytes from byte `offset` of the allocated block at `pfn` into
     /// `out`. Never-written simulated pages read as zeros.
     fn read(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), AccessError>;
+    /// Resolves blocks allocated with `order` for direct copies, their
+    /// pages numbered in the order given (see [`PageBuffers`]); `None`, the
+    /// default, keeps their holder on [`Self::write`] and [`Self::read`]. A
+    /// source wrapping another may forward this only if it frees a block
+    /// only when its caller does.
+    fn page_buffers(&self, _blocks: &[Pfn], _order: Order) -> Option<PageBuffers> {
+        None
+    }
+}
+
+/// The pages of allocated blocks resolved for direct copies: a pointer per
+/// page to its `page_size` bytes in the backing. Only this crate makes one
+/// ([`PageSource::page_buffers`] of a [`CpuPages`]).
+///
+/// The pointers stay valid while the blocks stay allocated (the allocator
+/// unmaps and zeroes only free or newly allocated pages) and the allocator
+/// lives (the source that resolved them holds it). Its holder drops it
+/// before freeing any of the blocks.
+pub struct PageBuffers {
+    pages: Box<[NonNull<u8>]>,
+    page_size: usize,
+}
+
+// SAFETY: the pointers lead into the backing, which is `Send + Sync`; the
+// bytes are only copied, never borrowed, and writes need `&mut self`.
+unsafe impl Send for PageBuffers {}
+// SAFETY: as above; through `&self` the bytes are only read.
+unsafe impl Sync for PageBuffers {}
+
+impl PageBuffers {
+    /// The first byte of `len` bytes at `offset` of page `page`; panics
+    /// when they are not inside that page.
+    #[inline(always)]
+    fn at(&self, page: usize, offset: usize, len: usize) -> *mut u8 {
+        assert!(
+            offset <= self.page_size && len <= self.page_size - offset,
+            "bytes {offset}+{len} outside a page of {}",
+            self.page_size
+        );
+        self.pages[page].as_ptr().wrapping_add(offset)
+    }
+
+    /// Copies `bytes` to `offset` of page `page` (numbered over the blocks).
+    ///
+    /// # Safety
+    /// No block has been freed since they were resolved.
+    #[inline(always)]
+    pub(crate) unsafe fn write(&mut self, page: usize, offset: usize, bytes: &[u8]) {
+        let to = self.at(page, offset, bytes.len());
+        // SAFETY: `at` checked that the bytes lie in the page; the page is
+        // still allocated to the holder (the caller's promise), so its
+        // buffer is live and mapped; `&mut self` makes the holder the only
+        // writer; `bytes` is a Rust slice outside the backing.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len()) }
+    }
+
+    /// Copies `bytes` to byte `offset` of the pages taken as one run,
+    /// split at page boundaries.
+    ///
+    /// # Safety
+    /// As [`Self::write`].
+    #[inline]
+    pub(crate) unsafe fn write_run(&mut self, offset: usize, bytes: &[u8]) {
+        for (page, in_page, from, len) in page_pieces(self.page_size, offset, bytes.len()) {
+            // SAFETY: the caller's promise, passed on.
+            unsafe { self.write(page, in_page, &bytes[from..from + len]) }
+        }
+    }
+
+    /// Copies bytes from byte `offset` of the pages taken as one run into
+    /// `out`, as [`Self::write_run`].
+    ///
+    /// # Safety
+    /// As [`Self::write`].
+    #[inline]
+    pub(crate) unsafe fn read_run(&self, offset: usize, out: &mut [u8]) {
+        for (page, in_page, to, len) in page_pieces(self.page_size, offset, out.len()) {
+            // SAFETY: the caller's promise, passed on.
+            unsafe { self.read(page, in_page, &mut out[to..to + len]) }
+        }
+    }
+
+    /// Copies bytes from `offset` of page `page` of the block into `out`.
+    ///
+    /// # Safety
+    /// As [`Self::write`].
+    #[inline(always)]
+    pub(crate) unsafe fn read(&self, page: usize, offset: usize, out: &mut [u8]) {
+        let from = self.at(page, offset, out.len());
+        // SAFETY: as in `write`, with source and destination swapped;
+        // `out` is a Rust slice outside the backing.
+        unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), out.len()) }
+    }
 }
 
 /// Pages from one CPU of a page allocator, preferring one node.
@@ -110,6 +216,19 @@ where
         self.handle
             .allocator()
             .read_block(self.handle.cpu(), pfn, offset, out)
+    }
+
+    fn page_buffers(&self, blocks: &[Pfn], order: Order) -> Option<PageBuffers> {
+        let mut pages = Vec::with_capacity(blocks.len() << order.0);
+        for pfn in blocks {
+            self.handle
+                .allocator()
+                .block_bytes(*pfn, order, &mut pages)?;
+        }
+        Some(PageBuffers {
+            pages: pages.into_boxed_slice(),
+            page_size: self.page_size,
+        })
     }
 }
 

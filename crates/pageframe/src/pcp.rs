@@ -12,14 +12,22 @@
 //! which costs less over a batch than a deque's index arithmetic on every
 //! allocation and free.
 //!
+//! How many pages the lists may hold and how many move at once (`high`,
+//! `batch`, the adaptive sizing of Linux 6.7+) is [`high`]'s arithmetic.
+//!
 //! Invariants: `count` is the pages on all lists; every PFN listed has a Pcp
-//! record of the list's order. A free that takes `count` to `high` drains at
-//! least the block it freed, so frees alone keep `count` below `high`; an
-//! allocation refills an empty list without looking at `high` (as the
+//! record of the list's order. A free that takes `count` to the `high` in
+//! force drains at least the block it freed, and `high` never passes
+//! `high_max`, so frees alone keep `count` below `high_max`; an allocation
+//! refills an empty list without looking at `high` for high orders (as the
 //! kernel's rmqueue_bulk() does), and every list can hold one refill at
-//! once, so the checked bound is `count <= high + the sum over the lists of
-//! one refill each` (a remote CPU's lists of a memory-only node, whose
-//! `high` is split over all CPUs, reach well past one refill).
+//! once, so the checked bound is `count <= high_max + the sum over the lists
+//! of one refill each` (a remote CPU's lists of a memory-only node, whose
+//! limits are split over all CPUs, reach well past one refill).
+
+mod high;
+
+pub use high::{PcpHigh, ZonePressure, MIN_PERCPU_PAGELIST_HIGH_FRACTION};
 
 use crate::error::InvariantError;
 use crate::frames::Frames;
@@ -124,30 +132,33 @@ impl PcpList {
 pub struct PerCpuPages {
     lists: [Vec<FrameIdx>; NR_PCP_LISTS],
     count: u32,
-    high: u32,
-    batch: u32,
-    free_factor: u8,
+    sizing: PcpHigh,
     thp_order: Order,
 }
 
+/// pageframe models no CPU caches: it takes every CPU's share of the
+/// last-level cache to hold more than three batches (1 MiB or more per CPU
+/// does, as on every x86-64 server), so setup_pcp_cacheinfo() would set
+/// `PCPF_FREE_HIGH_BATCH`.
+const FREE_HIGH_BATCH: bool = true;
+
 impl PerCpuPages {
-    /// Empty lists with the given `high` and `batch`; `thp_order` is the order
-    /// of the THP list (pageblock_order).
-    pub(crate) fn new(high: u32, batch: u32, thp_order: Order) -> PerCpuPages {
+    /// Empty lists of a boot pageset (`high` 0, `batch` 1) until the zone's
+    /// sizes are set; `thp_order` is the order of the THP list
+    /// (pageblock_order).
+    pub(crate) fn new(thp_order: Order) -> PerCpuPages {
         PerCpuPages {
             lists: Default::default(),
             count: 0,
-            high,
-            batch,
-            free_factor: 0,
+            sizing: PcpHigh::boot(FREE_HIGH_BATCH),
             thp_order,
         }
     }
 
-    /// Sets `high` and `batch` (zone_pcp_update() after memory hotplug).
-    pub(crate) fn set_high_and_batch(&mut self, high: u32, batch: u32) {
-        self.high = high;
-        self.batch = batch;
+    /// Sets the limits and the batch (pageset_update(), at boot and after
+    /// memory hotplug).
+    pub(crate) fn set_high_and_batch(&mut self, high_min: u32, high_max: u32, batch: u32) {
+        self.sizing.update(high_min, high_max, batch);
     }
 
     /// Orders that use the per-CPU lists (`pcp_allowed_order()`).
@@ -212,14 +223,10 @@ impl PerCpuPages {
         self.count
     }
 
-    /// The `high` limit.
-    pub fn high(&self) -> u32 {
-        self.high
-    }
-
-    /// The refill/drain `batch`.
-    pub fn batch(&self) -> u32 {
-        self.batch
+    /// The sizing state: `high`, its limits, `batch` and the scaling
+    /// counters.
+    pub fn sizing(&self) -> &PcpHigh {
+        &self.sizing
     }
 
     /// Pops the hottest block of `list`.
@@ -251,12 +258,24 @@ impl PerCpuPages {
         self.count += 1 << list.order.0;
     }
 
-    /// Pushes freed blocks at the hot end of `list`, the last one hottest
-    /// (as pushing them one at a time would leave them).
+    /// Pushes freed order-0 pages at the hot end of `list`, the last one
+    /// hottest, as many as can go before one would reach the `high` in
+    /// force, with the sizing updated as freeing them one at a time would
+    /// (free_unref_page_commit() for each); returns the pages not pushed.
     #[inline]
-    pub(crate) fn push_slice(&mut self, list: PcpList, pfns: &[FrameIdx]) {
-        self.lists[list.pindex.index()].extend_from_slice(pfns);
-        self.count += (pfns.len() as u32) << list.order.0;
+    pub(crate) fn push_order0_run<'p>(
+        &mut self,
+        list: PcpList,
+        pfns: &'p [FrameIdx],
+        zone: ZonePressure,
+    ) -> &'p [FrameIdx] {
+        debug_assert_eq!(list.order, Order(0));
+        let room = (self.sizing.order0_room(self.count, zone) as usize).min(pfns.len());
+        let (now, later) = pfns.split_at(room);
+        self.sizing.note_order0_frees(room as u32);
+        self.lists[list.pindex.index()].extend_from_slice(now);
+        self.count += room as u32;
+        later
     }
 
     /// Fills an empty list with a refill batch, in the order the buddy
@@ -277,60 +296,50 @@ impl PerCpuPages {
         self.lists[list.pindex.index()].is_empty()
     }
 
-    /// On allocation, halve the free batching factor (rmqueue_pcplist()).
+    /// An allocation from the lists (rmqueue_pcplist()): halves the free run.
     #[inline]
     pub(crate) fn note_alloc(&mut self) {
-        self.free_factor >>= 1;
+        self.sizing.note_alloc();
     }
 
-    /// The pages to take when refilling a list of `order` (__rmqueue_pcplist()).
+    /// Blocks of `order` a refill of an empty list takes (nr_pcp_alloc()),
+    /// adapting `high` as the kernel does; `below_high` is the zone's
+    /// `ZONE_BELOW_HIGH`.
     #[inline]
-    pub(crate) fn refill_count(&self, order: Order) -> u32 {
-        if self.batch > 1 {
-            (self.batch >> order.0).max(2)
-        } else {
-            self.batch
-        }
+    pub(crate) fn refill_count(&mut self, order: Order, below_high: bool) -> u32 {
+        self.sizing.nr_pcp_alloc(self.count, order, below_high)
     }
 
-    /// The high limit in force (`nr_pcp_high()`): 0 when batch-freeing
-    /// high-order pages.
-    #[inline]
-    pub(crate) fn effective_high(&self, free_high: bool) -> u32 {
-        if free_high {
-            0
-        } else {
-            self.high
+    /// After a block of `order` went on the lists: the pages to drain, if
+    /// the lists reached the `high` in force. mirrors the sizing steps of
+    /// free_unref_page_commit() (nr_pcp_high(), nr_pcp_free()). The common
+    /// case (no high-order run, no zone pressure, below `high`, where
+    /// nr_pcp_high() only clamps `high`) stays inline.
+    #[inline(always)]
+    pub(crate) fn after_free(&mut self, order: Order, zone: ZonePressure) -> Option<u32> {
+        let free_high = self
+            .sizing
+            .note_free(order, self.count, PAGE_ALLOC_COSTLY_ORDER);
+        if !free_high && zone == ZonePressure::default() && self.count < self.sizing.clamped_high()
+        {
+            return None;
         }
+        self.drain_size(zone, free_high)
     }
 
-    /// True when a free of `order` should flush everything: repeated frees of
-    /// high (but not costly) orders without allocations in between.
-    #[inline]
-    pub(crate) fn free_high(&self, order: Order) -> bool {
-        self.free_factor > 0 && order > Order(0) && order <= PAGE_ALLOC_COSTLY_ORDER
+    /// The rest of [`Self::after_free`].
+    #[inline(never)]
+    fn drain_size(&mut self, zone: ZonePressure, free_high: bool) -> Option<u32> {
+        let high = self.sizing.nr_pcp_high(self.count, zone, free_high);
+        (self.count >= high).then(|| self.sizing.nr_pcp_free(self.count, high, free_high))
     }
 
-    /// How many pages to drain after a free took `count` to `high` or more:
-    /// at least a batch, doubling with each further free without an
-    /// allocation, leaving at least a batch. mirrors nr_pcp_free().
-    pub(crate) fn nr_to_free(&mut self, high: u32, free_high: bool) -> u32 {
-        if free_high {
-            return self.count;
-        }
-        if high < self.batch {
-            return 1;
-        }
-        let min_nr_free = self.batch;
-        let max_nr_free = high - self.batch;
-        let batch = self
-            .batch
-            .checked_shl(self.free_factor as u32)
-            .unwrap_or(u32::MAX);
-        if batch < max_nr_free {
-            self.free_factor += 1;
-        }
-        batch.clamp(min_nr_free, max_nr_free.max(min_nr_free))
+    /// The periodic decay of `high` (decay_pcp_high()): returns the pages
+    /// now above `high`, which the caller drains a batch at a time, and
+    /// whether `high` has further to decay.
+    pub(crate) fn decay_high(&mut self) -> (u32, bool) {
+        let more = self.sizing.decay(self.count);
+        (self.count.saturating_sub(self.sizing.high()), more)
     }
 
     /// Removes up to `count` pages from the lists, round-robin from
@@ -373,13 +382,13 @@ impl PerCpuPages {
         }
     }
 
-    /// Largest overshoot of `high` refills can cause: one refill on every
-    /// list.
+    /// Largest overshoot of `high_max` refills can cause: one refill on
+    /// every list.
     fn max_refill_pages(&self) -> u32 {
         (0..NR_PCP_LISTS)
             .map(|pindex| {
                 let order = self.pindex_order(PcpIndex::at(pindex));
-                self.refill_count(order) << order.0
+                self.sizing.max_refill_blocks(order) << order.0
             })
             .sum()
     }
@@ -412,10 +421,12 @@ impl PerCpuPages {
                 self.count
             )));
         }
-        if self.count > self.high + self.max_refill_pages() {
+        self.sizing.check(self.count).map_err(InvariantError)?;
+        if self.count > self.sizing.high_max() + self.max_refill_pages() {
             return Err(InvariantError(format!(
-                "pcp count {} above high {} plus one refill per list",
-                self.count, self.high
+                "pcp count {} above high_max {} plus one refill per list",
+                self.count,
+                self.sizing.high_max()
             )));
         }
         Ok(pages)
@@ -437,7 +448,7 @@ mod tests {
         assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(3)), at(10));
         assert_eq!(PerCpuPages::pindex(MigrateType::Movable, Order(9)), at(12));
         assert_eq!(NR_PCP_LISTS, 18);
-        let pcp = PerCpuPages::new(252, 63, Order(9));
+        let pcp = PerCpuPages::new(Order(9));
         assert_eq!(pcp.pindex_order(at(12)), Order(9));
         assert_eq!(pcp.pindex_order(at(10)), Order(3));
         let unmapped = FreeType::UNMAPPED_UNMOVABLE;
@@ -471,21 +482,32 @@ mod tests {
     }
 
     #[test]
-    fn nr_to_free_doubles_then_clamps() {
-        let mut pcp = PerCpuPages::new(1000, 63, Order(9));
-        pcp.count = 1000;
-        assert_eq!(pcp.nr_to_free(1000, false), 63);
-        assert_eq!(pcp.nr_to_free(1000, false), 126);
-        assert_eq!(pcp.nr_to_free(1000, false), 252);
-        assert_eq!(pcp.nr_to_free(1000, false), 504);
-        assert_eq!(pcp.nr_to_free(1000, false), 937);
+    fn drains_grow_with_the_free_run_then_clamp() {
+        // Linux 6.12 sizes a drain by the pages freed in a row (free_count),
+        // where 6.1 doubled a factor per drain: 63, then the run, at most
+        // high - batch.
+        let mut pcp = PerCpuPages::new(Order(9));
+        pcp.set_high_and_batch(1000, 1000, 63);
+        let list = PcpList::of(FreeType::plain(MigrateType::Movable), Order(0), Order(9)).unwrap();
+        let frame = |pfn: u64| FrameIdx::new(crate::types::Pfn(pfn)).unwrap();
+        let mut drains = Vec::new();
+        for pfn in 0..3000 {
+            pcp.push(list, frame(pfn));
+            if let Some(nr) = pcp.after_free(Order(0), ZonePressure::default()) {
+                drains.push(nr);
+                pcp.drain(nr, list.pindex, |_, _| {});
+            }
+        }
+        assert_eq!(drains, [937, 937, 937]);
+        // The run stops counting at batch << 5; an allocation halves it.
         pcp.note_alloc();
-        assert_eq!(pcp.free_factor, 2);
+        assert_eq!(pcp.sizing().free_count(), 1008);
     }
 
     #[test]
     fn drain_takes_oldest_round_robin() {
-        let mut pcp = PerCpuPages::new(100, 4, Order(9));
+        let mut pcp = PerCpuPages::new(Order(9));
+        pcp.set_high_and_batch(100, 100, 4);
         let unmovable =
             PcpList::of(FreeType::plain(MigrateType::Unmovable), Order(0), Order(9)).unwrap();
         let movable =

@@ -1,7 +1,9 @@
-//! Per-CPU lists and the bulk API. Per-CPU lists: a refill takes one batch
-//! scaled by order, the count stays below `high` after every free and a
-//! drain leaves at least a batch, a high-order free after a drain flushes
-//! the lists, and `drain_pcp` empties exactly one CPU. Bulk API: only empty
+//! Per-CPU lists and the bulk API. Per-CPU lists (Linux 6.12 sizing): a
+//! refill takes one batch scaled by order and raises `high` by it, order-0
+//! refills double while allocations come without frees, the count stays
+//! below the `high` in force after every free and a drain leaves at least
+//! a batch, a second free of orders 1..=3 in a row flushes the lists, and
+//! `drain_pcp` empties exactly one CPU. Bulk API: only empty
 //! slots are filled, the return value counts the populated prefix, every
 //! batch size from 1 to 256 works, fewer pages come back under pressure,
 //! node preference and masks are honoured, and a bulk free is one call.
@@ -19,12 +21,21 @@ fn pcp_of(allocator: &LocalPageAllocator, cpu: usize) -> PcpSnapshot {
 
 #[test]
 fn refill_takes_a_batch_scaled_by_order() {
-    // 256 MiB: batch 15 (zone_batchsize), high = low watermark / 2 CPUs.
+    // 256 MiB: batch 15 (zone_batchsize), high_min = low watermark / 2
+    // CPUs, high_max = an eighth of the zone / 2 CPUs, high 0 until used.
     let allocator = boot(&one_node(256, 2));
     let zone = &allocator.zone_snapshots()[0];
-    let PcpSnapshot { batch, high, .. } = zone.pcp[0];
+    let PcpSnapshot {
+        batch,
+        high,
+        high_min,
+        high_max,
+        ..
+    } = zone.pcp[0];
     assert_eq!(batch, 15);
-    assert_eq!(high as u64, zone.watermarks.low / 2);
+    assert_eq!(high, 0);
+    assert_eq!(high_min as u64, zone.watermarks.low / 2);
+    assert_eq!(high_max as u64, zone.managed / 8 / 2);
     let cpu = allocator.cpu(CpuId(0)).unwrap();
     let mut held = Vec::new();
     let mut expected_count = 0;
@@ -40,7 +51,10 @@ fn refill_takes_a_batch_scaled_by_order() {
         assert_eq!(pcp_of(&allocator, 0).count, expected_count, "order {order}");
         assert_eq!(vmstat_value(&allocator, "pcp_refill"), refills + 1);
     }
-    // The THP refill overshoots high by less than one refill, as in the kernel.
+    // Each refill raised high by a batch (the zone is above its high
+    // watermark); the THP refill overshoots it, as in the kernel.
+    let high = pcp_of(&allocator, 0).high;
+    assert_eq!(high, high_min + 4 * batch);
     assert!(expected_count > high);
     for (page, order) in held {
         cpu.free_pages(page, order).unwrap();
@@ -55,7 +69,12 @@ fn refill_takes_a_batch_scaled_by_order() {
 fn count_stays_below_high_drains_keep_a_batch_and_drain_pcp_is_per_cpu() {
     let allocator = boot(&one_node(256, 2));
     let boot_buddyinfo = proc::buddyinfo(&allocator);
-    let PcpSnapshot { batch, high, .. } = pcp_of(&allocator, 0);
+    let PcpSnapshot {
+        batch,
+        high_min,
+        high_max,
+        ..
+    } = pcp_of(&allocator, 0);
     let cpu0 = allocator.cpu(CpuId(0)).unwrap();
     let cpu1 = allocator.cpu(CpuId(1)).unwrap();
 
@@ -67,33 +86,47 @@ fn count_stays_below_high_drains_keep_a_batch_and_drain_pcp_is_per_cpu() {
     let parked_count = pcp_of(&allocator, 1).count;
     assert_eq!(parked_count, batch);
 
-    // Allocating only ever refills an empty list: the count stays under a batch.
+    // Allocating only ever refills an empty list: the count stays under one
+    // refill, which doubles with each refill up to batch << 5.
     let order1 = cpu0.alloc_pages(Gfp::KERNEL, Order(1), NodeId(0)).unwrap();
+    let order2 = cpu0.alloc_pages(Gfp::KERNEL, Order(2), NodeId(0)).unwrap();
     cpu0.drain_pcp();
     let mut pages = Vec::new();
-    for _ in 0..3 * high {
+    let mut factors = Vec::new();
+    // Past high_max, so that high stops growing and frees must drain.
+    for at in 0..high_max + 4 * high_min {
         pages.push(cpu0.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap());
-        allocator.check_invariants().unwrap();
-        assert!(pcp_of(&allocator, 0).count < batch);
+        if at % 64 == 0 {
+            allocator.check_invariants().unwrap();
+        }
+        let pcp = pcp_of(&allocator, 0);
+        assert!(pcp.count < batch << pcp.alloc_factor);
+        if factors.last() != Some(&pcp.alloc_factor) {
+            factors.push(pcp.alloc_factor);
+        }
     }
+    assert_eq!(factors, [1, 2, 3, 4, 5]);
 
-    // Freeing: +1 per page until the count reaches high, then a drain that
-    // leaves at least one batch behind.
+    // Freeing: +1 per page until the count reaches the high in force, then
+    // a drain of the pages freed in a row, at least a batch, that leaves at
+    // least a batch behind (nr_pcp_free()).
     let drained_before = vmstat_value(&allocator, "pcp_drain_pages");
     let mut drains = 0;
-    for page in pages {
-        let before = pcp_of(&allocator, 0).count;
+    for (at, page) in pages.into_iter().enumerate() {
+        let before = pcp_of(&allocator, 0);
         cpu0.free_pages(page, Order(0)).unwrap();
-        allocator.check_invariants().unwrap();
+        if at % 64 == 0 {
+            allocator.check_invariants().unwrap();
+        }
         let after = pcp_of(&allocator, 0).count;
-        assert!(after < high, "count {after} at high {high}");
-        if before + 1 < high {
-            assert_eq!(after, before + 1);
+        assert!(after < before.high, "count {after} at high {}", before.high);
+        if before.count + 1 < before.high {
+            assert_eq!(after, before.count + 1);
         } else {
-            assert!(
-                after >= batch && after <= high - batch,
-                "drained to {after}"
-            );
+            let freed_in_a_row = (before.free_count + 1).min(batch << 5);
+            let nr = freed_in_a_row.clamp(batch, before.high - batch);
+            assert_eq!(after, before.count + 1 - nr, "drained {nr}");
+            assert!(after >= batch && after <= before.high - batch);
             drains += 1;
         }
     }
@@ -111,11 +144,20 @@ fn count_stays_below_high_drains_keep_a_batch_and_drain_pcp_is_per_cpu() {
     assert_eq!(pcp_of(&allocator, 1).count, 0);
     assert!(pcp_of(&allocator, 0).count >= batch);
 
-    // Freeing a high-order page after drains without allocations in
-    // between flushes the whole list (free_high in free_unref_page_commit()).
+    // One free of order 1 after order-0 frees keeps the lists; a second
+    // free of orders 1..=3 in a row flushes them, up to batch << 5 pages
+    // (free_high in free_unref_page_commit()).
+    let before = pcp_of(&allocator, 0).count;
     cpu0.free_pages(order1, Order(1)).unwrap();
     allocator.check_invariants().unwrap();
-    assert_eq!(pcp_of(&allocator, 0).count, 0);
+    assert_eq!(pcp_of(&allocator, 0).count, before + 2);
+    cpu0.free_pages(order2, Order(2)).unwrap();
+    allocator.check_invariants().unwrap();
+    assert_eq!(
+        pcp_of(&allocator, 0).count,
+        (before + 2 + 4).saturating_sub(batch << 5)
+    );
+    cpu0.drain_pcp();
     assert_conserved(&allocator, 0);
     assert_eq!(proc::buddyinfo(&allocator), boot_buddyinfo);
 }
@@ -337,38 +379,92 @@ fn a_page_array_is_freed_whole_and_emptied_or_not_at_all() {
 
 #[test]
 fn a_bulk_free_drains_where_frees_one_at_a_time_drain() {
-    let one_by_one = boot(&one_node(256, 2));
-    let in_bulk = boot(&one_node(256, 2));
-    let high = pcp_of(&in_bulk, 0).high as usize;
-    let mut held = Vec::new();
+    // Past high_max, so that high stops growing and frees drain.
+    let high_max = pcp_of(&boot(&one_node(256, 2)), 0).high_max as usize;
+    let pcp = bulk_and_single_frees_agree(&one_node(256, 2), 4 * high_max + 7, 2 * high_max);
+    assert_eq!(pcp.high as usize, high_max);
+}
+
+#[test]
+fn a_bulk_free_below_the_high_watermark_sizes_high_as_single_frees_do() {
+    // 16 MiB, 3 900 of 4 096 pages held: the zone is below its high
+    // watermark (ZONE_BELOW_HIGH), where every free lowers high.
+    let pcp = bulk_and_single_frees_agree(&one_node(16, 2), 3940, 64);
+    assert_eq!(pcp.high, pcp.high_min);
+}
+
+/// Allocates `held` pages on two identical machines, frees them one at a
+/// time on one and in one bulk call on the other, and checks that every
+/// view, the per-CPU sizing included, and the next `next` allocations
+/// agree. Returns CPU 0's lists after the frees.
+fn bulk_and_single_frees_agree(desc: &MachineDesc, held: usize, next: usize) -> PcpSnapshot {
+    let one_by_one = boot(desc);
+    let in_bulk = boot(desc);
+    let mut pages = Vec::new();
     for allocator in [&one_by_one, &in_bulk] {
         let cpu = allocator.cpu(CpuId(0)).unwrap();
-        let pages: Vec<Page> = (0..4 * high + 7)
+        let allocated: Vec<Page> = (0..held)
             .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
             .collect();
-        held.push(pages);
+        pages.push(allocated);
     }
-    assert_eq!(held[0], held[1], "the same boot gives the same pages");
+    assert_eq!(pages[0], pages[1], "the same boot gives the same pages");
     let cpu = one_by_one.cpu(CpuId(0)).unwrap();
-    for &page in &held[0] {
+    for &page in &pages[0] {
         cpu.free_pages(page, Order(0)).unwrap();
     }
     in_bulk
         .cpu(CpuId(0))
         .unwrap()
-        .free_pages_bulk(&held[1])
+        .free_pages_bulk(&pages[1])
         .unwrap();
     in_bulk.check_invariants().unwrap();
+    assert!(vmstat_value(&in_bulk, "pcp_drain_pages") > 0, "no drain");
     assert_eq!(one_by_one.zone_snapshots(), in_bulk.zone_snapshots());
     assert_eq!(proc::buddyinfo(&one_by_one), proc::buddyinfo(&in_bulk));
     assert_eq!(proc::vmstat(&one_by_one), proc::vmstat(&in_bulk));
+    let pcp = pcp_of(&in_bulk, 0);
     // The lists hold the same pages in the same order: the next
     // allocations come out alike.
-    let next = |allocator: &LocalPageAllocator| -> Vec<Page> {
+    let after = |allocator: &LocalPageAllocator| -> Vec<Page> {
         let cpu = allocator.cpu(CpuId(0)).unwrap();
-        (0..2 * high)
+        (0..next)
             .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
             .collect()
     };
-    assert_eq!(next(&one_by_one), next(&in_bulk));
+    assert_eq!(after(&one_by_one), after(&in_bulk));
+    pcp
+}
+
+#[test]
+fn the_list_form_honours_the_nodemask_and_appends() {
+    let allocator = boot(&MachineDesc::uniform(64 * MIB, 2, 2).unwrap());
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut list = vec![cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap()];
+    let only_node1 = Nodemask::of(NodeId(1));
+    // More than one run of the array form: 150 = 64 + 64 + 22.
+    let added = cpu
+        .alloc_pages_bulk_list(Gfp::KERNEL, NodeId(0), Some(&only_node1), 150, &mut list)
+        .unwrap();
+    allocator.check_invariants().unwrap();
+    assert_eq!((added, list.len()), (150, 151));
+    assert_eq!(placement_of(&allocator, list[0].pfn()).0, NodeId(0));
+    let slots: Vec<Option<Page>> = list.iter().copied().map(Some).collect();
+    assert_distinct(&slots);
+    for page in &list[1..] {
+        assert_eq!(placement_of(&allocator, page.pfn()).0, NodeId(1));
+    }
+    // Bad arguments are errors and leave the list alone.
+    assert!(cpu
+        .alloc_pages_bulk_list(Gfp::KERNEL, NodeId(9), None, 5, &mut list)
+        .is_err());
+    assert_eq!(list.len(), 151);
+    // A mask of no node of the machine gives nothing.
+    let nowhere = Nodemask::of(NodeId(5));
+    assert_eq!(
+        cpu.alloc_pages_bulk_list(Gfp::KERNEL, NodeId(0), Some(&nowhere), 5, &mut list),
+        Ok(0)
+    );
+    cpu.free_pages_bulk(&list).unwrap();
+    assert_conserved(&allocator, 0);
 }

@@ -153,13 +153,19 @@ Node 0, zone   Normal
       numa_other   0
   pagesets
     cpu: 0
-              count: 0
-              high:  160
-              batch: 3
+              count:    0
+              high:     0
+              batch:    3
+              high_min: 160
+              high_max: 1024
+  vm stats threshold: 4
     cpu: 1
-              count: 0
-              high:  160
-              batch: 3
+              count:    0
+              high:     0
+              batch:    3
+              high_min: 160
+              high_max: 1024
+  vm stats threshold: 4
   node_unreclaimable:  0
   start_pfn:           0
 Node 0, zone  Movable
@@ -178,13 +184,15 @@ Node 0, zone  Movable
     assert_eq!(proc::zoneinfo(&allocator), expected);
 
     // After one order-0 allocation on CPU 1: a batch of 3 was taken, one
-    // page handed out, two left on CPU 1's list.
+    // page handed out, two left on CPU 1's list; high (0 until first used,
+    // as on a fresh kernel) is high_min raised by the refill (nr_pcp_alloc()).
     let cpu = allocator.cpu(CpuId(1)).unwrap();
     let page = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap();
     let text = proc::zoneinfo(&allocator);
     assert!(text.contains("\n  pages free     16381\n"));
     assert!(text.contains("\n      nr_free_pages 16381\n      numa_hit     1\n"));
-    assert!(text.contains("\n    cpu: 1\n              count: 2\n              high:  160\n"));
+    assert!(text.contains("\n    cpu: 1\n              count:    2\n              high:     163\n"));
+    assert!(text.contains("\n    cpu: 0\n              count:    0\n              high:     0\n"));
     cpu.free_pages(page, Order(0)).unwrap();
     assert_conserved(&allocator, 0);
 }

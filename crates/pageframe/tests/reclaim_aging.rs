@@ -6,8 +6,8 @@
 mod common;
 
 use common::{assert_conserved, boot, one_node};
-use pageframe::reclaim::aging::{AgingConfig, AgingWorkload};
 use pageframe::reclaim::ReclaimEvent;
+use pageframe::reclaim::{AgingConfig, AgingWorkload};
 use pageframe::{CpuId, Gfp, NodeId, Order};
 
 const MEMORY_MIB: u64 = 64;

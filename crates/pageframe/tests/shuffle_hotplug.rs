@@ -168,7 +168,10 @@ fn online_then_offline_a_range() {
         .unwrap();
     assert_eq!((movable.start_pfn, movable.present), (16384, 16384));
     assert!(movable.watermarks.min > 0);
-    assert!(movable.pcp[0].high > 0);
+    // The pagesets got the new zone's limits (high itself follows them on
+    // first use, as in the kernel).
+    assert!(movable.pcp[0].high_min > 0);
+    assert!(movable.pcp[0].high_max >= movable.pcp[0].high_min);
 
     // Movable allocations now use the new zone first.
     let page = allocator

@@ -8,7 +8,7 @@
 //! free pages are snapshot before and after.
 
 use pageframe::vm::mempolicy::*;
-use pageframe::vm::mm::TASK_SIZE;
+use pageframe::vm::TASK_SIZE;
 use pageframe::vm::{NumaBalancingConfig, Pid, Vm};
 use pageframe::Errno;
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Nodemask, Order};

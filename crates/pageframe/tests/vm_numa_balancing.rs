@@ -2,8 +2,8 @@
 //! policy, the scanner and hinting faults, mpol_misplaced() with and without
 //! MPOL_F_NUMA_BALANCING, the high-watermark refusal, balancing off.
 
-use pageframe::vm::fault::FaultKind;
 use pageframe::vm::mempolicy::*;
+use pageframe::vm::FaultKind;
 use pageframe::vm::{NumaBalancingConfig, Pid, Vm};
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Nodemask, Order};
 

@@ -2,10 +2,12 @@
 //! implementation of [`Zpool`] (zsmalloc and afmalloc), over both backings:
 //! the simulation (page contents in its sparse store) and a memfd arena
 //! (real memory; skipped with a printed reason when the host cannot make
-//! one). A new allocator joins by adding lines to `conformance!` at the
+//! one), each with objects copied through resolved page buffers (the fast
+//! path) and through the page source (`_copied`). A new allocator joins by
+//! adding lines to `conformance!` at the
 //! bottom.
 
-use pageframe::page_source::{CpuPages, PageSource};
+use pageframe::page_source::{CpuPages, PageBuffers, PageSource};
 use pageframe::slab::SlabParams;
 use pageframe::zpool::afmalloc::{AfConfig, AfPool};
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
@@ -15,10 +17,12 @@ use pageframe::{
     MachineDesc, MachineRng, Order, PageAllocator, Pfn, ZpoolError,
 };
 
-/// A page source that refuses allocations once `budget` is spent.
+/// A page source that refuses allocations once `budget` is spent, and
+/// resolves blocks for direct copies only when `direct`.
 pub struct Budget<P: PageSource> {
     inner: P,
     budget: Option<u64>,
+    direct: bool,
 }
 
 impl<P: PageSource> PageSource for Budget<P> {
@@ -45,6 +49,15 @@ impl<P: PageSource> PageSource for Budget<P> {
     }
     fn read(&self, pfn: Pfn, offset: usize, out: &mut [u8]) -> Result<(), AccessError> {
         self.inner.read(pfn, offset, out)
+    }
+    // Forwarded when `direct` (the budget frees a block only when its
+    // caller does), so the pools take their direct-copy path as over a bare
+    // source; otherwise every copy goes through `write`/`read`.
+    fn page_buffers(&self, blocks: &[Pfn], order: Order) -> Option<PageBuffers> {
+        if !self.direct {
+            return None;
+        }
+        self.inner.page_buffers(blocks, order)
     }
 }
 
@@ -80,24 +93,34 @@ fn machine(kind: Kind, mib: u64) -> Option<LocalPageAllocator> {
     }
 }
 
-fn source(allocator: &LocalPageAllocator, budget: Option<u64>) -> Source<'_> {
+fn source(allocator: &LocalPageAllocator, budget: Option<u64>, direct: bool) -> Source<'_> {
     Budget {
         inner: CpuPages::new(allocator.cpu(CpuId(0)).unwrap()),
         budget,
+        direct,
     }
 }
 
 fn zsmalloc(allocator: &LocalPageAllocator, budget: Option<u64>) -> ZsPool<Source<'_>> {
-    ZsPool::new(source(allocator, budget), ZsConfig::default()).unwrap()
+    ZsPool::new(source(allocator, budget, true), ZsConfig::default()).unwrap()
 }
 
 fn afmalloc(allocator: &LocalPageAllocator, budget: Option<u64>) -> AfPool<Source<'_>> {
-    AfPool::new(
-        source(allocator, budget),
-        SlabParams::new(2, 4096),
-        AfConfig::default(),
-    )
-    .unwrap()
+    afmalloc_over(source(allocator, budget, true))
+}
+
+fn afmalloc_over(source: Source<'_>) -> AfPool<Source<'_>> {
+    AfPool::new(source, SlabParams::new(2, 4096), AfConfig::default()).unwrap()
+}
+
+/// zsmalloc copying every object through the page source (no resolved pages).
+fn zsmalloc_copied(allocator: &LocalPageAllocator, budget: Option<u64>) -> ZsPool<Source<'_>> {
+    ZsPool::new(source(allocator, budget, false), ZsConfig::default()).unwrap()
+}
+
+/// afmalloc copying every object through the page source.
+fn afmalloc_copied(allocator: &LocalPageAllocator, budget: Option<u64>) -> AfPool<Source<'_>> {
+    afmalloc_over(source(allocator, budget, false))
 }
 
 /// Deterministic contents for object `id` of `len` bytes.
@@ -361,4 +384,8 @@ conformance!(
     afmalloc_pool => afmalloc on Sim,
     zsmalloc_arena => zsmalloc on Arena,
     afmalloc_arena => afmalloc on Arena,
+    zsmalloc_copied_pool => zsmalloc_copied on Sim,
+    afmalloc_copied_pool => afmalloc_copied on Sim,
+    zsmalloc_copied_arena => zsmalloc_copied on Arena,
+    afmalloc_copied_arena => afmalloc_copied on Arena,
 );

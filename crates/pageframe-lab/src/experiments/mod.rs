@@ -4,8 +4,13 @@
 //! An experiment is one module implementing one trait, [`Experiment`]: its
 //! name, source document and about line, its typed parameters (defaults per
 //! scale, bounds checked when a config file is read), its run, its headline
-//! beside the document's figure and its plots. Its row fields are constants
-//! of its module (`columns`), used by the run, the headline and the plots.
+//! beside the document's figure and its plots. Its rows are typed: structs
+//! deriving `Serialize`/`Deserialize` in its `rows` module (the one home of
+//! its column names), turned into report rows with
+//! [`crate::report::Row::from_typed`] by the run and read back with
+//! [`Report::results_as`] / [`Report::series_as`] by the headline and the
+//! plots (`numa_balancing` is the pattern; experiments not yet converted
+//! keep their column constants in `columns`).
 //! To add one, write the module and list it once in [`ALL`].
 //!
 //! Every table, config file, plot and summary line the tools produce comes
@@ -58,10 +63,15 @@ pub trait Experiment: Sync {
     /// Runs it with `params` (values of [`Self::params`], checked).
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError>;
     /// Its headline number beside the document's figure, when the rows have
-    /// it.
-    fn headline(&self, report: &Report) -> Option<Headline>;
-    /// Its plots of a report ([`plots::generic`] draws anything else).
-    fn plots(&self, report: &Report) -> Vec<Plot>;
+    /// it; none by default.
+    fn headline(&self, _report: &Report) -> Option<Headline> {
+        None
+    }
+    /// Its plots of a report; by default none of its own, and
+    /// [`plots::generic`] draws the report.
+    fn plots(&self, _report: &Report) -> Vec<Plot> {
+        Vec::new()
+    }
 }
 
 impl std::fmt::Debug for dyn Experiment {
@@ -108,6 +118,12 @@ pub struct RunOptions {
     /// The kernel source tarball of `zram-untar` (`--corpus`); `None` reads
     /// [`crate::corpus::DEFAULT_TARBALL`].
     pub corpus: Option<PathBuf>,
+    /// `zram-untar --fs ext4`: run the workload for real on the kernel's
+    /// ext4 (root) instead of replaying a trace.
+    pub fs_ext4: bool,
+    /// `zram-untar --trace FILE`: the block trace to replay, or with
+    /// `fs_ext4` the one to write.
+    pub block_trace: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -117,6 +133,8 @@ impl RunOptions {
             scale,
             seed,
             corpus: None,
+            fs_ext4: false,
+            block_trace: None,
         }
     }
 }

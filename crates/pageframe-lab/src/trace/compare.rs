@@ -2,9 +2,10 @@
 //! pageframe did with the same requests, as typed rows.
 //!
 //! Sections: `replay` (what was replayed and skipped), `extfrag` (fallbacks
-//! per order, migratetype, fallback type and ownership change, ours as
-//! observed at hand-out: see [`replay`](mod@super::replay); then the totals, ours from
-//! the engine's counters), `pcp`
+//! per order, migratetype, fallback type and ownership change, ours as the
+//! engine counts what the tracepoint would report: see
+//! [`replay`](mod@super::replay); then the totals, ours from the engine's
+//! claim and steal counters), `pcp`
 //! (refills and drains), `buddyinfo` (free blocks per order at the end),
 //! `pageblocks` (per migratetype at the end), and `unusable_index` /
 //! `fragmentation_index` per order at the end (the series over time is in

@@ -132,8 +132,23 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    #[inline]
     fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
-        Ok(self.take(1, what)?[0])
+        match self.bytes.get(self.offset) {
+            Some(&byte) => {
+                self.offset += 1;
+                Ok(byte)
+            }
+            None => Err(self.truncated(what)),
+        }
+    }
+
+    #[cold]
+    fn truncated(&self, what: &str) -> TraceError {
+        TraceError::Truncated {
+            offset: self.offset as u64,
+            what: what.to_string(),
+        }
     }
 
     fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
@@ -147,7 +162,19 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(word))
     }
 
+    #[inline]
     fn varint(&mut self, what: &str) -> Result<u64, TraceError> {
+        // Most varints of a trace are one byte.
+        if let Some(&byte) = self.bytes.get(self.offset) {
+            if byte < 0x80 {
+                self.offset += 1;
+                return Ok(byte as u64);
+            }
+        }
+        self.varint_long(what)
+    }
+
+    fn varint_long(&mut self, what: &str) -> Result<u64, TraceError> {
         let start = self.offset;
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {

@@ -29,17 +29,20 @@
 //!     let report = trace::run_replay(&trace, &options)?;
 //!     rows: report.rows (ReplayRow::to_report_row() gives report::Row);
 //!     plot: trace::plot::write_svg(&trace, &report, &out)?;
+//!                        [--fallback-order kernel|reversed] [--pcp-high-fraction N]
+//!                        [--pcp-batch N]
+//!     options.alloc = AllocOptions { fallback_order, pcp: PcpSizing::new(n, batch)?, .. };
 //! experiment `trace-replay` (in `run all`):
-//!     trace::replay_policies(&trace, seed, samples) over trace::shipped_trace_path():
-//!     one ReplayReport per policy (kernel default, shuffle);
-//!     trace::run_experiment(seed) gives their rows with the policy in `key`.
+//!     trace::replay_policies(&trace, seed, samples, &[ReplayPolicy::kernel(), other])
+//!     over trace::shipped_trace_path(): one ReplayReport per policy;
+//!     trace::run_experiment(seed) gives the kernel's and shuffle's rows
+//!     with the policy in `key`.
 //! ```
 //!
 //! Every error is a [`TraceError`] whose `Display` is one line naming the
 //! byte offset, line number or mismatch; the CLI prints it and exits 2.
-//! Not modelled here: pcp sizing and fallback-order switches (the engine's
-//! public API has none yet), so policies are the kernel command line's
-//! (`page_alloc.shuffle=`, `page_alloc.shuffle_order=`) and the machine.
+//! Policy switches: the kernel command line (`page_alloc.shuffle=`, ...),
+//! the fallback order and the per-CPU list sizing ([`ReplayPolicy`]).
 
 pub mod compare;
 pub mod event;
@@ -49,6 +52,7 @@ pub mod gfp_names;
 pub mod host;
 pub mod live;
 pub mod plot;
+pub mod policy;
 pub mod record;
 pub mod replay;
 pub mod text_import;
@@ -57,6 +61,7 @@ pub mod tracefs;
 pub use compare::{compare, ReplayRow};
 pub use event::{EventKind, Trace, TraceEvent};
 pub use format::{decode, encode, read_file, write_file};
+pub use policy::ReplayPolicy;
 pub use record::{record, RecordOptions, RecordTarget};
 pub use replay::{replay, FragSample, ReplayOptions, ReplayOutcome};
 
@@ -222,41 +227,45 @@ pub fn shipped_trace_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/kernel-untar-build.pftrace")
 }
 
-/// The policies the `trace-replay` experiment compares, by name and
-/// kernel command line.
-pub const EXPERIMENT_POLICIES: [(&str, &str); 2] =
-    [("kernel", ""), ("shuffle", "page_alloc.shuffle=1")];
-
-/// `trace` replayed under each of [`EXPERIMENT_POLICIES`] on a host-shaped
-/// machine with `samples` fragmentation samples: each policy's name and
-/// report, in the policies' order.
+/// `trace` replayed under each of `policies` on a host-shaped machine with
+/// `samples` fragmentation samples: each policy's name and report, in the
+/// policies' order.
 pub fn replay_policies(
     trace: &Trace,
     seed: u64,
     samples: usize,
-) -> Result<Vec<(&'static str, ReplayReport)>, TraceError> {
-    EXPERIMENT_POLICIES
+    policies: &[ReplayPolicy],
+) -> Result<Vec<(String, ReplayReport)>, TraceError> {
+    policies
         .iter()
-        .map(|(policy, cmdline)| {
+        .map(|policy| {
             let options = ReplayOptions {
-                cmdline: cmdline.to_string(),
+                cmdline: policy.cmdline.clone(),
+                alloc: policy.alloc,
                 seed,
                 samples,
                 ..ReplayOptions::default()
             };
-            Ok((*policy, run_replay(trace, &options)?))
+            Ok((policy.name.clone(), run_replay(trace, &options)?))
         })
         .collect()
 }
 
-/// The `trace-replay` experiment's rows: the shipped trace replayed under
-/// each of [`EXPERIMENT_POLICIES`] ([`replay_policies`]); each row's key
-/// starts with the policy's name.
+/// The shipped trace replayed under the kernel's policy and with shuffle
+/// ([`replay_policies`]); each row's key starts with the policy's name.
 pub fn run_experiment(seed: u64) -> Result<Vec<ReplayRow>, TraceError> {
     let trace = import(&shipped_trace_path())?;
     let samples = ReplayOptions::default().samples;
+    let policies = [
+        ReplayPolicy::kernel(),
+        ReplayPolicy::with_switches(
+            true,
+            pageframe::FallbackOrder::Kernel,
+            pageframe::PcpSizing::KERNEL,
+        ),
+    ];
     let mut rows = Vec::new();
-    for (policy, report) in replay_policies(&trace, seed, samples)? {
+    for (policy, report) in replay_policies(&trace, seed, samples, &policies)? {
         for mut row in report.rows {
             row.key = format!("{policy}: {}", row.key);
             rows.push(row);

@@ -13,12 +13,13 @@ use super::event::{EventKind, Trace, TraceEvent};
 use super::host::{count_cpu_list, snapshot_into, Moment};
 use super::tracefs::{EventFormat, RecordDecoder};
 use super::TraceError;
+use crate::signals::SignalFlag;
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The tracefs mount point.
@@ -128,39 +129,6 @@ impl Drop for InstanceGuard {
     fn drop(&mut self) {
         let _ = std::fs::write(self.path.join("tracing_on"), "0");
         let _ = std::fs::remove_dir(&self.path);
-    }
-}
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_signal: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Restores the default SIGINT/SIGTERM actions when dropped.
-struct SignalFlag;
-
-impl SignalFlag {
-    fn install() -> SignalFlag {
-        INTERRUPTED.store(false, Ordering::SeqCst);
-        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe; signal() has no other precondition.
-        unsafe {
-            libc::signal(libc::SIGINT, handler);
-            libc::signal(libc::SIGTERM, handler);
-        }
-        SignalFlag
-    }
-}
-
-impl Drop for SignalFlag {
-    fn drop(&mut self) {
-        // SAFETY: restoring the default disposition has no precondition.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
-        }
     }
 }
 
@@ -333,7 +301,7 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
             (None, RecordTarget::Duration(duration)) => started.elapsed() >= *duration,
             (None, RecordTarget::Command(_)) => true,
         };
-        if INTERRUPTED.load(Ordering::SeqCst) {
+        if signals.raised() {
             if let Some(child) = &mut child {
                 let _ = child.kill();
                 let _ = child.wait();

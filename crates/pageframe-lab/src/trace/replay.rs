@@ -7,29 +7,24 @@
 //! our allocator gave for it (our PFN and order), so a host bigger than the
 //! replay machine still replays (with `fit`). Pcp refills, drains and
 //! fallbacks are the replay allocator's own; the trace's are counted beside
-//! them (see [`compare`](mod@super::compare)).
+//! them (see [`compare`](mod@super::compare)). Our fallbacks are the
+//! engine's own count of what `mm_page_alloc_extfrag` would report
+//! ([`pageframe::ExtfragKey`]): one per claim or steal, keyed as the
+//! tracepoint keys it.
 //!
-//! Our fallback events are observed where a block is handed out: the
-//! pageblock's migratetype differs from the request (a steal) or changed
-//! since we last saw it (a claim, `change_ownership`). So an observed claim
-//! counts pageblocks that changed hands (a claim of an order-10 block
-//! converts two pageblocks, which the kernel traces as one event), and a
-//! steal counts blocks handed out, not blocks taken into a pcp list. The
-//! engine's exact claim and steal totals come from its zone counters and
-//! are reported beside the trace's totals.
+//! Policy switches: the kernel command line (`cmdline`: shuffle, ...) and
+//! the allocator's options (`alloc`: fallback order, pcp sizing).
 //!
 //! Deterministic: the machine boots with `options.seed` and nothing else
 //! is random.
 
 use super::event::{EventKind, Trace};
-use super::frag::{fragmentation_index, sum_orders, unusable_free_index};
+use super::frag::{fragmentation_index, unusable_free_index};
 use super::host::{host_bytes, host_cpus, host_file, Moment};
 use super::live::LiveBlocks;
 use super::TraceError;
 use pageframe::machine::apply_cmdline;
-use pageframe::{
-    AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, MigrateType, Order, Pfn,
-};
+use pageframe::{AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn};
 
 /// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
 /// to, less `__GFP_ZERO`. Higher kernel bits (`__GFP_ZEROTAGS`,
@@ -47,6 +42,9 @@ pub struct ReplayOptions {
     /// Kernel command-line policy switches applied to the machine
     /// (`page_alloc.shuffle=1`, `page_alloc.shuffle_order=9`, ...).
     pub cmdline: String,
+    /// The allocator's policy switches besides the command line's: the
+    /// fallback order and the per-CPU list sizing (default: the kernel's).
+    pub alloc: AllocOptions,
     /// The machine's RNG seed.
     pub seed: u64,
     /// Accept a machine smaller than the host (fewer CPUs: CPU `c` replays
@@ -54,6 +52,10 @@ pub struct ReplayOptions {
     pub fit: bool,
     /// Fragmentation samples over the trace, at most (plus one at the end).
     pub samples: usize,
+    /// Check the allocator's invariants at the end (a walk of the whole
+    /// memmap: about a fifth of the replay of the shipped trace). Tests
+    /// turn it on; an error is [`TraceError::Invariant`].
+    pub check_invariants: bool,
 }
 
 impl Default for ReplayOptions {
@@ -61,9 +63,11 @@ impl Default for ReplayOptions {
         ReplayOptions {
             machine: None,
             cmdline: String::new(),
+            alloc: AllocOptions::KERNEL,
             seed: 42,
             fit: false,
             samples: 32,
+            check_invariants: false,
         }
     }
 }
@@ -144,7 +148,7 @@ pub struct ReplayCounts {
     pub trace_drain_pages: u64,
     /// Trace: `mm_page_alloc_extfrag` per key.
     pub trace_fallbacks: Vec<(FallbackKey, u64)>,
-    /// Ours: fallbacks observed at hand-out, per key.
+    /// Ours: the engine's fallbacks per key, as the tracepoint reports them.
     pub fallbacks: Vec<(FallbackKey, u64)>,
     /// Ours: blocks still allocated at the end.
     pub live_at_end: u64,
@@ -188,16 +192,8 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
         None => {
             // Without saved zoneinfo (an imported text trace), the highest
             // PFN seen bounds the host's memory from below.
-            let bytes = host_memory.unwrap_or_else(|| {
-                let top = trace
-                    .events
-                    .iter()
-                    .filter(|event| event.pfn != u64::MAX)
-                    .map(|event| event.pfn.saturating_add(1 << event.order))
-                    .max()
-                    .unwrap_or(1 << 18);
-                top.saturating_mul(4096)
-            });
+            let bytes = host_memory
+                .unwrap_or_else(|| host_pfn_end(trace).unwrap_or(1 << 18).saturating_mul(4096));
             let block = 2u64 << 20;
             let bytes = bytes.div_ceil(block).saturating_mul(block).max(64 << 20);
             let mut desc = MachineDesc::uniform(bytes, 1, host_cpus)
@@ -235,45 +231,50 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
     Ok(desc)
 }
 
-fn bump(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey) {
+fn add(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey, count: u64) {
     match counts.iter_mut().find(|(existing, _)| *existing == key) {
-        Some((_, count)) => *count += 1,
-        None => counts.push((key, 1)),
+        Some((_, total)) => *total += count,
+        None => counts.push((key, count)),
     }
 }
 
-/// Free blocks per order over every zone.
-fn machine_nr_free(allocator: &LocalPageAllocator) -> Vec<u64> {
-    let snapshots = allocator.zone_snapshots();
-    sum_orders(snapshots.iter().map(|zone| zone.nr_free_blocks.as_slice()))
+/// One past the highest host PFN any event of `trace` names, if any.
+fn host_pfn_end(trace: &Trace) -> Option<u64> {
+    trace
+        .events
+        .iter()
+        .filter(|event| event.pfn != u64::MAX)
+        .map(|event| event.pfn.saturating_add(1 << event.order.min(63)))
+        .max()
 }
 
 /// Replays a trace. Deterministic for a given trace and options.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, TraceError> {
     trace.check_invariants()?;
     let desc = replay_machine(trace, options)?;
-    let allocator = LocalPageAllocator::boot_seeded(&desc, AllocOptions::KERNEL, options.seed)
+    // The report shows no vm event: counting them would only cost time.
+    let alloc_options = AllocOptions {
+        vm_events: false,
+        ..options.alloc
+    };
+    let allocator = LocalPageAllocator::boot_seeded(&desc, alloc_options, options.seed)
         .map_err(|err| TraceError::Machine(err.to_string()))?;
-    let layout = allocator.layout().clone();
+    let layout = allocator.layout();
     let nr_cpus = allocator.nr_cpus();
     let handles = (0..nr_cpus)
         .map(|cpu| allocator.cpu(CpuId(cpu as u16)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| TraceError::Machine(err.to_string()))?;
-    let pageblock_order = layout.pageblock_order.0 as u32;
-    // Every block starts below end_pfn: each has a migratetype.
-    let mut shadow: Vec<u8> = (0..layout.end_pfn.0 >> pageblock_order)
-        .filter_map(|block| allocator.pageblock_migratetype(Pfn(block << pageblock_order)))
-        .map(|migratetype| migratetype as u8)
+    // Per traced CPU: the handle it replays on and that CPU's node.
+    let targets: Vec<(usize, NodeId)> = (0..trace.nr_cpus_seen())
+        .map(|cpu| (cpu % nr_cpus, layout.cpu_node[cpu % nr_cpus]))
         .collect();
     let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut counts = ReplayCounts::default();
-    let mut live = LiveBlocks::new();
+    let mut live = LiveBlocks::with_span(host_pfn_end(trace).unwrap_or(0));
     let mut samples = Vec::new();
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
-    // The migratetype of the last GFP mask seen (masks repeat in runs).
-    let mut last_gfp = (Gfp::empty(), MigrateType::Unmovable);
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
     let max_order = layout.max_order.0;
 
@@ -283,7 +284,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
             samples.push(FragSample::from_nr_free(
                 index as u64,
                 event.timestamp_ns,
-                machine_nr_free(&allocator),
+                allocator.nr_free_blocks_per_order(),
             ));
         }
         until_sample -= 1;
@@ -292,7 +293,8 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         if !is_refill {
             last_refill_cpu[cpu] = false;
         }
-        let handle = &handles[cpu % nr_cpus];
+        let (target, node) = targets[cpu];
+        let handle = &handles[target];
         match event.kind {
             EventKind::Alloc => {
                 if event.pfn == u64::MAX {
@@ -304,7 +306,6 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                     continue;
                 }
                 let gfp = Gfp::from_bits_truncate(event.gfp & REPLAYED_GFP_BITS);
-                let node = layout.cpu_node[cpu % nr_cpus];
                 let page = match handle.alloc_pages(gfp, Order(event.order), node) {
                     Ok(page) => page,
                     Err(_) => {
@@ -314,42 +315,6 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                 };
                 counts.allocs += 1;
                 let ours = page.pfn().0;
-                let block = (ours >> pageblock_order) as usize;
-                let Some(now) = allocator.pageblock_migratetype(Pfn(ours)) else {
-                    continue;
-                };
-                if last_gfp.0 != gfp {
-                    let wanted = gfp.request().map_or(MigrateType::Unmovable, |request| {
-                        request.freetype.migratetype
-                    });
-                    last_gfp = (gfp, wanted);
-                }
-                let wanted = last_gfp.1;
-                if now != MigrateType::HighAtomic {
-                    let before = shadow[block];
-                    if before != now as u8 {
-                        shadow[block] = now as u8;
-                        bump(
-                            &mut counts.fallbacks,
-                            FallbackKey {
-                                order: event.order,
-                                migratetype: wanted as i8,
-                                fallback_migratetype: before as i8,
-                                change_ownership: true,
-                            },
-                        );
-                    } else if now != wanted {
-                        bump(
-                            &mut counts.fallbacks,
-                            FallbackKey {
-                                order: event.order,
-                                migratetype: wanted as i8,
-                                fallback_migratetype: now as i8,
-                                change_ownership: false,
-                            },
-                        );
-                    }
-                }
                 if let Some((old_pfn, old_order)) = live.insert(event.pfn, ours, event.order) {
                     counts.reallocated_live += 1;
                     let page = pageframe::Page::from_pfn(Pfn(old_pfn));
@@ -381,7 +346,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                 }
             }
             EventKind::PcpuDrain => counts.trace_drain_pages += 1 << event.order.min(63),
-            EventKind::Extfrag => bump(
+            EventKind::Extfrag => add(
                 &mut counts.trace_fallbacks,
                 FallbackKey {
                     order: event.order,
@@ -389,21 +354,33 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                     fallback_migratetype: event.fallback_migratetype,
                     change_ownership: event.flag,
                 },
+                1,
             ),
         }
     }
     samples.push(FragSample::from_nr_free(
         trace.events.len() as u64,
         trace.events.last().map_or(0, |event| event.timestamp_ns),
-        machine_nr_free(&allocator),
+        allocator.nr_free_blocks_per_order(),
     ));
     counts.live_at_end = live.len() as u64;
+    for (key, count) in allocator.extfrag_events() {
+        let key = FallbackKey {
+            order: key.alloc_order.0,
+            migratetype: key.alloc_migratetype as i8,
+            fallback_migratetype: key.fallback_migratetype as i8,
+            change_ownership: key.change_ownership,
+        };
+        add(&mut counts.fallbacks, key, count);
+    }
     counts.fallbacks.sort();
     counts.trace_fallbacks.sort();
     drop(handles);
-    allocator
-        .check_invariants()
-        .map_err(|err| TraceError::Invariant(err.to_string()))?;
+    if options.check_invariants {
+        allocator
+            .check_invariants()
+            .map_err(|err| TraceError::Invariant(err.to_string()))?;
+    }
     let snapshots = allocator.zone_snapshots();
     let sum = |field: &dyn Fn(&pageframe::ZoneSnapshot) -> u64| -> u64 {
         snapshots.iter().map(field).sum()

@@ -2,9 +2,9 @@
 //! object mix: each access picks a class by its share of the accesses, then
 //! a uniformly random line of that class. Classes are assigned page by page
 //! by a fixed hash of the virtual page, so hot objects are spread through the
-//! heap as a runtime's allocation leaves them.
+//! heap as a runtime's allocation leaves them. The heap is given as the PFNs
+//! of its pages in virtual order, however they were placed.
 
-use super::FirstTouchSpace;
 use crate::cache_model::DirectMappedCache;
 use pageframe::MachineRng;
 
@@ -35,20 +35,20 @@ impl Default for HeapMix {
     }
 }
 
-/// The heap's pages sorted into classes, as virtual page numbers.
+/// The heap's pages sorted into classes, as PFNs.
 pub struct Heap {
-    classes: [Vec<u32>; 3],
+    classes: [Vec<u64>; 3],
     mix: HeapMix,
     page_shift: u32,
     line_shift: u32,
 }
 
 impl Heap {
-    /// Sorts the pages of `space` (all touched) into classes.
-    pub fn new(space: &FirstTouchSpace, mix: HeapMix, page_shift: u32, line: u64) -> Heap {
-        let pages = space.bytes() >> page_shift;
-        let mut classes: [Vec<u32>; 3] = Default::default();
-        for page in 0..pages {
+    /// Sorts the heap's pages, `pfns` in virtual order, into classes.
+    pub fn new(pfns: &[u64], mix: HeapMix, page_shift: u32, line: u64) -> Heap {
+        let mut classes: [Vec<u64>; 3] = Default::default();
+        for (page, &pfn) in pfns.iter().enumerate() {
+            let page = page as u64;
             // A fixed, well-mixed hash (splitmix64's finalizer): the class
             // layout is the same for every case, so only physical placement
             // differs between them, and pages a cache size apart get
@@ -62,7 +62,7 @@ impl Heap {
             } else {
                 2
             };
-            classes[class].push(page as u32);
+            classes[class].push(pfn);
         }
         Heap {
             classes,
@@ -73,13 +73,7 @@ impl Heap {
     }
 
     /// Runs `accesses` random accesses on `cache`.
-    pub fn run(
-        &self,
-        space: &FirstTouchSpace,
-        cache: &mut DirectMappedCache,
-        rng: &mut MachineRng,
-        accesses: u64,
-    ) {
+    pub fn run(&self, cache: &mut DirectMappedCache, rng: &mut MachineRng, accesses: u64) {
         let lines_per_page = 1u64 << (self.page_shift - self.line_shift);
         for _ in 0..accesses {
             let draw = rng.next_u64();
@@ -95,10 +89,9 @@ impl Heap {
             if pages.is_empty() {
                 continue;
             }
-            let page = pages[((((draw >> 10) & 0xffff_ffff) * pages.len() as u64) >> 32) as usize];
+            let pfn = pages[((((draw >> 10) & 0xffff_ffff) * pages.len() as u64) >> 32) as usize];
             let line = (draw >> 42) & (lines_per_page - 1);
-            let addr = ((page as u64) << self.page_shift) | (line << self.line_shift);
-            cache.access(space.phys_touched(addr));
+            cache.access((pfn << self.page_shift) | (line << self.line_shift));
         }
     }
 }

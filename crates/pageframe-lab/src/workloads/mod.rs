@@ -1,9 +1,8 @@
-//! Workloads that take their memory from the simulated allocator page by
-//! page on first touch, as a process does: a STREAM-like bandwidth kernel and
-//! a managed-runtime heap with a hot/warm/cold object mix. Each turns its
-//! accesses into physical addresses and feeds them to a memory-side cache.
+//! Workloads that feed a memory-side cache with physical addresses: a
+//! STREAM-like bandwidth kernel over memory taken page by page on first
+//! touch, as a process does, and a managed-runtime heap with a hot/warm/cold
+//! object mix over pages placed however the caller placed them.
 
-pub mod aging;
 pub mod heap;
 pub mod stream;
 

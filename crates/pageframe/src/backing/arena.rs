@@ -317,6 +317,13 @@ impl Backing for ArenaBacking {
         self.core.direct_map.is_mapped(pfn)
     }
 
+    fn page_bytes(&self, pfn: Pfn) -> Option<NonNull<u8>> {
+        if !self.is_direct_mapped(pfn) {
+            return None;
+        }
+        self.direct_map_ptr(pfn)
+    }
+
     /// One `mprotect(PROT_NONE)`, after which the kernel flushes the range
     /// from every CPU's TLB that may cache it.
     fn unmap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {

@@ -139,6 +139,18 @@ pub trait Backing: Send + Sync {
     /// True while every page of `pfn` is reachable through the direct map.
     fn is_direct_mapped(&self, pfn: Pfn) -> bool;
 
+    /// Where the bytes of page `pfn` can be copied in and out directly, for
+    /// an owner that resolves its pages once and copies many times: the
+    /// direct-map address on the arena, the store's buffer on the
+    /// simulation (made now, zeroed, if the page has none). `None` when the
+    /// page is outside the backing or not in the direct map (the owner then
+    /// copies through the mermap), or when the simulation drops what is
+    /// written ([`Backing::set_contents_kept`]). The `page_size` bytes stay
+    /// valid while the page stays mapped and unzeroed and the backing lives:
+    /// the allocator unmaps and zeroes only free or newly allocated pages,
+    /// so for the owner of an allocated page that is until it frees it.
+    fn page_bytes(&self, pfn: Pfn) -> Option<NonNull<u8>>;
+
     /// Removes `nr_pages` pages from the direct map: one protection change,
     /// then one global TLB flush (a shootdown of every CPU that may cache the
     /// translation), counted once whatever the length.

@@ -20,7 +20,7 @@
 //! serialises accesses to it (including the zeroing that drops its buffer).
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::ptr::null_mut;
+use std::ptr::{null_mut, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::BackingError;
@@ -129,6 +129,21 @@ impl PageStore {
                 Ok(Some(winner))
             }
         }
+    }
+
+    /// The buffer of page `pfn` (in range), made zeroed if missing, for an
+    /// owner that copies through it directly (see `Backing::page_bytes`);
+    /// `None` while writes are dropped or when no memory is left for it.
+    /// It lives until the page is zeroed or the store dropped.
+    pub(crate) fn page_bytes(&self, pfn: Pfn) -> Option<NonNull<u8>> {
+        debug_assert!(pfn.0 < self.nr_pages);
+        if !self.kept.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.buffer(pfn.0, true)
+            .ok()
+            .flatten()
+            .and_then(NonNull::new)
     }
 
     /// Copies `bytes` to `offset` of page `pfn`; the caller checked that the

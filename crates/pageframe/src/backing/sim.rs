@@ -181,6 +181,13 @@ impl Backing for SimBacking {
         self.core.direct_map.is_mapped(pfn)
     }
 
+    fn page_bytes(&self, pfn: Pfn) -> Option<NonNull<u8>> {
+        if !self.is_direct_mapped(pfn) {
+            return None;
+        }
+        self.store().page_bytes(pfn)
+    }
+
     fn unmap_direct(&self, start: Pfn, nr_pages: u64) -> Result<(), BackingError> {
         self.core
             .direct_map

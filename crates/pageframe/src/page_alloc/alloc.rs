@@ -20,6 +20,7 @@ use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
+use std::sync::atomic::Ordering;
 
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
@@ -126,7 +127,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Finds a block for a validated request: the preferred CPU list, the
     /// fast path, then the slow path.
     #[inline]
-    fn alloc_block(
+    pub(crate) fn alloc_block(
         &self,
         cpu: CpuId,
         gfp: Gfp,
@@ -194,10 +195,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
         let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
-        let mark = self.zones[zone.index()]
-            .watermarks
-            .get(flags.watermark_index());
-        if !self.zone_watermark_ok(zone, order, mark, request.highest_zone, flags) {
+        if !self.zone_watermark_passes(zone, order, request.highest_zone, flags) {
             return None;
         }
         let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()])?;
@@ -272,9 +270,60 @@ impl<L: LockFamily> PageAllocator<L> {
         }
     }
 
-    /// mirrors zone_watermark_fast(): for order 0, free pages above the
-    /// mark (HIGHATOMIC reserves excluded unless the caller may use them)
-    /// pass at once; everything else takes __zone_watermark_ok().
+    /// The watermark step of get_page_from_freelist() for one zone: above
+    /// the high watermark (boost included, as high_wmark_pages() reads it)
+    /// passes at once; an allocation that finds the zone below it sets
+    /// `ZONE_BELOW_HIGH` (which shrinks the per-CPU lists' `high` on later
+    /// frees); then the allocation's own watermark decides.
+    #[inline(always)]
+    fn zone_watermark_passes(
+        &self,
+        zone: ZoneIdx,
+        order: Order,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
+        let slot = &self.zones[zone.index()];
+        if !slot.below_high.load(Ordering::Relaxed) {
+            let high = slot.watermarks.high + slot.watermark_boost.get();
+            if self.zone_watermark_ok(zone, order, high, highest_zone, flags) {
+                return true;
+            }
+            slot.below_high.store(true, Ordering::Relaxed);
+        }
+        self.zone_watermark_fast(zone, order, 0, highest_zone, flags)
+    }
+
+    /// zone_watermark_fast() at the watermark `flags` name as wmark_pages()
+    /// reads it (the zone's mark plus its boost) plus `extra` pages; an
+    /// order-0 `__GFP_HIGH` request at the min watermark ignores the boost,
+    /// so that kswapd is woken only below the low watermark.
+    #[inline]
+    pub(crate) fn zone_watermark_fast(
+        &self,
+        zone: ZoneIdx,
+        order: Order,
+        extra: u64,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
+        let slot = &self.zones[zone.index()];
+        let index = flags.watermark_index();
+        let mark = slot.watermarks.get(index) + extra;
+        let boost = slot.watermark_boost.get();
+        if self.zone_watermark_ok(zone, order, mark + boost, highest_zone, flags) {
+            return true;
+        }
+        order == Order(0)
+            && boost > 0
+            && index == 0
+            && flags.contains(AllocFlags::MIN_RESERVE)
+            && self.zone_watermark_ok(zone, order, mark, highest_zone, flags)
+    }
+
+    /// mirrors zone_watermark_fast() at a given mark: for order 0, free
+    /// pages above the mark (HIGHATOMIC reserves excluded unless the caller
+    /// may use them) pass at once; everything else takes __zone_watermark_ok().
     #[inline]
     pub(crate) fn zone_watermark_ok(
         &self,
@@ -350,9 +399,8 @@ impl<L: LockFamily> PageAllocator<L> {
                     flags.remove(AllocFlags::NOFRAGMENT);
                     continue 'retry;
                 }
-                let mark = slot.watermarks.get(flags.watermark_index());
-                if !flags.contains(AllocFlags::NO_WATERMARKS)
-                    && !self.zone_watermark_ok(zone, order, mark, ac.highest_zone, flags)
+                if !self.zone_watermark_passes(zone, order, ac.highest_zone, flags)
+                    && !flags.contains(AllocFlags::NO_WATERMARKS)
                 {
                     continue;
                 }
@@ -456,7 +504,8 @@ impl<L: LockFamily> PageAllocator<L> {
             recorded,
             ..
         } = list;
-        let batch = pcp.refill_count(order);
+        let below_high = self.zones[zone.index()].below_high.load(Ordering::Relaxed);
+        let batch = pcp.refill_count(order, below_high);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
         let listed = PageInfo::new(PageState::Pcp, order, recorded);

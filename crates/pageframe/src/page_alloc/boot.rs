@@ -177,6 +177,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     layout.shuffle.then_some(layout.shuffle_order),
                     rng.next_u64(),
                 );
+                buddy.set_fallback_order(options.fallback_order);
                 zones.push(ZoneSlot {
                     node: zone.node,
                     zone_type: zone.zone_type,
@@ -189,9 +190,12 @@ impl<L: LockFamily> PageAllocator<L> {
                     nofragment: false,
                     buddy: L::new(buddy),
                     free_pages: StatCounter::default(),
+                    watermark_boost: StatCounter::default(),
                     reserved_highatomic: StatCounter::default(),
                     lock_acquired: StatCounter::default(),
                     lock_contended: StatCounter::default(),
+                    below_high: AtomicBool::new(false),
+                    reclaim_active: AtomicBool::new(false),
                 });
             }
         }
@@ -204,7 +208,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 // High and batch are set by recompute_zone_limits() below.
                 pcp: zones
                     .iter()
-                    .map(|_| L::new(PerCpuPages::new(0, 1, layout.pageblock_order)))
+                    .map(|_| L::new(PerCpuPages::new(layout.pageblock_order)))
                     .collect(),
                 events: CpuEvents::new(zones.len()),
                 registered: AtomicBool::new(false),

@@ -1,5 +1,17 @@
 //! The bulk API: many order-0 pages under one pcp-lock acquisition.
-//! mirrors __alloc_pages_bulk() (Linux 6.1); the bulk free is in bulk_free.rs.
+//! mirrors __alloc_pages_bulk() (Linux 6.12): the array form here, the
+//! list form with a node mask (`CpuHandle::alloc_pages_bulk_list`) over it;
+//! the bulk free is in bulk_free.rs.
+//!
+//! bulk-page-allocator.txt's refcount knob (let callers free pages with
+//! the reference already dropped, or still elevated, to skip the atomic
+//! put_page_testzero() per page) has nothing to act on here: pageframe's
+//! pages carry no reference count. A `Page` is a copyable name whose
+//! owner is the caller; what the kernel's last-reference check protects
+//! against (freeing a page someone still uses) is the free checks' job, a
+//! per-page Allocated-to-Freeing state change (atomic only in the shared
+//! allocator). The knob's saving is therefore the `free_checks` option's,
+//! which `run bulk` measures as its `no-checks` variant.
 
 use std::ops::Range;
 
@@ -19,6 +31,9 @@ impl<L: LockFamily> PageAllocator<L> {
     /// of slots populated counting from the start (the kernel's return value):
     /// it may be fewer than asked; once one page is allocated the call never
     /// fails as a whole. Arguments that are invalid are errors and change nothing.
+    /// An array of one slot takes the single allocation's path in the
+    /// caller's frame, so that a batch of one costs what a single page does.
+    #[inline]
     pub(crate) fn alloc_pages_bulk_on(
         &self,
         cpu: CpuId,
@@ -28,23 +43,45 @@ impl<L: LockFamily> PageAllocator<L> {
         pages: &mut [Option<Page>],
     ) -> Result<usize, AllocError> {
         let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
+        if let [slot] = pages {
+            return Ok(match slot {
+                Some(_) => 1,
+                None => {
+                    self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask, pages, 0)
+                }
+            });
+        }
+        Ok(self.alloc_pages_bulk_slots(cpu, gfp, &request, preferred, nodemask, pages))
+    }
+
+    /// [`Self::alloc_pages_bulk_on`] for arrays of any length, the request
+    /// validated.
+    #[inline(never)]
+    fn alloc_pages_bulk_slots(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+        pages: &mut [Option<Page>],
+    ) -> usize {
         let nr_pages = pages.len();
         let nr_populated = pages.iter().take_while(|slot| slot.is_some()).count();
         if nr_populated == nr_pages {
-            return Ok(nr_populated);
+            return nr_populated;
         }
         if nr_pages - nr_populated > 1 {
-            let ac = self.prepare_alloc(&request, preferred, nodemask);
+            let ac = self.prepare_alloc(request, preferred, nodemask);
             if ac.preferred_zone.is_none() {
-                return Ok(nr_populated);
+                return nr_populated;
             }
-            if let Some(populated) =
-                self.bulk_from_pcp(cpu, gfp, &request, &ac, pages, nr_populated)
+            if let Some(populated) = self.bulk_from_pcp(cpu, gfp, request, &ac, pages, nr_populated)
             {
-                return Ok(populated);
+                return populated;
             }
         }
-        Ok(self.bulk_fallback_single(cpu, gfp, preferred, nodemask, pages, nr_populated))
+        self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask, pages, nr_populated)
     }
 
     /// The bulk fast path: the first zone of the preferred node above its
@@ -75,11 +112,7 @@ impl<L: LockFamily> PageAllocator<L> {
             {
                 break;
             }
-            let mark = self.zones[zone.index()]
-                .watermarks
-                .get(flags.watermark_index())
-                + nr_pages as u64;
-            if self.zone_watermark_ok(zone, Order(0), mark, ac.highest_zone, flags) {
+            if self.zone_watermark_fast(zone, Order(0), nr_pages as u64, ac.highest_zone, flags) {
                 chosen = Some(zone);
                 break;
             }
@@ -168,17 +201,30 @@ impl<L: LockFamily> PageAllocator<L> {
         nr_populated
     }
 
-    /// The bulk call's `failed:` path: one page through the normal allocator.
+    /// The bulk call's `failed:` path: one page through the normal
+    /// allocator, with the request already validated (so that a batch of
+    /// one costs no more than a single allocation).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn bulk_fallback_single(
         &self,
         cpu: CpuId,
         gfp: Gfp,
+        request: &GfpRequest,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
         pages: &mut [Option<Page>],
         nr_populated: usize,
     ) -> usize {
-        match self.alloc_pages_on(cpu, gfp, Order(0), preferred, nodemask) {
+        let allocated = self
+            .alloc_block(cpu, gfp, request, Order(0), preferred, nodemask)
+            .and_then(|pfn| {
+                if request.zero {
+                    self.prep_zeroed(cpu, pfn, Order(0), request)?;
+                }
+                Ok(pfn)
+            });
+        match allocated {
             Ok(pfn) => {
                 pages[nr_populated] = Some(Page::from_pfn(pfn.pfn()));
                 nr_populated + 1

@@ -7,8 +7,9 @@
 //! nothing is freed unless everything can be. The second gathers the pages
 //! into runs bound for one per-CPU list and adds each run to its list in
 //! steps that stop exactly where a page at a time would have reached `high`
-//! and drained: the same drains as the kernel's loop, without updating the
-//! list and its count once per page.
+//! and drained: the same drains and the same sizing (Linux 6.12's adaptive
+//! `high`) as the kernel's loop, without updating the list, its count and
+//! its counters once per page.
 
 use super::error::FreeError;
 use super::events::VmEvent;
@@ -33,6 +34,13 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> Result<usize, FreeError> {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
+        }
+        // One slot: exactly the single free, without a batch's fixed cost.
+        if let [slot] = slots {
+            return match slot.page() {
+                Some(page) => self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1),
+                None => Ok(0),
+            };
         }
         let claimed = self.claim_bulk(slots)?;
         match claimed {
@@ -174,15 +182,16 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         let (_, pcp) = locked.held.as_mut().expect("locked above");
         locked.pages += pfns.len() as u64;
+        let slot = &self.zones[key.zone.index()];
         while !pfns.is_empty() {
-            let high = pcp.effective_high(pcp.free_high(Order(0)));
-            let room = (high.saturating_sub(pcp.count()) as usize).clamp(1, pfns.len());
-            let (now, later) = pfns.split_at(room);
-            pcp.push_slice(list, now);
-            if pcp.count() >= high {
-                self.drain_above_high(pcp, key.zone, high, false, list.pindex);
+            pfns = pcp.push_order0_run(list, pfns, slot.pressure());
+            if let Some((&pfn, rest)) = pfns.split_first() {
+                pcp.push(list, pfn);
+                if let Some(nr) = pcp.after_free(Order(0), slot.pressure()) {
+                    self.drain_after_free(pcp, key.zone, nr, list.pindex);
+                }
+                pfns = rest;
             }
-            pfns = later;
         }
     }
 }

@@ -4,7 +4,8 @@
 //! The backing is the only home of page contents (the arena's memory, the
 //! simulation's sparse store); the object allocators reach them through
 //! [`PageAllocator::write_block`] / [`PageAllocator::read_block`], which pick
-//! the direct map or the mermap per access.
+//! the direct map or the mermap per access, or resolve a block's pages once
+//! with [`PageAllocator::block_bytes`] and copy through them directly.
 //!
 //! The checks (an allocated block, bytes inside it, mapped for the
 //! direct-map accessors) fail before anything is copied; a backing failure
@@ -14,6 +15,8 @@
 //! objects: like guest memory in rust-vmm's vm-memory they are only ever
 //! copied in and out, never borrowed, so two owners of copies of one
 //! [`super::Page`] cannot create aliasing references.
+
+use std::ptr::NonNull;
 
 use super::error::{AccessError, AllocError};
 use super::PageAllocator;
@@ -117,6 +120,27 @@ impl<L: LockFamily> PageAllocator<L> {
             Err(BackingError::NotMapped(_)) => self.read_unmapped(cpu, pfn, offset, out),
             done => done.map_err(AccessError::Backing),
         }
+    }
+
+    /// Appends to `pages` where each page of the allocated block at `pfn`
+    /// (of `order`) can be copied in and out directly
+    /// ([`crate::backing::Backing::page_bytes`]): one pointer per page,
+    /// valid until the block is freed. `None` when the block is not
+    /// allocated at `order`, or a page has no such place (unmapped pages:
+    /// the caller copies through [`Self::write_block`]).
+    pub(crate) fn block_bytes(
+        &self,
+        pfn: Pfn,
+        order: Order,
+        pages: &mut Vec<NonNull<u8>>,
+    ) -> Option<()> {
+        if self.allocated_block(pfn, 0, 0).ok()? != order {
+            return None;
+        }
+        for page in 0..order.nr_pages() {
+            pages.push(self.backing.page_bytes(Pfn(pfn.0 + page))?);
+        }
+        Some(())
     }
 
     /// Copies `bytes` into the allocated block at `pfn` through `cpu`'s mermap.

@@ -1,16 +1,19 @@
 //! The free paths: checks that make a bad free an error rather than
 //! corruption, then the per-CPU lists for small orders and the buddy lists
 //! for the rest. mirrors free_pages(), __free_pages_ok(), free_unref_page(),
-//! free_unref_page_commit(), free_pcppages_bulk() and drain_pages_zone().
+//! free_unref_page_commit(), free_pcppages_bulk(), decay_pcp_high() and
+//! drain_pages_zone() (Linux 6.12).
 
 use super::error::FreeError;
 use super::events::VmEvent;
 use super::PageAllocator;
+use crate::gfp::AllocFlags;
 use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::pageblock::BlockInfo;
 use crate::pcp::{PcpIndex, PcpList, PerCpuPages};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, Order, Pfn, ZoneIdx};
+use crate::types::{CpuId, Order, Pfn, ZoneIdx, ZoneType};
+use std::sync::atomic::Ordering;
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees a block of `order` on `cpu` (`__free_pages()`): the checks, then
@@ -154,8 +157,8 @@ impl<L: LockFamily> PageAllocator<L> {
         self.free_unref_page_commit(&mut pcp, zone, pfn, order, list);
     }
 
-    /// Puts a page on the per-CPU list `list` and
-    /// drains a batch when the list count reaches `high`. mirrors
+    /// Puts a page on the per-CPU list `list`, adapts the lists' sizing and
+    /// drains when the count reaches the `high` in force. mirrors
     /// free_unref_page_commit(). The drain stays out of line so that this
     /// stays small enough to inline into the free fast path.
     #[inline(always)]
@@ -171,24 +174,56 @@ impl<L: LockFamily> PageAllocator<L> {
             .memmap
             .set_info(pfn, PageInfo::new(PageState::Pcp, order, list.recorded));
         pcp.push(list, pfn);
-        let free_high = pcp.free_high(order);
-        let high = pcp.effective_high(free_high);
-        if pcp.count() >= high {
-            self.drain_above_high(pcp, zone, high, free_high, list.pindex);
+        if let Some(nr) = pcp.after_free(order, self.zones[zone.index()].pressure()) {
+            self.drain_after_free(pcp, zone, nr, list.pindex);
         }
     }
 
+    /// The drain of a free that reached `high`: `nr` pages, the freed
+    /// block's list first; then, if the zone was below its high watermark
+    /// and no longer is, clears `ZONE_BELOW_HIGH`.
     #[inline(never)]
-    pub(crate) fn drain_above_high(
+    pub(crate) fn drain_after_free(
         &self,
         pcp: &mut PerCpuPages,
         zone: ZoneIdx,
-        high: u32,
-        free_high: bool,
+        nr: u32,
         pindex: PcpIndex,
     ) {
-        let count = pcp.nr_to_free(high, free_high);
-        self.free_pcppages_bulk(pcp, zone, count, pindex);
+        self.free_pcppages_bulk(pcp, zone, nr, pindex);
+        let slot = &self.zones[zone.index()];
+        if slot.below_high.load(Ordering::Relaxed)
+            && self.zone_watermark_ok(
+                zone,
+                Order(0),
+                slot.watermarks.high,
+                ZoneType::Movable,
+                AllocFlags::empty(),
+            )
+        {
+            slot.below_high.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The vmstat worker's pass over `cpu`'s lists (the pcp part of
+    /// refresh_cpu_vm_stats()): in every zone, `high` decays by an eighth
+    /// toward `high_min` and pages above it are drained a batch at a time.
+    /// Returns whether some zone has further to decay (the kernel keeps its
+    /// worker running while so). mirrors decay_pcp_high().
+    pub(crate) fn decay_cpu_pcp_high(&self, cpu: usize) -> bool {
+        let mut more = false;
+        for zone in self.zone_ids() {
+            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone.index()]);
+            let (mut to_drain, decaying) = pcp.decay_high();
+            more |= decaying || to_drain > 0;
+            let batch = pcp.sizing().batch();
+            while to_drain > 0 {
+                let step = to_drain.min(batch);
+                self.free_pcppages_bulk(&mut pcp, zone, step, PcpIndex::FIRST);
+                to_drain -= step;
+            }
+        }
+        more
     }
 
     /// Returns `count` pages from the per-CPU lists to the buddy lists under

@@ -21,6 +21,10 @@ use crate::gfp::Gfp;
 use crate::sync::{Local, LockFamily, Shared};
 use crate::types::{CpuId, NodeId, Nodemask, Order, Pfn};
 
+/// Pages [`CpuHandle::alloc_pages_bulk_list`] takes per call of the array
+/// form: a page pool's refill, on the stack.
+pub const BULK_LIST_RUN: usize = 64;
+
 /// A block of pages, named by its first PFN. Copyable like `struct page *`:
 /// freeing a copy twice is a double free, reported as an error.
 ///
@@ -126,6 +130,19 @@ impl<L: LockFamily> PageAllocator<L> {
         self.drain_cpu(cpu.index());
         Ok(())
     }
+
+    /// One pass of the kernel's once-a-second vmstat worker over `cpu`'s
+    /// lists: in every zone, `high` decays by an eighth toward `high_min`
+    /// and the pages above it go back to the buddy lists, a batch at a
+    /// time. Returns whether some zone has further to decay. pageframe has
+    /// no clock of its own: a simulation calls this as its time passes.
+    /// mirrors decay_pcp_high() from refresh_cpu_vm_stats() (Linux 6.12).
+    pub fn decay_pcp_high(&self, cpu: CpuId) -> Result<bool, CpuError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(CpuError::NoSuchCpu(cpu));
+        }
+        Ok(self.decay_cpu_pcp_high(cpu.index()))
+    }
 }
 
 impl<A, L> CpuHandle<A, L>
@@ -198,10 +215,38 @@ where
         nr_pages: usize,
         out: &mut Vec<Page>,
     ) -> Result<usize, AllocError> {
-        let mut slots = vec![None; nr_pages];
-        let populated = self.alloc_pages_bulk(gfp, preferred_node, None, &mut slots)?;
-        out.extend(slots.into_iter().take(populated).flatten());
-        Ok(populated)
+        self.alloc_pages_bulk_list(gfp, preferred_node, None, nr_pages, out)
+    }
+
+    /// The list form of the bulk API with a node mask
+    /// (`__alloc_pages_bulk()` with a page list, the series'
+    /// `__alloc_pages_bulk_nodemask`): appends up to `nr_pages` order-0
+    /// pages from the nodes of `nodemask` (every node when `None`),
+    /// preferring `preferred_node`, to `list`; returns how many were added,
+    /// which may be fewer than asked. The pages come in runs of at most
+    /// [`BULK_LIST_RUN`] under one per-CPU lock each; the call stops at the
+    /// first run that comes back short. Invalid arguments are errors and
+    /// leave `list` unchanged.
+    pub fn alloc_pages_bulk_list(
+        &self,
+        gfp: Gfp,
+        preferred_node: NodeId,
+        nodemask: Option<&Nodemask>,
+        nr_pages: usize,
+        list: &mut Vec<Page>,
+    ) -> Result<usize, AllocError> {
+        let mut slots = [None; BULK_LIST_RUN];
+        let mut added = 0;
+        while added < nr_pages {
+            let run = &mut slots[..(nr_pages - added).min(BULK_LIST_RUN)];
+            let got = self.alloc_pages_bulk(gfp, preferred_node, nodemask, run)?;
+            list.extend(run[..got].iter_mut().filter_map(Option::take));
+            added += got;
+            if got < run.len() {
+                break;
+            }
+        }
+        Ok(added)
     }
 
     /// Frees order-0 pages; all or nothing.

@@ -36,22 +36,23 @@ pub use boot::ArenaOptions;
 pub(crate) use contents::{check_span, page_pieces};
 pub use error::{AccessError, AllocError, BootError, CpuError, FreeError};
 pub use events::VmEvent;
-pub use handle::{CpuHandle, Page};
+pub use handle::{CpuHandle, Page, BULK_LIST_RUN};
 pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
+use crate::alloc_policy::{FallbackOrder, PcpSizing};
 use crate::backing::Backing;
 use crate::frames::{Frames, MetadataCost};
 use crate::freetype::MigrateType;
 use crate::machine::MachineLayout;
-use crate::pcp::PerCpuPages;
+use crate::pcp::{PerCpuPages, ZonePressure};
 use crate::sync::{Local, LockFamily, Shared, StatCounter};
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
 use events::CpuEvents;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use zonelist::Zonelists;
 
@@ -75,6 +76,16 @@ pub struct AllocOptions {
     /// freetype for later ("eventually allowing reclaim and compaction for
     /// the unmapped pages"); off, such requests are EINVAL-like errors.
     pub unmapped_movable: bool,
+    /// `vm.watermark_boost_factor`: a fallback into a pageblock of another
+    /// type boosts the zone's watermarks by a pageblock, up to this many
+    /// ten-thousandths of the high watermark, until kswapd reclaims the
+    /// boost back (`zone::boost`). 0 turns boosting off.
+    pub watermark_boost_factor: u64,
+    /// The fallback table of the migratetypes (the kernel's `fallbacks[]`
+    /// by default).
+    pub fallback_order: FallbackOrder,
+    /// Per-CPU list sizing (`vm.percpu_pagelist_high_fraction`, batch).
+    pub pcp: PcpSizing,
 }
 
 impl AllocOptions {
@@ -83,6 +94,9 @@ impl AllocOptions {
         vm_events: true,
         free_checks: true,
         unmapped_movable: false,
+        watermark_boost_factor: crate::zone::boost::WATERMARK_BOOST_FACTOR,
+        fallback_order: FallbackOrder::Kernel,
+        pcp: PcpSizing::KERNEL,
     };
 }
 
@@ -106,11 +120,30 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     pub(crate) buddy: L::Lock<Zone>,
     /// `NR_FREE_PAGES`, published after each zone-locked operation.
     pub(crate) free_pages: StatCounter,
+    /// `watermark_boost`, published likewise: added to every watermark.
+    pub(crate) watermark_boost: StatCounter,
     /// `nr_reserved_highatomic`, published likewise.
     pub(crate) reserved_highatomic: StatCounter,
     /// Zone lock acquisitions and how many had to wait, written under the lock.
     pub(crate) lock_acquired: StatCounter,
     pub(crate) lock_contended: StatCounter,
+    /// `ZONE_BELOW_HIGH`: an allocation found the zone below its high
+    /// watermark; per-CPU frees then shrink `high`. Cleared by a pcp drain
+    /// that finds the zone above it again.
+    pub(crate) below_high: AtomicBool,
+    /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the zone's node.
+    pub(crate) reclaim_active: AtomicBool,
+}
+
+impl<L: LockFamily> ZoneSlot<L> {
+    /// The zone flags the per-CPU sizing reads.
+    #[inline]
+    pub(crate) fn pressure(&self) -> ZonePressure {
+        ZonePressure {
+            below_high: self.below_high.load(Ordering::Relaxed),
+            reclaim_active: self.reclaim_active.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// One CPU: its node, its per-CPU lists (one per zone) and its counters.
@@ -221,6 +254,18 @@ impl<L: LockFamily> PageAllocator<L> {
         (0..self.zones.len() as u16).map(ZoneIdx)
     }
 
+    /// Marks the populated zones of `node` up to `highest_zone` as being
+    /// reclaimed by kswapd (`ZONE_RECLAIM_ACTIVE`), or no longer: while set,
+    /// per-CPU frees keep the lists short. mirrors set_reclaim_active() and
+    /// clear_reclaim_active().
+    pub(crate) fn set_reclaim_active(&self, node: NodeId, highest_zone: ZoneType, active: bool) {
+        for slot in self.zones.iter().filter(|slot| {
+            slot.node == node && slot.zone_type <= highest_zone && slot.present_pages > 0
+        }) {
+            slot.reclaim_active.store(active, Ordering::Relaxed);
+        }
+    }
+
     /// Locks a zone, counting the acquisition and any contention.
     #[inline]
     pub(crate) fn lock_zone(&self, zone: ZoneIdx) -> L::Guard<'_, Zone> {
@@ -239,5 +284,6 @@ impl<L: LockFamily> PageAllocator<L> {
         let slot = &self.zones[zone.index()];
         slot.free_pages.set(buddy.nr_free());
         slot.reserved_highatomic.set(buddy.nr_reserved_highatomic());
+        slot.watermark_boost.set(buddy.watermark_boost());
     }
 }

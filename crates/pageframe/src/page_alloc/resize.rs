@@ -19,8 +19,10 @@
 use super::{build_zonelists, nofragment, PageAllocator};
 use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
 use crate::pcp::PcpIndex;
+use crate::pcp::MIN_PERCPU_PAGELIST_HIGH_FRACTION;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
+use crate::zone::boost::max_watermark_boost;
 use crate::zone::watermark::{
     lowmem_reserves, min_free_kbytes, thp_min_free_kbytes, zone_batchsize, zone_highsize,
     zone_watermarks, WATERMARK_SCALE_FACTOR,
@@ -108,7 +110,8 @@ impl<L: LockFamily> PageAllocator<L> {
             .sum()
     }
 
-    /// Every zone's watermarks from min_free_kbytes. mirrors
+    /// Every zone's watermarks from min_free_kbytes, and the limit of its
+    /// watermark boost (any boost dropped). mirrors
     /// __setup_per_zone_wmarks() (6.12): ZONE_MOVABLE's pages do not count
     /// in the lowmem total.
     fn setup_zone_watermarks(&mut self) {
@@ -128,6 +131,20 @@ impl<L: LockFamily> PageAllocator<L> {
                 WATERMARK_SCALE_FACTOR,
                 slot.zone_type == ZoneType::Movable,
             );
+        }
+        let pageblock_pages = self.layout.pageblock_order.nr_pages();
+        for index in 0..self.zones.len() {
+            let slot = &self.zones[index];
+            let limit = max_watermark_boost(
+                slot.watermarks.high,
+                slot.present_pages,
+                pageblock_pages,
+                self.options.watermark_boost_factor,
+            );
+            // Not lock_zone(): recomputing limits is no allocator traffic.
+            let (mut buddy, _) = L::lock(&slot.buddy);
+            buddy.set_boost_limit(limit);
+            self.publish(ZoneIdx(index as u16), &buddy);
         }
     }
 
@@ -181,19 +198,37 @@ impl<L: LockFamily> PageAllocator<L> {
         let nr_cpus = self.cpus.len();
         for zone in self.zone_ids() {
             let slot = &self.zones[zone.index()];
-            let (high, batch) = if slot.present_pages == 0 {
-                (0, 1)
+            // zone_set_pageset_high_and_batch() (Linux 6.12): high_min and
+            // high_max split over the node's CPUs; the batch override is a
+            // replay policy beyond the kernel (`PcpSizing`).
+            let (high_min, high_max, batch) = if slot.present_pages == 0 {
+                (0, 0, 1)
             } else {
-                let batch = zone_batchsize(slot.present_pages, page_bytes);
+                let sizing = self.options.pcp;
+                let batch = sizing
+                    .batch
+                    .unwrap_or_else(|| zone_batchsize(slot.present_pages, page_bytes));
                 let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
-                (
-                    zone_highsize(slot.watermarks.low, batch, local_cpus, nr_cpus),
-                    batch,
-                )
+                // mirrors zone_highsize(): high_min from the low watermark,
+                // or the managed pages / vm.percpu_pagelist_high_fraction
+                // when it is set, which also pins high_max to it; else
+                // high_max from an eighth of the zone.
+                let high_min_pages = match sizing.high_fraction {
+                    0 => slot.watermarks.low,
+                    fraction => slot.present_pages / u64::from(fraction),
+                };
+                let high_min = zone_highsize(high_min_pages, batch, local_cpus, nr_cpus);
+                let high_max = if sizing.high_fraction == 0 {
+                    let eighth = slot.present_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
+                    zone_highsize(eighth, batch, local_cpus, nr_cpus)
+                } else {
+                    high_min
+                };
+                (high_min, high_max, batch)
             };
             for cpu in self.cpus.iter() {
                 let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
-                pcp.set_high_and_batch(high, batch);
+                pcp.set_high_and_batch(high_min, high_max, batch);
             }
             self.drain_zone_pcp(zone);
         }

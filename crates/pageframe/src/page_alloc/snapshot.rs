@@ -7,7 +7,7 @@ use crate::freetype::{FreeTypeIdx, MIGRATE_TYPES};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
-use crate::zone::ZoneEvents;
+use crate::zone::{ExtfragKey, ZoneEvents};
 
 /// `/proc/pagetypeinfo` caps each list walk at this many entries.
 pub const PAGETYPEINFO_CAP: u64 = 100_000;
@@ -17,10 +17,18 @@ pub const PAGETYPEINFO_CAP: u64 = 100_000;
 pub struct PcpSnapshot {
     /// Pages listed.
     pub count: u32,
-    /// The drain threshold.
+    /// The drain threshold (`high`; 0 until the lists were first used).
     pub high: u32,
     /// The refill/drain batch.
     pub batch: u32,
+    /// The least `high` adapts to.
+    pub high_min: u32,
+    /// The most `high` adapts to.
+    pub high_max: u32,
+    /// Pages freed in a row, halved by each allocation (sizes drains).
+    pub free_count: u32,
+    /// Order-0 refills are `batch << alloc_factor` pages.
+    pub alloc_factor: u8,
 }
 
 /// A zone at one moment.
@@ -40,8 +48,11 @@ pub struct ZoneSnapshot {
     pub managed: u64,
     /// `NR_FREE_PAGES`.
     pub free: u64,
-    /// Watermarks.
+    /// Watermarks, without the boost.
     pub watermarks: Watermarks,
+    /// `watermark_boost`: pages added to every watermark while kswapd has
+    /// not reclaimed for a fallback's boost.
+    pub watermark_boost: u64,
     /// `lowmem_reserve[]` against each zone type.
     pub lowmem_reserve: [u64; ZoneType::COUNT],
     /// `free_area[order].nr_free`.
@@ -99,8 +110,12 @@ impl<L: LockFamily> PageAllocator<L> {
                 let (pcp, _) = L::lock(&cpu.pcp[index]);
                 PcpSnapshot {
                     count: pcp.count(),
-                    high: pcp.high(),
-                    batch: pcp.batch(),
+                    high: pcp.sizing().high(),
+                    batch: pcp.sizing().batch(),
+                    high_min: pcp.sizing().high_min(),
+                    high_max: pcp.sizing().high_max(),
+                    free_count: pcp.sizing().free_count(),
+                    alloc_factor: pcp.sizing().alloc_factor(),
                 }
             })
             .collect();
@@ -144,6 +159,7 @@ impl<L: LockFamily> PageAllocator<L> {
             managed: buddy.managed(),
             free: buddy.nr_free(),
             watermarks: slot.watermarks,
+            watermark_boost: buddy.watermark_boost(),
             lowmem_reserve: slot.lowmem_reserve,
             nr_free_blocks,
             list_blocks,
@@ -166,13 +182,86 @@ impl<L: LockFamily> PageAllocator<L> {
 }
 
 impl<L: LockFamily> PageAllocator<L> {
+    /// Free blocks per order summed over every zone
+    /// (`free_area[order].nr_free`, orders 0 to MAX_PAGE_ORDER): the sums of
+    /// /proc/buddyinfo's columns, without a full [`ZoneSnapshot`].
+    pub fn nr_free_blocks_per_order(&self) -> Vec<u64> {
+        let mut totals = vec![0u64; self.layout.max_order.index() + 1];
+        for slot in self.zones.iter() {
+            let (buddy, _) = L::lock(&slot.buddy);
+            for (order, total) in (0..=self.layout.max_order.0).zip(totals.iter_mut()) {
+                *total += buddy.nr_free_blocks(Order(order));
+            }
+        }
+        totals
+    }
+
+    /// Claims and steals so far, per `mm_page_alloc_extfrag` key, summed
+    /// over every zone, in key order: what the kernel's tracepoint would
+    /// have reported for the same allocations.
+    pub fn extfrag_events(&self) -> Vec<(ExtfragKey, u64)> {
+        let mut totals: Vec<(ExtfragKey, u64)> = Vec::new();
+        for slot in self.zones.iter() {
+            let (buddy, _) = L::lock(&slot.buddy);
+            for (key, count) in buddy.extfrag_events() {
+                match totals.iter_mut().find(|(seen, _)| *seen == key) {
+                    Some((_, total)) => *total += count,
+                    None => totals.push((key, count)),
+                }
+            }
+        }
+        totals.sort();
+        totals
+    }
+
     /// `NR_FREE_PAGES` and the watermarks of zone `index`, read without any
     /// lock (the published counter, as `zone_page_state()` reads it); `None`
     /// when there is no such zone. Cheap enough for per-page decisions such
     /// as NUMA balancing's "is the target node above its high watermark"
     /// (`migrate_balanced_pgdat()`), where a full [`ZoneSnapshot`] is not.
+    /// The watermarks are those wmark_pages() reads: boosted by the
+    /// zone's watermark boost.
     pub fn zone_free_pages(&self, index: usize) -> Option<(u64, Watermarks)> {
         let slot = self.zones.get(index)?;
-        Some((slot.free_pages.get(), slot.watermarks))
+        let boost = slot.watermark_boost.get();
+        let marks = slot.watermarks;
+        Some((
+            slot.free_pages.get(),
+            Watermarks {
+                min: marks.min + boost,
+                low: marks.low + boost,
+                high: marks.high + boost,
+                promo: marks.promo + boost,
+            },
+        ))
+    }
+
+    /// Pages zone `index`'s watermarks are boosted by (`watermark_boost`);
+    /// `None` when there is no such zone.
+    pub fn zone_watermark_boost(&self, index: usize) -> Option<u64> {
+        Some(self.zones.get(index)?.watermark_boost.get())
+    }
+
+    /// Tests and clears zone `index`'s ZONE_BOOSTED_WATERMARK: true when a
+    /// fallback boosted its watermarks since and the allocation that did
+    /// may wake kswapd (rmqueue()'s end does so in the kernel).
+    pub fn take_boosted_watermark_wakeup(&self, index: usize) -> bool {
+        if index >= self.zones.len() {
+            return false;
+        }
+        let (mut buddy, _) = L::lock(&self.zones[index].buddy);
+        buddy.take_boosted_wakeup()
+    }
+
+    /// kswapd reclaimed for the boost it saw at its start: the boost of
+    /// zone `index` drops by `pages` (not below 0). mirrors the end of
+    /// balance_pgdat().
+    pub fn reduce_watermark_boost(&self, index: usize, pages: u64) {
+        let Some(slot) = self.zones.get(index) else {
+            return;
+        };
+        let (mut buddy, _) = L::lock(&slot.buddy);
+        buddy.reduce_watermark_boost(pages);
+        self.publish(crate::types::ZoneIdx(index as u16), &buddy);
     }
 }

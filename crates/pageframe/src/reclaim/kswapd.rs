@@ -5,9 +5,10 @@
 //!
 //! mirrors wakeup_kswapd(), kswapd(), kswapd_try_to_sleep(),
 //! prepare_kswapd_sleep(), balance_pgdat(), kswapd_shrink_node() and
-//! pgdat_balanced() of mm/vmscan.c (6.12). Watermark boosting is not
-//! modelled: the boost lives in the allocator's zones, which do not
-//! publish it.
+//! pgdat_balanced() and pgdat_watermark_boosted() of mm/vmscan.c (6.12),
+//! with watermark boosting: a node whose zones' watermarks a fallback
+//! boosted is woken even when balanced, reclaims the boost beyond the high
+//! watermark, and drops the boosts it saw when done.
 
 use super::error::MmError;
 use super::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
@@ -78,6 +79,26 @@ impl Mm<'_> {
         })
     }
 
+    /// The boost of each eligible zone of the node (zones up to
+    /// `highest_zone`), by allocator zone index.
+    fn zone_boosts(&self, node: usize, highest_zone: ZoneType) -> Vec<(usize, u64)> {
+        self.zones
+            .iter()
+            .filter(|zone| zone.node.index() == node && zone.zone_type <= highest_zone)
+            .map(|zone| {
+                let boost = self.allocator.zone_watermark_boost(zone.index);
+                (zone.index, boost.unwrap_or(0))
+            })
+            .collect()
+    }
+
+    /// pgdat_watermark_boosted(): some eligible zone of the node is boosted.
+    fn pgdat_watermark_boosted(&self, node: usize, highest_zone: ZoneType) -> bool {
+        self.zone_boosts(node, highest_zone)
+            .iter()
+            .any(|&(_, boost)| boost > 0)
+    }
+
     /// wakeup_kswapd(): records the order and highest zone asked for and
     /// wakes the node's kswapd, unless the node is hopeless (too many
     /// failed runs) or balanced already. A wakeup during kswapd's nap
@@ -93,7 +114,9 @@ impl Mm<'_> {
         if kswapd.state == KswapdState::Woken {
             return;
         }
-        if kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced(node, order, highest_zone)
+        if kswapd.failures >= MAX_RECLAIM_RETRIES
+            || (self.pgdat_balanced(node, order, highest_zone)
+                && !self.pgdat_watermark_boosted(node, highest_zone))
         {
             return;
         }
@@ -174,16 +197,72 @@ impl Mm<'_> {
             .sum();
         let mut sc = ScanControl::new(nr_to_reclaim, true, cpu);
         let mut total = ScanControl::new(nr_to_reclaim, true, cpu);
+        // The boosts seen at the start: reclaimed for, then dropped.
+        let boosts = self.zone_boosts(node, highest_zone);
+        let nr_boost_reclaim: u64 = boosts.iter().map(|&(_, boost)| boost).sum();
+        self.allocator
+            .set_reclaim_active(NodeId(node as u16), highest_zone, true);
+        let balanced = self.balance_loop(
+            node,
+            order,
+            highest_zone,
+            nr_boost_reclaim,
+            (&mut sc, &mut total),
+        );
+        self.allocator
+            .set_reclaim_active(NodeId(node as u16), highest_zone, false);
+        balanced?;
+        if total.nr_reclaimed == 0 {
+            self.kswapd[node].failures += 1;
+        }
+        for (index, boost) in boosts {
+            if boost > 0 {
+                self.allocator.reduce_watermark_boost(index, boost);
+            }
+        }
+        self.kswapd[node].order = 0;
+        self.kswapd[node].highest_zone = None;
+        Ok(total)
+    }
+
+    /// The passes of balance_pgdat() until the node is balanced (and the
+    /// boost reclaimed) or the priority runs out.
+    fn balance_loop(
+        &mut self,
+        node: usize,
+        order: u8,
+        highest_zone: ZoneType,
+        mut nr_boost_reclaim: u64,
+        (sc, total): (&mut ScanControl, &mut ScanControl),
+    ) -> Result<(), MmError> {
         loop {
-            if self.pgdat_balanced(node, order, highest_zone) {
+            let balanced = self.pgdat_balanced(node, order, highest_zone);
+            if !balanced && nr_boost_reclaim > 0 {
+                // Imbalanced: plain reclaim first, from the top priority.
+                nr_boost_reclaim = 0;
+                sc.priority = super::vmscan::DEF_PRIORITY;
+                continue;
+            }
+            if nr_boost_reclaim == 0 && balanced {
                 break;
             }
             sc.nr_scanned = 0;
             sc.nr_reclaimed = 0;
-            self.shrink_node(node, &mut sc)?;
+            self.shrink_node(node, sc)?;
             total.nr_scanned += sc.nr_scanned;
             total.nr_reclaimed += sc.nr_reclaimed;
-            let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+            let mut raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+            if nr_boost_reclaim > 0 {
+                // Boost reclaim stops when it makes no progress, and does
+                // not go below DEF_PRIORITY - 2 (to avoid writeback).
+                if sc.nr_reclaimed == 0 {
+                    break;
+                }
+                nr_boost_reclaim -= nr_boost_reclaim.min(sc.nr_reclaimed);
+                if sc.priority == super::vmscan::DEF_PRIORITY - 2 {
+                    raise_priority = false;
+                }
+            }
             if raise_priority || sc.nr_reclaimed == 0 {
                 if sc.priority <= 1 {
                     break;
@@ -191,12 +270,7 @@ impl Mm<'_> {
                 sc.priority -= 1;
             }
         }
-        if total.nr_reclaimed == 0 {
-            self.kswapd[node].failures += 1;
-        }
-        self.kswapd[node].order = 0;
-        self.kswapd[node].highest_zone = None;
-        Ok(total)
+        Ok(())
     }
 
     /// zone_watermark_ok_safe(): free pages above `mark` plus the reserve

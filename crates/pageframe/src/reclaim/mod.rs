@@ -30,18 +30,19 @@
 //! Single-threaded: no locks. The allocator's own locks are taken inside
 //! its calls only.
 
-pub mod aging;
+mod aging;
 mod anon;
-pub mod error;
+mod error;
 mod invariants;
 mod kswapd;
-pub mod lru;
+mod lru;
 mod meminfo;
 mod page_cache;
 mod slowpath;
 mod vmscan;
-pub mod vmstat;
+mod vmstat;
 
+pub use aging::{AgingConfig, AgingWorkload};
 pub use error::MmError;
 pub use kswapd::{KswapdState, KswapdStep};
 pub use lru::{LruList, Owner};

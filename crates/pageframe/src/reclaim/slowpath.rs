@@ -12,7 +12,9 @@
 //!    says reclaim can still make the allocation succeed;
 //! 4. no OOM killer: ENOMEM.
 //!
-//! Compaction is not modelled (the reclaim layer's own pages are order 0).
+//! An allocation whose fallback boosted its zone's watermarks wakes
+//! kswapd (the end of rmqueue()). Compaction is not modelled (the reclaim
+//! layer's own pages are order 0).
 
 use super::error::MmError;
 use super::kswapd::MAX_RECLAIM_RETRIES;
@@ -94,7 +96,7 @@ impl Mm<'_> {
             self.wake_all_kswapds(&nodes, order.0, highest_zone);
         }
         match handle.alloc_pages(gfp, order, node) {
-            Ok(page) => return Ok(page.pfn().0),
+            Ok(page) => return Ok(self.allocated(page, kswapd_reclaim)),
             Err(AllocError::NoMemory { .. }) => {}
             Err(err) => return Err(err.into()),
         }
@@ -109,7 +111,7 @@ impl Mm<'_> {
             }
             let progress = self.try_to_free_pages(cpu, &nodes, highest_zone)?;
             match handle.alloc_pages(gfp, order, node) {
-                Ok(page) => return Ok(page.pfn().0),
+                Ok(page) => return Ok(self.allocated(page, kswapd_reclaim)),
                 Err(AllocError::NoMemory { .. }) => {}
                 Err(err) => return Err(err.into()),
             }
@@ -125,6 +127,26 @@ impl Mm<'_> {
                 return Err(failed);
             }
         }
+    }
+
+    /// The end of rmqueue(): when a fallback boosted the watermarks of the
+    /// page's zone and the allocation may wake kswapd, the zone's node's
+    /// kswapd is woken to reclaim the boost. Returns the PFN.
+    fn allocated(&mut self, page: Page, kswapd_reclaim: bool) -> u64 {
+        let pfn = page.pfn().0;
+        if kswapd_reclaim {
+            let zone = self
+                .zones
+                .iter()
+                .find(|zone| (zone.start_pfn..zone.end_pfn).contains(&pfn))
+                .map(|zone| (zone.index, zone.node, zone.zone_type));
+            if let Some((index, node, zone_type)) = zone {
+                if self.allocator.take_boosted_watermark_wakeup(index) {
+                    self.wakeup_kswapd(node.index(), 0, zone_type);
+                }
+            }
+        }
+        pfn
     }
 
     /// The nodes of the zonelist: the preferred node, then (without

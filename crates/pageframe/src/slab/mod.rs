@@ -3,8 +3,11 @@
 //!
 //! Owns: the caches, their slabs and the per-cache partial list. Does not
 //! own: the pages (they come from a [`PageSource`], i.e. the public
-//! page-allocator API) nor their bytes, which live in the backing and are
-//! copied in and out through the page source.
+//! page-allocator API) nor their bytes, which live in the backing. A slab
+//! resolves its pages once, when it is made ([`PageSource::page_buffers`]),
+//! and objects are copied through those buffers; a slab drops them before
+//! its pages are freed. Slabs whose pages do not resolve, and
+//! kmalloc_large blocks, copy through the page source.
 //!
 //! Behaviour mirrors mm/slub.c where it matters for memory use:
 //! - each cache prefers slabs of the order calculate_order() picks and falls
@@ -65,7 +68,7 @@ pub use order::{calculate_order, get_order, min_partial, SlabParams, MAX_PARTIAL
 pub use slabinfo::{slabinfo, SlabInfo};
 
 use crate::gfp::Gfp;
-use crate::page_source::{PageSource, PfnMap};
+use crate::page_source::{PageBuffers, PageSource, PfnMap};
 use crate::types::{Order, Pfn};
 use id_slots::IdSlots;
 use index_list::{IndexList, Linked, Links, NIL};
@@ -96,6 +99,9 @@ struct Slab {
     on_partial: bool,
     /// Its place on the cache's partial list.
     links: Links,
+    /// Its pages resolved for direct copies, if they could be; dropped
+    /// before the pages are freed.
+    buffers: Option<PageBuffers>,
 }
 
 impl Linked for Slab {
@@ -511,6 +517,7 @@ impl<P: PageSource> SlabAllocator<P> {
             allocated: vec![0u64; (objects as usize).div_ceil(64)].into_boxed_slice(),
             on_partial: false,
             links: Links::UNLINKED,
+            buffers: self.source.page_buffers(&[pfn], order),
         };
         let id = self.slabs.insert(slab);
         for page in 0..order.nr_pages() {
@@ -526,8 +533,9 @@ impl<P: PageSource> SlabAllocator<P> {
 
     /// Returns an empty slab's pages (discard_slab()).
     fn discard_slab(&mut self, slab_id: u32) -> Result<(), SlabError> {
-        let slab = self.slabs.remove(slab_id).expect("slab to discard");
+        let mut slab = self.slabs.remove(slab_id).expect("slab to discard");
         debug_assert_eq!(slab.inuse, 0);
+        slab.buffers = None;
         for page in 0..slab.order.nr_pages() {
             self.page_to_slab.remove(&slab.pfn.offset(page));
         }
@@ -652,8 +660,7 @@ impl<P: PageSource> SlabAllocator<P> {
 
     /// The usable size of an allocated object (ksize()).
     pub fn ksize(&self, addr: ObjAddr) -> Result<usize, SlabError> {
-        let (block, _, size) = self.object_block(addr)?;
-        let _ = block;
+        let (.., size) = self.object_block(addr)?;
         Ok(size)
     }
 
@@ -662,33 +669,47 @@ impl<P: PageSource> SlabAllocator<P> {
         kmalloc_index(size).and_then(|index| self.kmalloc[index])
     }
 
-    /// (block head PFN and order, offset of the object in the block, usable size).
-    fn object_block(&self, addr: ObjAddr) -> Result<((Pfn, Order), usize, usize), SlabError> {
+    /// (block head PFN, its slab (`None` for a kmalloc_large block), offset
+    /// of the object in the block, usable size).
+    fn object_block(&self, addr: ObjAddr) -> Result<(Pfn, Option<u32>, usize, usize), SlabError> {
         let pfn = Pfn(addr >> self.page_shift);
         if addr & ((1 << self.page_shift) - 1) == 0 {
             if let Some(order) = self.large.get(&pfn) {
-                return Ok(((pfn, *order), 0, self.page_size() << order.0));
+                return Ok((pfn, None, 0, self.page_size() << order.0));
             }
         }
         let (slab_id, _) = self.locate(addr)?;
         let slab = self.slabs.get(slab_id).expect("located");
         let offset = (addr - (slab.pfn.0 << self.page_shift)) as usize;
         let size = self.caches[slab.cache as usize].size as usize;
-        Ok(((slab.pfn, slab.order), offset, size))
+        Ok((slab.pfn, Some(slab_id), offset, size))
     }
 
     /// Copies `data` into the object at `offset`, in the slab's pages.
     pub fn write(&mut self, addr: ObjAddr, offset: usize, data: &[u8]) -> Result<(), SlabError> {
-        let ((pfn, _), start, size) = self.object_block(addr)?;
+        let (pfn, slab_id, start, size) = self.object_block(addr)?;
         check_object_span(offset, data.len(), size)?;
+        let slab = slab_id.and_then(|id| self.slabs.get_mut(id));
+        if let Some(buffers) = slab.and_then(|slab| slab.buffers.as_mut()) {
+            // SAFETY: a slab holds its pages until discard_slab (or the
+            // allocator's drop), which drops its buffers before freeing them.
+            unsafe { buffers.write_run(start + offset, data) };
+            return Ok(());
+        }
         self.source.write(pfn, start + offset, data)?;
         Ok(())
     }
 
     /// Copies `out.len()` bytes of the object from `offset` into `out`.
     pub fn read(&self, addr: ObjAddr, offset: usize, out: &mut [u8]) -> Result<(), SlabError> {
-        let ((pfn, _), start, size) = self.object_block(addr)?;
+        let (pfn, slab_id, start, size) = self.object_block(addr)?;
         check_object_span(offset, out.len(), size)?;
+        let slab = slab_id.and_then(|id| self.slabs.get(id));
+        if let Some(buffers) = slab.and_then(|slab| slab.buffers.as_ref()) {
+            // SAFETY: as in `write`: the slab still holds its pages.
+            unsafe { buffers.read_run(start + offset, out) };
+            return Ok(());
+        }
         self.source.read(pfn, start + offset, out)?;
         Ok(())
     }
@@ -721,7 +742,8 @@ impl<P: PageSource> Drop for SlabAllocator<P> {
     /// Gives every slab and kmalloc_large block back to the page allocator
     /// (kmem_cache_destroy() of every cache, leaked objects included).
     fn drop(&mut self) {
-        for slab in self.slabs.drain() {
+        for mut slab in self.slabs.drain() {
+            slab.buffers = None;
             let _ = self.source.free_pages(slab.pfn, slab.order);
         }
         for (pfn, order) in self.large.drain() {

@@ -42,25 +42,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod fault;
-pub mod invariants;
+mod fault;
+mod invariants;
 pub mod mempolicy;
-pub mod migrate;
-pub mod mm;
-pub mod nodestring;
-pub mod numa;
-pub mod syscalls;
-pub mod user_nodes;
-pub mod vmstat;
+mod migrate;
+mod mm;
+mod nodestring;
+mod numa;
+mod syscalls;
+mod user_nodes;
+mod vmstat;
 
 use std::collections::BTreeMap;
 
 use crate::error::Errno;
 use crate::page_alloc::LocalPageAllocator;
 use crate::types::{CpuId, NodeId, Nodemask, Pfn, ZoneType};
+pub use fault::{Access, FaultKind};
 use mempolicy::MemPolicy;
-use mm::Mm;
+pub use mm::{Mm, PageTable, Pte, Vma, TASK_SIZE};
 pub use nodestring::{format_nodestring, parse_nodestring, NodestringError};
+pub use user_nodes::UserNodemask;
 
 /// A process id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

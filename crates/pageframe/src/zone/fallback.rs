@@ -2,10 +2,12 @@
 //! type, or steal pages from one without converting it. mirrors __rmqueue(),
 //! __rmqueue_claim(), __rmqueue_steal(), should_try_claim_block(),
 //! find_suitable_fallback(), try_to_claim_block() and the move_freepages
-//! helpers of mainline mm/page_alloc.c (the 6.15 rework of the fallback code).
-//! Watermark boosting on fallback is not modelled: it only feeds kswapd.
+//! helpers of mainline mm/page_alloc.c (the 6.15 rework of the fallback code),
+//! with the watermark boost of a fallback into a foreign pageblock (`boost`).
+//! Each claim and steal is counted per `mm_page_alloc_extfrag` key
+//! (`extfrag`); the fallback table is the zone's `fallback_order`.
 
-use super::Zone;
+use super::{ExtfragKey, Zone};
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::AllocFlags;
@@ -85,8 +87,8 @@ impl Zone {
         if self.free_area[order.index()].nr_free == 0 {
             return Fallback::NoneAtOrder;
         }
-        start
-            .fallbacks()
+        self.fallback_order
+            .fallbacks(start)
             .iter()
             .find(|&&fallback| !self.list_is_empty(order, FreeTypeIdx::of(fallback)))
             .map_or(Fallback::NoneAtOrder, |&fallback| {
@@ -114,10 +116,11 @@ impl Zone {
                 Fallback::OrderTooLowToClaim => break,
                 Fallback::Found(block_type) => {
                     let pfn = self.first_on_list(current, block_type)?;
-                    if let Some(pfn) =
-                        self.try_to_claim_block(frames, pfn, current, order, start, block_type)
+                    if let Some(pfn) = self
+                        .try_to_claim_block(frames, pfn, current, order, start, block_type, flags)
                     {
                         self.events.extfrag_claim += 1;
+                        self.count_extfrag(frames, pfn, order, current, start, block_type);
                         return Some(pfn);
                     }
                 }
@@ -141,6 +144,7 @@ impl Zone {
                 self.del_from_free_list(frames, pfn, current, block_type);
                 self.expand(frames, pfn, order, current, block_type);
                 self.events.extfrag_steal += 1;
+                self.count_extfrag(frames, pfn, order, current, start, block_type);
                 return Some(pfn);
             }
         }
@@ -148,8 +152,10 @@ impl Zone {
     }
 
     /// mirrors try_to_claim_block(): a block of pageblock order or more
-    /// changes type whole; a smaller one converts its pageblock when at least
-    /// half of the block is free or already alike.
+    /// changes type whole; for a smaller one the watermarks are boosted
+    /// (kswapd is to be woken when the allocation may wake it), then its
+    /// pageblock converts when at least half of it is free or already alike.
+    #[allow(clippy::too_many_arguments)]
     fn try_to_claim_block(
         &mut self,
         frames: &Frames,
@@ -158,6 +164,7 @@ impl Zone {
         order: Order,
         start: MigrateType,
         block_type: FreeTypeIdx,
+        alloc_flags: AllocFlags,
     ) -> Option<FrameIdx> {
         let start_type = FreeType::plain(start);
         if current >= self.pageblock_order {
@@ -165,6 +172,9 @@ impl Zone {
             self.set_blocks_freetype(frames, pfn, current, start_type);
             self.expand(frames, pfn, order, current, FreeTypeIdx::of(start));
             return Some(pfn);
+        }
+        if self.boost_watermark() && alloc_flags.contains(AllocFlags::KSWAPD) {
+            self.mark_boosted();
         }
         let (block_start, free_pages, movable_pages) =
             self.prep_move_freepages_block(frames, pfn)?;
@@ -181,6 +191,32 @@ impl Zone {
             return self.rmqueue_smallest(frames, order, FreeTypeIdx::of(start));
         }
         None
+    }
+
+    /// Counts a claim or steal that handed out `frame` from a `block_type`
+    /// block of order `current` for a request of `order` and `start`, as
+    /// `mm_page_alloc_extfrag` reports it: `change_ownership` is whether the
+    /// frame's pageblock now has the request's migratetype, read after the
+    /// fact as the tracepoint reads it. mirrors the
+    /// trace_mm_page_alloc_extfrag() calls of __rmqueue_claim() and
+    /// __rmqueue_steal().
+    fn count_extfrag(
+        &mut self,
+        frames: &Frames,
+        frame: FrameIdx,
+        order: Order,
+        current: Order,
+        start: MigrateType,
+        block_type: FreeTypeIdx,
+    ) {
+        let change_ownership = frames.blocks.migratetype(frame.pfn()) == start;
+        self.extfrag.count(ExtfragKey {
+            alloc_order: order,
+            fallback_order: current,
+            alloc_migratetype: start,
+            fallback_migratetype: block_type.freetype().migratetype,
+            change_ownership,
+        });
     }
 
     /// Counts the free and movable pages of the pageblock holding `pfn`; `None`

@@ -12,6 +12,12 @@ impl Zone {
     /// number of free pages found (ISOLATE included).
     pub fn check_invariants(&self, frames: &Frames) -> Result<u64, InvariantError> {
         let fail = |what: String| Err(InvariantError(format!("zone {}: {what}", self.index)));
+        if self.watermark_boost > self.boost_limit {
+            return fail(format!(
+                "watermark boost {} above its limit {}",
+                self.watermark_boost, self.boost_limit
+            ));
+        }
         let mut total = 0u64;
         let mut isolated = 0u64;
         for (order, area) in (0..=self.max_order.0).map(Order).zip(self.free_area.iter()) {
@@ -76,6 +82,13 @@ impl Zone {
                     area.nr_free
                 ));
             }
+        }
+        let fallbacks = self.events.extfrag_claim + self.events.extfrag_steal;
+        if self.extfrag.total() != fallbacks {
+            return fail(format!(
+                "{} fallback events by key but {fallbacks} claims and steals",
+                self.extfrag.total()
+            ));
         }
         if total != self.nr_free || isolated != self.nr_isolated_free {
             return fail(format!(

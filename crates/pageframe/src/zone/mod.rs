@@ -15,7 +15,9 @@
 //!   mergeable lists unmerged;
 //! - `nr_free` equals the pages on all lists but ISOLATE's.
 
+pub mod boost;
 mod buddy;
+mod extfrag;
 mod fallback;
 mod free_list;
 mod highatomic;
@@ -23,9 +25,11 @@ mod invariants;
 mod pick_tail;
 pub mod watermark;
 
+pub use extfrag::ExtfragKey;
 pub use fallback::RmqueueMode;
 pub use pick_tail::PickTail;
 
+use crate::alloc_policy::FallbackOrder;
 use crate::frames::Frames;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
@@ -95,6 +99,15 @@ pub struct Zone {
     /// list; `Order(u8::MAX)` when the free lists are not shuffled.
     shuffle_order: Order,
     pick_tail: PickTail,
+    /// `watermark_boost` and its limit (`boost`).
+    watermark_boost: u64,
+    boost_limit: u64,
+    /// ZONE_BOOSTED_WATERMARK.
+    boosted_wakeup: bool,
+    /// The table a request walks when its own lists are empty.
+    fallback_order: FallbackOrder,
+    /// Claims and steals per `mm_page_alloc_extfrag` key.
+    extfrag: extfrag::ExtfragCounts,
 }
 
 impl Zone {
@@ -122,6 +135,11 @@ impl Zone {
             events: ZoneEvents::default(),
             shuffle_order: Order(u8::MAX),
             pick_tail: PickTail::new(0),
+            watermark_boost: 0,
+            boost_limit: 0,
+            boosted_wakeup: false,
+            fallback_order: FallbackOrder::Kernel,
+            extfrag: extfrag::ExtfragCounts::new(max_order),
         }
     }
 
@@ -130,6 +148,17 @@ impl Zone {
     pub(crate) fn set_shuffle(&mut self, order: Option<Order>, seed: u64) {
         self.shuffle_order = order.unwrap_or(Order(u8::MAX));
         self.pick_tail = PickTail::new(seed);
+    }
+
+    /// Makes requests fall back in `order` (boot).
+    pub(crate) fn set_fallback_order(&mut self, order: FallbackOrder) {
+        self.fallback_order = order;
+    }
+
+    /// Claims and steals so far, per `mm_page_alloc_extfrag` key, in key
+    /// order (keys never seen left out).
+    pub fn extfrag_events(&self) -> impl Iterator<Item = (ExtfragKey, u64)> + '_ {
+        self.extfrag.nonzero()
     }
 
     /// Changes the zone's span (memory hotplug).

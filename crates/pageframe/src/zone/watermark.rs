@@ -143,15 +143,16 @@ pub fn zone_batchsize(managed: u64, page_bytes: u64) -> u32 {
     ((rounded - 1) as u32).max(1)
 }
 
-/// `zone_highsize()`: the low watermark split over the CPUs local to the
-/// zone's node (all CPUs for a memory-only node), at least `4 * batch`.
-pub fn zone_highsize(low_wmark: u64, batch: u32, local_cpus: usize, all_cpus: usize) -> u32 {
+/// `zone_highsize()`: `total_pages` (the low watermark, or the managed
+/// pages / `vm.percpu_pagelist_high_fraction`) split over the CPUs local to
+/// the zone's node (all CPUs for a memory-only node), at least `4 * batch`.
+pub fn zone_highsize(total_pages: u64, batch: u32, local_cpus: usize, all_cpus: usize) -> u32 {
     let split = if local_cpus > 0 {
         local_cpus
     } else {
         all_cpus.max(1)
     };
-    let high = (low_wmark / split as u64) as u32;
+    let high = u32::try_from(total_pages / split as u64).unwrap_or(u32::MAX);
     high.max(batch << 2)
 }
 

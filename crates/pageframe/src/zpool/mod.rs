@@ -10,10 +10,11 @@
 
 pub mod afmalloc;
 mod error;
-pub mod sizes;
+mod sizes;
 pub mod zsmalloc;
 
 pub use error::ZpoolError;
+pub use sizes::CompressedSizes;
 
 use crate::error::InvariantError;
 

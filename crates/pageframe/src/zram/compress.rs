@@ -1,5 +1,13 @@
 //! The compressors of a zram device (the kernel's zcomp backends): lz4, the
-//! kernel's default, and zstd at a chosen level.
+//! kernel's default, zstd at a chosen level, and lzo.
+//!
+//! lzo here is LZO1X-1 (the `lzo1x` crate's fast compressor with a 2^14-entry
+//! match dictionary, upstream LZO's LZO1X-1). The kernel's `lzo` backend is
+//! LZO1X-1 too (lzo1x_1_compress(), lib/lzo), with a 2^13-entry dictionary:
+//! the same bitstream, occasionally a few bytes apart in length. The afmalloc
+//! document (2014) ran zram's default of its time, `lzo`; `lzo-rle`, zram's
+//! default since 5.1, adds run-length codes that no maintained crate
+//! produces, so it is not offered.
 //!
 //! Owns: one compression context per device and its output buffer (the
 //! kernel's per-CPU `zcomp_strm`; one CPU here). Does not own: pages.
@@ -22,7 +30,12 @@ pub enum Compressor {
         /// The compression level.
         level: i32,
     },
+    /// lzo (LZO1X-1), the series' compressor; see the module header.
+    Lzo,
 }
+
+/// The `lzo1x` crate's level for LZO1X-1 with upstream's dictionary.
+const LZO1X_1: lzo1x::CompressLevel = lzo1x::CompressLevel::new(3);
 
 impl Compressor {
     /// The name as `comp_algorithm` shows it.
@@ -30,13 +43,15 @@ impl Compressor {
         match self {
             Compressor::Lz4 => "lz4",
             Compressor::Zstd { .. } => "zstd",
+            Compressor::Lzo => "lzo",
         }
     }
 
-    /// Parses `lz4`, `zstd` or `zstd:<level>`.
+    /// Parses `lz4`, `lzo`, `zstd` or `zstd:<level>`.
     pub fn parse(text: &str) -> Option<Compressor> {
         match text.split_once(':') {
             None if text == "lz4" => Some(Compressor::Lz4),
+            None if text == "lzo" => Some(Compressor::Lzo),
             None if text == "zstd" => Some(Compressor::Zstd { level: 3 }),
             Some(("zstd", level)) => level
                 .parse()
@@ -83,7 +98,7 @@ impl Stream {
     pub(crate) fn new(algorithm: Compressor) -> Result<Stream, ZramError> {
         algorithm.validate()?;
         let (zstd_compress, zstd_decompress) = match algorithm {
-            Compressor::Lz4 => (None, None),
+            Compressor::Lz4 | Compressor::Lzo => (None, None),
             Compressor::Zstd { level } => (
                 Some(zstd::bulk::Compressor::new(level).map_err(|err| failed("zstd", err))?),
                 Some(zstd::bulk::Decompressor::new().map_err(|err| failed("zstd", err))?),
@@ -116,6 +131,14 @@ impl Stream {
                     .compress_to_buffer(page, &mut self.buffer[..])
                     .map_err(|err| failed("zstd compress", err))
             }
+            Compressor::Lzo => {
+                let compressed = lzo1x::compress(page, LZO1X_1);
+                self.buffer.clear();
+                self.buffer.extend_from_slice(&compressed);
+                // zcomp's buffer is two pages; keep at least that.
+                self.buffer.resize(compressed.len().max(2 * page.len()), 0);
+                Ok(compressed.len())
+            }
         }
     }
 
@@ -131,6 +154,10 @@ impl Stream {
                 .expect("zstd stream")
                 .decompress_to_buffer(src, page)
                 .map_err(|err| failed("zstd decompress", err))?,
+            Compressor::Lzo => {
+                lzo1x::decompress(src, page).map_err(|err| failed("lzo decompress", err))?;
+                page.len()
+            }
         };
         if len != page.len() {
             return Err(ZramError::Codec(format!(

@@ -59,6 +59,7 @@ use crate::zpool::zsmalloc::{ZsConfig, ZsPool};
 use crate::zpool::ZpoolError;
 use crate::zpool::{Zpool, ZpoolHandle};
 use compress::Stream;
+use std::marker::PhantomData;
 use thiserror::Error;
 
 /// Why a zram operation failed. Nothing changed on any error.
@@ -132,14 +133,57 @@ impl Backend {
         }
     }
 
+    /// Parses a [`Backend::label`]: `zsmalloc-chain<N>` (N in 4..=16),
+    /// `zsmalloc` (chain 8, today's default) or `afmalloc`.
+    pub fn parse(text: &str) -> Option<Backend> {
+        match text {
+            "afmalloc" => Some(Backend::Afmalloc),
+            "zsmalloc" => Some(Backend::Zsmalloc { chain_size: 8 }),
+            _ => text
+                .strip_prefix("zsmalloc-chain")?
+                .parse()
+                .ok()
+                .filter(|chain_size| (4..=16).contains(chain_size))
+                .map(|chain_size| Backend::Zsmalloc { chain_size }),
+        }
+    }
+
     /// Creates the pool over `source`. Any other [`Zpool`] can be given to
     /// [`Zram::new`] directly.
     pub fn create<'a, P: PageSource + 'a>(
         self,
         source: P,
     ) -> Result<Box<dyn Zpool + 'a>, ZpoolError> {
+        self.build(
+            source,
+            |pool| Box::new(pool) as _,
+            |pool| Box::new(pool) as _,
+        )
+    }
+
+    /// [`Backend::create`] over a source that may move between threads: the
+    /// pool may then too (a device behind a lock that several threads
+    /// serve, e.g. a FUSE session).
+    pub fn create_send<'a, P: PageSource + Send + 'a>(
+        self,
+        source: P,
+    ) -> Result<Box<dyn Zpool + Send + 'a>, ZpoolError> {
+        self.build(
+            source,
+            |pool| Box::new(pool) as _,
+            |pool| Box::new(pool) as _,
+        )
+    }
+
+    /// Builds the pool and hands it to `zsmalloc` or `afmalloc` to box.
+    fn build<P: PageSource, B>(
+        self,
+        source: P,
+        zsmalloc: impl FnOnce(ZsPool<P>) -> B,
+        afmalloc: impl FnOnce(AfPool<P>) -> B,
+    ) -> Result<B, ZpoolError> {
         Ok(match self {
-            Backend::Zsmalloc { chain_size } => Box::new(ZsPool::new(
+            Backend::Zsmalloc { chain_size } => zsmalloc(ZsPool::new(
                 source,
                 ZsConfig {
                     chain_size,
@@ -148,7 +192,7 @@ impl Backend {
             )?),
             Backend::Afmalloc => {
                 let page_size = source.page_size();
-                Box::new(AfPool::new(
+                afmalloc(AfPool::new(
                     source,
                     SlabParams::new(1, page_size),
                     AfConfig::default(),
@@ -275,9 +319,11 @@ pub struct ZramStats {
     pub notify_free: u64,
 }
 
-/// A zram device.
-pub struct Zram<'a> {
-    pool: Box<dyn Zpool + 'a>,
+/// A zram device over a boxed pool: by default any [`Zpool`]; with
+/// `P = dyn Zpool + Send` (see [`Backend::create_send`]) the device itself
+/// may move between threads.
+pub struct Zram<'a, P: Zpool + ?Sized + 'a = dyn Zpool + 'a> {
+    pool: Box<P>,
     config: ZramConfig,
     page_size: usize,
     huge_class_size: usize,
@@ -286,6 +332,8 @@ pub struct Zram<'a> {
     stats: ZramStats,
     /// Scratch for reads of compressed objects.
     scratch: Vec<u8>,
+    /// The pool's lifetime, which the default `P` names.
+    lifetime: PhantomData<&'a ()>,
 }
 
 /// The word a page is filled with, if it is (page_same_filled()).
@@ -299,9 +347,9 @@ pub fn page_same_filled(page: &[u8]) -> Option<u64> {
     (last == first && words.all(|word| word == first)).then_some(first)
 }
 
-impl<'a> Zram<'a> {
+impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
     /// A device over `pool` (zram_add() + disksize_store()).
-    pub fn new(pool: Box<dyn Zpool + 'a>, config: ZramConfig) -> Result<Zram<'a>, ZramError> {
+    pub fn new(pool: Box<P>, config: ZramConfig) -> Result<Zram<'a, P>, ZramError> {
         if config.nr_slots == 0 {
             return Err(ZramError::Config("a device needs at least one slot".into()));
         }
@@ -319,6 +367,7 @@ impl<'a> Zram<'a> {
             stream,
             stats: ZramStats::default(),
             scratch: vec![0; page_size],
+            lifetime: PhantomData,
         })
     }
 
@@ -328,7 +377,7 @@ impl<'a> Zram<'a> {
     }
 
     /// The pool.
-    pub fn pool(&self) -> &dyn Zpool {
+    pub fn pool(&self) -> &P {
         self.pool.as_ref()
     }
 

@@ -20,3 +20,7 @@ pub const RATIO: &str = "ratio";
 pub const REFERENCE_CYCLES: &str = "reference_cycles";
 /// Column `reference_ns`.
 pub const REFERENCE_NS: &str = "reference_ns";
+/// Column `instructions_per_page`: callgrind-measured instructions per page
+/// (per block for batch 0), null when callgrind could not run (the notes
+/// say why).
+pub const INSTRUCTIONS_PER_PAGE: &str = "instructions_per_page";

@@ -17,6 +17,7 @@ mod columns;
 mod plot;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
+use crate::callgrind::{self, Unavailable};
 use crate::observe;
 use crate::params::{Param, Params};
 use crate::peers::{BuddyAllocCrate, BuddySystem, PeerAllocator, VecStack};
@@ -30,11 +31,18 @@ use pageframe::{
     AllocOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page,
     PageAllocator,
 };
+use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// Batch sizes of the document's table.
 pub const BATCHES: [usize; 10] = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256];
+/// Order-0 pages the `aged` variant allocates, holds and frees before it
+/// is measured: the phase after which high-order frees used to drain the
+/// per-CPU lists every time.
+pub const AGING_PAGES: usize = 1 << 16;
+/// The variant measured after [`AGING_PAGES`] order-0 pages were held and freed.
+const AGED: &str = "after-order0-churn";
 /// The document's single-page cost in cycles.
 pub const REFERENCE_SINGLE_CYCLES: u64 = 158;
 /// Per-page cycles of the kernel's bulk API at [`BATCHES`].
@@ -127,6 +135,11 @@ fn params(scale: Scale) -> Vec<Param> {
             true,
         ),
         Param::bool("peers", "Also measure the peer allocators", true),
+        Param::bool(
+            "instructions",
+            "Also count instructions per page with callgrind (needs valgrind)",
+            true,
+        ),
     ]
 }
 
@@ -185,12 +198,28 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         observe::progress(step as u64, steps);
         measure_pageframe(&plan, variant, *alloc_options, &mut measured)?;
     }
+    measure_aged(&plan, &mut measured)?;
     if params.bool("peers") {
         observe::progress(steps - 1, steps);
         measure_peers(&plan, &mut measured)?;
     }
+    let instructions = if params.bool("instructions") {
+        callgrind::measure("bulk")
+    } else {
+        Err(Unavailable::Failed(
+            "not asked for (instructions = false)".into(),
+        ))
+    };
     observe::progress(steps, steps);
-    let rows = measured.iter().map(|row| to_row(row, &measured)).collect();
+    let instructions_note = match &instructions {
+        Ok(_) => "instructions_per_page: callgrind (valgrind) instruction count per page (per block at batch 0), measured in a separate run of the same cases".to_string(),
+        Err(why) => format!("instructions_per_page: not measured — {why}"),
+    };
+    let instructions = instructions.unwrap_or_default();
+    let rows = measured
+        .iter()
+        .map(|row| to_row(row, &measured, &instructions))
+        .collect();
     Ok(Report {
         experiment: "bulk".into(),
         seed: options.seed,
@@ -202,11 +231,13 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
                 "median of {} rounds of {} pages; pageframe on one CPU of a 4 GiB single-node simulated machine, GFP_KERNEL; ratio = cost / pageframe default cost at the same order and batch",
                 plan.rounds, plan.pages_per_round
             ),
+            format!("variant {AGED} = default options, measured after {AGING_PAGES} order-0 pages were allocated, held and freed one at a time"),
+            instructions_note,
         ],
     })
 }
 
-fn to_row(row: &Measured, all: &[Measured]) -> Row {
+fn to_row(row: &Measured, all: &[Measured], instructions: &HashMap<String, f64>) -> Row {
     let baseline = all
         .iter()
         .find(|other| {
@@ -223,6 +254,10 @@ fn to_row(row: &Measured, all: &[Measured]) -> Row {
         .with(columns::BATCH, row.batch)
         .with_f64(columns::NS_PER_PAGE, row.cost.ns, 2)
         .with_f64(columns::CYCLES_PER_PAGE, row.cost.cycles, 1);
+    out = match instructions.get(&case_key(row.allocator, row.variant, row.order, row.batch)) {
+        Some(&count) => out.with_f64(columns::INSTRUCTIONS_PER_PAGE, count, 1),
+        None => out.with(columns::INSTRUCTIONS_PER_PAGE, serde_json::Value::Null),
+    };
     out = match baseline {
         Some(ns) => out.with_f64(columns::RATIO, row.cost.ns / ns, 2),
         None => out.with(columns::RATIO, serde_json::Value::Null),
@@ -238,17 +273,57 @@ fn to_row(row: &Measured, all: &[Measured]) -> Row {
     }
 }
 
+/// The orders measured one block at a time and the batch sizes measured
+/// through the bulk API, for a variant.
+fn cases(variant: &str) -> (&'static [u8], Vec<usize>) {
+    match variant {
+        "default" => (&[0, 3, 9], BATCHES.to_vec()),
+        AGED => (&[0, 9], Vec::new()),
+        _ => (&[0], vec![32]),
+    }
+}
+
+/// The key of a case in the callgrind probe's output.
+fn case_key(allocator: &str, variant: &str, order: u8, batch: usize) -> String {
+    format!("{allocator}/{variant}/{order}/{batch}")
+}
+
+/// The machine every pageframe case runs on.
+fn boot(alloc_options: AllocOptions) -> Result<LocalPageAllocator, ExperimentError> {
+    let machine = MachineDesc::uniform(4 << 30, 1, 2)?;
+    Ok(LocalPageAllocator::boot_with(&machine, alloc_options)?)
+}
+
+/// Takes an allocator to the state of the order-9 cliff: [`AGING_PAGES`]
+/// order-0 pages allocated and held, then freed one at a time.
+fn age(cpu: &Handle<'_>) -> Result<(), ExperimentError> {
+    let mut held = Vec::with_capacity(AGING_PAGES);
+    for _ in 0..AGING_PAGES {
+        held.push(
+            cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0))
+                .map_err(ExperimentError::failed)?,
+        );
+    }
+    for page in held {
+        cpu.free_pages(page, Order(0))
+            .map_err(ExperimentError::failed)?;
+    }
+    Ok(())
+}
+
 fn measure_pageframe(
     plan: &Plan,
     variant: &'static str,
     alloc_options: AllocOptions,
     out: &mut Vec<Measured>,
 ) -> Result<(), ExperimentError> {
-    let machine = MachineDesc::uniform(4 << 30, 1, 2)?;
-    let allocator = LocalPageAllocator::boot_with(&machine, alloc_options)?;
+    let allocator = boot(alloc_options)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let is_default = variant == "default";
-    let orders: &[u8] = if is_default { &[0, 3, 9] } else { &[0] };
+    if variant == AGED {
+        age(&cpu)?;
+    }
+    let (orders, batches) = cases(variant);
     for &order in orders {
         let cost = plan.measure(|pages| single_round(&cpu, order, pages))?;
         let reference =
@@ -263,18 +338,18 @@ fn measure_pageframe(
         });
     }
     let mut slots: Vec<Option<Page>> = Vec::with_capacity(256);
-    for (at, &batch) in BATCHES.iter().enumerate() {
-        if !is_default && batch != 32 {
-            continue;
-        }
+    for batch in batches {
         let cost = plan.measure(|total| bulk_round(&cpu, batch, total, &mut slots))?;
+        let at = BATCHES.iter().position(|&known| known == batch);
         out.push(Measured {
             allocator: "pageframe",
             variant,
             order: 0,
             batch,
             cost,
-            reference: is_default.then_some((REFERENCE_BULK_CYCLES[at], REFERENCE_BULK_NS[at])),
+            reference: at
+                .filter(|_| is_default)
+                .map(|at| (REFERENCE_BULK_CYCLES[at], REFERENCE_BULK_NS[at])),
         });
     }
     if is_default {
@@ -288,14 +363,91 @@ fn measure_pageframe(
         .map_err(ExperimentError::failed)
 }
 
-fn measure_peers(plan: &Plan, out: &mut Vec<Measured>) -> Result<(), ExperimentError> {
+/// The order-9 cliff's state, with the default options: see [`age`].
+fn measure_aged(plan: &Plan, out: &mut Vec<Measured>) -> Result<(), ExperimentError> {
+    measure_pageframe(plan, AGED, VARIANTS[0].1, out)
+}
+
+/// Pages each probe case allocates and frees under callgrind (at least 64
+/// blocks at high orders): instruction counts need no repetition.
+fn probe_pages(order: u8) -> usize {
+    (1usize << 13).max(64 << order)
+}
+
+/// The callgrind probe of `bulk` (see [`callgrind`]): every pageframe case
+/// of every variant and the peers, once each after a warm-up.
+pub fn callgrind_probe() -> Result<(), ExperimentError> {
+    let mut variants = VARIANTS.to_vec();
+    variants.push((AGED, VARIANTS[0].1));
+    for (variant, alloc_options) in variants {
+        let allocator = boot(alloc_options)?;
+        let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
+        if variant == AGED {
+            age(&cpu)?;
+        }
+        let (orders, batches) = cases(variant);
+        for &order in orders {
+            let pages = probe_pages(order);
+            callgrind::probe_case(&case_key("pageframe", variant, order, 0), || {
+                single_round(&cpu, order, pages)
+            })?;
+        }
+        let mut slots: Vec<Option<Page>> = Vec::with_capacity(256);
+        for batch in batches {
+            let pages = probe_pages(0);
+            callgrind::probe_case(&case_key("pageframe", variant, 0, batch), || {
+                bulk_round(&cpu, batch, pages, &mut slots)
+            })?;
+        }
+    }
+    let mut peers = peer_list()?;
+    for (peer, orders) in peers.iter_mut() {
+        for &order in orders.iter() {
+            // The slowest peer costs thousands of instructions a block.
+            let pages = probe_pages(order) / 8;
+            callgrind::probe_case(&case_key(peer.name(), "default", order, 0), || {
+                peer_round(peer.as_mut(), order, pages)
+            })?;
+        }
+    }
+    let mut stack = VecStack::new();
+    let mut pfns = vec![0u32; 256];
+    for &batch in &BATCHES {
+        let pages = probe_pages(0);
+        callgrind::probe_case(&case_key("vec-stack", "default", 0, batch), || {
+            Ok::<usize, ExperimentError>(stack_round(&mut stack, &mut pfns, batch, pages))
+        })?;
+    }
+    Ok(())
+}
+
+/// A peer and the orders it is measured at.
+type PeerCase = (Box<dyn PeerAllocator>, &'static [u8]);
+
+/// The peers and the orders each is measured at.
+fn peer_list() -> Result<Vec<PeerCase>, ExperimentError> {
     let buddy_alloc = BuddyAllocCrate::new()
         .ok_or_else(|| ExperimentError::failed("cannot allocate buddy-alloc's buffer"))?;
-    let mut peers: Vec<(Box<dyn PeerAllocator>, &[u8])> = vec![
+    Ok(vec![
         (Box::new(BuddySystem::new()), &[0, 3, 9]),
         (Box::new(buddy_alloc), &[0]),
         (Box::new(VecStack::new()), &[0]),
-    ];
+    ])
+}
+
+/// One round of the `Vec<u32>` floor at a batch size.
+fn stack_round(stack: &mut VecStack, pfns: &mut [u32], batch: usize, total: usize) -> usize {
+    let mut done = 0;
+    while done < total {
+        let got = stack.pop_bulk(&mut pfns[..batch]);
+        stack.push_bulk(black_box(&pfns[..got]));
+        done += batch;
+    }
+    done
+}
+
+fn measure_peers(plan: &Plan, out: &mut Vec<Measured>) -> Result<(), ExperimentError> {
+    let mut peers = peer_list()?;
     for (peer, orders) in peers.iter_mut() {
         for &order in orders.iter() {
             let cost = plan.measure(|pages| peer_round(peer.as_mut(), order, pages))?;
@@ -312,15 +464,7 @@ fn measure_peers(plan: &Plan, out: &mut Vec<Measured>) -> Result<(), ExperimentE
     let mut stack = VecStack::new();
     let mut pfns = vec![0u32; 256];
     for &batch in &BATCHES {
-        let cost = plan.measure(|total| {
-            let mut done = 0;
-            while done < total {
-                let got = stack.pop_bulk(&mut pfns[..batch]);
-                stack.push_bulk(black_box(&pfns[..got]));
-                done += batch;
-            }
-            Ok(done)
-        })?;
+        let cost = plan.measure(|total| Ok(stack_round(&mut stack, &mut pfns, batch, total)))?;
         out.push(Measured {
             allocator: "vec-stack",
             variant: "default",

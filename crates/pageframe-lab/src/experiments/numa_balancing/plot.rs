@@ -4,10 +4,10 @@
 //! and the processes' pages per node over time, with the eater's exit
 //! marked.
 
-use super::columns;
+use super::rows::{RunRow, TimelineRow};
 use super::TIMELINE;
-use crate::plots::{number, text, BarSeries, Plot, PlotKind, Series};
-use crate::report::{Report, Row};
+use crate::plots::{BarSeries, Plot, PlotKind, Series};
+use crate::report::Report;
 
 /// The plots of a `numa-balancing` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
@@ -17,38 +17,19 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     plots
 }
 
-/// How a run is named in legends and categories.
-fn run_label(row: &Row) -> String {
-    let policy = text(row, columns::POLICY).unwrap_or("?");
-    match number(row, columns::NUMA_BALANCING) {
-        Some(sysctl) => format!("{policy}, sysctl={sysctl}"),
-        None => policy.to_string(),
-    }
-}
-
-/// The run that the document's +17.5% is about: the flag, balancing on.
-fn is_balanced(row: &Row) -> bool {
-    text(row, columns::POLICY).is_some_and(|policy| policy.contains("numa_balancing"))
-        && number(row, columns::NUMA_BALANCING) != Some(0.0)
-}
-
 fn improvement(report: &Report) -> Plot {
-    let rows: Vec<&Row> = report
-        .results()
-        .filter(|row| number(row, columns::IMPROVEMENT).is_some())
-        .collect();
-    let percent = |value: Option<f64>| value.map(|value| value * 100.0);
+    let rows: Vec<RunRow> = report.results_as().collect();
     Plot {
         name: "improvement".into(),
         title: "pmbench score after the eater exits".into(),
         caption: "Change of the summed pmbench score from before the memory eater on node 3 exits to after, per policy and kernel.numa_balancing; pale: the document's +17.5% for MPOL_F_NUMA_BALANCING.".into(),
         value_label: "score change (%)".into(),
         kind: PlotKind::Bars {
-            categories: rows.iter().map(|row| run_label(row)).collect(),
+            categories: rows.iter().map(|row| row.run.label()).collect(),
             series: vec![
                 BarSeries {
                     name: "pageframe".into(),
-                    values: rows.iter().map(|row| percent(number(row, columns::IMPROVEMENT))).collect(),
+                    values: rows.iter().map(|row| Some(row.improvement * 100.0)).collect(),
                     ranges: vec![None; rows.len()],
                     reference: false,
                 },
@@ -57,7 +38,9 @@ fn improvement(report: &Report) -> Plot {
                     values: rows
                         .iter()
                         .map(|row| {
-                            percent(number(row, columns::REFERENCE_IMPROVEMENT).filter(|_| is_balanced(row)))
+                            row.run
+                                .is_balanced()
+                                .then_some(row.reference_improvement * 100.0)
                         })
                         .collect(),
                     ranges: vec![None; rows.len()],
@@ -69,10 +52,10 @@ fn improvement(report: &Report) -> Plot {
 }
 
 /// The timeline's runs, in row order: (label, its samples).
-fn runs(report: &Report) -> Vec<(String, Vec<&Row>)> {
-    let mut runs: Vec<(String, Vec<&Row>)> = Vec::new();
-    for row in report.series(TIMELINE) {
-        let label = run_label(row);
+fn runs(report: &Report) -> Vec<(String, Vec<TimelineRow>)> {
+    let mut runs: Vec<(String, Vec<TimelineRow>)> = Vec::new();
+    for row in report.series_as::<TimelineRow>(TIMELINE) {
+        let label = row.run.label();
         match runs.iter_mut().find(|(known, _)| *known == label) {
             Some((_, samples)) => samples.push(row),
             None => runs.push((label, vec![row])),
@@ -84,16 +67,16 @@ fn runs(report: &Report) -> Vec<(String, Vec<&Row>)> {
 /// The eater's exit as a marker, from the result rows.
 fn exit_marker(report: &Report) -> Vec<(f64, String)> {
     report
-        .results()
-        .find_map(|row| number(row, columns::EATER_EXIT_S))
-        .map(|seconds| vec![(seconds, " eater exits".to_string())])
+        .results_as::<RunRow>()
+        .next()
+        .map(|row| vec![(row.eater_exit_s, " eater exits".to_string())])
         .unwrap_or_default()
 }
 
-fn points(samples: &[&Row], column: &str) -> Vec<(f64, f64)> {
+fn points(samples: &[TimelineRow], value: impl Fn(&TimelineRow) -> Option<f64>) -> Vec<(f64, f64)> {
     samples
         .iter()
-        .filter_map(|row| Some((number(row, columns::T_S)?, number(row, column)?)))
+        .filter_map(|row| Some((row.t_s, value(row)?)))
         .collect()
 }
 
@@ -107,7 +90,7 @@ fn score_over_time(report: &Report) -> Option<Plot> {
         .enumerate()
         .map(|(at, (label, samples))| Series {
             name: label.clone(),
-            points: points(samples, columns::SCORE),
+            points: points(samples, |row| Some(row.score)),
             reference: false,
             colour: Some(at),
         })
@@ -116,17 +99,12 @@ fn score_over_time(report: &Report) -> Option<Plot> {
     // the exit, drawn over the time after it.
     let markers = exit_marker(report);
     let balanced = report
-        .results()
-        .find(|row| is_balanced(row))
-        .and_then(|row| {
-            Some((
-                number(row, columns::SCORE_BEFORE)?,
-                number(row, columns::REFERENCE_IMPROVEMENT)?,
-            ))
-        });
+        .results_as::<RunRow>()
+        .find(|row| row.run.is_balanced())
+        .map(|row| (row.score_before, row.reference_improvement));
     let balanced_colour = runs
         .iter()
-        .position(|(_, samples)| samples.first().is_some_and(|row| is_balanced(row)));
+        .position(|(_, samples)| samples.first().is_some_and(|row| row.run.is_balanced()));
     if let (Some((before, reference)), Some((exit, _)), Some(colour)) =
         (balanced, markers.first(), balanced_colour)
     {
@@ -163,37 +141,33 @@ fn pages_over_time(report: &Report) -> Option<Plot> {
     // baseline (dashed): what stays where first touch put it.
     let balanced = runs
         .iter()
-        .find(|(_, samples)| samples.first().is_some_and(|row| is_balanced(row)))?;
-    let baseline = runs.iter().find(|(_, samples)| {
-        samples.first().and_then(|row| text(row, columns::POLICY)) == Some("bind")
-    });
-    let nodes: Vec<usize> = (0..64)
-        .take_while(|node| {
-            balanced
-                .1
-                .first()
-                .is_some_and(|row| number(row, &columns::pages_node(node)).is_some())
-        })
+        .find(|(_, samples)| samples.first().is_some_and(|row| row.run.is_balanced()))?;
+    let baseline = runs
+        .iter()
+        .find(|(_, samples)| samples.first().map(|row| row.run.policy.as_str()) == Some("bind"));
+    let nr_nodes = balanced.1.first().map_or(0, |row| row.pages_node.len());
+    let nodes: Vec<usize> = (0..nr_nodes)
         .filter(|node| {
             balanced
                 .1
                 .iter()
-                .any(|row| number(row, &columns::pages_node(node)).unwrap_or(0.0) > 0.0)
+                .any(|row| row.pages_node.get(*node).is_some_and(|pages| *pages > 0))
         })
         .collect();
+    let pages_of =
+        |node: usize| move |row: &TimelineRow| row.pages_node.get(node).map(|pages| *pages as f64);
     let mut series = Vec::new();
     for (at, node) in nodes.iter().enumerate() {
-        let column = columns::pages_node(node);
         series.push(Series {
             name: format!("node {node}, {}", balanced.0),
-            points: points(&balanced.1, &column),
+            points: points(&balanced.1, pages_of(*node)),
             reference: false,
             colour: Some(at),
         });
         if let Some((label, samples)) = baseline {
             series.push(Series {
                 name: format!("node {node}, {label}"),
-                points: points(samples, &column),
+                points: points(samples, pages_of(*node)),
                 reference: true,
                 colour: Some(at),
             });
@@ -216,9 +190,9 @@ fn pages_over_time(report: &Report) -> Option<Plot> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run_with;
+    use super::super::NumaBalancing;
     use super::*;
-    use crate::experiments::{RunOptions, Scale};
+    use crate::experiments::{Experiment, RunOptions, Scale};
     use crate::params::ConfigFile;
 
     #[test]
@@ -229,9 +203,11 @@ mod tests {
             &["numa-balancing"],
         )
         .unwrap()
-        .params("numa-balancing", &super::super::params(Scale::Quick))
+        .params("numa-balancing", &NumaBalancing.params(Scale::Quick))
         .unwrap();
-        let report = run_with(&RunOptions::new(Scale::Quick, 1), &params).unwrap();
+        let report = NumaBalancing
+            .run(&RunOptions::new(Scale::Quick, 1), &params)
+            .unwrap();
         let plots = plots(&report);
         let names: Vec<&str> = plots.iter().map(|plot| plot.name.as_str()).collect();
         assert_eq!(names, ["improvement", "score-over-time", "pages-per-node"]);

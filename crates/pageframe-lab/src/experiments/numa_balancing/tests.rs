@@ -8,7 +8,7 @@ const SMALL: &str = "[numa-balancing]\nnode_mib = 192\ncpus_per_node = 2\nproces
 
 fn params_of(text: &str) -> Result<Params, crate::params::ConfigError> {
     ConfigFile::parse("test.toml", text, &["numa-balancing"])?
-        .params("numa-balancing", &params(Scale::Quick))
+        .params("numa-balancing", &NumaBalancing.params(Scale::Quick))
 }
 
 fn setup_of(text: &str) -> Setup {
@@ -92,7 +92,9 @@ fn timeline_follows_the_simulation() {
 #[test]
 fn the_report_keeps_its_rows_and_adds_the_timeline() {
     let options = RunOptions::new(Scale::Quick, 3);
-    let report = run_with(&options, &params_of(SMALL).unwrap()).unwrap();
+    let report = NumaBalancing
+        .run(&options, &params_of(SMALL).unwrap())
+        .unwrap();
     let results: Vec<&Row> = report.results().collect();
     assert_eq!(results.len(), RUNS.len());
     for row in &results {
@@ -137,7 +139,7 @@ fn params_reach_the_setup_and_bad_combinations_name_their_keys() {
     );
     assert_eq!(zipf.pattern, Pattern::Zipf { s: 0.8 });
     assert_eq!(zipf.balancing.scan_period_max_ms, 30_000);
-    let full = Setup::from_params(&Params::defaults(&params(Scale::Full))).unwrap();
+    let full = Setup::from_params(&Params::defaults(&NumaBalancing.params(Scale::Full))).unwrap();
     assert_eq!(full.node_bytes, 48 << 30);
     assert_eq!(full.eater_bytes, 40 << 30);
     assert_eq!(full.processes * full.ws_bytes as usize, (64 * 640) << 20);

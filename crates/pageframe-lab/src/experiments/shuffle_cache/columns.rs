@@ -32,7 +32,10 @@ pub const GUESS_RATE: &str = "guess_rate";
 pub const BLOCK_MOVES: &str = "block_moves";
 /// Column `next_block_guess_rate`.
 pub const NEXT_BLOCK_GUESS_RATE: &str = "next_block_guess_rate";
-/// Column `aging_ops`.
-pub const AGING_OPS: &str = "aging_ops";
+/// Column `run`: the benchmark run, from 1.
+pub const RUN: &str = "run";
+/// Column `colour_sharers`: other heap pages per heap page in the same
+/// page-sized slice of the cache.
+pub const COLOUR_SHARERS: &str = "colour_sharers";
 /// Column `shuffle`.
 pub const SHUFFLE: &str = "shuffle";

@@ -9,10 +9,13 @@
 //!   4 MiB blocks each gets are random and overlap only partly.
 //!   Document: 3x faster with shuffle.
 //! - `fresh`, `aged`, `aged+shuffle`, `fresh+shuffle`: a managed-runtime heap
-//!   3x the cache (hot/warm/cold mix) on a fresh machine, after aging, each
-//!   without and with shuffle. Document: 8%, 21% after aging, 11% with
-//!   randomization. The object mix is calibrated once, so that `fresh` is
-//!   near 8%; the other rows are then what the simulation predicts.
+//!   3x the cache (hot/warm/cold mix), measured at every run of a benchmark
+//!   repeated on a machine that also reads files through the page cache, so
+//!   that reclaim and exits shape the free lists (`heap_runs`): the first
+//!   run is fresh, the second half of the runs aged; without and with
+//!   shuffle. Document: 8%, 21% after aging, 11% with randomization. The
+//!   object mix is calibrated once, so that `fresh` is near 8%; the other
+//!   rows are then what the simulation predicts.
 //! - `shuffle-cost`: one shuffle pass against a boot of the same memory.
 //!   Document: "in the noise".
 //! - `security` / `security+shuffle`: on a fresh machine, how predictable
@@ -21,14 +24,12 @@
 //! Every heap and stream figure is the mean over several seeds (the run's
 //! seed and the next ones) with the spread shown.
 //!
-//! Besides the case rows, the report holds the series `aging` (see
-//! `report::SERIES`): the heap's conflict rate on a machine aged for 0, 1/4,
-//! 1/2, 3/4 and all of the aging cycles, without and with shuffle. Each
-//! sample boots, ages for that many cycles (a shorter history, ending as
-//! the full one does) and measures the heap as the heap cases do; the first
-//! and last samples are the `fresh`/`aged` cases' own measurements.
+//! Besides the case rows, the report holds the series `runs` (see
+//! `report::SERIES`): the heap's conflict rate at every benchmark run,
+//! without and with shuffle.
 
 mod columns;
+mod heap_runs;
 mod plot;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
@@ -36,16 +37,13 @@ use crate::cache_model::{BandwidthModel, CacheStats, DirectMappedCache};
 use crate::params::{Param, Params};
 use crate::plots::Plot;
 use crate::plots::{number, text};
-use crate::report::{Report, Row, SERIES};
+use crate::report::{Report, Row};
 use crate::summary::{self, Headline};
-use crate::workloads::aging::{age, AgingConfig};
-use crate::workloads::heap::{Heap, HeapMix};
 use crate::workloads::stream::{run_interleaved, StreamInstance};
 use crate::workloads::FirstTouchSpace;
+use heap_runs::{HeapRuns, RUNS};
 use pageframe::machine::{apply_cmdline, MemorySideCache};
-use pageframe::{
-    AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng, NodeId, Order,
-};
+use pageframe::{AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order};
 use std::time::Instant;
 
 /// The document's conflict rates: fresh, aged, aged with shuffle.
@@ -58,17 +56,15 @@ pub const REFERENCE_AGED_SHUFFLE: f64 = 0.11;
 pub const REFERENCE_SPEEDUP: f64 = 3.0;
 /// Cache line size.
 const LINE: u64 = 64;
-/// The name of the report's series of conflict rate over aging.
-pub const AGING: &str = "aging";
-/// Steps of the aging series: per shuffle setting it samples after 0,
-/// 1/AGING_STEPS, ... and all of the aging cycles.
-const AGING_STEPS: u64 = 4;
 
 struct Setup {
     cache: u64,
     heap_memory_factor: u64,
     heap_accesses: u64,
-    aging_ops: u64,
+    /// Benchmark runs per aging machine.
+    runs: u64,
+    /// Seeds of the heap cases (an aging machine per seed and setting).
+    heap_seeds: u64,
     stream_passes: u32,
     seeds: u64,
     cost_memory: u64,
@@ -80,7 +76,8 @@ fn setup(scale: Scale) -> Setup {
             cache: 64 << 20,
             heap_memory_factor: 8,
             heap_accesses: 12_000_000,
-            aging_ops: 400_000,
+            runs: 20,
+            heap_seeds: 2,
             stream_passes: 3,
             seeds: 5,
             cost_memory: 4 << 30,
@@ -89,7 +86,8 @@ fn setup(scale: Scale) -> Setup {
             cache: 1 << 30,
             heap_memory_factor: 8,
             heap_accesses: 200_000_000,
-            aging_ops: 4_000_000,
+            runs: 20,
+            heap_seeds: 2,
             stream_passes: 3,
             seeds: 3,
             cost_memory: 64 << 30,
@@ -129,10 +127,13 @@ fn boot(desc: &MachineDesc, seed: u64) -> Result<LocalPageAllocator, ExperimentE
 }
 
 /// Mean, min and max.
-fn spread(values: &[f64]) -> (f64, f64, f64) {
-    let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+fn spread(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64) {
+    let (sum, count) = values
+        .clone()
+        .fold((0.0, 0u64), |(sum, count), value| (sum + value, count + 1));
+    let mean = sum / count.max(1) as f64;
+    let min = values.clone().fold(f64::INFINITY, f64::min);
+    let max = values.fold(f64::NEG_INFINITY, f64::max);
     (mean, min, max)
 }
 
@@ -155,14 +156,14 @@ fn run_cases(options: &RunOptions) -> Result<Report, ExperimentError> {
             times[at].push(bandwidth.time_s(&stats, LINE));
         }
     }
-    let (time_off, _, _) = spread(&times[0]);
-    let (time_on, _, _) = spread(&times[1]);
+    let (time_off, _, _) = spread(times[0].iter().copied());
+    let (time_on, _, _) = spread(times[1].iter().copied());
     for (at, case) in ["two-instances", "two-instances+shuffle"]
         .into_iter()
         .enumerate()
     {
-        let (rate, min, max) = spread(&rates[at]);
-        let (time, _, _) = spread(&times[at]);
+        let (rate, min, max) = spread(rates[at].iter().copied());
+        let (time, _, _) = spread(times[at].iter().copied());
         let mut row = Row::new()
             .with(columns::CASE, case)
             .with_f64(columns::CONFLICT_RATE, rate, 3)
@@ -182,31 +183,21 @@ fn run_cases(options: &RunOptions) -> Result<Report, ExperimentError> {
     }
     let _ = time_on;
 
-    // The heap 3x the cache, fresh and aged, without and with shuffle.
-    let mut heap_rates = HeapRates::new(&p, &seeds);
-    for (case, aged, shuffle, reference) in [
-        ("fresh", false, false, Some(REFERENCE_FRESH)),
-        ("aged", true, false, Some(REFERENCE_AGED)),
-        ("aged+shuffle", true, true, Some(REFERENCE_AGED_SHUFFLE)),
-        ("fresh+shuffle", false, true, None),
-    ] {
-        let aging_ops = if aged { p.aging_ops } else { 0 };
-        let (rate, min, max) = spread(heap_rates.rates(aging_ops, shuffle)?);
-        rows.push(
-            Row::new()
-                .with(columns::CASE, case)
-                .with_f64(columns::CONFLICT_RATE, rate, 3)
-                .with_f64(columns::CONFLICT_MIN, min, 3)
-                .with_f64(columns::CONFLICT_MAX, max, 3)
-                .with(columns::REFERENCE, reference),
-        );
-    }
+    // The heap 3x the cache over the runs of an aging machine, without and
+    // with shuffle.
+    let heap_seeds = &seeds[..(p.heap_seeds.min(p.seeds) as usize)];
+    let heap_runs = HeapRuns::measure(&p, heap_seeds)?;
+    rows.extend(heap_runs.case_rows([
+        Some(REFERENCE_FRESH),
+        Some(REFERENCE_AGED),
+        Some(REFERENCE_AGED_SHUFFLE),
+    ]));
 
     rows.push(shuffle_cost(&p, options.seed)?);
     for shuffle in [false, true] {
         rows.push(security(shuffle, options.seed)?);
     }
-    rows.extend(aging_series(&mut heap_rates)?);
+    rows.extend(heap_runs.series_rows());
 
     Ok(Report {
         experiment: "shuffle-cache".into(),
@@ -227,18 +218,24 @@ fn run_cases(options: &RunOptions) -> Result<Report, ExperimentError> {
                 p.stream_passes
             ),
             format!(
-                "heap: {} MiB machine, heap 3x the cache touched in order, {} accesses (2.5% of pages take 85%, 27.5% take 12%, 70% take 3%; calibrated so that fresh is near 8%); aged = {} seeded alloc/free cycles of mixed orders, lifetimes and GFP types leaving a 15% residue",
+                "heap: {} MiB machine, heap 3x the cache pre-touched at the start of each of {} benchmark runs, {} accesses per run, the same stream every run (2.5% of pages take 85%, 27.5% take 12%, 70% take 3%; calibrated so that fresh is near 8%); each run then reads as much as the memory from a data set twice its size through the page cache, writes a log (4 kept), runs a helper process per read and exits; kswapd and direct reclaim free the page cache in LRU order, exits free the heap in address order",
                 (p.cache * p.heap_memory_factor) >> 20,
-                p.heap_accesses,
-                p.aging_ops
+                p.runs,
+                p.heap_accesses
             ),
             format!(
-                "mean over seeds {:?}; conflict_rate = conflict misses / accesses; reference = shuffle-free-memory.txt",
-                seeds
+                "fresh = run 1, aged = runs {}..{} (mean, min, max over runs and seeds {:?}); colour_sharers = other heap pages per heap page in the same page-sized slice of the cache (contiguous: 2.00, random placement: {:.2})",
+                p.runs / 2 + 1,
+                p.runs,
+                heap_seeds,
+                heap_runs.random_sharers
             ),
             format!(
-                "series {AGING}: the heap's conflict rate (mean, min, max over the seeds) on a machine aged for aging_ops of the {} cycles (0, 1/4, 1/2, 3/4, all; each a fresh boot aged that long), without and with shuffle",
-                p.aging_ops
+                "mean over seeds {:?} (heap: {:?}); conflict_rate = conflict misses / accesses; reference = shuffle-free-memory.txt",
+                seeds, heap_seeds
+            ),
+            format!(
+                "series {RUNS}: the heap's conflict rate and colour sharers at every benchmark run (mean, min, max over the seeds), without and with shuffle"
             ),
         ],
     })
@@ -261,105 +258,6 @@ fn two_instances(p: &Setup, shuffle: bool, seed: u64) -> Result<CacheStats, Expe
     run_interleaved(&instances, &mut cache, 1, LINE);
     cache.reset_stats();
     run_interleaved(&instances, &mut cache, p.stream_passes, LINE);
-    Ok(cache.stats())
-}
-
-/// The heap's conflict rates over the seeds, per (aging cycles, shuffle),
-/// each measured once: the cases and the aging series share them.
-struct HeapRates<'a> {
-    p: &'a Setup,
-    seeds: &'a [u64],
-    measured: Vec<((u64, bool), Vec<f64>)>,
-}
-
-impl<'a> HeapRates<'a> {
-    fn new(p: &'a Setup, seeds: &'a [u64]) -> HeapRates<'a> {
-        HeapRates {
-            p,
-            seeds,
-            measured: Vec::new(),
-        }
-    }
-
-    /// The conflict rate per seed of the heap on a machine aged for
-    /// `aging_ops` cycles.
-    fn rates(&mut self, aging_ops: u64, shuffle: bool) -> Result<&[f64], ExperimentError> {
-        let key = (aging_ops, shuffle);
-        let at = match self.measured.iter().position(|(known, _)| *known == key) {
-            Some(at) => at,
-            None => {
-                let rates = self
-                    .seeds
-                    .iter()
-                    .map(|&seed| {
-                        heap_case(self.p, aging_ops, shuffle, seed)
-                            .map(|stats| stats.conflict_rate())
-                    })
-                    .collect::<Result<Vec<f64>, _>>()?;
-                self.measured.push((key, rates));
-                self.measured.len() - 1
-            }
-        };
-        Ok(&self.measured[at].1)
-    }
-}
-
-/// The `aging` series: per shuffle setting, the heap's conflict rate after
-/// 0, 1/4, ... and all of the aging cycles, in aging order.
-fn aging_series(heap_rates: &mut HeapRates) -> Result<Vec<Row>, ExperimentError> {
-    let total = heap_rates.p.aging_ops;
-    let mut rows = Vec::new();
-    for shuffle in [false, true] {
-        for step in 0..=AGING_STEPS {
-            let aging_ops = total * step / AGING_STEPS;
-            let (rate, min, max) = spread(heap_rates.rates(aging_ops, shuffle)?);
-            rows.push(
-                Row::new()
-                    .with(SERIES, AGING)
-                    .with(columns::AGING_OPS, aging_ops)
-                    .with(columns::SHUFFLE, shuffle)
-                    .with_f64(columns::CONFLICT_RATE, rate, 3)
-                    .with_f64(columns::CONFLICT_MIN, min, 3)
-                    .with_f64(columns::CONFLICT_MAX, max, 3),
-            );
-        }
-    }
-    Ok(rows)
-}
-
-/// The heap case: boot, age for `aging_ops` cycles (none: fresh), touch
-/// the heap, run the mix.
-fn heap_case(
-    p: &Setup,
-    aging_ops: u64,
-    shuffle: bool,
-    seed: u64,
-) -> Result<CacheStats, ExperimentError> {
-    let desc = machine(p.cache * p.heap_memory_factor, 2, p.cache, shuffle, "")?;
-    let allocator = boot(&desc, seed)?;
-    if aging_ops > 0 {
-        age(
-            &allocator,
-            AgingConfig {
-                ops: aging_ops,
-                hold_limit_percent: 60,
-                residue_percent: 15,
-            },
-            seed ^ 0xa9e,
-        )
-        .map_err(ExperimentError::failed)?;
-    }
-    let mut space = FirstTouchSpace::new(&allocator, 3 * p.cache, CpuId(0), NodeId(0));
-    space
-        .touch_all(&allocator)
-        .map_err(ExperimentError::failed)?;
-    let page_shift = allocator.layout().page_shift as u32;
-    let heap = Heap::new(&space, HeapMix::default(), page_shift, LINE);
-    let mut cache = DirectMappedCache::new(p.cache, LINE).map_err(ExperimentError::failed)?;
-    let mut rng = MachineRng::new(seed ^ 0x4ea9);
-    heap.run(&space, &mut cache, &mut rng, p.heap_accesses / 4);
-    cache.reset_stats();
-    heap.run(&space, &mut cache, &mut rng, p.heap_accesses);
     Ok(cache.stats())
 }
 
@@ -499,78 +397,5 @@ impl Experiment for ShuffleCache {
 
     fn plots(&self, report: &Report) -> Vec<Plot> {
         plot::plots(report)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::Value;
-
-    /// A machine small enough for a unit test: a 4 MiB cache, 32 MiB of
-    /// memory, a short history.
-    fn small() -> Setup {
-        Setup {
-            cache: 4 << 20,
-            heap_memory_factor: 8,
-            heap_accesses: 100_000,
-            aging_ops: 8_000,
-            stream_passes: 1,
-            seeds: 2,
-            cost_memory: 64 << 20,
-        }
-    }
-
-    /// The aging series: per shuffle setting, aging_ops rising from 0 to
-    /// every cycle, rates in [0, 1]; the cases' measurements are reused.
-    #[test]
-    fn aging_series_rises_through_the_cycles_without_and_with_shuffle() {
-        let p = small();
-        let seeds = [7, 8];
-        let mut heap_rates = HeapRates::new(&p, &seeds);
-        let aged = spread(heap_rates.rates(p.aging_ops, false).unwrap()).0;
-        let report = Report {
-            experiment: "shuffle-cache".into(),
-            seed: 7,
-            scale: "quick".into(),
-            rows: aging_series(&mut heap_rates).unwrap(),
-            notes: Vec::new(),
-        };
-        assert_eq!(report.series_names(), vec![AGING.to_string()]);
-        assert_eq!(report.results().count(), 0);
-        let steps = AGING_STEPS as usize + 1;
-        assert_eq!(heap_rates.measured.len(), 2 * steps);
-        for shuffle in [false, true] {
-            let samples: Vec<&Row> = report
-                .series(AGING)
-                .filter(|row| row.get(columns::SHUFFLE) == Some(&Value::Bool(shuffle)))
-                .collect();
-            assert_eq!(samples.len(), steps, "shuffle={shuffle}");
-            let ops: Vec<u64> = samples
-                .iter()
-                .map(|row| row.get(columns::AGING_OPS).and_then(Value::as_u64).unwrap())
-                .collect();
-            assert!(ops.windows(2).all(|pair| pair[0] < pair[1]), "{ops:?}");
-            assert_eq!((ops[0], ops[steps - 1]), (0, p.aging_ops));
-            for row in &samples {
-                let rate = row
-                    .get(columns::CONFLICT_RATE)
-                    .and_then(Value::as_f64)
-                    .unwrap();
-                assert!((0.0..=1.0).contains(&rate), "{row:?}");
-            }
-        }
-        let last = report
-            .series(AGING)
-            .find(|row| {
-                row.get(columns::SHUFFLE) == Some(&Value::Bool(false))
-                    && row.get(columns::AGING_OPS).and_then(Value::as_u64) == Some(p.aging_ops)
-            })
-            .unwrap();
-        let rounded = (aged * 1000.0).round() / 1000.0;
-        assert_eq!(
-            last.get(columns::CONFLICT_RATE),
-            Some(&Value::from(rounded))
-        );
     }
 }

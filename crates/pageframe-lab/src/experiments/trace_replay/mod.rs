@@ -1,9 +1,9 @@
 //! Experiment `trace-replay`: the page-allocator trace shipped with the
 //! repository (a kernel source untar and build, recorded with `pageframe
 //! trace record` on a 2-CPU machine) replayed on a pageframe machine shaped
-//! like the traced host, once per policy of
-//! [`trace::EXPERIMENT_POLICIES`] (the kernel's default, then
-//! `page_alloc.shuffle=1`). Each result row puts the traced kernel's figure
+//! like the traced host, once with the kernel's policy and once with the
+//! policy the parameters switch (default: `page_alloc.shuffle=1`; also the
+//! fallback order and the per-CPU list sizing). Each result row puts the traced kernel's figure
 //! beside pageframe's (sections of [`trace::compare`]); the series
 //! `fragmentation` samples the unusable free index over the trace's time.
 //! Deterministic: the trace is fixed and the machine is seeded.
@@ -16,18 +16,69 @@ use crate::params::{Param, Params};
 use crate::plots::{number, text, Plot};
 use crate::report::{Report, Row, SERIES};
 use crate::summary::{self, Headline};
-use crate::trace::{self, FragSample};
+use crate::trace::{self, FragSample, ReplayPolicy};
+use pageframe::{FallbackOrder, PcpSizing};
 
 /// The parameters of `trace-replay` (config file keys) with their defaults;
 /// the same at both scales (the trace is what it is).
 fn params(_scale: Scale) -> Vec<Param> {
-    vec![Param::int(
-        "samples",
-        "Fragmentation samples taken over the trace (plus one at its end)",
-        32,
-        1,
-        1024,
-    )]
+    vec![
+        Param::int(
+            "samples",
+            "Fragmentation samples taken over the trace (plus one at its end)",
+            32,
+            1,
+            1024,
+        ),
+        Param::bool(
+            "shuffle",
+            "The second allocator shuffles its free lists (page_alloc.shuffle=1)",
+            true,
+        ),
+        Param::choice(
+            "fallback_order",
+            "The second allocator's fallback table: kernel (Linux's fallbacks[]) or reversed (each migratetype tries the kernel's second choice first)",
+            "kernel",
+            &FALLBACK_ORDERS,
+        ),
+        Param::int(
+            "pcp_high_fraction",
+            "The second allocator's vm.percpu_pagelist_high_fraction (0: the kernel's default from the low watermark; else at least 8)",
+            0,
+            0,
+            1 << 20,
+        ),
+        Param::int(
+            "pcp_batch",
+            "The second allocator's per-CPU list batch in pages (0: the kernel's zone_batchsize())",
+            0,
+            0,
+            PcpSizing::MAX_BATCH as i64,
+        ),
+    ]
+}
+
+/// The names of [`FallbackOrder::ALL`], for the `fallback_order` choice.
+const FALLBACK_ORDERS: [&str; 2] = [FallbackOrder::ALL[0].name(), FallbackOrder::ALL[1].name()];
+
+/// The allocator the parameters switch, to compare with the kernel's.
+fn second_policy(params: &Params) -> Result<ReplayPolicy, ExperimentError> {
+    let fallback_order = FallbackOrder::from_name(params.choice("fallback_order"))
+        .ok_or_else(|| ExperimentError::Failed("unknown fallback order".into()))?;
+    let fraction =
+        u32::try_from(params.int("pcp_high_fraction")).map_err(ExperimentError::failed)?;
+    let batch = u32::try_from(params.int("pcp_batch")).map_err(ExperimentError::failed)?;
+    let pcp = PcpSizing::new(fraction, (batch != 0).then_some(batch)).map_err(|_| {
+        ExperimentError::Failed(format!(
+            "pcp_high_fraction {fraction}: 0 or at least {}",
+            PcpSizing::MIN_HIGH_FRACTION
+        ))
+    })?;
+    Ok(ReplayPolicy::with_switches(
+        params.bool("shuffle"),
+        fallback_order,
+        pcp,
+    ))
 }
 
 /// The unusable free index of `order` in `sample`, as a fraction.
@@ -49,14 +100,15 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
     }
     let recorded = trace::import(&path).map_err(ExperimentError::failed)?;
     let samples = usize::try_from(params.int("samples")).map_err(ExperimentError::failed)?;
-    let reports = trace::replay_policies(&recorded, options.seed, samples)
+    let policies = [ReplayPolicy::kernel(), second_policy(params)?];
+    let reports = trace::replay_policies(&recorded, options.seed, samples, &policies)
         .map_err(ExperimentError::failed)?;
     let mut rows = Vec::new();
     for (policy, report) in &reports {
         for row in &report.rows {
             rows.push(
                 Row::new()
-                    .with(columns::POLICY, *policy)
+                    .with(columns::POLICY, policy.clone())
                     .with(columns::SECTION, row.section)
                     .with(columns::KEY, row.key.clone())
                     .with(columns::KERNEL, row.kernel)
@@ -68,7 +120,7 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         for sample in &report.outcome.samples {
             let mut row = Row::new()
                 .with(SERIES, columns::FRAGMENTATION)
-                .with(columns::POLICY, *policy)
+                .with(columns::POLICY, policy.clone())
                 .with_f64(columns::SECONDS, sample.timestamp_ns as f64 / 1e9, 3);
             for (order, column) in columns::SERIES_ORDERS {
                 row = row.with(column, unusable(sample, order));
@@ -93,7 +145,10 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         rows,
         notes: vec![
             format!("trace: {}", trace::summary(&recorded)),
-            format!("replayed on a host-shaped machine ({machine}) per policy: {}; kernel = the traced kernel's figure, - where the trace has none", trace::EXPERIMENT_POLICIES.iter().map(|(name, cmdline)| if cmdline.is_empty() { name.to_string() } else { format!("{name} ({cmdline})") }).collect::<Vec<_>>().join(", ")),
+            format!(
+                "replayed on a host-shaped machine ({machine}) per policy: {}; kernel = the traced kernel's figure, - where the trace has none",
+                policies.iter().map(ReplayPolicy::describe).collect::<Vec<_>>().join("; ")
+            ),
         ],
     })
 }
@@ -127,7 +182,7 @@ impl Experiment for TraceReplay {
     }
 
     fn about(&self) -> &'static str {
-        "the shipped kernel trace replayed on pageframe, kernel default and shuffle, the traced kernel's figures beside pageframe's"
+        "the shipped kernel trace replayed on pageframe, kernel default and a switched policy (shuffle, fallback order, pcp sizing), the traced kernel's figures beside pageframe's"
     }
 
     fn params(&self, scale: Scale) -> Vec<Param> {

@@ -34,3 +34,11 @@ pub const REFERENCE_ORIG_SIZE: &str = "reference_orig_size";
 pub const REFERENCE_COMPR_SIZE: &str = "reference_compr_size";
 /// Column `reference_used_size`.
 pub const REFERENCE_USED_SIZE: &str = "reference_used_size";
+/// Column `kernel_orig_size`: the real /dev/zram's orig_data_size (MiB).
+pub const KERNEL_ORIG_SIZE: &str = "kernel_orig_size";
+/// Column `kernel_compr_size`.
+pub const KERNEL_COMPR_SIZE: &str = "kernel_compr_size";
+/// Column `kernel_used_size`.
+pub const KERNEL_USED_SIZE: &str = "kernel_used_size";
+/// Column `kernel_overhead_ratio`: the real device's (used − compr) / compr.
+pub const KERNEL_OVERHEAD_RATIO: &str = "kernel_overhead_ratio";

@@ -1,5 +1,16 @@
 //! Experiment `zram-untar`: the afmalloc document's fragmentation test on
-//! real data. A zram device (lz4) over each allocator — zsmalloc with
+//! real data, in one of two workloads (parameter `workload`):
+//!
+//! - `ext4-trace` (the default): the block trace of the real thing — ext4
+//!   mounted with `discard` on a zram, the kernel tree untarred, directories
+//!   removed, rounds — replayed on each allocator with the compressed sizes
+//!   of the chosen codec, the real kernel's mm_stat of the same run beside
+//!   (see [`replay`]). The quick-scale trace ships in `traces/`; `--fs ext4`
+//!   (root) records a new one at the run's scale (see [`live`]) and replays
+//!   it; `--trace FILE` replays another.
+//! - `files`: the model without a file system, below.
+//!
+//! In `files`, a zram device over each allocator — zsmalloc with
 //! zspages of at most 4 pages (the document's 2014 zsmalloc), zsmalloc at
 //! today's default 8, afmalloc — receives a kernel source tree file by file
 //! ("untar", each file's pages written to free slots), then loses
@@ -17,7 +28,9 @@
 //! get one and runs on files found on this machine, labelled as such.
 
 mod columns;
+mod live;
 mod plot;
+mod replay;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::corpus::{self, Corpus, Sampling};
@@ -53,10 +66,22 @@ const STEP_UNITS: u64 = 10;
 /// The parameters of `zram-untar` with their defaults.
 fn params(scale: Scale) -> Vec<Param> {
     let (rounds, one_in, fallback_mib) = match scale {
-        Scale::Quick => (2, 4, 96),
+        Scale::Quick => (3, 4, 96),
         Scale::Full => (10, 1, 512),
     };
     vec![
+        Param::choice(
+            "workload",
+            "ext4-trace: the real ext4 workload's block trace replayed (the shipped one, --trace FILE, or recorded now with --fs ext4); files: file contents written page by page, no file system",
+            "ext4-trace",
+            &["ext4-trace", "files"],
+        ),
+        Param::choice(
+            "codec",
+            "The compressor whose sizes are stored: lz4 (zram's default and the kernel run's), lzo (the document's), zstd",
+            "lz4",
+            &["lz4", "lzo", "zstd"],
+        ),
         Param::int(
             "rounds",
             "Untar-and-remove rounds (the document: 10)",
@@ -73,9 +98,9 @@ fn params(scale: Scale) -> Vec<Param> {
         ),
         Param::int(
             "zstd_level",
-            "0 compresses with lz4 (zram's default), 1..22 with zstd at that level",
-            0,
-            0,
+            "The zstd level when codec is zstd (files; traces carry level 3)",
+            3,
+            1,
             22,
         ),
         Param::int(
@@ -90,15 +115,19 @@ fn params(scale: Scale) -> Vec<Param> {
 
 /// Runs the experiment with the given parameters (see [`params`]).
 fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    if options.fs_ext4 || params.choice("workload") == "ext4-trace" {
+        return run_trace(options, params);
+    }
     let rounds = params.int("rounds") as u32;
     let sampling = Sampling {
         one_in: params.int("sample_one_in") as usize,
     };
-    let compressor = match params.int("zstd_level") {
-        0 => Compressor::Lz4,
-        level => Compressor::Zstd {
-            level: level as i32,
+    let compressor = match params.choice("codec") {
+        "lzo" => Compressor::Lzo,
+        "zstd" => Compressor::Zstd {
+            level: params.int("zstd_level") as i32,
         },
+        _ => Compressor::Lz4,
     };
     let total =
         LOAD_UNITS + PREPARE_UNITS + BACKENDS.len() as u64 * u64::from(rounds) * 6 * STEP_UNITS;
@@ -170,6 +199,108 @@ fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentE
         compressor.name()
     ));
     notes.push("reference_*: the document's figures (Linux 3.17 source, lzo, zsmalloc of 2014 with merged classes and 4-page zspages, ext4 on zram); its first single-round table for round 1, the last two blocks of its 10-round table for rounds 9 and 10, the block after round 1 for round 2; zsmalloc figures are beside both zsmalloc rows".into());
+    Ok(Report {
+        experiment: "zram-untar".into(),
+        seed: options.seed,
+        scale: options.scale.name().into(),
+        rows,
+        notes,
+    })
+}
+
+/// The `ext4-trace` workload: record (with `--fs ext4`) or take a trace,
+/// replay it on every allocator.
+fn run_trace(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
+    use crate::zram_serve::block_trace::{parse_trace, read_trace, TRACE_CODECS};
+    let codec = ["lz4", "lzo", "zstd"]
+        .iter()
+        .position(|name| *name == params.choice("codec"))
+        .unwrap_or(0);
+    let mut notes = Vec::new();
+    let mut served = None;
+    let (records, name) = if options.fs_ext4 {
+        let trace = options.block_trace.clone().unwrap_or_else(|| {
+            PathBuf::from(format!("zram-untar-ext4-{}.pfzt", options.scale.name()))
+        });
+        let live = live::LiveOptions {
+            tarball: corpus_path(options),
+            rounds: params.int("rounds") as u32,
+            trace: trace.clone(),
+            disk_bytes: 4 << 30,
+        };
+        served = Some(live::record(&live)?);
+        let records = read_trace(&trace).map_err(ExperimentError::failed)?;
+        notes.push(format!(
+            "recorded now: ext4 (mount -o discard) on a served pageframe zram and on a real /dev/zram (lz4), {} of {}; block trace written to {}",
+            live.rounds,
+            live.tarball.display(),
+            trace.display()
+        ));
+        (records, trace.display().to_string())
+    } else {
+        match &options.block_trace {
+            Some(path) => (
+                read_trace(path).map_err(ExperimentError::failed)?,
+                path.display().to_string(),
+            ),
+            None => (
+                parse_trace(replay::SHIPPED, Path::new(replay::SHIPPED_NAME))
+                    .map_err(ExperimentError::failed)?,
+                replay::SHIPPED_NAME.to_string(),
+            ),
+        }
+    };
+    let total = BACKENDS.len() as u64;
+    let mut rows = Vec::new();
+    let mut worst: Option<(f64, u32, String)> = None;
+    for (done, backend) in BACKENDS.into_iter().enumerate() {
+        let steps = replay::replay(&records, backend, codec)?;
+        if let (Some(served), Backend::Zsmalloc { chain_size: 8 }, 0) = (&served, backend, codec) {
+            let same = steps.len() == served.len()
+                && steps.iter().zip(served).all(|(step, stat)| {
+                    (step.orig, step.compr, step.used)
+                        == (
+                            stat.orig_data_size,
+                            stat.compr_data_size,
+                            stat.mem_used_total,
+                        )
+                });
+            notes.push(format!(
+                "the replay of zsmalloc-chain8 with lz4 {} the served device's own mm_stat at every step",
+                if same { "equals" } else { "DIFFERS FROM" }
+            ));
+        }
+        for step in &steps {
+            let row = replay::row(backend, step);
+            if backend == (Backend::Zsmalloc { chain_size: 8 }) && step.round <= 3 {
+                let ours = number(&row, columns::OVERHEAD_RATIO);
+                let kernel = number(&row, columns::KERNEL_OVERHEAD_RATIO);
+                if let (Some(ours), Some(kernel)) = (ours, kernel) {
+                    let gap = ours - kernel;
+                    if worst
+                        .as_ref()
+                        .is_none_or(|(worst, ..)| gap.abs() > worst.abs())
+                    {
+                        worst = Some((gap, step.round, step.label.clone()));
+                    }
+                }
+            }
+            rows.push(row);
+        }
+        observe::progress(done as u64 + 1, total);
+    }
+    notes.push(format!(
+        "block trace {name}: {} records; sizes of {} ({}); sizes in MiB, ratios in % of compr_size; overhead = used_size - compr_size; real_overhead (afmalloc): metadata + chunk rounding",
+        records.len(),
+        TRACE_CODECS[codec].name(),
+        if codec == 2 { "level 3" } else { "as recorded" }
+    ));
+    notes.push("kernel_*: the real /dev/zram (lz4, this kernel's zsmalloc, chain size of its build) measured in the same run as the trace; reference_*: the afmalloc document's overhead ratios (Linux 3.17, lzo, zsmalloc of 2014) for rounds 1, 2, 9 and 10".into());
+    if let Some((gap, round, label)) = worst {
+        notes.push(format!(
+            "zsmalloc-chain8 vs the kernel over rounds 1-3: largest gap {gap:+.2} points (round {round}, {label})"
+        ));
+    }
     Ok(Report {
         experiment: "zram-untar".into(),
         seed: options.seed,

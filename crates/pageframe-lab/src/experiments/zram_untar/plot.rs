@@ -65,6 +65,18 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             });
         }
     }
+    // The real kernel's zram of the same run (a trace workload), once.
+    if let Some(first) = allocators.first() {
+        let kernel = points(report, first, columns::KERNEL_OVERHEAD_RATIO);
+        if !kernel.is_empty() {
+            series.push(Series {
+                name: "this kernel's zram (zsmalloc): overhead".into(),
+                points: kernel,
+                reference: false,
+                colour: Some(allocators.len() + 2),
+            });
+        }
+    }
     // The document's figures, once per allocator kind.
     let zsmalloc = allocators.iter().find(|name| name.starts_with("zsmalloc"));
     if let Some(name) = zsmalloc {
@@ -106,7 +118,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     vec![Plot {
         name: "overhead-ratio".into(),
         title: "Overhead ratio per step and round, per allocator".into(),
-        caption: "(used − compressed) / compressed after each step: untar, then rm drivers, arch, fs, sound, include, round after round; afmalloc's real overhead counts only its metadata and chunk rounding. Dashed: the afmalloc document's figures where it prints them.".into(),
+        caption: "(used − compressed) / compressed after each step: untar, then rm drivers, arch, fs, sound, include, round after round; afmalloc's real overhead counts only its metadata and chunk rounding; with a block trace, the real kernel's zram measured in the same run. Dashed: the afmalloc document's figures where it prints them.".into(),
         value_label: "overhead (% of compressed size)".into(),
         kind: PlotKind::Lines {
             x_label: "step (6 per round)".into(),

@@ -90,6 +90,7 @@ fn without_a_tarball_the_fallback_runs_and_says_so() {
         match param.key {
             "rounds" => param.default = crate::params::Value::Int(1),
             "fallback_mib" => param.default = crate::params::Value::Int(2),
+            "workload" => param.default = crate::params::Value::Choice("files"),
             _ => {}
         }
     }
@@ -139,4 +140,104 @@ fn references_cover_the_documents_rounds() {
         Some(3.98)
     );
     assert!(reference(BACKENDS[1], 5, 0).is_none());
+}
+
+use crate::zram_serve::block_trace::{RealStat, TraceRecord};
+
+/// A small trace: two rounds of writes and discards with step marks.
+fn small_trace() -> Vec<TraceRecord> {
+    let mut records = Vec::new();
+    for round in 1..=2u32 {
+        for page in 0..300u64 {
+            records.push(TraceRecord::Write {
+                page,
+                sizes: (page % 7 != 0).then_some([
+                    (page * 37 % 3000 + 40) as u32,
+                    (page * 41 % 2900 + 40) as u32,
+                    (page * 13 % 2000 + 30) as u32,
+                ]),
+            });
+        }
+        records.push(TraceRecord::Step {
+            round,
+            label: "untar".into(),
+            real: Some(RealStat {
+                orig: 300 * 4096,
+                compr: 400_000,
+                used: 420_000,
+            }),
+        });
+        records.push(TraceRecord::Discard {
+            first: 0,
+            pages: 100 * u64::from(round),
+        });
+        records.push(TraceRecord::Step {
+            round,
+            label: "rm drivers".into(),
+            real: None,
+        });
+    }
+    records
+}
+
+#[test]
+fn replay_is_deterministic_and_accounts_every_write() {
+    let records = small_trace();
+    for backend in BACKENDS {
+        for codec in 0..3 {
+            let steps = replay::replay(&records, backend, codec).unwrap();
+            assert_eq!(steps, replay::replay(&records, backend, codec).unwrap());
+            assert_eq!(steps.len(), 4);
+            // After the first untar every page is stored; sizes add up.
+            let stored: u64 = (0..300u64)
+                .filter(|page| page % 7 != 0)
+                .map(|page| match &records[page as usize] {
+                    TraceRecord::Write {
+                        sizes: Some(sizes), ..
+                    } => u64::from(sizes[codec]),
+                    _ => unreachable!(),
+                })
+                .sum();
+            assert_eq!(steps[0].orig, 300 * 4096);
+            assert_eq!(steps[0].compr, stored);
+            assert!(steps[0].used >= steps[0].compr);
+            assert_eq!(steps[1].orig, 200 * 4096);
+            assert_eq!(steps[3].orig, 100 * 4096);
+            let row = replay::row(backend, &steps[0]);
+            assert_eq!(
+                row.get(columns::KERNEL_OVERHEAD_RATIO)
+                    .and_then(|v| v.as_f64()),
+                Some(5.0)
+            );
+            let row = replay::row(backend, &steps[1]);
+            assert!(row
+                .get(columns::KERNEL_OVERHEAD_RATIO)
+                .is_some_and(|v| v.is_null()));
+            assert_eq!(
+                row.get(columns::REFERENCE_OVERHEAD_RATIO)
+                    .and_then(|v| v.as_f64()),
+                reference(backend, 1, 1).map(|figures| figures.3)
+            );
+        }
+    }
+}
+
+#[test]
+fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
+    let list = params(Scale::Quick);
+    let params = Params::defaults(&list);
+    let options = RunOptions::new(Scale::Quick, 7);
+    let report = run_with(&options, &params).unwrap();
+    let again = run_with(&options, &params).unwrap();
+    assert_eq!(report.rows, again.rows);
+    // Three allocators, three rounds of six steps.
+    assert_eq!(report.rows.len(), 3 * 3 * 6);
+    assert!(report.rows.iter().all(|row| row
+        .get(columns::KERNEL_OVERHEAD_RATIO)
+        .is_some_and(|v| v.as_f64().is_some())));
+    assert!(report
+        .notes
+        .iter()
+        .any(|note| note.contains(replay::SHIPPED_NAME)));
+    assert!(headline(&report).is_some());
 }

@@ -2,8 +2,6 @@
 //! zspage of each, which neighbouring classes merge, and where the huge
 //! classes start. Pure functions of the page size and the chain size.
 
-/// `ZS_ALIGN`.
-pub const ZS_ALIGN: usize = 8;
 /// `ZS_HANDLE_SIZE`: bytes of handle stored in front of every object of a
 /// non-huge class.
 pub const ZS_HANDLE_SIZE: usize = 8;

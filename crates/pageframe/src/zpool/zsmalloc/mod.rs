@@ -2,14 +2,18 @@
 //! into zspages (chains of order-0 pages) of 255 size classes.
 //!
 //! Owns: the size classes, the zspages and the handle table. Does not own:
-//! the pages (a [`PageSource`]) nor their bytes, which live in the backing
-//! and are copied in and out through the page source.
+//! the pages (a [`PageSource`]) nor their bytes, which live in the backing.
+//! A zspage resolves its pages once, when it is made
+//! ([`PageSource::page_buffers`]), and copies objects through those
+//! buffers; its buffers are dropped before its pages are freed, so they
+//! never outlive the pages. A zspage whose pages do not resolve (unmapped
+//! pages, a source without the fast path) copies through the page source.
 //!
 //! Behaviour mirrors mm/zsmalloc.c:
 //! - the handle size (8 B) is added to every request and the sum picks the
 //!   class (zs_malloc()); classes are 16 B apart from 32 B to PAGE_SIZE;
 //!   each class chains the number of pages (up to the chain size, default 8)
-//!   that wastes least; neighbours with equal geometry merge ([`class`]);
+//!   that wastes least; neighbours with equal geometry merge ([`ClassTable`]);
 //! - objects may span two pages; a non-huge object starts with its handle;
 //!   huge classes (one object per page) keep the handle beside the page;
 //! - zspages sit in fullness groups 0, 10, .., 90, 99, 100 % and allocation
@@ -29,7 +33,7 @@
 //! each live handle points at an allocated object that points back at it;
 //! `pages_allocated == Σ pages_per_zspage` over zspages.
 
-pub mod class;
+mod class;
 mod compact;
 mod invariants;
 mod stat;
@@ -42,7 +46,7 @@ use std::cell::Cell;
 use super::{Zpool, ZpoolHandle, ZpoolStats};
 use crate::error::InvariantError;
 use crate::gfp::Gfp;
-use crate::page_source::PageSource;
+use crate::page_source::{PageBuffers, PageSource};
 use crate::slab::id_slots::IdSlots;
 use crate::slab::index_list::{IndexList, Linked, Links, NIL};
 use crate::types::{Order, Pfn};
@@ -103,6 +107,9 @@ struct Zspage {
     /// Its place on its fullness group's list.
     links: Links,
     pages: Box<[Pfn]>,
+    /// The pages resolved for direct copies, if they could be; dropped
+    /// before the pages are freed.
+    buffers: Option<PageBuffers>,
     /// Per object: `ALLOCATED | handle slot` or the next free object.
     slots: Box<[u32]>,
 }
@@ -156,6 +163,11 @@ struct ObjPlace {
     page_index: usize,
     offset: usize,
 }
+
+/// Bytes of an object split at a page boundary: (page index in the zspage,
+/// offset in that page, length) for the first page and the second (length
+/// 0 when the bytes lie in one page).
+type ObjPieces = [(usize, usize, usize); 2];
 
 impl<P: PageSource> ZsPool<P> {
     /// A pool (zs_create_pool()).
@@ -334,6 +346,7 @@ impl<P: PageSource> ZsPool<P> {
         let slots: Box<[u32]> = (0..objs)
             .map(|obj| if obj + 1 < objs { obj + 1 } else { FREE_END })
             .collect();
+        let buffers = self.source.page_buffers(&pages, Order(0));
         let zspage = Zspage {
             class: index as u16,
             fullness: ZS_INUSE_RATIO_0 as u8,
@@ -341,6 +354,7 @@ impl<P: PageSource> ZsPool<P> {
             freeobj: 0,
             links: Links::UNLINKED,
             pages: pages.into_boxed_slice(),
+            buffers,
             slots,
         };
         let id = self.zspages.insert(zspage);
@@ -353,8 +367,9 @@ impl<P: PageSource> ZsPool<P> {
     /// Frees an empty zspage's pages (free_zspage()).
     fn free_zspage(&mut self, id: u32) -> Result<(), ZpoolError> {
         self.remove_zspage(id);
-        let zspage = self.zspages.remove(id).expect("zspage to free");
+        let mut zspage = self.zspages.remove(id).expect("zspage to free");
         debug_assert_eq!(zspage.inuse, 0);
+        zspage.buffers = None;
         let index = usize::from(zspage.class);
         let geometry = self.table.classes[index];
         self.classes[index].objs_allocated -= geometry.objs_per_zspage as u64;
@@ -444,28 +459,20 @@ impl<P: PageSource> ZsPool<P> {
     }
 
     /// The pieces of bytes `at..at + len` of object `obj` of a zspage, split
-    /// at the page boundary when the object spans two pages: (page, offset
-    /// in it, bytes) for the first page and, if any, the second.
+    /// at the page boundary when the object spans two pages. The bytes lie
+    /// inside the object (its callers check them against the class size),
+    /// so every piece lies inside one of the zspage's pages.
     #[inline]
-    fn obj_pieces(
-        &self,
-        zspage_id: u32,
-        obj: u32,
-        at: usize,
-        len: usize,
-    ) -> [(Pfn, usize, usize); 2] {
-        let zspage = self.zspages.get(zspage_id).expect("zspage");
+    fn obj_pieces(&self, zspage: &Zspage, obj: u32, at: usize, len: usize) -> ObjPieces {
         let place = self.place(usize::from(zspage.class), obj);
         let start = place.offset + at;
         let page_size = self.page_size();
         let (page_index, start) = (place.page_index + start / page_size, start % page_size);
         let first_len = len.min(page_size - start);
-        let second = match zspage.pages.get(page_index + 1) {
-            Some(pfn) => (*pfn, 0, len - first_len),
-            None => (Pfn(0), 0, 0),
-        };
-        debug_assert!(first_len == len || second.2 == len - first_len);
-        [(zspage.pages[page_index], start, first_len), second]
+        let rest = len - first_len;
+        debug_assert!(page_index < zspage.pages.len());
+        debug_assert!(rest == 0 || page_index + 1 < zspage.pages.len());
+        [(page_index, start, first_len), (page_index + 1, 0, rest)]
     }
 
     /// Writes `data` at byte `at` of an object, splitting it over two pages
@@ -478,11 +485,26 @@ impl<P: PageSource> ZsPool<P> {
         at: usize,
         data: &[u8],
     ) -> Result<(), ZpoolError> {
+        let zspage = self.zspages.get(zspage_id).expect("zspage");
         let [(first, start, first_len), (second, _, rest)] =
-            self.obj_pieces(zspage_id, obj, at, data.len());
-        self.source.write(first, start, &data[..first_len])?;
+            self.obj_pieces(zspage, obj, at, data.len());
+        let zspage = self.zspages.get_mut(zspage_id).expect("zspage");
+        if let Some(buffers) = zspage.buffers.as_mut() {
+            // SAFETY: the zspage holds its pages until free_zspage (or the
+            // pool's drop), which drops the buffers before freeing them.
+            unsafe {
+                buffers.write(first, start, &data[..first_len]);
+                if rest > 0 {
+                    buffers.write(second, 0, &data[first_len..]);
+                }
+            }
+            return Ok(());
+        }
+        self.source
+            .write(zspage.pages[first], start, &data[..first_len])?;
         if rest > 0 {
-            self.source.write(second, 0, &data[first_len..])?;
+            self.source
+                .write(zspage.pages[second], 0, &data[first_len..])?;
         }
         Ok(())
     }
@@ -497,11 +519,24 @@ impl<P: PageSource> ZsPool<P> {
         at: usize,
         out: &mut [u8],
     ) -> Result<(), ZpoolError> {
+        let zspage = self.zspages.get(zspage_id).expect("zspage");
         let [(first, start, first_len), (second, _, rest)] =
-            self.obj_pieces(zspage_id, obj, at, out.len());
-        self.source.read(first, start, &mut out[..first_len])?;
+            self.obj_pieces(zspage, obj, at, out.len());
+        if let Some(buffers) = zspage.buffers.as_ref() {
+            // SAFETY: as in `write_obj_bytes`: the zspage still holds its pages.
+            unsafe {
+                buffers.read(first, start, &mut out[..first_len]);
+                if rest > 0 {
+                    buffers.read(second, 0, &mut out[first_len..]);
+                }
+            }
+            return Ok(());
+        }
+        self.source
+            .read(zspage.pages[first], start, &mut out[..first_len])?;
         if rest > 0 {
-            self.source.read(second, 0, &mut out[first_len..])?;
+            self.source
+                .read(zspage.pages[second], 0, &mut out[first_len..])?;
         }
         Ok(())
     }
@@ -669,7 +704,8 @@ impl<P: PageSource> Zpool for ZsPool<P> {
 impl<P: PageSource> Drop for ZsPool<P> {
     /// Gives every zspage's pages back (zs_destroy_pool()).
     fn drop(&mut self) {
-        for zspage in self.zspages.drain() {
+        for mut zspage in self.zspages.drain() {
+            zspage.buffers = None;
             for pfn in zspage.pages.iter() {
                 let _ = self.source.free_pages(*pfn, Order(0));
             }

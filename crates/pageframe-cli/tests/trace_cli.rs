@@ -1,0 +1,170 @@
+//! `pageframe trace` as a user runs it: a live recording of a command and of
+//! the whole machine replayed from the file it wrote (as root; skipped,
+//! saying why, otherwise), and bad input (a truncated or foreign file, a
+//! host bigger than the replay machine) as one-line errors with exit
+//! status 2.
+
+use pageframe_lab::trace::{self, record::unavailable_reason};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn pageframe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args(args)
+        .output()
+        .expect("the pageframe binary runs")
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let output = pageframe(args);
+    assert!(
+        output.status.success(),
+        "pageframe {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("output is UTF-8")
+}
+
+/// Asserts the error contract (one line on stderr, exit 2, nothing on
+/// stdout) and returns the message.
+fn error_of(args: &[&str]) -> String {
+    let output = pageframe(args);
+    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "pageframe {args:?}: {stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "pageframe {args:?}: {stderr}");
+    assert!(
+        output.stdout.is_empty(),
+        "pageframe {args:?} printed to stdout"
+    );
+    stderr
+}
+
+/// A path in the temp directory, unique per test process.
+fn temp_file(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("pageframe-trace-cli-{}-{name}", std::process::id()))
+}
+
+/// The `pageframe` value of the replay row `key` in JSON output.
+fn replayed(json: &str, key: &str) -> f64 {
+    let report: serde_json::Value = serde_json::from_str(json).expect("JSON output");
+    report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["key"] == key)
+        .and_then(|row| row["pageframe"].as_f64())
+        .unwrap_or_else(|| panic!("no row {key}"))
+}
+
+#[test]
+fn live_recordings_replay_from_the_cli() {
+    if let Some(reason) = unavailable_reason() {
+        println!("skipped: {reason}");
+        return;
+    }
+    // Two CPUs busy at once: each sorts 16 MiB of random lines.
+    let workload = "for i in 1 2; do (d=$(mktemp -d) && dd if=/dev/urandom of=$d/f bs=1M count=16 status=none && sort $d/f > /dev/null; rm -rf $d) & done; wait";
+    let file = temp_file("command.pftrace");
+    let path = file.to_str().unwrap();
+    let summary = stdout_of(&["trace", "record", "-o", path, "--", "sh", "-c", workload]);
+    assert!(summary.contains("lost events: 0"), "{summary}");
+    let recorded = trace::read_file(&file).unwrap();
+    assert_eq!(recorded.meta("command_status"), Some("exit status: 0"));
+    let allocations = recorded.counts()[0];
+    assert!(allocations > 1_000, "{summary}");
+    let json = stdout_of(&["trace", "replay", path, "--format", "json"]);
+    assert_eq!(replayed(&json, "allocations"), allocations as f64);
+    assert_eq!(replayed(&json, "failed allocations"), 0.0);
+
+    let machine = temp_file("duration.pftrace");
+    let path = machine.to_str().unwrap();
+    let summary = stdout_of(&["trace", "record", "-o", path, "--duration", "0.5"]);
+    assert!(summary.contains("lost events: 0"), "{summary}");
+    let recorded = trace::read_file(&machine).unwrap();
+    let json = stdout_of(&["trace", "replay", path, "--format", "json"]);
+    assert_eq!(replayed(&json, "allocations"), recorded.counts()[0] as f64);
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(&machine);
+    assert!(error_of(&["trace", "record", "-o", path]).contains("needs a command"));
+}
+
+#[test]
+fn bad_trace_files_are_one_line_errors_naming_the_offset() {
+    let bytes = std::fs::read(trace::shipped_trace_path()).unwrap();
+    let truncated = temp_file("truncated.pftrace");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    for command in ["import", "replay"] {
+        let message = error_of(&["trace", command, truncated.to_str().unwrap()]);
+        assert!(message.contains("truncated trace"), "{message}");
+        assert!(message.contains("at byte offset"), "{message}");
+    }
+    let foreign = temp_file("foreign.bin");
+    std::fs::write(&foreign, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0").unwrap();
+    let message = error_of(&["trace", "replay", foreign.to_str().unwrap()]);
+    assert!(message.contains("not a pageframe trace"), "{message}");
+    assert!(message.contains("byte offset 0"), "{message}");
+    let mut flipped = bytes.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    let corrupt = temp_file("corrupt.pftrace");
+    std::fs::write(&corrupt, &flipped).unwrap();
+    let message = error_of(&["trace", "replay", corrupt.to_str().unwrap()]);
+    assert!(message.contains("byte offset"), "{message}");
+    for file in [truncated, foreign, corrupt] {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+#[test]
+fn a_host_bigger_than_the_machine_is_a_mismatch_unless_fitted() {
+    let mut prefix = trace::read_file(&trace::shipped_trace_path()).unwrap();
+    prefix.events.truncate(20_000);
+    let file = temp_file("prefix.pftrace");
+    trace::write_file(&file, &prefix).unwrap();
+    let path = file.to_str().unwrap();
+    let message = error_of(&["trace", "replay", path, "--mem", "1G"]);
+    assert!(message.contains("mismatch"), "{message}");
+    assert!(message.contains("MiB"), "{message}");
+    let message = error_of(&["trace", "replay", path, "--cpus", "1"]);
+    assert!(message.contains("mismatch"), "{message}");
+    assert!(message.contains("CPUs"), "{message}");
+    let json = stdout_of(&[
+        "trace", "replay", path, "--mem", "1G", "--cpus", "1", "--fit", "--format", "json",
+    ]);
+    assert_eq!(
+        replayed(&json, "allocations") + replayed(&json, "failed allocations"),
+        prefix.counts()[0] as f64
+    );
+    let message = error_of(&["trace", "replay", path, "--fallback-order", "random"]);
+    assert!(message.contains("kernel, reversed"), "{message}");
+    let message = error_of(&["trace", "replay", path, "--pcp-high-fraction", "3"]);
+    assert!(message.contains("at least 8"), "{message}");
+    let switched = stdout_of(&[
+        "trace",
+        "replay",
+        path,
+        "--fallback-order",
+        "reversed",
+        "--pcp-high-fraction",
+        "8",
+        "--pcp-batch",
+        "31",
+        "--format",
+        "json",
+    ]);
+    let kernel = stdout_of(&["trace", "replay", path, "--format", "json"]);
+    assert_eq!(
+        replayed(&switched, "allocations"),
+        replayed(&kernel, "allocations")
+    );
+    assert_ne!(
+        replayed(&switched, "refills (rmqueue_bulk calls)"),
+        replayed(&kernel, "refills (rmqueue_bulk calls)"),
+        "pcp sizing changes the refills"
+    );
+    let _ = std::fs::remove_file(&file);
+}

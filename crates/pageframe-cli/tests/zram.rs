@@ -1,0 +1,109 @@
+//! `pageframe zram serve` and `run zram-untar`'s block traces through the
+//! real binary: one-line errors with exit 2 for bad arguments and for
+//! foreign or truncated trace files (naming the offset), and a served
+//! device torn down on SIGTERM (as root; skipped with the reason otherwise).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn pageframe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args(args)
+        .output()
+        .expect("the pageframe binary runs")
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("pageframe-cli-zram-{}-{name}", std::process::id()))
+}
+
+/// Asserts the error contract (exit 2, one line on stderr, nothing on
+/// stdout) and returns the message.
+fn error_of(args: &[&str]) -> String {
+    let output = pageframe(args);
+    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("pageframe: "), "{args:?}: {stderr}");
+    assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
+    stderr
+}
+
+#[test]
+fn bad_serve_arguments_are_one_line_errors() {
+    let err = error_of(&["zram", "serve", "--backend", "zsmalloc-chain3"]);
+    assert!(err.contains("--backend zsmalloc-chain3"), "{err}");
+    let err = error_of(&["zram", "serve", "--codec", "lzo-rle"]);
+    assert!(err.contains("--codec lzo-rle"), "{err}");
+    let err = error_of(&["zram", "serve", "--size", "1000"]);
+    assert!(err.contains("4 KiB"), "{err}");
+    let err = error_of(&["run", "zram-untar", "--fs", "xfs"]);
+    assert!(err.contains("--fs xfs"), "{err}");
+}
+
+#[test]
+fn foreign_and_truncated_traces_are_one_line_errors_naming_the_offset() {
+    let foreign = temp_path("foreign.pfzt");
+    std::fs::write(&foreign, b"PGFTRACE and something else").unwrap();
+    let err = error_of(&["run", "zram-untar", "--trace", foreign.to_str().unwrap()]);
+    assert!(err.contains("at byte 0 of the file"), "{err}");
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/zram-untar-ext4-quick.pfzt"
+    );
+    let bytes = std::fs::read(shipped).unwrap();
+    let cut = temp_path("cut.pfzt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = error_of(&["run", "zram-untar", "--trace", cut.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!("at byte {} of the file", bytes.len() / 2)),
+        "{err}"
+    );
+    std::fs::remove_file(foreign).unwrap();
+    std::fs::remove_file(cut).unwrap();
+}
+
+#[test]
+fn serve_prints_the_device_and_tears_down_on_sigterm() {
+    if let Some(reason) = pageframe_lab::zram_serve::unsupported_reason() {
+        println!("skipped: {reason}");
+        return;
+    }
+    let mountpoint = temp_path("serve");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        .args([
+            "zram",
+            "serve",
+            "--size",
+            "64M",
+            "--interval",
+            "0",
+            "--mountpoint",
+        ])
+        .arg(&mountpoint)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let device = first
+        .split_whitespace()
+        .find(|word| word.starts_with("/dev/loop"))
+        .unwrap()
+        .trim_end_matches(';')
+        .to_string();
+    let stat = std::fs::read_to_string(mountpoint.join("mm_stat")).unwrap();
+    assert_eq!(stat.split_whitespace().count(), 9, "{stat}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let last = lines.last().unwrap().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(last.starts_with("stopped"), "{last}");
+    assert!(!mountpoint.exists());
+    let name = device.trim_start_matches("/dev/");
+    assert!(!PathBuf::from(format!("/sys/block/{name}/loop/backing_file")).exists());
+}

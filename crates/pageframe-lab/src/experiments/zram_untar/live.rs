@@ -1,0 +1,329 @@
+//! The live run of `zram-untar --fs ext4` (root): the series' workload on
+//! the kernel's own ext4, twice at once — on a pageframe zram served as a
+//! block device (zsmalloc chain 8, lz4; its block trace recorded) and on a
+//! real /dev/zram (lz4; this kernel's zsmalloc) — with the real device's
+//! mm_stat written into the trace at every step. Per round: `tar x` of the
+//! tarball, then `rm -r` of each removed directory, a `sync` after each and a
+//! wait until both devices are quiet (ext4's discards trail the commit).
+//! The trace is then replayed like the shipped one.
+//!
+//! Owns: the two mounts, the real zram device and the served device, all
+//! given back on return, on error and on Ctrl-C (guards drop in reverse
+//! order: unmount, reset and remove the zram, detach the loop, unmount FUSE).
+
+use super::REMOVED;
+use crate::experiments::ExperimentError;
+use crate::signals::SignalFlag;
+use crate::zram_serve::block_trace::{RealStat, TraceRecord, TraceWriter};
+use crate::zram_serve::{self, DeviceConfig, LoopIo, ServeConfig, ZramServer, TRACE_LEVEL};
+use pageframe::zram::{Backend, Compressor, MmStat};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What the live run needs.
+pub struct LiveOptions {
+    /// The kernel .tar.xz.
+    pub tarball: PathBuf,
+    /// Rounds of untar and removals.
+    pub rounds: u32,
+    /// Where the block trace goes.
+    pub trace: PathBuf,
+    /// Size of each device.
+    pub disk_bytes: u64,
+}
+
+fn failed(what: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Failed(what.to_string())
+}
+
+/// Runs a command; its failure is an error naming it.
+fn run(program: &str, args: &[&str]) -> Result<(), ExperimentError> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|err| failed(format!("{program}: {err}")))?;
+    if !output.status.success() {
+        return Err(failed(format!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// A real zram device from /sys/class/zram-control, removed on drop.
+struct RealZram {
+    id: u32,
+}
+
+impl RealZram {
+    fn create(disk_bytes: u64, algorithm: &str) -> Result<RealZram, ExperimentError> {
+        let id: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
+            .map_err(|err| failed(format!("zram hot_add: {err}")))?
+            .trim()
+            .parse()
+            .map_err(|err| failed(format!("zram hot_add: {err}")))?;
+        let zram = RealZram { id };
+        zram.set("comp_algorithm", algorithm)?;
+        zram.set("disksize", &disk_bytes.to_string())?;
+        Ok(zram)
+    }
+
+    fn sys(&self, file: &str) -> PathBuf {
+        PathBuf::from(format!("/sys/block/zram{}/{file}", self.id))
+    }
+
+    fn set(&self, file: &str, value: &str) -> Result<(), ExperimentError> {
+        std::fs::write(self.sys(file), value)
+            .map_err(|err| failed(format!("writing {}: {err}", self.sys(file).display())))
+    }
+
+    fn device(&self) -> PathBuf {
+        PathBuf::from(format!("/dev/zram{}", self.id))
+    }
+
+    fn mm_stat(&self) -> Result<RealStat, ExperimentError> {
+        let text = std::fs::read_to_string(self.sys("mm_stat"))
+            .map_err(|err| failed(format!("reading mm_stat: {err}")))?;
+        let fields: Vec<u64> = text
+            .split_whitespace()
+            .map(|field| field.parse().unwrap_or(0))
+            .collect();
+        match fields[..] {
+            [orig, compr, used, ..] => Ok(RealStat { orig, compr, used }),
+            _ => Err(failed(format!("mm_stat: {text:?}"))),
+        }
+    }
+}
+
+impl Drop for RealZram {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.sys("reset"), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+    }
+}
+
+/// An ext4 mount, unmounted (and its directory removed) on drop.
+struct Ext4Mount {
+    dir: PathBuf,
+}
+
+impl Ext4Mount {
+    fn make(device: &Path, dir: PathBuf) -> Result<Ext4Mount, ExperimentError> {
+        let device = device.to_str().ok_or_else(|| failed("device path"))?;
+        // Inode tables and journal written now, not by a background thread
+        // later: the trace does not depend on timing.
+        run(
+            "mkfs.ext4",
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                device,
+            ],
+        )?;
+        std::fs::create_dir_all(&dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
+        let dir_text = dir.to_str().ok_or_else(|| failed("mount path"))?;
+        run("mount", &["-o", "discard", device, dir_text])?;
+        Ok(Ext4Mount { dir })
+    }
+}
+
+impl Drop for Ext4Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// `tar x` of `tar` into each directory at once.
+fn untar(tar: &[u8], dirs: &[&Path]) -> Result<(), ExperimentError> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = dirs
+            .iter()
+            .map(|dir| {
+                scope.spawn(move || -> Result<(), String> {
+                    let mut child = Command::new("tar")
+                        .args(["-x", "-C"])
+                        .arg(dir)
+                        .stdin(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|err| format!("tar: {err}"))?;
+                    let written = child.stdin.take().map(|mut stdin| stdin.write_all(tar));
+                    let output = child.wait_with_output().map_err(|err| err.to_string())?;
+                    if !output.status.success() || !matches!(written, Some(Ok(()))) {
+                        return Err(format!(
+                            "tar -x -C {}: {}",
+                            dir.display(),
+                            String::from_utf8_lossy(&output.stderr).trim()
+                        ));
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| failed("a tar thread panicked"))?
+                .map_err(failed)?;
+        }
+        Ok(())
+    })
+}
+
+/// `rm -r <top>/<dir>` under each mount, for every top-level directory.
+fn remove(dirs: &[&Path], removed: &str) -> Result<(), ExperimentError> {
+    for dir in dirs {
+        let tops =
+            std::fs::read_dir(dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
+        for top in tops.flatten() {
+            let target = top.path().join(removed);
+            if target.is_dir() {
+                std::fs::remove_dir_all(&target)
+                    .map_err(|err| failed(format!("{}: {err}", target.display())))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn sync() {
+    // SAFETY: sync() has no preconditions.
+    unsafe { libc::sync() };
+}
+
+/// The I/O counters of a block device (/sys/block/NAME/stat: reads,
+/// writes, in flight, discards …).
+fn block_stat(device: &Path) -> Vec<u64> {
+    let name = device.file_name().unwrap_or_default();
+    std::fs::read_to_string(Path::new("/sys/block").join(name).join("stat"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|field| field.parse().unwrap_or(0))
+        .collect()
+}
+
+/// `sync`, then waits until the devices are quiet: ext4 issues the
+/// discards of a commit from a work item after the commit
+/// (ext4_process_freed_data() queues s_discard_work), so they trail `sync`,
+/// and zram counts no discard in its block statistics. Quiet: nothing in
+/// flight, and neither the block counters nor the stored sizes (`orig` of
+/// each device, from `stored`) moved for three seconds (at most two
+/// minutes, or until Ctrl-C). No further `sync` while waiting: each would
+/// commit again.
+fn settle(devices: &[&Path], stored: impl Fn() -> Vec<u64>, signals: &SignalFlag) {
+    const IN_FLIGHT: usize = 8;
+    const QUIET_SECONDS: u32 = 3;
+    sync();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut last = (Vec::new(), Vec::new());
+    let mut quiet = 0;
+    loop {
+        let now: (Vec<Vec<u64>>, Vec<u64>) = (
+            devices.iter().map(|device| block_stat(device)).collect(),
+            stored(),
+        );
+        let idle = now
+            .0
+            .iter()
+            .all(|stat| stat.get(IN_FLIGHT).copied().unwrap_or(0) == 0);
+        quiet = if idle && now == last { quiet + 1 } else { 0 };
+        if quiet >= QUIET_SECONDS || signals.raised() || std::time::Instant::now() >= deadline {
+            return;
+        }
+        last = now;
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Runs the workload live and writes the trace; returns the served
+/// device's own mm_stat at every step (the replay of chain 8 with lz4 must
+/// give the same).
+pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
+    if let Some(reason) = zram_serve::unsupported_reason() {
+        return Err(failed(format!(
+            "--fs ext4 runs the workload for real: {reason}"
+        )));
+    }
+    let signals = SignalFlag::install();
+    let mut tar = Vec::new();
+    std::fs::File::open(&options.tarball)
+        .map(|file| xz2::read::XzDecoder::new(std::io::BufReader::new(file)))
+        .and_then(|mut reader| reader.read_to_end(&mut tar))
+        .map_err(|err| failed(format!("{}: {err}", options.tarball.display())))?;
+    let scratch = std::env::temp_dir().join(format!("pageframe-zram-untar-{}", std::process::id()));
+    let server = ZramServer::start(ServeConfig {
+        device: DeviceConfig {
+            backend: Backend::Zsmalloc { chain_size: 8 },
+            compressor: Compressor::Lz4,
+            disk_bytes: options.disk_bytes,
+            memory_bytes: 0,
+        },
+        mountpoint: scratch.join("fuse"),
+        io: LoopIo::Direct,
+        threads: 2,
+    })
+    .map_err(failed)?;
+    let real = RealZram::create(options.disk_bytes, "lz4")?;
+    let writer = TraceWriter::create(&options.trace, TRACE_LEVEL)
+        .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
+    server.device().set_trace(Some(writer));
+    let ours = Ext4Mount::make(server.block_device(), scratch.join("pageframe"))?;
+    let theirs = Ext4Mount::make(&real.device(), scratch.join("kernel"))?;
+    let dirs = [ours.dir.as_path(), theirs.dir.as_path()];
+    let mut served = Vec::new();
+    for round in 1..=options.rounds {
+        let steps = std::iter::once(None).chain(REMOVED.iter().map(Some));
+        for removed in steps {
+            if signals.raised() {
+                return Err(failed("interrupted"));
+            }
+            let label = match removed {
+                None => {
+                    untar(&tar, &dirs)?;
+                    "untar".to_string()
+                }
+                Some(dir) => {
+                    remove(&dirs, dir)?;
+                    format!("rm {dir}")
+                }
+            };
+            settle(
+                &[server.block_device(), &real.device()],
+                || {
+                    vec![
+                        server.device().mm_stat().orig_data_size,
+                        real.mm_stat().map_or(0, |stat| stat.orig),
+                    ]
+                },
+                &signals,
+            );
+            let step = TraceRecord::Step {
+                round,
+                label,
+                real: Some(real.mm_stat()?),
+            };
+            server
+                .device()
+                .trace_record(&step)
+                .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
+            served.push(server.device().mm_stat());
+        }
+    }
+    drop(ours);
+    drop(theirs);
+    drop(real);
+    if let Some(writer) = server.device().set_trace(None) {
+        writer
+            .finish()
+            .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
+    }
+    server.stop().map_err(failed)?;
+    let _ = std::fs::remove_dir(&scratch);
+    Ok(served)
+}

@@ -1,0 +1,338 @@
+//! The block trace of a zram device: what the zram model needs from each
+//! request the kernel sent, and not the data. Per write of a page its index
+//! and either "same-filled" or the size it compresses to with each of
+//! [`TRACE_CODECS`]; per discard the page range; step marks (with, when
+//! recorded beside a real /dev/zram, the kernel's mm_stat at that point).
+//!
+//! File layout: the magic `PFZBLKT1`, then a zstd stream of records. Each
+//! record is a tag byte and LEB128 numbers: `W` page-delta (zigzag, from the
+//! page after the last write) flags [sizes…]; `D` first pages; `S` label-len
+//! label has-real [orig compr used]; `E` ends the trace. A file without the
+//! end record is truncated. Errors name the byte offset: in the file for the
+//! header and the compressed stream, in the record stream for a record.
+
+use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The codecs whose sizes every write record carries, in order.
+pub const TRACE_CODECS: [Compressor; 3] = [
+    Compressor::Lz4,
+    Compressor::Lzo,
+    Compressor::Zstd { level: 3 },
+];
+
+const MAGIC: &[u8; 8] = b"PFZBLKT1";
+const TAG_WRITE: u8 = b'W';
+const TAG_DISCARD: u8 = b'D';
+const TAG_STEP: u8 = b'S';
+const TAG_END: u8 = b'E';
+const FLAG_SAME: u8 = 1;
+
+/// The kernel's figures at a step (bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RealStat {
+    /// `orig_data_size`.
+    pub orig: u64,
+    /// `compr_data_size`.
+    pub compr: u64,
+    /// `mem_used_total`.
+    pub used: u64,
+}
+
+/// One record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceRecord {
+    /// A page written: `None` when same-filled, else its compressed size
+    /// per codec of [`TRACE_CODECS`].
+    Write {
+        /// Page index.
+        page: u64,
+        /// Sizes per codec.
+        sizes: Option<[u32; 3]>,
+    },
+    /// Pages discarded.
+    Discard {
+        /// First page.
+        first: u64,
+        /// Pages.
+        pages: u64,
+    },
+    /// A point of the workload (after `untar`, after `rm drivers`, …).
+    Step {
+        /// Round, from 1.
+        round: u32,
+        /// What was just done.
+        label: String,
+        /// The real device's mm_stat, when one ran beside.
+        real: Option<RealStat>,
+    },
+}
+
+impl TraceRecord {
+    /// The record of writing `page` to slot `index`.
+    pub fn write_of(index: u64, page: &[u8]) -> Result<TraceRecord, ZramError> {
+        if page_same_filled(page).is_some() {
+            return Ok(TraceRecord::Write {
+                page: index,
+                sizes: None,
+            });
+        }
+        let mut sizes = [0u32; 3];
+        for (size, codec) in sizes.iter_mut().zip(TRACE_CODECS) {
+            *size = match Prepared::new(codec, page)? {
+                Prepared::Compressed { bytes, .. } => bytes.len() as u32,
+                Prepared::Same { .. } => 0,
+            };
+        }
+        Ok(TraceRecord::Write {
+            page: index,
+            sizes: Some(sizes),
+        })
+    }
+}
+
+fn put(out: &mut Vec<u8>, mut value: u64) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn zigzag(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
+}
+
+fn unzigzag(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+/// Encodes records; remembers the page a write delta counts from.
+#[derive(Default)]
+struct Encoder {
+    next_page: u64,
+}
+
+impl Encoder {
+    fn encode(&mut self, record: &TraceRecord, out: &mut Vec<u8>) {
+        match record {
+            TraceRecord::Write { page, sizes } => {
+                out.push(TAG_WRITE);
+                put(out, zigzag(page.wrapping_sub(self.next_page) as i64));
+                self.next_page = page.wrapping_add(1);
+                match sizes {
+                    None => out.push(FLAG_SAME),
+                    Some(sizes) => {
+                        out.push(0);
+                        for size in sizes {
+                            put(out, u64::from(*size));
+                        }
+                    }
+                }
+            }
+            TraceRecord::Discard { first, pages } => {
+                out.push(TAG_DISCARD);
+                put(out, *first);
+                put(out, *pages);
+            }
+            TraceRecord::Step { round, label, real } => {
+                out.push(TAG_STEP);
+                put(out, u64::from(*round));
+                put(out, label.len() as u64);
+                out.extend_from_slice(label.as_bytes());
+                match real {
+                    None => out.push(0),
+                    Some(real) => {
+                        out.push(1);
+                        put(out, real.orig);
+                        put(out, real.compr);
+                        put(out, real.used);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes a trace file; [`TraceWriter::finish`] ends it (a writer dropped
+/// without it leaves a truncated trace, which readers refuse).
+pub struct TraceWriter {
+    stream: zstd::stream::Encoder<'static, BufWriter<File>>,
+    encoder: Encoder,
+    buffer: Vec<u8>,
+}
+
+impl TraceWriter {
+    /// Creates `path` with zstd at `level`.
+    pub fn create(path: &Path, level: i32) -> io::Result<TraceWriter> {
+        let mut file = BufWriter::new(File::create(path)?);
+        file.write_all(MAGIC)?;
+        Ok(TraceWriter {
+            stream: zstd::stream::Encoder::new(file, level)?,
+            encoder: Encoder::default(),
+            buffer: Vec::with_capacity(64),
+        })
+    }
+
+    /// Appends a record.
+    pub fn record(&mut self, record: &TraceRecord) -> io::Result<()> {
+        self.buffer.clear();
+        self.encoder.encode(record, &mut self.buffer);
+        self.stream.write_all(&self.buffer)
+    }
+
+    /// Writes the end record and closes the file.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.stream.write_all(&[TAG_END])?;
+        self.stream.finish()?.flush()
+    }
+}
+
+/// A trace file that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {what} at byte {offset} {place}", path.display())]
+pub struct TraceFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// The offset.
+    pub offset: u64,
+    /// `of the file` or `of the record stream`.
+    pub place: &'static str,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// Reads the records of a trace file.
+pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, TraceFileError> {
+    let bytes = std::fs::read(path).map_err(|err| TraceFileError {
+        path: path.to_path_buf(),
+        offset: 0,
+        place: "of the file",
+        what: err.to_string(),
+    })?;
+    parse_trace(&bytes, path)
+}
+
+/// Decodes the bytes of a trace file named `path` (for errors).
+pub fn parse_trace(bytes: &[u8], path: &Path) -> Result<Vec<TraceRecord>, TraceFileError> {
+    let error = |offset: u64, place: &'static str, what: String| TraceFileError {
+        path: path.to_path_buf(),
+        offset,
+        place,
+        what,
+    };
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(error(
+            0,
+            "of the file",
+            "not a pageframe zram block trace (no PFZBLKT1 magic)".into(),
+        ));
+    }
+    let mut stream = Vec::new();
+    let mut decoder = zstd::stream::Decoder::new(&bytes[MAGIC.len()..])
+        .map_err(|err| error(MAGIC.len() as u64, "of the file", err.to_string()))?;
+    if let Err(err) = decoder.read_to_end(&mut stream) {
+        return Err(error(
+            bytes.len() as u64,
+            "of the file",
+            format!("compressed records end early or are damaged ({err})"),
+        ));
+    }
+    decode(&stream).map_err(|(offset, what)| error(offset, "of the record stream", what))
+}
+
+/// Decodes a record stream; an error gives the offset and what is wrong.
+fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
+    let mut at = 0usize;
+    let truncated = |at: usize| (at as u64, "truncated record".to_string());
+    let number = |at: &mut usize| -> Result<u64, (u64, String)> {
+        let start = *at;
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *stream.get(*at).ok_or_else(|| truncated(start))?;
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err((start as u64, "number longer than 64 bits".into()))
+    };
+    let mut records = Vec::new();
+    let mut next_page = 0u64;
+    loop {
+        let start = at;
+        let tag = *stream.get(at).ok_or_else(|| {
+            (
+                at as u64,
+                "no end record (the trace is truncated)".to_string(),
+            )
+        })?;
+        at += 1;
+        match tag {
+            TAG_WRITE => {
+                let delta = unzigzag(number(&mut at)?);
+                let page = next_page.wrapping_add(delta as u64);
+                next_page = page.wrapping_add(1);
+                let flags = *stream.get(at).ok_or_else(|| truncated(start))?;
+                at += 1;
+                let sizes = if flags & FLAG_SAME != 0 {
+                    None
+                } else {
+                    let mut sizes = [0u32; 3];
+                    for size in &mut sizes {
+                        *size = u32::try_from(number(&mut at)?)
+                            .map_err(|_| (start as u64, "size out of range".to_string()))?;
+                    }
+                    Some(sizes)
+                };
+                records.push(TraceRecord::Write { page, sizes });
+            }
+            TAG_DISCARD => {
+                let first = number(&mut at)?;
+                let pages = number(&mut at)?;
+                records.push(TraceRecord::Discard { first, pages });
+            }
+            TAG_STEP => {
+                let round = u32::try_from(number(&mut at)?)
+                    .map_err(|_| (start as u64, "round out of range".to_string()))?;
+                let len = usize::try_from(number(&mut at)?)
+                    .map_err(|_| (start as u64, "label length out of range".to_string()))?;
+                let label = stream
+                    .get(at..at.saturating_add(len))
+                    .ok_or_else(|| truncated(start))?;
+                let label = String::from_utf8(label.to_vec())
+                    .map_err(|_| (at as u64, "label is not UTF-8".to_string()))?;
+                at += len;
+                let has_real = *stream.get(at).ok_or_else(|| truncated(start))?;
+                at += 1;
+                let real = match has_real {
+                    0 => None,
+                    1 => Some(RealStat {
+                        orig: number(&mut at)?,
+                        compr: number(&mut at)?,
+                        used: number(&mut at)?,
+                    }),
+                    other => return Err((at as u64 - 1, format!("bad real-stat flag {other}"))),
+                };
+                records.push(TraceRecord::Step { round, label, real });
+            }
+            TAG_END => {
+                if at != stream.len() {
+                    return Err((at as u64, "bytes after the end record".into()));
+                }
+                return Ok(records);
+            }
+            other => return Err((start as u64, format!("unknown record tag {other:#04x}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

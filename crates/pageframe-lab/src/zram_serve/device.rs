@@ -1,0 +1,238 @@
+//! The served device: a pageframe [`Zram`] behind a lock, addressed in
+//! bytes as a file is, and the block trace of what reaches it.
+//!
+//! Owns: the zram (its pool over a thread-safe page allocator of its own)
+//! and the optional [`TraceWriter`]. Invariant: every byte range written
+//! lands in whole-page slots (a partial page is read, patched and written
+//! back, as zram_bvec_write() does for a partial bio); a punched range frees
+//! only the slots it covers whole (zram_bio_discard() skips the partial
+//! pages at its ends). Lock order: the device lock only.
+
+use super::block_trace::{TraceRecord, TraceWriter};
+use pageframe::page_source::CpuPages;
+use pageframe::zpool::Zpool;
+use pageframe::zram::{Backend, Compressor, MmStat, Zram, ZramConfig, ZramError};
+use pageframe::{CpuId, MachineDesc, SharedPageAllocator};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Bytes per slot.
+pub const PAGE: usize = 4096;
+
+/// What the device is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceConfig {
+    /// The allocator.
+    pub backend: Backend,
+    /// The compressor.
+    pub compressor: Compressor,
+    /// Size of the device (`disksize`), a multiple of the page.
+    pub disk_bytes: u64,
+    /// Memory the pool may take (the machine's size); 0: as much as the disk.
+    pub memory_bytes: u64,
+}
+
+/// Why the device could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// A size that is not usable.
+    #[error("{0}")]
+    Config(String),
+    /// The machine or the pool could not be made.
+    #[error("{0}")]
+    Build(String),
+}
+
+struct State {
+    zram: Zram<'static, dyn Zpool + Send>,
+    trace: Option<TraceWriter>,
+    page: Vec<u8>,
+}
+
+/// A zram addressed in bytes.
+pub struct Device {
+    state: Mutex<State>,
+    config: DeviceConfig,
+}
+
+impl Device {
+    /// Builds the device.
+    pub fn new(config: DeviceConfig) -> Result<Device, DeviceError> {
+        if config.disk_bytes == 0 || config.disk_bytes % PAGE as u64 != 0 {
+            return Err(DeviceError::Config(format!(
+                "disk size {} is not a positive multiple of {PAGE}",
+                config.disk_bytes
+            )));
+        }
+        let nr_slots = usize::try_from(config.disk_bytes / PAGE as u64)
+            .map_err(|_| DeviceError::Config("disk size too large".into()))?;
+        let memory = if config.memory_bytes == 0 {
+            config.disk_bytes
+        } else {
+            config.memory_bytes
+        };
+        let machine_bytes = memory
+            .max(16 << 20)
+            .checked_next_power_of_two()
+            .ok_or_else(|| DeviceError::Config("memory size too large".into()))?;
+        let build = |err: String| DeviceError::Build(err);
+        let machine =
+            MachineDesc::uniform(machine_bytes, 1, 1).map_err(|err| build(err.to_string()))?;
+        let allocator =
+            Arc::new(SharedPageAllocator::boot(&machine).map_err(|err| build(err.to_string()))?);
+        let cpu = allocator
+            .register_cpu_arc(CpuId(0))
+            .map_err(|err| build(err.to_string()))?;
+        let pool = config
+            .backend
+            .create_send(CpuPages::new(cpu))
+            .map_err(|err| build(err.to_string()))?;
+        let zram = Zram::new(
+            pool,
+            ZramConfig {
+                compressor: config.compressor,
+                ..ZramConfig::new(nr_slots)
+            },
+        )
+        .map_err(|err| build(err.to_string()))?;
+        Ok(Device {
+            state: Mutex::new(State {
+                zram,
+                trace: None,
+                page: vec![0; PAGE],
+            }),
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> DeviceConfig {
+        self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held left a consistent zram (each
+        // operation changes it at the end); go on with it.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts recording a block trace into `writer`.
+    pub fn set_trace(&self, writer: Option<TraceWriter>) -> Option<TraceWriter> {
+        std::mem::replace(&mut self.lock().trace, writer)
+    }
+
+    /// Appends a record to the trace (a step mark), if recording.
+    pub fn trace_record(&self, record: &TraceRecord) -> std::io::Result<()> {
+        match self.lock().trace.as_mut() {
+            Some(trace) => trace.record(record),
+            None => Ok(()),
+        }
+    }
+
+    /// `mm_stat` of the device.
+    pub fn mm_stat(&self) -> MmStat {
+        self.lock().zram.mm_stat()
+    }
+
+    /// The pool's real overhead in bytes (see `ZpoolStats`).
+    pub fn real_overhead_bytes(&self) -> u64 {
+        self.lock().zram.pool().stats().real_overhead_bytes
+    }
+
+    /// Checks the zram's invariants.
+    pub fn check_invariants(&self) -> Result<(), pageframe::InvariantError> {
+        self.lock().zram.check_invariants()
+    }
+
+    /// Checks that `[offset, offset + len)` lies in the device.
+    fn range(&self, offset: u64, len: u64) -> Result<(), ZramError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.config.disk_bytes => Ok(()),
+            _ => Err(ZramError::BadSlot {
+                slot: usize::try_from(offset / PAGE as u64).unwrap_or(usize::MAX),
+                nr_slots: (self.config.disk_bytes / PAGE as u64) as usize,
+            }),
+        }
+    }
+
+    /// Reads `out.len()` bytes at `offset`.
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), ZramError> {
+        self.range(offset, out.len() as u64)?;
+        let mut state = self.lock();
+        let State { zram, page, .. } = &mut *state;
+        let mut done = 0usize;
+        while done < out.len() {
+            let at = offset + done as u64;
+            let slot = (at / PAGE as u64) as usize;
+            let within = (at % PAGE as u64) as usize;
+            let len = (PAGE - within).min(out.len() - done);
+            if within == 0 && len == PAGE {
+                zram.read(slot, &mut out[done..done + PAGE])?;
+            } else {
+                zram.read(slot, page)?;
+                out[done..done + len].copy_from_slice(&page[within..within + len]);
+            }
+            done += len;
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), ZramError> {
+        self.range(offset, data.len() as u64)?;
+        let mut state = self.lock();
+        let State { zram, trace, page } = &mut *state;
+        let mut done = 0usize;
+        while done < data.len() {
+            let at = offset + done as u64;
+            let slot = (at / PAGE as u64) as usize;
+            let within = (at % PAGE as u64) as usize;
+            let len = (PAGE - within).min(data.len() - done);
+            let whole: &[u8] = if within == 0 && len == PAGE {
+                &data[done..done + PAGE]
+            } else {
+                zram.read(slot, page)?;
+                page[within..within + len].copy_from_slice(&data[done..done + len]);
+                page
+            };
+            match trace {
+                Some(trace) => {
+                    let record = TraceRecord::write_of(slot as u64, whole)?;
+                    zram.write(slot, whole)?;
+                    trace
+                        .record(&record)
+                        .map_err(|err| ZramError::Codec(err.to_string()))?;
+                }
+                None => zram.write(slot, whole)?,
+            }
+            done += len;
+        }
+        Ok(())
+    }
+
+    /// Frees the slots wholly inside `[offset, offset + len)`
+    /// (fallocate(PUNCH_HOLE) from the loop driver's discard).
+    pub fn punch_hole(&self, offset: u64, len: u64) -> Result<(), ZramError> {
+        let len = len.min(self.config.disk_bytes.saturating_sub(offset));
+        self.range(offset, len)?;
+        let first = offset.div_ceil(PAGE as u64);
+        let end = (offset + len) / PAGE as u64;
+        if first >= end {
+            return Ok(());
+        }
+        let mut state = self.lock();
+        for slot in first..end {
+            state.zram.discard(slot as usize)?;
+        }
+        if let Some(trace) = state.trace.as_mut() {
+            trace
+                .record(&TraceRecord::Discard {
+                    first,
+                    pages: end - first,
+                })
+                .map_err(|err| ZramError::Codec(err.to_string()))?;
+        }
+        Ok(())
+    }
+}
