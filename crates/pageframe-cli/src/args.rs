@@ -38,6 +38,9 @@ pub enum Command {
     /// Record, import or replay page-allocator traces of real kernels.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Run an experiment at every point of a spec file's seeds x parameters
+    /// x machine shapes, into one table and a report page.
+    Sweep(SweepArgs),
     /// Serve a pageframe zram to the running kernel.
     #[command(subcommand)]
     Zram(ZramCommand),
@@ -45,6 +48,29 @@ pub enum Command {
     /// and local flush, mermap map, zeroing, copying) on a real arena of
     /// this host and write them where the simulation reads them.
     Calibrate(CalibrateArgs),
+}
+
+/// `pageframe sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The spec (TOML): experiment, scale, seeds, [params] lists, [shapes.NAME] tables.
+    pub spec: PathBuf,
+    /// The results directory: one file per point in DIR/points, DIR/results.csv,
+    /// DIR/index.html. A re-run skips the points already done there.
+    /// Default: the spec's name without .toml, plus `-results`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Points run at once (default: every core).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Run the points on the Ray cluster at ADDRESS (`auto`, `ray://host:10001`,
+    /// `local` for a new local instance) through the Python package
+    /// (`python3 -m pageframe.sweep`; PAGEFRAME_PYTHON names another interpreter).
+    #[arg(long, value_name = "ADDRESS")]
+    pub ray: Option<String>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `pageframe zram`.

@@ -17,6 +17,7 @@ mod progress;
 #[cfg(test)]
 mod props;
 mod run;
+mod sweep;
 mod trace;
 mod zram;
 
@@ -58,7 +59,7 @@ fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return fail(&CliError::Usage(
-                "a command is required: run, proc, info, conform, trace, zram or calibrate (see 'pageframe --help')"
+                "a command is required: run, sweep, proc, info, conform, trace, zram or calibrate (see 'pageframe --help')"
                     .to_string(),
             ))
         }

@@ -4,7 +4,7 @@
 
 use crate::args::{Cli, Command, TraceCommand};
 use crate::error::CliError;
-use crate::{conform, info, perf_table, proc_views, run, trace};
+use crate::{conform, info, perf_table, proc_views, run, sweep, trace};
 use pageframe::{AllocOptions, FallbackOrder, MachineDesc, PcpSizing};
 use pageframe_lab::conform::suites::{self, SuiteRun};
 use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
@@ -32,6 +32,8 @@ pub enum Plan {
     Conform(ConformPlan),
     /// Record, import or replay a trace.
     Trace(TracePlan),
+    /// Run a sweep.
+    Sweep(sweep::SweepPlan),
     /// Serve a zram.
     Zram(crate::zram::ZramPlan),
     /// Calibrate the simulation's prices on this host.
@@ -244,6 +246,7 @@ impl Plan {
                 }))
             }
             Command::Trace(command) => Ok(Plan::Trace(trace_plan(command)?)),
+            Command::Sweep(args) => Ok(Plan::Sweep(sweep::SweepPlan::from_args(args)?)),
             Command::Zram(command) => Ok(Plan::Zram(crate::zram::plan(command)?)),
             Command::Calibrate(args) => {
                 if args.pages < 1024 || args.rounds == 0 {
@@ -296,6 +299,7 @@ impl Plan {
             Plan::PerfTable(plan) => perf_table::execute(&plan, out),
             Plan::Config(text) => out.write_all(text.as_bytes()).map_err(CliError::from),
             Plan::Trace(plan) => trace::execute(&plan, out),
+            Plan::Sweep(plan) => sweep::execute(&plan, out),
             Plan::Zram(plan) => crate::zram::execute(plan, out),
             Plan::Conform(plan) => return conform::execute(&plan, out),
             Plan::Calibrate(args) => crate::calibrate::execute(&args, out),

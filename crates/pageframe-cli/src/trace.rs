@@ -6,7 +6,7 @@
 
 use crate::error::CliError;
 use crate::plan::TracePlan;
-use pageframe_lab::report::{Format, Report};
+use pageframe_lab::report::Format;
 use pageframe_lab::trace::{self, RecordOptions, ReplayOptions, TraceError};
 use std::io::Write;
 
@@ -59,25 +59,7 @@ fn replay(
     if let Some(path) = plot {
         trace::plot::write_svg(&imported, &report, path)?;
     }
-    let rendered = Report {
-        experiment: "trace-replay".into(),
-        seed: options.seed,
-        scale: "trace".into(),
-        rows: report.rows.iter().map(|row| row.to_report_row()).collect(),
-        notes: vec![
-            format!("{}: {}", file.display(), trace::summary(&imported)),
-            format!(
-                "replayed on {} MiB, {} CPUs{}",
-                report.outcome.machine.total_bytes() >> 20,
-                report.outcome.machine.nr_cpus(),
-                if options.cmdline.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(", cmdline \"{}\"", options.cmdline.trim())
-                }
-            ),
-        ],
-    };
+    let rendered = trace::replay_report(file, &imported, &report, options);
     out.write_all(rendered.render(format).as_bytes())?;
     Ok(())
 }

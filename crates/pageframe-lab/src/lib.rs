@@ -22,6 +22,7 @@ pub mod report;
 pub mod signals;
 pub mod site;
 pub mod summary;
+pub mod sweep;
 pub mod timing;
 pub mod trace;
 pub mod workloads;

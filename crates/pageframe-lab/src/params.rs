@@ -264,6 +264,16 @@ impl ConfigFile {
                 None => ConfigError(format!("{source}: {message}")),
             }
         })?;
+        ConfigFile::from_table(source, document, experiments)
+    }
+
+    /// A config file from an already parsed document (a sweep spec builds
+    /// one per point); the tables are checked as by [`Self::parse`].
+    pub fn from_table(
+        source: &str,
+        document: toml::Table,
+        experiments: &[&str],
+    ) -> Result<ConfigFile, ConfigError> {
         let mut tables = Vec::new();
         for (name, value) in document {
             let known = experiments.contains(&name.as_str());

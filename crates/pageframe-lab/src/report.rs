@@ -320,7 +320,8 @@ fn table_cell(value: &Value) -> String {
     }
 }
 
-fn csv_cell(value: &Value) -> String {
+/// A value as one CSV cell (quoted when it holds a comma, quote or newline).
+pub fn csv_cell(value: &Value) -> String {
     match value {
         Value::String(text) if text.contains([',', '"', '\n']) => {
             format!("\"{}\"", text.replace('"', "\"\""))

@@ -193,6 +193,35 @@ pub fn run_replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayReport
     Ok(ReplayReport { rows, outcome })
 }
 
+/// A replay's rows and notes as a report (`trace replay`'s output and the
+/// Python package's `replay`); `file` is the trace's path, named in a note.
+pub fn replay_report(
+    file: &Path,
+    trace: &Trace,
+    report: &ReplayReport,
+    options: &ReplayOptions,
+) -> crate::report::Report {
+    crate::report::Report {
+        experiment: "trace-replay".into(),
+        seed: options.seed,
+        scale: "trace".into(),
+        rows: report.rows.iter().map(|row| row.to_report_row()).collect(),
+        notes: vec![
+            format!("{}: {}", file.display(), summary(trace)),
+            format!(
+                "replayed on {} MiB, {} CPUs{}",
+                report.outcome.machine.total_bytes() >> 20,
+                report.outcome.machine.nr_cpus(),
+                if options.cmdline.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(", cmdline \"{}\"", options.cmdline.trim())
+                }
+            ),
+        ],
+    }
+}
+
 /// The trace shipped with the repository (recorded on a 2-CPU machine).
 pub fn shipped_trace_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/kernel-untar-build.pftrace")
