@@ -91,6 +91,7 @@ pub fn find_result(report: &Report, test: impl Fn(&Row) -> bool) -> Option<&Row>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::bulk::rows::CostRow;
     use crate::experiments::bulk::Bulk;
     use crate::experiments::Experiment;
 
@@ -105,13 +106,19 @@ mod tests {
     }
 
     fn bulk_row(batch: u64, cycles: f64, reference: u64) -> Row {
-        Row::new()
-            .with("allocator", "pageframe")
-            .with("variant", "default")
-            .with("order", 0)
-            .with("batch", batch)
-            .with("cycles_per_page", cycles)
-            .with("reference_cycles", reference)
+        Row::from_typed(&CostRow {
+            allocator: "pageframe".into(),
+            variant: "default".into(),
+            order: 0,
+            batch,
+            ns_per_page: cycles / 3.0,
+            cycles_per_page: cycles,
+            instructions_per_page: None,
+            ratio: None,
+            reference_cycles: Some(reference),
+            reference_ns: None,
+        })
+        .unwrap()
     }
 
     #[test]

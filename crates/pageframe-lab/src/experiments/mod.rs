@@ -9,8 +9,7 @@
 //! its column names), turned into report rows with
 //! [`crate::report::Row::from_typed`] by the run and read back with
 //! [`Report::results_as`] / [`Report::series_as`] by the headline and the
-//! plots (`numa_balancing` is the pattern; experiments not yet converted
-//! keep their column constants in `columns`).
+//! plots.
 //! To add one, write the module and list it once in [`ALL`].
 //!
 //! Every table, config file, plot and summary line the tools produce comes

@@ -13,8 +13,8 @@
 //! Like the document's page_bench, one CPU allocates and frees in a tight
 //! loop on a warm allocator; every figure is the median over rounds.
 
-mod columns;
 mod plot;
+pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::callgrind::{self, Unavailable};
@@ -22,15 +22,15 @@ use crate::observe;
 use crate::params::{Param, Params};
 use crate::peers::{BuddyAllocCrate, BuddySystem, PeerAllocator, VecStack};
 use crate::plots::Plot;
-use crate::plots::{number, text};
-use crate::report::{Report, Row};
-use crate::summary::{self, Headline};
+use crate::report::{round_to, Report, Row};
+use crate::summary::Headline;
 use crate::timing::{cycles_per_ns, median, read_cycles};
 use pageframe::Local;
 use pageframe::{
     AllocOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page,
     PageAllocator,
 };
+use rows::CostRow;
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -106,43 +106,6 @@ struct Plan {
     rounds: usize,
 }
 
-/// The parameters of `bulk` (config file keys) with their defaults.
-fn params(scale: Scale) -> Vec<Param> {
-    // Many short rounds: the median then ignores slow spells of a shared
-    // host that would swallow a few long rounds whole.
-    let (pages_per_round, rounds) = match scale {
-        Scale::Quick => (1 << 16, 41),
-        Scale::Full => (1 << 18, 201),
-    };
-    vec![
-        Param::int(
-            "pages_per_round",
-            "Pages allocated and freed in one timed round",
-            pages_per_round,
-            256,
-            1 << 24,
-        ),
-        Param::int(
-            "rounds",
-            "Timed rounds per measurement; each figure is their median",
-            rounds,
-            1,
-            100_001,
-        ),
-        Param::bool(
-            "knobs",
-            "Also measure the variants without statistics and/or checks",
-            true,
-        ),
-        Param::bool("peers", "Also measure the peer allocators", true),
-        Param::bool(
-            "instructions",
-            "Also count instructions per page with callgrind (needs valgrind)",
-            true,
-        ),
-    ]
-}
-
 impl Plan {
     fn from_params(params: &Params) -> Plan {
         Plan {
@@ -183,61 +146,10 @@ struct Measured {
     reference: Option<(u64, f64)>,
 }
 
-/// Runs the experiment with the given parameters (see [`params`]).
-fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-    let plan = Plan::from_params(params);
-    let rate = cycles_per_ns(Duration::from_millis(50));
-    let mut measured = Vec::new();
-    let variants = if params.bool("knobs") {
-        &VARIANTS[..]
-    } else {
-        &VARIANTS[..1]
-    };
-    let steps = variants.len() as u64 + u64::from(params.bool("peers"));
-    for (step, (variant, alloc_options)) in variants.iter().enumerate() {
-        observe::progress(step as u64, steps);
-        measure_pageframe(&plan, variant, *alloc_options, &mut measured)?;
-    }
-    measure_aged(&plan, &mut measured)?;
-    if params.bool("peers") {
-        observe::progress(steps - 1, steps);
-        measure_peers(&plan, &mut measured)?;
-    }
-    let instructions = if params.bool("instructions") {
-        callgrind::measure("bulk")
-    } else {
-        Err(Unavailable::Failed(
-            "not asked for (instructions = false)".into(),
-        ))
-    };
-    observe::progress(steps, steps);
-    let instructions_note = match &instructions {
-        Ok(_) => "instructions_per_page: callgrind (valgrind) instruction count per page (per block at batch 0), measured in a separate run of the same cases".to_string(),
-        Err(why) => format!("instructions_per_page: not measured — {why}"),
-    };
-    let instructions = instructions.unwrap_or_default();
-    let rows = measured
-        .iter()
-        .map(|row| to_row(row, &measured, &instructions))
-        .collect();
-    Ok(Report {
-        experiment: "bulk".into(),
-        seed: options.seed,
-        scale: options.scale.name().into(),
-        rows,
-        notes: vec![
-            format!("batch 0 = one block at a time (pageframe: through the per-CPU lists); batch N = alloc_pages_bulk into an array of N slots, then free_pages_bulk_array; reference = kernel figures of bulk-page-allocator.txt; TSC {rate:.3} cycles/ns"),
-            format!(
-                "median of {} rounds of {} pages; pageframe on one CPU of a 4 GiB single-node simulated machine, GFP_KERNEL; ratio = cost / pageframe default cost at the same order and batch",
-                plan.rounds, plan.pages_per_round
-            ),
-            format!("variant {AGED} = default options, measured after {AGING_PAGES} order-0 pages were allocated, held and freed one at a time"),
-            instructions_note,
-        ],
-    })
-}
-
-fn to_row(row: &Measured, all: &[Measured], instructions: &HashMap<String, f64>) -> Row {
+/// The row of a measured case: its cost beside pageframe's default cost
+/// at the same order and batch, the callgrind count and the document's
+/// figures.
+fn to_row(row: &Measured, all: &[Measured], instructions: &HashMap<String, f64>) -> CostRow {
     let baseline = all
         .iter()
         .find(|other| {
@@ -247,29 +159,19 @@ fn to_row(row: &Measured, all: &[Measured], instructions: &HashMap<String, f64>)
                 && other.batch == row.batch
         })
         .map(|other| other.cost.ns);
-    let mut out = Row::new()
-        .with(columns::ALLOCATOR, row.allocator)
-        .with(columns::VARIANT, row.variant)
-        .with(columns::ORDER, row.order)
-        .with(columns::BATCH, row.batch)
-        .with_f64(columns::NS_PER_PAGE, row.cost.ns, 2)
-        .with_f64(columns::CYCLES_PER_PAGE, row.cost.cycles, 1);
-    out = match instructions.get(&case_key(row.allocator, row.variant, row.order, row.batch)) {
-        Some(&count) => out.with_f64(columns::INSTRUCTIONS_PER_PAGE, count, 1),
-        None => out.with(columns::INSTRUCTIONS_PER_PAGE, serde_json::Value::Null),
-    };
-    out = match baseline {
-        Some(ns) => out.with_f64(columns::RATIO, row.cost.ns / ns, 2),
-        None => out.with(columns::RATIO, serde_json::Value::Null),
-    };
-    match row.reference {
-        Some((cycles, ns)) => {
-            out.with(columns::REFERENCE_CYCLES, cycles)
-                .with_f64(columns::REFERENCE_NS, ns, 3)
-        }
-        None => out
-            .with(columns::REFERENCE_CYCLES, serde_json::Value::Null)
-            .with(columns::REFERENCE_NS, serde_json::Value::Null),
+    CostRow {
+        allocator: row.allocator.into(),
+        variant: row.variant.into(),
+        order: u64::from(row.order),
+        batch: row.batch as u64,
+        ns_per_page: round_to(row.cost.ns, 2),
+        cycles_per_page: round_to(row.cost.cycles, 1),
+        instructions_per_page: instructions
+            .get(&case_key(row.allocator, row.variant, row.order, row.batch))
+            .map(|count| round_to(*count, 1)),
+        ratio: baseline.map(|ns| round_to(row.cost.ns / ns, 2)),
+        reference_cycles: row.reference.map(|(cycles, _)| cycles),
+        reference_ns: row.reference.map(|(_, ns)| round_to(ns, 3)),
     }
 }
 
@@ -532,38 +434,6 @@ fn bulk_round(
     Ok(done)
 }
 
-/// `bulk`: cycles per page at batch 32 against the kernel's 85, and the
-/// direction from one page per call (158 in the kernel) to batch 32.
-fn headline(report: &Report) -> Option<Headline> {
-    let ours = |batch: f64| {
-        summary::find_result(report, |row| {
-            text(row, columns::ALLOCATOR) == Some("pageframe")
-                && text(row, columns::VARIANT) == Some("default")
-                && number(row, columns::ORDER) == Some(0.0)
-                && number(row, columns::BATCH) == Some(batch)
-        })
-    };
-    let bulk = ours(32.0)?;
-    let single = ours(0.0)?;
-    let (bulk_cycles, single_cycles) = (
-        number(bulk, columns::CYCLES_PER_PAGE)?,
-        number(single, columns::CYCLES_PER_PAGE)?,
-    );
-    let reference = number(bulk, columns::REFERENCE_CYCLES);
-    let reference_single = number(single, columns::REFERENCE_CYCLES);
-    Some(Headline {
-        metric: "cycles/page at batch 32 (one at a time)".into(),
-        ours: format!("{bulk_cycles:.0} ({single_cycles:.0})"),
-        document: match (reference, reference_single) {
-            (Some(bulk), Some(single)) => format!("{bulk:.0} ({single:.0})"),
-            _ => "-".into(),
-        },
-        direction_matches: reference
-            .zip(reference_single)
-            .map(|(bulk, single)| (bulk < single) == (bulk_cycles < single_cycles)),
-    })
-}
-
 /// The experiment `bulk`.
 pub struct Bulk;
 
@@ -580,16 +450,121 @@ impl Experiment for Bulk {
         "order-0 cost per page, one at a time and through alloc_pages_bulk, beside the kernel and peers"
     }
 
+    /// The parameters (config file keys) with their defaults at `scale`.
     fn params(&self, scale: Scale) -> Vec<Param> {
-        params(scale)
+        // Many short rounds: the median then ignores slow spells of a shared
+        // host that would swallow a few long rounds whole.
+        let (pages_per_round, rounds) = match scale {
+            Scale::Quick => (1 << 16, 41),
+            Scale::Full => (1 << 18, 201),
+        };
+        vec![
+            Param::int(
+                "pages_per_round",
+                "Pages allocated and freed in one timed round",
+                pages_per_round,
+                256,
+                1 << 24,
+            ),
+            Param::int(
+                "rounds",
+                "Timed rounds per measurement; each figure is their median",
+                rounds,
+                1,
+                100_001,
+            ),
+            Param::bool(
+                "knobs",
+                "Also measure the variants without statistics and/or checks",
+                true,
+            ),
+            Param::bool("peers", "Also measure the peer allocators", true),
+            Param::bool(
+                "instructions",
+                "Also count instructions per page with callgrind (needs valgrind)",
+                true,
+            ),
+        ]
     }
 
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-        run_with(options, params)
+        let plan = Plan::from_params(params);
+        let rate = cycles_per_ns(Duration::from_millis(50));
+        let mut measured = Vec::new();
+        let variants = if params.bool("knobs") {
+            &VARIANTS[..]
+        } else {
+            &VARIANTS[..1]
+        };
+        let steps = variants.len() as u64 + u64::from(params.bool("peers"));
+        for (step, (variant, alloc_options)) in variants.iter().enumerate() {
+            observe::progress(step as u64, steps);
+            measure_pageframe(&plan, variant, *alloc_options, &mut measured)?;
+        }
+        measure_aged(&plan, &mut measured)?;
+        if params.bool("peers") {
+            observe::progress(steps - 1, steps);
+            measure_peers(&plan, &mut measured)?;
+        }
+        let instructions = if params.bool("instructions") {
+            callgrind::measure("bulk")
+        } else {
+            Err(Unavailable::Failed(
+                "not asked for (instructions = false)".into(),
+            ))
+        };
+        observe::progress(steps, steps);
+        let instructions_note = match &instructions {
+            Ok(_) => "instructions_per_page: callgrind (valgrind) instruction count per page (per block at batch 0), measured in a separate run of the same cases".to_string(),
+            Err(why) => format!("instructions_per_page: not measured — {why}"),
+        };
+        let instructions = instructions.unwrap_or_default();
+        let rows = measured
+            .iter()
+            .map(|row| Row::from_typed(&to_row(row, &measured, &instructions)))
+            .collect::<Result<Vec<Row>, _>>()
+            .map_err(ExperimentError::failed)?;
+        Ok(Report {
+            experiment: "bulk".into(),
+            seed: options.seed,
+            scale: options.scale.name().into(),
+            rows,
+            notes: vec![
+                format!("batch 0 = one block at a time (pageframe: through the per-CPU lists); batch N = alloc_pages_bulk into an array of N slots, then free_pages_bulk_array; reference = kernel figures of bulk-page-allocator.txt; TSC {rate:.3} cycles/ns"),
+                format!(
+                    "median of {} rounds of {} pages; pageframe on one CPU of a 4 GiB single-node simulated machine, GFP_KERNEL; ratio = cost / pageframe default cost at the same order and batch",
+                    plan.rounds, plan.pages_per_round
+                ),
+                format!("variant {AGED} = default options, measured after {AGING_PAGES} order-0 pages were allocated, held and freed one at a time"),
+                instructions_note,
+            ],
+        })
     }
 
+    /// Cycles per page at batch 32 against the kernel's 85, and the
+    /// direction from one page per call (158 in the kernel) to batch 32.
     fn headline(&self, report: &Report) -> Option<Headline> {
-        headline(report)
+        let ours = |batch: u64| {
+            report
+                .results_as::<CostRow>()
+                .find(|row| row.is_order0("pageframe", "default") && row.batch == batch)
+        };
+        let bulk = ours(32)?;
+        let single = ours(0)?;
+        let (bulk_cycles, single_cycles) = (bulk.cycles_per_page, single.cycles_per_page);
+        let reference = bulk.reference_cycles;
+        let reference_single = single.reference_cycles;
+        Some(Headline {
+            metric: "cycles/page at batch 32 (one at a time)".into(),
+            ours: format!("{bulk_cycles:.0} ({single_cycles:.0})"),
+            document: match (reference, reference_single) {
+                (Some(bulk), Some(single)) => format!("{bulk:.0} ({single:.0})"),
+                _ => "-".into(),
+            },
+            direction_matches: reference
+                .zip(reference_single)
+                .map(|(bulk, single)| (bulk < single) == (bulk_cycles < single_cycles)),
+        })
     }
 
     fn plots(&self, report: &Report) -> Vec<Plot> {

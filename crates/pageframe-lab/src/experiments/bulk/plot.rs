@@ -2,50 +2,45 @@
 //! kernel's curve of bulk-page-allocator.txt and the peers; and the cost of
 //! the knobs at batch 32.
 
-use super::columns;
-use crate::plots::{number, text, BarSeries, Plot, PlotKind, Series};
-use crate::report::{Report, Row};
+use super::rows::CostRow;
+use crate::plots::{BarSeries, Plot, PlotKind, Series};
+use crate::report::Report;
 
 /// The plots of a `bulk` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
-    vec![cycles_per_page(report), knobs(report)]
+    let rows: Vec<CostRow> = report.results_as().collect();
+    vec![cycles_per_page(&rows), knobs(&rows)]
 }
 
-fn is(row: &Row, allocator: &str, variant: &str) -> bool {
-    text(row, columns::ALLOCATOR) == Some(allocator)
-        && text(row, columns::VARIANT) == Some(variant)
-        && number(row, columns::ORDER) == Some(0.0)
+/// A row's measured cycles per page.
+fn measured(row: &CostRow) -> Option<f64> {
+    Some(row.cycles_per_page)
 }
 
-fn batch_of(row: &Row) -> Option<f64> {
-    number(row, columns::BATCH)
+/// The document's cycles per page for a row's case.
+fn document(row: &CostRow) -> Option<f64> {
+    row.reference_cycles.map(|cycles| cycles as f64)
 }
 
-fn cycles_per_page(report: &Report) -> Plot {
-    let batches: Vec<f64> = report
-        .rows
+fn cycles_per_page(rows: &[CostRow]) -> Plot {
+    let batches: Vec<f64> = rows
         .iter()
-        .filter_map(batch_of)
+        .map(|row| row.batch as f64)
         .filter(|batch| *batch > 0.0)
         .collect();
     let first = batches.iter().copied().fold(f64::INFINITY, f64::min);
     let last = batches.iter().copied().fold(0.0, f64::max);
-    let curve = |allocator: &str, column: &str| -> Vec<(f64, f64)> {
-        report
-            .rows
-            .iter()
-            .filter(|row| is(row, allocator, "default"))
-            .filter_map(|row| Some((batch_of(row)?, number(row, column)?)))
-            .filter(|(batch, _)| *batch > 0.0)
+    let curve = |allocator: &str, value: fn(&CostRow) -> Option<f64>| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|row| row.is_order0(allocator, "default") && row.batch > 0)
+            .filter_map(|row| Some((row.batch as f64, value(row)?)))
             .collect()
     };
     // A single-page cost is one number: a flat line across the batches.
-    let flat = |allocator: &str, column: &str| -> Vec<(f64, f64)> {
-        report
-            .rows
-            .iter()
-            .filter(|row| is(row, allocator, "default") && batch_of(row) == Some(0.0))
-            .filter_map(|row| number(row, column))
+    let flat = |allocator: &str, value: fn(&CostRow) -> Option<f64>| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|row| row.is_order0(allocator, "default") && row.batch == 0)
+            .filter_map(value)
             .take(1)
             .flat_map(|cost| [(first, cost), (last, cost)])
             .filter(|_| first <= last)
@@ -54,45 +49,44 @@ fn cycles_per_page(report: &Report) -> Plot {
     let mut series = vec![
         line(
             "pageframe alloc_pages_bulk",
-            curve("pageframe", columns::CYCLES_PER_PAGE),
+            curve("pageframe", measured),
             false,
             0,
         ),
         line(
             "kernel alloc_pages_bulk (document)",
-            curve("pageframe", columns::REFERENCE_CYCLES),
+            curve("pageframe", document),
             true,
             0,
         ),
         line(
             "pageframe one page at a time",
-            flat("pageframe", columns::CYCLES_PER_PAGE),
+            flat("pageframe", measured),
             false,
             1,
         ),
         line(
             "kernel one page at a time (document)",
-            flat("pageframe", columns::REFERENCE_CYCLES),
+            flat("pageframe", document),
             true,
             1,
         ),
     ];
-    let mut peers: Vec<&str> = report
-        .rows
+    let mut peers: Vec<&str> = rows
         .iter()
-        .filter_map(|row| text(row, columns::ALLOCATOR))
+        .map(|row| row.allocator.as_str())
         .filter(|name| *name != "pageframe")
         .collect();
     peers.dedup();
     // (peers measured at several orders repeat their name in a row)
     for (at, peer) in peers.into_iter().enumerate() {
-        let bulk = curve(peer, columns::CYCLES_PER_PAGE);
+        let bulk = curve(peer, measured);
         if bulk.len() > 1 {
             series.push(line(&format!("{peer} (peer)"), bulk, false, 2 + at));
         } else {
             series.push(line(
                 &format!("{peer} one at a time (peer)"),
-                flat(peer, columns::CYCLES_PER_PAGE),
+                flat(peer, measured),
                 false,
                 2 + at,
             ));
@@ -123,12 +117,10 @@ fn line(name: &str, points: Vec<(f64, f64)>, reference: bool, colour: usize) -> 
     }
 }
 
-fn knobs(report: &Report) -> Plot {
-    let rows: Vec<&Row> = report
-        .rows
+fn knobs(rows: &[CostRow]) -> Plot {
+    let rows: Vec<&CostRow> = rows
         .iter()
-        .filter(|row| text(row, columns::ALLOCATOR) == Some("pageframe"))
-        .filter(|row| number(row, columns::ORDER) == Some(0.0) && batch_of(row) == Some(32.0))
+        .filter(|row| row.allocator == "pageframe" && row.order == 0 && row.batch == 32)
         .collect();
     Plot {
         name: "knobs".into(),
@@ -138,18 +130,18 @@ fn knobs(report: &Report) -> Plot {
         kind: PlotKind::Bars {
             categories: rows
                 .iter()
-                .map(|row| text(row, columns::VARIANT).unwrap_or("?").to_string())
+                .map(|row| row.variant.clone())
                 .collect(),
             series: vec![
                 BarSeries {
                     name: "pageframe".into(),
-                    values: rows.iter().map(|row| number(row, columns::CYCLES_PER_PAGE)).collect(),
+                    values: rows.iter().map(|row| measured(row)).collect(),
                     ranges: vec![None; rows.len()],
                     reference: false,
                 },
                 BarSeries {
                     name: "kernel (document)".into(),
-                    values: rows.iter().map(|row| number(row, columns::REFERENCE_CYCLES)).collect(),
+                    values: rows.iter().map(|row| document(row)).collect(),
                     ranges: vec![None; rows.len()],
                     reference: true,
                 },

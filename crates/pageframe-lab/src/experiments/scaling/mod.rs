@@ -6,18 +6,18 @@
 //! reach the zone through drains — the cross-CPU pattern of network drivers).
 //! Rows report pages per second and the zone-lock and pcp-lock counters.
 
-mod columns;
 mod plot;
+pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
 use crate::plots::Plot;
-use crate::plots::{number, text};
-use crate::report::{Report, Row};
-use crate::summary::{self, Headline};
+use crate::report::{round_to, Report, Row};
+use crate::summary::Headline;
 use pageframe::proc::vmstat_counters;
 use pageframe::{CpuId, Gfp, MachineDesc, NodeId, Order, Page, SharedPageAllocator};
+use rows::ThroughputRow;
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
@@ -27,91 +27,17 @@ pub const THREADS: [usize; 3] = [1, 2, 4];
 /// Pages a thread hands to its neighbour at a time in `remote-free`.
 const HANDOFF: usize = 1024;
 
-/// The parameters of `scaling` (config file keys) with their defaults.
-fn params(scale: Scale) -> Vec<Param> {
-    let pages_per_thread = match scale {
-        // Quick: about a second for all rows on two cores, so that `run all`
-        // stays within its budget.
-        Scale::Quick => 1 << 20,
-        Scale::Full => 1 << 24,
-    };
-    vec![
-        Param::int(
-            "pages_per_thread",
-            "Order-0 pages each thread allocates and frees",
-            pages_per_thread,
-            HANDOFF as i64,
-            1 << 30,
-        ),
-        Param::int(
-            "repeats",
-            "Runs of each configuration; the row is the run with the median throughput",
-            match scale {
-                Scale::Quick => 5,
-                Scale::Full => 9,
-            },
-            1,
-            101,
-        ),
-        Param::int(
-            "max_threads",
-            "Largest thread count; counts are 1, 2, 4, ... up to it",
-            *THREADS.last().unwrap_or(&4) as i64,
-            1,
-            64,
-        ),
-    ]
-}
-
-/// Runs the experiment with the given parameters (see [`params`]).
-fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-    // Whole hand-offs, so that every thread receives what it waits for.
-    let pages_per_thread = (params.int("pages_per_thread") as usize).div_ceil(HANDOFF) * HANDOFF;
-    let max_threads = params.int("max_threads") as usize;
-    let repeats = params.int("repeats") as usize;
-    let counts: Vec<usize> = (0..)
-        .map(|power| 1usize << power)
-        .take_while(|threads| *threads <= max_threads)
-        .collect();
-    let mut rows = Vec::new();
-    let steps = 2 * counts.len() as u64;
-    for pattern in ["local", "remote-free"] {
-        for &threads in &counts {
-            observe::progress(rows.len() as u64, steps);
-            rows.push(median_run(repeats, || {
-                measure(pattern, threads, pages_per_thread)
-            })?);
-        }
-    }
-    observe::progress(steps, steps);
-    Ok(Report {
-        experiment: "scaling".into(),
-        seed: options.seed,
-        scale: options.scale.name().into(),
-        rows,
-        notes: vec![format!(
-            "SharedPageAllocator, one node of 4 GiB, 4 CPUs; each thread allocates and frees {pages_per_thread} order-0 pages (remote-free: in hand-offs of {HANDOFF} to the next thread); each row is the median of {repeats} runs; {} cores here",
-            std::thread::available_parallelism().map_or(0, |cores| cores.get())
-        )],
-    })
-}
-
 /// Runs a measurement `repeats` times and keeps the run with the median
 /// throughput, so that one descheduled run on a shared host does not decide
 /// the row.
 fn median_run(
     repeats: usize,
-    mut run: impl FnMut() -> Result<Row, ExperimentError>,
-) -> Result<Row, ExperimentError> {
+    mut run: impl FnMut() -> Result<ThroughputRow, ExperimentError>,
+) -> Result<ThroughputRow, ExperimentError> {
     let mut runs = (0..repeats.max(1))
         .map(|_| run())
-        .collect::<Result<Vec<Row>, _>>()?;
-    let throughput = |row: &Row| {
-        row.get(columns::MPAGES_PER_S)
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0)
-    };
-    runs.sort_by(|a, b| throughput(a).total_cmp(&throughput(b)));
+        .collect::<Result<Vec<ThroughputRow>, _>>()?;
+    runs.sort_by(|a, b| a.mpages_per_s.total_cmp(&b.mpages_per_s));
     Ok(runs.swap_remove(runs.len() / 2))
 }
 
@@ -119,7 +45,7 @@ fn measure(
     pattern: &'static str,
     threads: usize,
     pages_per_thread: usize,
-) -> Result<Row, ExperimentError> {
+) -> Result<ThroughputRow, ExperimentError> {
     let machine = MachineDesc::uniform(4 << 30, 1, threads.max(4))?;
     let allocator = Arc::new(SharedPageAllocator::boot(&machine)?);
     let barrier = Arc::new(Barrier::new(threads + 1));
@@ -197,33 +123,15 @@ fn measure(
             .map_or(0, |(_, value)| *value)
     };
     let pages = (threads * pages_per_thread) as f64;
-    Ok(Row::new()
-        .with(columns::ALLOCATOR, "pageframe")
-        .with(columns::THREADS, threads)
-        .with(columns::PATTERN, pattern)
-        .with_f64(columns::MPAGES_PER_S, pages / seconds / 1e6, 2)
-        .with_f64(columns::NS_PER_PAGE, seconds * 1e9 / pages, 2)
-        .with(columns::ZONE_LOCK_ACQUIRED, counter("zone_lock_acquired"))
-        .with(columns::ZONE_LOCK_CONTENDED, counter("zone_lock_contended"))
-        .with(columns::PCP_TRYLOCK_FAIL, counter("pcp_trylock_fail")))
-}
-
-/// `scaling`: the 2-thread speedup of the local pattern. No document has a
-/// figure for it.
-fn headline(report: &Report) -> Option<Headline> {
-    let rate = |threads: f64| {
-        summary::find_result(report, |row| {
-            text(row, columns::PATTERN) == Some("local")
-                && number(row, columns::THREADS) == Some(threads)
-        })
-        .and_then(|row| number(row, columns::MPAGES_PER_S))
-    };
-    let speedup = rate(2.0)? / rate(1.0)?;
-    Some(Headline {
-        metric: "2-thread speedup, local alloc+free".into(),
-        ours: format!("{speedup:.2}x"),
-        document: "-".into(),
-        direction_matches: None,
+    Ok(ThroughputRow {
+        allocator: "pageframe".into(),
+        threads: threads as u64,
+        pattern: pattern.into(),
+        mpages_per_s: round_to(pages / seconds / 1e6, 2),
+        ns_per_page: round_to(seconds * 1e9 / pages, 2),
+        zone_lock_acquired: counter("zone_lock_acquired"),
+        zone_lock_contended: counter("zone_lock_contended"),
+        pcp_trylock_fail: counter("pcp_trylock_fail"),
     })
 }
 
@@ -243,16 +151,90 @@ impl Experiment for Scaling {
         "thread-safe allocator throughput from 1, 2, 4 threads, local and remote frees"
     }
 
+    /// The parameters (config file keys) with their defaults at `scale`.
     fn params(&self, scale: Scale) -> Vec<Param> {
-        params(scale)
+        let pages_per_thread = match scale {
+            // Quick: about a second for all rows on two cores, so that `run all`
+            // stays within its budget.
+            Scale::Quick => 1 << 20,
+            Scale::Full => 1 << 24,
+        };
+        vec![
+            Param::int(
+                "pages_per_thread",
+                "Order-0 pages each thread allocates and frees",
+                pages_per_thread,
+                HANDOFF as i64,
+                1 << 30,
+            ),
+            Param::int(
+                "repeats",
+                "Runs of each configuration; the row is the run with the median throughput",
+                match scale {
+                    Scale::Quick => 5,
+                    Scale::Full => 9,
+                },
+                1,
+                101,
+            ),
+            Param::int(
+                "max_threads",
+                "Largest thread count; counts are 1, 2, 4, ... up to it",
+                *THREADS.last().unwrap_or(&4) as i64,
+                1,
+                64,
+            ),
+        ]
     }
 
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-        run_with(options, params)
+        // Whole hand-offs, so that every thread receives what it waits for.
+        let pages_per_thread =
+            (params.int("pages_per_thread") as usize).div_ceil(HANDOFF) * HANDOFF;
+        let max_threads = params.int("max_threads") as usize;
+        let repeats = params.int("repeats") as usize;
+        let counts: Vec<usize> = (0..)
+            .map(|power| 1usize << power)
+            .take_while(|threads| *threads <= max_threads)
+            .collect();
+        let mut rows = Vec::new();
+        let steps = 2 * counts.len() as u64;
+        for pattern in ["local", "remote-free"] {
+            for &threads in &counts {
+                observe::progress(rows.len() as u64, steps);
+                let median = median_run(repeats, || measure(pattern, threads, pages_per_thread))?;
+                rows.push(Row::from_typed(&median).map_err(ExperimentError::failed)?);
+            }
+        }
+        observe::progress(steps, steps);
+        Ok(Report {
+            experiment: "scaling".into(),
+            seed: options.seed,
+            scale: options.scale.name().into(),
+            rows,
+            notes: vec![format!(
+                "SharedPageAllocator, one node of 4 GiB, 4 CPUs; each thread allocates and frees {pages_per_thread} order-0 pages (remote-free: in hand-offs of {HANDOFF} to the next thread); each row is the median of {repeats} runs; {} cores here",
+                std::thread::available_parallelism().map_or(0, |cores| cores.get())
+            )],
+        })
     }
 
+    /// The 2-thread speedup of the local pattern. No document has a
+    /// figure for it.
     fn headline(&self, report: &Report) -> Option<Headline> {
-        headline(report)
+        let rate = |threads: u64| {
+            report
+                .results_as::<ThroughputRow>()
+                .find(|row| row.pattern == "local" && row.threads == threads)
+                .map(|row| row.mpages_per_s)
+        };
+        let speedup = rate(2)? / rate(1)?;
+        Some(Headline {
+            metric: "2-thread speedup, local alloc+free".into(),
+            ours: format!("{speedup:.2}x"),
+            document: "-".into(),
+            direction_matches: None,
+        })
     }
 
     fn plots(&self, report: &Report) -> Vec<Plot> {

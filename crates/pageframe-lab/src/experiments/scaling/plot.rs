@@ -1,34 +1,27 @@
 //! Plot of `scaling`: pages per second against threads, one line per
 //! access pattern.
 
-use super::columns;
-use crate::plots::{number, text, Plot, PlotKind, Series};
+use super::rows::ThroughputRow;
+use crate::plots::{Plot, PlotKind, Series};
 use crate::report::Report;
 
 /// The plots of a `scaling` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
+    let rows: Vec<ThroughputRow> = report.results_as().collect();
     let mut patterns: Vec<&str> = Vec::new();
-    for row in &report.rows {
-        if let Some(pattern) = text(row, columns::PATTERN) {
-            if !patterns.contains(&pattern) {
-                patterns.push(pattern);
-            }
+    for row in &rows {
+        if !patterns.contains(&row.pattern.as_str()) {
+            patterns.push(&row.pattern);
         }
     }
     let series = patterns
         .iter()
         .map(|pattern| Series {
             name: (*pattern).to_string(),
-            points: report
-                .rows
+            points: rows
                 .iter()
-                .filter(|row| text(row, columns::PATTERN) == Some(pattern))
-                .filter_map(|row| {
-                    Some((
-                        number(row, columns::THREADS)?,
-                        number(row, columns::MPAGES_PER_S)?,
-                    ))
-                })
+                .filter(|row| row.pattern == *pattern)
+                .map(|row| (row.threads as f64, row.mpages_per_s))
                 .collect(),
             reference: false,
             colour: None,

@@ -15,10 +15,11 @@
 //! in where the heap's pages are. Beside the conflict rate, each run's
 //! colour sharers ([`colour_sharers`]) show the placement itself.
 
-use super::{boot, columns, machine, spread, Setup, LINE};
+use super::rows::{HeapCaseRow, RunRow};
+use super::{boot, conflict, machine, spread, Setup, LINE};
 use crate::cache_model::{colour_sharers, random_colour_sharers, DirectMappedCache};
 use crate::experiments::ExperimentError;
-use crate::report::{Row, SERIES};
+use crate::report::round_to;
 use crate::workloads::heap::{Heap, HeapMix};
 use pageframe::reclaim::{AgingConfig, AgingWorkload};
 use pageframe::{CpuId, MachineRng};
@@ -92,7 +93,7 @@ impl HeapRuns {
     }
 
     /// The rows `fresh`, `aged`, `aged+shuffle`, `fresh+shuffle`.
-    pub(super) fn case_rows(&self, references: [Option<f64>; 3]) -> Vec<Row> {
+    pub(super) fn case_rows(&self, references: [Option<f64>; 3]) -> Vec<HeapCaseRow> {
         let [fresh, aged, aged_shuffle] = references;
         [
             ("fresh", false, false, fresh),
@@ -104,37 +105,31 @@ impl HeapRuns {
         .map(|(case, is_aged, shuffle, reference)| {
             let runs = if is_aged { self.aged_runs() } else { 0..1 };
             let samples = self.pick(shuffle, runs);
-            let (rate, min, max) = spread(samples.clone().map(|s| s.conflict_rate));
-            let (sharers, _, _) = spread(samples.map(|s| s.colour_sharers));
-            Row::new()
-                .with(columns::CASE, case)
-                .with_f64(columns::CONFLICT_RATE, rate, 3)
-                .with_f64(columns::CONFLICT_MIN, min, 3)
-                .with_f64(columns::CONFLICT_MAX, max, 3)
-                .with_f64(columns::COLOUR_SHARERS, sharers, 2)
-                .with(columns::REFERENCE, reference)
+            let (sharers, _, _) = spread(samples.clone().map(|s| s.colour_sharers));
+            HeapCaseRow {
+                case: case.into(),
+                conflict: conflict(samples.map(|s| s.conflict_rate)),
+                colour_sharers: round_to(sharers, 2),
+                reference,
+            }
         })
         .collect()
     }
 
-    /// The series `runs`: per shuffle setting, every run in order.
-    pub(super) fn series_rows(&self) -> Vec<Row> {
+    /// The samples of the series `runs`: per shuffle setting, every run in
+    /// order.
+    pub(super) fn series_rows(&self) -> Vec<RunRow> {
         let mut rows = Vec::new();
         for shuffle in [false, true] {
             for run in 0..self.samples[shuffle as usize].len() {
                 let samples = self.pick(shuffle, run..run + 1);
-                let (rate, min, max) = spread(samples.clone().map(|s| s.conflict_rate));
-                let (sharers, _, _) = spread(samples.map(|s| s.colour_sharers));
-                rows.push(
-                    Row::new()
-                        .with(SERIES, RUNS)
-                        .with(columns::RUN, run as u64 + 1)
-                        .with(columns::SHUFFLE, shuffle)
-                        .with_f64(columns::CONFLICT_RATE, rate, 3)
-                        .with_f64(columns::CONFLICT_MIN, min, 3)
-                        .with_f64(columns::CONFLICT_MAX, max, 3)
-                        .with_f64(columns::COLOUR_SHARERS, sharers, 2),
-                );
+                let (sharers, _, _) = spread(samples.clone().map(|s| s.colour_sharers));
+                rows.push(RunRow {
+                    run: run as u64 + 1,
+                    shuffle,
+                    conflict: conflict(samples.map(|s| s.conflict_rate)),
+                    colour_sharers: round_to(sharers, 2),
+                });
             }
         }
         rows
@@ -188,8 +183,7 @@ fn one_machine(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Report;
-    use serde_json::Value;
+    use crate::report::{Report, Row};
 
     /// A machine small enough for a unit test: a 4 MiB cache, 32 MiB of
     /// memory, four runs.
@@ -206,10 +200,6 @@ mod tests {
         }
     }
 
-    fn number(row: &Row, column: &str) -> f64 {
-        row.get(column).and_then(Value::as_f64).unwrap()
-    }
-
     /// The series: per shuffle setting, every run from 1 in order, rates
     /// in [0, 1]; the fresh case is run 1 (a contiguous heap: 2 sharers
     /// per page without shuffle) and the aged case the second half.
@@ -221,45 +211,38 @@ mod tests {
             experiment: "shuffle-cache".into(),
             seed: 7,
             scale: "quick".into(),
-            rows: heap_runs.series_rows(),
+            rows: heap_runs
+                .series_rows()
+                .iter()
+                .map(|sample| Row::series_sample(RUNS, sample).unwrap())
+                .collect(),
             notes: Vec::new(),
         };
         assert_eq!(report.series_names(), vec![RUNS.to_string()]);
         assert_eq!(report.results().count(), 0);
         for shuffle in [false, true] {
-            let samples: Vec<&Row> = report
-                .series(RUNS)
-                .filter(|row| row.get(columns::SHUFFLE) == Some(&Value::Bool(shuffle)))
+            let samples: Vec<RunRow> = report
+                .series_as::<RunRow>(RUNS)
+                .filter(|row| row.shuffle == shuffle)
                 .collect();
-            let runs: Vec<f64> = samples
-                .iter()
-                .map(|row| number(row, columns::RUN))
-                .collect();
-            assert_eq!(runs, vec![1.0, 2.0, 3.0, 4.0], "shuffle={shuffle}");
+            let runs: Vec<u64> = samples.iter().map(|row| row.run).collect();
+            assert_eq!(runs, vec![1, 2, 3, 4], "shuffle={shuffle}");
             for row in &samples {
-                let rate = number(row, columns::CONFLICT_RATE);
+                let rate = row.conflict.conflict_rate;
                 assert!((0.0..=1.0).contains(&rate), "{row:?}");
-                assert!(number(row, columns::CONFLICT_MIN) <= rate + 1e-9);
-                assert!(number(row, columns::CONFLICT_MAX) >= rate - 1e-9);
+                assert!(row.conflict.conflict_min <= rate + 1e-9);
+                assert!(row.conflict.conflict_max >= rate - 1e-9);
             }
         }
         let cases = heap_runs.case_rows([Some(0.08), Some(0.21), Some(0.11)]);
-        let case = |name: &str| {
-            cases
-                .iter()
-                .find(|row| row.get(columns::CASE) == Some(&Value::from(name)))
-                .unwrap()
-        };
-        let first = report.series(RUNS).next().unwrap();
+        let case = |name: &str| cases.iter().find(|row| row.case == name).unwrap();
+        let first = report.series_as::<RunRow>(RUNS).next().unwrap();
         assert_eq!(
-            case("fresh").get(columns::CONFLICT_RATE),
-            first.get(columns::CONFLICT_RATE)
+            case("fresh").conflict.conflict_rate,
+            first.conflict.conflict_rate
         );
-        assert_eq!(number(case("fresh"), columns::COLOUR_SHARERS), 2.0);
-        assert_eq!(
-            case("aged").get(columns::REFERENCE),
-            Some(&Value::from(0.21))
-        );
+        assert_eq!(case("fresh").colour_sharers, 2.0);
+        assert_eq!(case("aged").reference, Some(0.21));
         let aged: Vec<f64> = heap_runs.samples[0][2..]
             .iter()
             .flatten()
@@ -267,7 +250,7 @@ mod tests {
             .collect();
         let mean = aged.iter().sum::<f64>() / aged.len() as f64;
         assert_eq!(
-            number(case("aged"), columns::CONFLICT_RATE),
+            case("aged").conflict.conflict_rate,
             (mean * 1000.0).round() / 1000.0
         );
         assert!(heap_runs.random_sharers > 2.0);

@@ -28,22 +28,22 @@
 //! `report::SERIES`): the heap's conflict rate at every benchmark run,
 //! without and with shuffle.
 
-mod columns;
 mod heap_runs;
 mod plot;
+pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::cache_model::{BandwidthModel, CacheStats, DirectMappedCache};
 use crate::params::{Param, Params};
 use crate::plots::Plot;
-use crate::plots::{number, text};
-use crate::report::{Report, Row};
-use crate::summary::{self, Headline};
+use crate::report::{round_to, Report, Row};
+use crate::summary::Headline;
 use crate::workloads::stream::{run_interleaved, StreamInstance};
 use crate::workloads::FirstTouchSpace;
 use heap_runs::{HeapRuns, RUNS};
 use pageframe::machine::{apply_cmdline, MemorySideCache};
 use pageframe::{AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order};
+use rows::{Conflict, HeapCaseRow, SecurityRow, ShuffleCostRow, StreamRow};
 use std::time::Instant;
 
 /// The document's conflict rates: fresh, aged, aged with shuffle.
@@ -137,108 +137,19 @@ fn spread(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64) {
     (mean, min, max)
 }
 
-/// Runs every case of the experiment.
-fn run_cases(options: &RunOptions) -> Result<Report, ExperimentError> {
-    let p = setup(options.scale);
-    let seeds: Vec<u64> = (0..p.seeds)
-        .map(|at| options.seed.wrapping_add(at))
-        .collect();
-    let bandwidth = BandwidthModel::default();
-    let mut rows = Vec::new();
-
-    // The contrived two-instance case.
-    let mut times = [Vec::new(), Vec::new()];
-    let mut rates = [Vec::new(), Vec::new()];
-    for &seed in &seeds {
-        for (at, shuffle) in [false, true].into_iter().enumerate() {
-            let stats = two_instances(&p, shuffle, seed)?;
-            rates[at].push(stats.conflict_rate());
-            times[at].push(bandwidth.time_s(&stats, LINE));
-        }
+/// The conflict rate of `rates`: their mean, min and max, rounded.
+fn conflict(rates: impl Iterator<Item = f64> + Clone) -> Conflict {
+    let (rate, min, max) = spread(rates);
+    Conflict {
+        conflict_rate: round_to(rate, 3),
+        conflict_min: round_to(min, 3),
+        conflict_max: round_to(max, 3),
     }
-    let (time_off, _, _) = spread(times[0].iter().copied());
-    let (time_on, _, _) = spread(times[1].iter().copied());
-    for (at, case) in ["two-instances", "two-instances+shuffle"]
-        .into_iter()
-        .enumerate()
-    {
-        let (rate, min, max) = spread(rates[at].iter().copied());
-        let (time, _, _) = spread(times[at].iter().copied());
-        let mut row = Row::new()
-            .with(columns::CASE, case)
-            .with_f64(columns::CONFLICT_RATE, rate, 3)
-            .with_f64(columns::CONFLICT_MIN, min, 3)
-            .with_f64(columns::CONFLICT_MAX, max, 3)
-            .with_f64(columns::TIME_S, time, 4)
-            .with_f64(columns::SPEEDUP, time_off / time, 2);
-        row = row.with(
-            columns::REFERENCE,
-            if at == 1 {
-                serde_json::Value::from(REFERENCE_SPEEDUP)
-            } else {
-                serde_json::Value::Null
-            },
-        );
-        rows.push(row);
-    }
-    let _ = time_on;
+}
 
-    // The heap 3x the cache over the runs of an aging machine, without and
-    // with shuffle.
-    let heap_seeds = &seeds[..(p.heap_seeds.min(p.seeds) as usize)];
-    let heap_runs = HeapRuns::measure(&p, heap_seeds)?;
-    rows.extend(heap_runs.case_rows([
-        Some(REFERENCE_FRESH),
-        Some(REFERENCE_AGED),
-        Some(REFERENCE_AGED_SHUFFLE),
-    ]));
-
-    rows.push(shuffle_cost(&p, options.seed)?);
-    for shuffle in [false, true] {
-        rows.push(security(shuffle, options.seed)?);
-    }
-    rows.extend(heap_runs.series_rows());
-
-    Ok(Report {
-        experiment: "shuffle-cache".into(),
-        seed: options.seed,
-        scale: options.scale.name().into(),
-        rows,
-        notes: vec![
-            format!(
-                "direct-mapped memory-side cache of {} MiB, {LINE} B lines, indexed by physical address; near {} GB/s, far {} GB/s",
-                p.cache >> 20,
-                bandwidth.near_bytes_per_s / 1e9,
-                bandwidth.far_bytes_per_s / 1e9
-            ),
-            format!(
-                "two-instances: {} MiB with numa=fake=4U (cache-sized nodes), one STREAM instance of {} MiB on each of nodes 0 and 1, {} passes of copy/scale/add/triad; speedup = time without shuffle / time",
-                4 * (p.cache >> 20),
-                (p.cache / 4) >> 20,
-                p.stream_passes
-            ),
-            format!(
-                "heap: {} MiB machine, heap 3x the cache pre-touched at the start of each of {} benchmark runs, {} accesses per run, the same stream every run (2.5% of pages take 85%, 27.5% take 12%, 70% take 3%; calibrated so that fresh is near 8%); each run then reads as much as the memory from a data set twice its size through the page cache, writes a log (4 kept), runs a helper process per read and exits; kswapd and direct reclaim free the page cache in LRU order, exits free the heap in address order",
-                (p.cache * p.heap_memory_factor) >> 20,
-                p.runs,
-                p.heap_accesses
-            ),
-            format!(
-                "fresh = run 1, aged = runs {}..{} (mean, min, max over runs and seeds {:?}); colour_sharers = other heap pages per heap page in the same page-sized slice of the cache (contiguous: 2.00, random placement: {:.2})",
-                p.runs / 2 + 1,
-                p.runs,
-                heap_seeds,
-                heap_runs.random_sharers
-            ),
-            format!(
-                "mean over seeds {:?} (heap: {:?}); conflict_rate = conflict misses / accesses; reference = shuffle-free-memory.txt",
-                seeds, heap_seeds
-            ),
-            format!(
-                "series {RUNS}: the heap's conflict rate and colour sharers at every benchmark run (mean, min, max over the seeds), without and with shuffle"
-            ),
-        ],
-    })
+/// The report row of a typed row.
+fn row(typed: &impl serde::Serialize) -> Result<Row, ExperimentError> {
+    Row::from_typed(typed).map_err(ExperimentError::failed)
 }
 
 /// Two STREAM instances on emulated nodes 0 and 1; the cache counts of the
@@ -262,7 +173,7 @@ fn two_instances(p: &Setup, shuffle: bool, seed: u64) -> Result<CacheStats, Expe
 }
 
 /// The time of one shuffle pass against the time of a boot without shuffle.
-fn shuffle_cost(p: &Setup, seed: u64) -> Result<Row, ExperimentError> {
+fn shuffle_cost(p: &Setup, seed: u64) -> Result<ShuffleCostRow, ExperimentError> {
     let plain = MachineDesc::uniform(p.cost_memory, 1, 2)?;
     let started = Instant::now();
     let allocator = boot(&plain, seed)?;
@@ -274,20 +185,21 @@ fn shuffle_cost(p: &Setup, seed: u64) -> Result<Row, ExperimentError> {
     let started = Instant::now();
     let stats = allocator.shuffle_free_memory();
     let shuffle_s = started.elapsed().as_secs_f64();
-    Ok(Row::new()
-        .with(columns::CASE, "shuffle-cost")
-        .with_f64(columns::BOOT_MS, boot_s * 1e3, 2)
-        .with_f64(columns::SHUFFLE_MS, shuffle_s * 1e3, 2)
-        .with_f64(columns::SHUFFLE_OVER_BOOT, shuffle_s / boot_s.max(1e-9), 3)
-        .with(columns::BLOCKS_SWAPPED, stats.swapped)
-        .with(columns::REFERENCE, "in the noise"))
+    Ok(ShuffleCostRow {
+        case: "shuffle-cost".into(),
+        boot_ms: round_to(boot_s * 1e3, 2),
+        shuffle_ms: round_to(shuffle_s * 1e3, 2),
+        shuffle_over_boot: round_to(shuffle_s / boot_s.max(1e-9), 3),
+        blocks_swapped: stats.swapped,
+        reference: "in the noise".into(),
+    })
 }
 
 /// How predictable 16384 consecutive order-0 allocations on one CPU of a
 /// fresh machine are: physically adjacent pairs, next PFN guessed by a
 /// stride predictor, and at each move to another 4 MiB block whether that
 /// block neighbours the previous one.
-fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
+fn security(shuffle: bool, seed: u64) -> Result<SecurityRow, ExperimentError> {
     let mut desc = MachineDesc::uniform(1 << 30, 1, 1)?;
     apply_cmdline(
         &mut desc,
@@ -322,48 +234,24 @@ fn security(shuffle: bool, seed: u64) -> Result<Row, ExperimentError> {
             neighbour += (from.abs_diff(to) == 1) as u64;
         }
     }
-    Ok(Row::new()
-        .with(
-            columns::CASE,
-            if shuffle {
-                "security+shuffle"
-            } else {
-                "security"
-            },
-        )
-        .with_f64(columns::ADJACENT_RATE, adjacent, 3)
-        .with_f64(columns::GUESS_RATE, guessed, 3)
-        .with(columns::BLOCK_MOVES, moves)
-        .with_f64(
-            columns::NEXT_BLOCK_GUESS_RATE,
+    Ok(SecurityRow {
+        case: if shuffle {
+            "security+shuffle"
+        } else {
+            "security"
+        }
+        .into(),
+        adjacent_rate: round_to(adjacent, 3),
+        guess_rate: round_to(guessed, 3),
+        block_moves: moves,
+        next_block_guess_rate: round_to(
             if moves == 0 {
                 0.0
             } else {
                 neighbour as f64 / moves as f64
             },
             3,
-        ))
-}
-
-/// `shuffle-cache`: the conflict rate after aging, without and with
-/// shuffle (document: 21% -> 11%).
-fn headline(report: &Report) -> Option<Headline> {
-    let case =
-        |name: &str| summary::find_result(report, |row| text(row, columns::CASE) == Some(name));
-    let (aged, shuffled) = (case("aged")?, case("aged+shuffle")?);
-    let (ours_aged, ours_shuffled) = (
-        number(aged, columns::CONFLICT_RATE)?,
-        number(shuffled, columns::CONFLICT_RATE)?,
-    );
-    let reference = number(aged, columns::REFERENCE).zip(number(shuffled, columns::REFERENCE));
-    Some(Headline {
-        metric: "conflict rate aged -> aged+shuffle".into(),
-        ours: format!("{:.1}% -> {:.1}%", ours_aged * 100.0, ours_shuffled * 100.0),
-        document: reference.map_or("-".into(), |(aged, shuffled)| {
-            format!("{:.0}% -> {:.0}%", aged * 100.0, shuffled * 100.0)
-        }),
-        direction_matches: reference
-            .map(|(aged, shuffled)| (shuffled < aged) == (ours_shuffled < ours_aged)),
+        ),
     })
 }
 
@@ -383,16 +271,130 @@ impl Experiment for ShuffleCache {
         "memory-side-cache conflicts fresh, aged and with free-list shuffling"
     }
 
+    /// Its setup follows the scale; it has no parameters.
     fn params(&self, _scale: Scale) -> Vec<Param> {
         Vec::new()
     }
 
+    /// Runs every case of the experiment.
     fn run(&self, options: &RunOptions, _params: &Params) -> Result<Report, ExperimentError> {
-        run_cases(options)
+        let p = setup(options.scale);
+        let seeds: Vec<u64> = (0..p.seeds)
+            .map(|at| options.seed.wrapping_add(at))
+            .collect();
+        let bandwidth = BandwidthModel::default();
+        let mut rows = Vec::new();
+
+        // The contrived two-instance case.
+        let mut times = [Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new()];
+        for &seed in &seeds {
+            for (at, shuffle) in [false, true].into_iter().enumerate() {
+                let stats = two_instances(&p, shuffle, seed)?;
+                rates[at].push(stats.conflict_rate());
+                times[at].push(bandwidth.time_s(&stats, LINE));
+            }
+        }
+        let (time_off, _, _) = spread(times[0].iter().copied());
+        let (time_on, _, _) = spread(times[1].iter().copied());
+        for (at, case) in ["two-instances", "two-instances+shuffle"]
+            .into_iter()
+            .enumerate()
+        {
+            let (time, _, _) = spread(times[at].iter().copied());
+            rows.push(row(&StreamRow {
+                case: case.into(),
+                conflict: conflict(rates[at].iter().copied()),
+                time_s: round_to(time, 4),
+                speedup: round_to(time_off / time, 2),
+                reference: (at == 1).then_some(REFERENCE_SPEEDUP),
+            })?);
+        }
+        let _ = time_on;
+
+        // The heap 3x the cache over the runs of an aging machine, without and
+        // with shuffle.
+        let heap_seeds = &seeds[..(p.heap_seeds.min(p.seeds) as usize)];
+        let heap_runs = HeapRuns::measure(&p, heap_seeds)?;
+        for case in heap_runs.case_rows([
+            Some(REFERENCE_FRESH),
+            Some(REFERENCE_AGED),
+            Some(REFERENCE_AGED_SHUFFLE),
+        ]) {
+            rows.push(row(&case)?);
+        }
+
+        rows.push(row(&shuffle_cost(&p, options.seed)?)?);
+        for shuffle in [false, true] {
+            rows.push(row(&security(shuffle, options.seed)?)?);
+        }
+        for sample in heap_runs.series_rows() {
+            rows.push(Row::series_sample(RUNS, &sample).map_err(ExperimentError::failed)?);
+        }
+
+        Ok(Report {
+            experiment: "shuffle-cache".into(),
+            seed: options.seed,
+            scale: options.scale.name().into(),
+            rows,
+            notes: vec![
+                format!(
+                    "direct-mapped memory-side cache of {} MiB, {LINE} B lines, indexed by physical address; near {} GB/s, far {} GB/s",
+                    p.cache >> 20,
+                    bandwidth.near_bytes_per_s / 1e9,
+                    bandwidth.far_bytes_per_s / 1e9
+                ),
+                format!(
+                    "two-instances: {} MiB with numa=fake=4U (cache-sized nodes), one STREAM instance of {} MiB on each of nodes 0 and 1, {} passes of copy/scale/add/triad; speedup = time without shuffle / time",
+                    4 * (p.cache >> 20),
+                    (p.cache / 4) >> 20,
+                    p.stream_passes
+                ),
+                format!(
+                    "heap: {} MiB machine, heap 3x the cache pre-touched at the start of each of {} benchmark runs, {} accesses per run, the same stream every run (2.5% of pages take 85%, 27.5% take 12%, 70% take 3%; calibrated so that fresh is near 8%); each run then reads as much as the memory from a data set twice its size through the page cache, writes a log (4 kept), runs a helper process per read and exits; kswapd and direct reclaim free the page cache in LRU order, exits free the heap in address order",
+                    (p.cache * p.heap_memory_factor) >> 20,
+                    p.runs,
+                    p.heap_accesses
+                ),
+                format!(
+                    "fresh = run 1, aged = runs {}..{} (mean, min, max over runs and seeds {:?}); colour_sharers = other heap pages per heap page in the same page-sized slice of the cache (contiguous: 2.00, random placement: {:.2})",
+                    p.runs / 2 + 1,
+                    p.runs,
+                    heap_seeds,
+                    heap_runs.random_sharers
+                ),
+                format!(
+                    "mean over seeds {:?} (heap: {:?}); conflict_rate = conflict misses / accesses; reference = shuffle-free-memory.txt",
+                    seeds, heap_seeds
+                ),
+                format!(
+                    "series {RUNS}: the heap's conflict rate and colour sharers at every benchmark run (mean, min, max over the seeds), without and with shuffle"
+                ),
+            ],
+        })
     }
 
+    /// The conflict rate after aging, without and with shuffle (document:
+    /// 21% -> 11%).
     fn headline(&self, report: &Report) -> Option<Headline> {
-        headline(report)
+        let case = |name: &str| {
+            report
+                .results_as::<HeapCaseRow>()
+                .find(|row| row.case == name)
+        };
+        let (aged, shuffled) = (case("aged")?, case("aged+shuffle")?);
+        let (ours_aged, ours_shuffled) =
+            (aged.conflict.conflict_rate, shuffled.conflict.conflict_rate);
+        let reference = aged.reference.zip(shuffled.reference);
+        Some(Headline {
+            metric: "conflict rate aged -> aged+shuffle".into(),
+            ours: format!("{:.1}% -> {:.1}%", ours_aged * 100.0, ours_shuffled * 100.0),
+            document: reference.map_or("-".into(), |(aged, shuffled)| {
+                format!("{:.0}% -> {:.0}%", aged * 100.0, shuffled * 100.0)
+            }),
+            direction_matches: reference
+                .map(|(aged, shuffled)| (shuffled < aged) == (ours_shuffled < ours_aged)),
+        })
     }
 
     fn plots(&self, report: &Report) -> Vec<Plot> {

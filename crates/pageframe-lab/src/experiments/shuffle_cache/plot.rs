@@ -3,25 +3,30 @@
 //! STREAM speedup beside its 3x, and from the report's `runs` series the
 //! conflict rate per benchmark run without and with shuffle.
 
-use super::columns;
+use super::rows::{HeapCaseRow, RunRow, StreamRow};
 use super::RUNS;
-use crate::plots::{number, text, BarSeries, Plot, PlotKind, Series};
-use crate::report::{Report, Row};
+use crate::plots::{BarSeries, Plot, PlotKind, Series};
+use crate::report::Report;
 
 /// The plots of a `shuffle-cache` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
-    let heap: Vec<&Row> = report
-        .results()
-        .filter(|row| number(row, columns::CONFLICT_RATE).is_some())
-        .filter(|row| {
-            !text(row, columns::CASE)
-                .unwrap_or("")
-                .starts_with("two-instances")
+    let heap: Vec<Bar> = report
+        .results_as::<HeapCaseRow>()
+        .map(|row| Bar {
+            case: row.case,
+            value: row.conflict.conflict_rate,
+            range: Some((row.conflict.conflict_min, row.conflict.conflict_max)),
+            reference: row.reference,
         })
         .collect();
-    let streams: Vec<&Row> = report
-        .results()
-        .filter(|row| number(row, columns::SPEEDUP).is_some())
+    let streams: Vec<Bar> = report
+        .results_as::<StreamRow>()
+        .map(|row| Bar {
+            case: row.case,
+            value: row.speedup,
+            range: None,
+            reference: row.reference,
+        })
         .collect();
     let mut plots = vec![
         Plot {
@@ -29,14 +34,14 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             title: "Memory-side cache conflict rate".into(),
             caption: "Conflict misses per access of a heap 3x the cache, fresh (run 1) and aged (the second half of the runs), without and with shuffle (whiskers: min and max over runs and seeds); pale: shuffle-free-memory.txt.".into(),
             value_label: "conflict misses / accesses".into(),
-            kind: bars(&heap, columns::CONFLICT_RATE, Some((columns::CONFLICT_MIN, columns::CONFLICT_MAX))),
+            kind: bars(&heap),
         },
         Plot {
             name: "two-instances".into(),
             title: "Two STREAM instances on cache-sized nodes".into(),
             caption: "Speedup of two STREAM instances on nodes 0 and 1 over the unshuffled run; pale: the document's 3x with shuffle.".into(),
             value_label: "speedup over no shuffle".into(),
-            kind: bars(&streams, columns::SPEEDUP, None),
+            kind: bars(&streams),
         },
     ];
     plots.extend(per_run(report));
@@ -54,18 +59,9 @@ const FRESH: usize = 7;
 fn per_run(report: &Report) -> Option<Plot> {
     let line = |shuffle: bool| -> Vec<(f64, f64)> {
         report
-            .series(RUNS)
-            .filter(|row| {
-                row.get(columns::SHUFFLE)
-                    .and_then(serde_json::Value::as_bool)
-                    == Some(shuffle)
-            })
-            .filter_map(|row| {
-                Some((
-                    number(row, columns::RUN)?,
-                    number(row, columns::CONFLICT_RATE)?,
-                ))
-            })
+            .series_as::<RunRow>(RUNS)
+            .filter(|row| row.shuffle == shuffle)
+            .map(|row| (row.run as f64, row.conflict.conflict_rate))
             .collect()
     };
     let (without, with) = (line(false), line(true));
@@ -92,9 +88,9 @@ fn per_run(report: &Report) -> Option<Plot> {
         ("aged+shuffle", "aged, shuffled", WITH_SHUFFLE),
     ] {
         let reference = report
-            .results()
-            .find(|row| text(row, columns::CASE) == Some(case))
-            .and_then(|row| number(row, columns::REFERENCE));
+            .results_as::<HeapCaseRow>()
+            .find(|row| row.case == case)
+            .and_then(|row| row.reference);
         if let Some(level) = reference {
             series.push(Series {
                 name: format!("document: {label} {:.0}%", level * 100.0),
@@ -119,32 +115,28 @@ fn per_run(report: &Report) -> Option<Plot> {
     })
 }
 
-fn bars(rows: &[&Row], column: &str, range: Option<(&str, &str)>) -> PlotKind {
+/// One bar: a case's value, its range and the document's figure.
+struct Bar {
+    case: String,
+    value: f64,
+    range: Option<(f64, f64)>,
+    reference: Option<f64>,
+}
+
+fn bars(bars: &[Bar]) -> PlotKind {
     PlotKind::Bars {
-        categories: rows
-            .iter()
-            .map(|row| text(row, columns::CASE).unwrap_or("?").to_string())
-            .collect(),
+        categories: bars.iter().map(|bar| bar.case.clone()).collect(),
         series: vec![
             BarSeries {
                 name: "pageframe".into(),
-                values: rows.iter().map(|row| number(row, column)).collect(),
-                ranges: rows
-                    .iter()
-                    .map(|row| {
-                        let (min, max) = range?;
-                        Some((number(row, min)?, number(row, max)?))
-                    })
-                    .collect(),
+                values: bars.iter().map(|bar| Some(bar.value)).collect(),
+                ranges: bars.iter().map(|bar| bar.range).collect(),
                 reference: false,
             },
             BarSeries {
                 name: "document".into(),
-                values: rows
-                    .iter()
-                    .map(|row| number(row, columns::REFERENCE))
-                    .collect(),
-                ranges: vec![None; rows.len()],
+                values: bars.iter().map(|bar| bar.reference).collect(),
+                ranges: vec![None; bars.len()],
                 reference: true,
             },
         ],
@@ -153,33 +145,39 @@ fn bars(rows: &[&Row], column: &str, range: Option<(&str, &str)>) -> PlotKind {
 
 #[cfg(test)]
 mod tests {
+    use super::super::rows::Conflict;
     use super::*;
-    use crate::report::SERIES;
+    use crate::report::Row;
 
     fn report() -> Report {
+        let conflict = |rate: f64| Conflict {
+            conflict_rate: rate,
+            conflict_min: rate,
+            conflict_max: rate,
+        };
+        let case = |name: &str, rate: f64, reference: f64| {
+            Row::from_typed(&HeapCaseRow {
+                case: name.into(),
+                conflict: conflict(rate),
+                colour_sharers: 2.0,
+                reference: Some(reference),
+            })
+            .unwrap()
+        };
         let mut rows = vec![
-            Row::new()
-                .with(columns::CASE, "fresh")
-                .with(columns::CONFLICT_RATE, 0.08)
-                .with(columns::REFERENCE, 0.08),
-            Row::new()
-                .with(columns::CASE, "aged")
-                .with(columns::CONFLICT_RATE, 0.2)
-                .with(columns::REFERENCE, 0.21),
-            Row::new()
-                .with(columns::CASE, "aged+shuffle")
-                .with(columns::CONFLICT_RATE, 0.1)
-                .with(columns::REFERENCE, 0.11),
+            case("fresh", 0.08, 0.08),
+            case("aged", 0.2, 0.21),
+            case("aged+shuffle", 0.1, 0.11),
         ];
         for shuffle in [false, true] {
             for run in [1, 2, 3] {
-                rows.push(
-                    Row::new()
-                        .with(SERIES, RUNS)
-                        .with(columns::RUN, run)
-                        .with(columns::SHUFFLE, shuffle)
-                        .with(columns::CONFLICT_RATE, 0.1),
-                );
+                let sample = RunRow {
+                    run,
+                    shuffle,
+                    conflict: conflict(0.1),
+                    colour_sharers: 2.0,
+                };
+                rows.push(Row::series_sample(RUNS, &sample).unwrap());
             }
         }
         Report {

@@ -1,28 +1,26 @@
 //! Plot of `trace-replay`: the unusable free index at the costly order and
 //! the pageblock order over the trace's time, one line per policy and order.
 
-use super::columns;
-use crate::plots::{number, text, Plot, PlotKind, Series};
+use super::rows::{FragmentationRow, FRAGMENTATION};
+use crate::plots::{Plot, PlotKind, Series};
 use crate::report::Report;
 
 /// The plots of a `trace-replay` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
-    let samples: Vec<_> = report.series(columns::FRAGMENTATION).collect();
+    let samples: Vec<FragmentationRow> = report.series_as(FRAGMENTATION).collect();
     let mut policies: Vec<&str> = Vec::new();
     for row in &samples {
-        if let Some(policy) = text(row, columns::POLICY) {
-            if !policies.contains(&policy) {
-                policies.push(policy);
-            }
+        if !policies.contains(&row.policy.as_str()) {
+            policies.push(&row.policy);
         }
     }
     let mut series = Vec::new();
-    for (order, column) in columns::SERIES_ORDERS {
+    for order in FragmentationRow::ORDERS {
         for policy in &policies {
             let points = samples
                 .iter()
-                .filter(|row| text(row, columns::POLICY) == Some(policy))
-                .filter_map(|row| Some((number(row, columns::SECONDS)?, number(row, column)?)))
+                .filter(|row| row.policy == *policy)
+                .filter_map(|row| Some((row.seconds, row.unusable(order)?)))
                 .collect();
             series.push(Series {
                 name: format!("{policy}, order {order}"),

@@ -31,10 +31,10 @@
 //! Not owned here: the allocator and the backings (crate `pageframe`); the
 //! summary table and the report page.
 
-mod columns;
 mod host;
 mod plot;
 mod populate;
+pub mod rows;
 #[cfg(test)]
 mod tests;
 
@@ -42,13 +42,12 @@ use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
 use crate::params::{Param, Params};
 use crate::plots::Plot;
-use crate::plots::{number, text};
-use crate::report::{Report, Row};
-use crate::summary::{self, Headline};
+use crate::report::{round_to, Report, Row};
+use crate::summary::Headline;
 use host::Placement;
 use pageframe::backing::{CostSource, MermapAccess, SimCosts};
 use populate::{ArenaVariant, Measured, Spinner};
-use serde_json::Value;
+use rows::PopulateRow;
 
 /// Bytes per page of both machines.
 const PAGE_SIZE: u64 = 4096;
@@ -173,245 +172,79 @@ impl Variant {
     }
 }
 
-/// The parameters of `unmapped-populate` (config file keys) with their defaults.
-fn params(scale: Scale) -> Vec<Param> {
-    let (region_mib, samples, sim_region_gib) = match scale {
-        Scale::Quick => (64, 10, 4),
-        Scale::Full => (2048, REFERENCE_SAMPLES as i64, 256),
-    };
-    vec![
-        Param::int(
-            "region_mib",
-            "Guest memory populated per sample on the real arena, MiB (the machine has twice that)",
-            region_mib,
-            2,
-            8192,
-        ),
-        Param::int(
-            "samples",
-            "Timed samples of each variant on the real arena (after one untimed warm-up sample)",
-            samples,
-            1,
-            1000,
-        ),
-        Param::int(
-            "sim_region_gib",
-            "Region populated once per variant on the simulated machine, GiB (0: no simulated rows)",
-            sim_region_gib,
-            0,
-            512,
-        ),
-    ]
-}
-
-/// Runs the experiment with the given parameters (see [`params`]).
-fn run_with(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-    // Whole pageblocks, so that `gfp_unmapped` converts exactly
-    // region / 2 MiB of them.
-    let region_bytes = (params.int("region_mib") as u64) << 20;
-    let region_bytes = region_bytes.div_ceil(PAGEBLOCK_BYTES) * PAGEBLOCK_BYTES;
-    let samples = params.int("samples") as usize;
-    let sim_region_bytes = (params.int("sim_region_gib") as u64) << 30;
-    let sim_steps = if sim_region_bytes > 0 { 3 } else { 0 };
-    let steps = (VARIANTS.len() * samples + sim_steps) as u64;
-    let mut done = 0u64;
-    let mut tick = || {
-        done += 1;
-        observe::progress(done, steps);
-    };
-    observe::progress(0, steps);
-
-    // The populating thread on one host CPU, a spinner on another; every
-    // variant boots first, then the samples run in turn, variant by
-    // variant, so that drift of the host hits them all alike. One untimed
-    // warm-up sample each (first touches of the ring and the metadata).
-    let placement = Placement::pin();
-    let mut variants = VARIANTS
-        .into_iter()
-        .enumerate()
-        .map(|(at, variant)| {
-            ArenaVariant::boot(
-                variant,
-                region_bytes / PAGE_SIZE,
-                options.seed.wrapping_add(at as u64),
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    {
-        // A second CPU busy in this mm: each mprotect must interrupt it.
-        let _spinner = Spinner::start(placement.spinner_cpu);
-        for round in 0..=samples {
-            for variant in &mut variants {
-                variant.sample(round == 0, placement.populating_cpu)?;
-                if round > 0 {
-                    tick();
-                }
-            }
-        }
-    }
-    drop(placement);
-    let arena = variants
-        .into_iter()
-        .map(ArenaVariant::finish)
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut sim = Vec::new();
-    let (costs, cost_source) = SimCosts::resolve().map_err(ExperimentError::failed)?;
-    if sim_region_bytes > 0 {
-        for (at, variant) in VARIANTS.into_iter().take(3).enumerate() {
-            sim.push(populate::on_sim(
-                variant,
-                sim_region_bytes / PAGE_SIZE,
-                options.seed.wrapping_add(at as u64),
-                costs,
-            )?);
-            tick();
-        }
-    }
-    observe::progress(steps, steps);
-
-    let baseline_ms = arena.first().map(Measured::mean_ms);
-    let mut rows: Vec<Row> = arena
-        .iter()
-        .map(|measured| arena_row(measured, baseline_ms))
-        .collect();
-    let sim_baseline_ms = sim.first().map(|measured| measured.modelled_ms);
-    rows.extend(
-        sim.iter()
-            .map(|measured| sim_row(measured, sim_baseline_ms)),
-    );
-    Ok(Report {
-        experiment: "unmapped-populate".into(),
-        seed: options.seed,
-        scale: options.scale.name().into(),
-        rows,
-        notes: notes(
-            region_bytes,
-            samples,
-            sim_region_bytes,
-            (costs, &cost_source),
-        ),
-    })
-}
-
 /// The fraction by which `ms` differs from the baseline's, None for the
 /// baseline itself.
-fn delta(variant: Variant, ms: f64, baseline_ms: Option<f64>) -> Value {
+fn delta(variant: Variant, ms: f64, baseline_ms: Option<f64>) -> Option<f64> {
     match baseline_ms {
         Some(base) if variant != Variant::Baseline && base > 0.0 => {
-            (((ms / base - 1.0) * 1000.0).round() / 1000.0).into()
+            Some(round_to(ms / base - 1.0, 3))
         }
-        _ => Value::Null,
+        _ => None,
     }
 }
 
-fn with_reference(row: Row, variant: Variant) -> Row {
-    let reference = variant.reference();
-    row.with(columns::REFERENCE_MEAN_MS, reference.mean_ms)
-        .with(
-            columns::REFERENCE_DELTA,
-            reference.delta.map_or(Value::Null, Into::into),
-        )
-}
-
-/// The row of an arena variant. Column order follows the document's table
-/// (variant | samples | mean | min | histogram | max | Δμ), then the figures
-/// of the document and the counts.
-fn arena_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
+/// The row of an arena variant.
+fn arena_row(measured: &Measured, baseline_ms: Option<f64>) -> PopulateRow {
     let variant = measured.variant;
+    let reference = variant.reference();
     let ms = &measured.samples_ms;
     let min = ms.iter().copied().fold(f64::INFINITY, f64::min);
     let max = ms.iter().copied().fold(0.0, f64::max);
     let mean = measured.mean_ms();
-    let row = Row::new()
-        .with(columns::VARIANT, variant.name())
-        .with(columns::BACKING, "arena")
-        .with(columns::SAMPLES, ms.len())
-        .with_f64(columns::MEAN_MS, mean, 2)
-        .with_f64(columns::MIN_MS, min, 2)
-        .with(columns::HISTOGRAM, sparkline(ms, 8))
-        .with_f64(columns::MAX_MS, max, 2)
-        .with(columns::MODELLED_MS, Value::Null)
-        .with(
-            columns::DELTA_VS_BASELINE,
-            delta(variant, mean, baseline_ms),
-        );
     let host = &measured.host;
-    with_reference(row, variant)
-        .with_f64(
-            columns::TLB_FLUSHES,
-            measured.global_flushes_per_sample(),
-            1,
-        )
-        .with_f64(
-            columns::LOCAL_FLUSHES,
-            measured.local_flushes_per_sample(),
-            1,
-        )
-        .with(columns::PAGES, measured.pages)
-        .with_f64(columns::CV, measured.cv(), 3)
-        .with_f64(
-            columns::IPIS_POPULATING_CPU,
-            measured.per_sample(host.ipis_populating_cpu),
-            1,
-        )
-        .with_f64(
-            columns::IPIS_OTHER_CPUS,
-            measured.per_sample(host.ipis_other_cpus),
-            1,
-        )
-        .with_f64(columns::SYSCALLS, measured.per_sample(host.syscalls), 1)
-        .with_f64(
-            columns::MINOR_FAULTS,
-            measured.per_sample(host.minor_faults),
-            1,
-        )
-        .with_f64(
-            columns::MAJOR_FAULTS,
-            measured.per_sample(host.major_faults),
-            1,
-        )
-        .with_f64(
-            columns::AGENT_MINOR_FAULTS,
-            measured.per_sample(host.agent_minor_faults),
-            1,
-        )
+    let per_sample = |count| Some(round_to(measured.per_sample(count), 1));
+    PopulateRow {
+        variant: variant.name().into(),
+        backing: "arena".into(),
+        samples: ms.len() as u64,
+        mean_ms: Some(round_to(mean, 2)),
+        min_ms: Some(round_to(min, 2)),
+        histogram: Some(sparkline(ms, 8)),
+        max_ms: Some(round_to(max, 2)),
+        modelled_ms: None,
+        delta_vs_baseline: delta(variant, mean, baseline_ms),
+        reference_mean_ms: reference.mean_ms,
+        reference_delta: reference.delta,
+        tlb_flushes: round_to(measured.global_flushes_per_sample(), 1),
+        local_flushes: round_to(measured.local_flushes_per_sample(), 1),
+        pages: measured.pages,
+        cv: Some(round_to(measured.cv(), 3)),
+        ipis_populating_cpu: per_sample(host.ipis_populating_cpu),
+        ipis_other_cpus: per_sample(host.ipis_other_cpus),
+        syscalls: per_sample(host.syscalls),
+        minor_faults: per_sample(host.minor_faults),
+        major_faults: per_sample(host.major_faults),
+        agent_minor_faults: per_sample(host.agent_minor_faults),
+    }
 }
 
 /// The row of a simulated variant: one sample, its modelled time.
-fn sim_row(measured: &Measured, baseline_ms: Option<f64>) -> Row {
+fn sim_row(measured: &Measured, baseline_ms: Option<f64>) -> PopulateRow {
     let variant = measured.variant;
-    let row = Row::new()
-        .with(columns::VARIANT, variant.name())
-        .with(columns::BACKING, "sim")
-        .with(columns::SAMPLES, 1)
-        .with(columns::MEAN_MS, Value::Null)
-        .with(columns::MIN_MS, Value::Null)
-        .with(columns::HISTOGRAM, Value::Null)
-        .with(columns::MAX_MS, Value::Null)
-        .with_f64(columns::MODELLED_MS, measured.modelled_ms, 2)
-        .with(
-            columns::DELTA_VS_BASELINE,
-            delta(variant, measured.modelled_ms, baseline_ms),
-        );
-    with_reference(row, variant)
-        .with_f64(
-            columns::TLB_FLUSHES,
-            measured.global_flushes_per_sample(),
-            1,
-        )
-        .with_f64(
-            columns::LOCAL_FLUSHES,
-            measured.local_flushes_per_sample(),
-            1,
-        )
-        .with(columns::PAGES, measured.pages)
-        .with(columns::CV, Value::Null)
-        .with(columns::IPIS_POPULATING_CPU, Value::Null)
-        .with(columns::IPIS_OTHER_CPUS, Value::Null)
-        .with(columns::SYSCALLS, Value::Null)
-        .with(columns::MINOR_FAULTS, Value::Null)
-        .with(columns::MAJOR_FAULTS, Value::Null)
-        .with(columns::AGENT_MINOR_FAULTS, Value::Null)
+    let reference = variant.reference();
+    PopulateRow {
+        variant: variant.name().into(),
+        backing: "sim".into(),
+        samples: 1,
+        mean_ms: None,
+        min_ms: None,
+        histogram: None,
+        max_ms: None,
+        modelled_ms: Some(round_to(measured.modelled_ms, 2)),
+        delta_vs_baseline: delta(variant, measured.modelled_ms, baseline_ms),
+        reference_mean_ms: reference.mean_ms,
+        reference_delta: reference.delta,
+        tlb_flushes: round_to(measured.global_flushes_per_sample(), 1),
+        local_flushes: round_to(measured.local_flushes_per_sample(), 1),
+        pages: measured.pages,
+        cv: None,
+        ipis_populating_cpu: None,
+        ipis_other_cpus: None,
+        syscalls: None,
+        minor_faults: None,
+        major_faults: None,
+        agent_minor_faults: None,
+    }
 }
 
 /// A histogram of `samples` in `bins` equal bins from min to max, one block
@@ -498,33 +331,6 @@ fn notes(
     notes
 }
 
-/// `unmapped-populate`: the change of the mean populate latency against the
-/// baseline on the real arena, for `gfp_unmapped` and `skip_flush`
-/// (document: -70.0% and -68.8%).
-fn headline(report: &Report) -> Option<Headline> {
-    let arena = |variant: &str| {
-        summary::find_result(report, |row| {
-            text(row, columns::VARIANT) == Some(variant)
-                && text(row, columns::BACKING) == Some("arena")
-        })
-    };
-    let (unmapped, skip) = (arena("gfp_unmapped")?, arena("skip_flush")?);
-    let ours = (
-        number(unmapped, columns::DELTA_VS_BASELINE)?,
-        number(skip, columns::DELTA_VS_BASELINE)?,
-    );
-    let reference =
-        number(unmapped, columns::REFERENCE_DELTA).zip(number(skip, columns::REFERENCE_DELTA));
-    let percent = |(a, b): (f64, f64)| format!("{:+.1}%, {:+.1}%", a * 100.0, b * 100.0);
-    Some(Headline {
-        metric: "populate latency vs baseline: gfp_unmapped, skip_flush".into(),
-        ours: percent(ours),
-        document: reference.map_or("-".into(), percent),
-        direction_matches: reference
-            .map(|(a, b)| (a < 0.0) == (ours.0 < 0.0) && (b < 0.0) == (ours.1 < 0.0)),
-    })
-}
-
 /// The experiment `unmapped-populate`.
 pub struct UnmappedPopulate;
 
@@ -541,16 +347,147 @@ impl Experiment for UnmappedPopulate {
         "guest-memory populate latency: per-page unmap and flush, __GFP_UNMAPPED with the mermap, no flush"
     }
 
+    /// The parameters (config file keys) with their defaults at `scale`.
     fn params(&self, scale: Scale) -> Vec<Param> {
-        params(scale)
+        let (region_mib, samples, sim_region_gib) = match scale {
+            Scale::Quick => (64, 10, 4),
+            Scale::Full => (2048, REFERENCE_SAMPLES as i64, 256),
+        };
+        vec![
+            Param::int(
+                "region_mib",
+                "Guest memory populated per sample on the real arena, MiB (the machine has twice that)",
+                region_mib,
+                2,
+                8192,
+            ),
+            Param::int(
+                "samples",
+                "Timed samples of each variant on the real arena (after one untimed warm-up sample)",
+                samples,
+                1,
+                1000,
+            ),
+            Param::int(
+                "sim_region_gib",
+                "Region populated once per variant on the simulated machine, GiB (0: no simulated rows)",
+                sim_region_gib,
+                0,
+                512,
+            ),
+        ]
     }
 
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-        run_with(options, params)
+        // Whole pageblocks, so that `gfp_unmapped` converts exactly
+        // region / 2 MiB of them.
+        let region_bytes = (params.int("region_mib") as u64) << 20;
+        let region_bytes = region_bytes.div_ceil(PAGEBLOCK_BYTES) * PAGEBLOCK_BYTES;
+        let samples = params.int("samples") as usize;
+        let sim_region_bytes = (params.int("sim_region_gib") as u64) << 30;
+        let sim_steps = if sim_region_bytes > 0 { 3 } else { 0 };
+        let steps = (VARIANTS.len() * samples + sim_steps) as u64;
+        let mut done = 0u64;
+        let mut tick = || {
+            done += 1;
+            observe::progress(done, steps);
+        };
+        observe::progress(0, steps);
+
+        // The populating thread on one host CPU, a spinner on another; every
+        // variant boots first, then the samples run in turn, variant by
+        // variant, so that drift of the host hits them all alike. One untimed
+        // warm-up sample each (first touches of the ring and the metadata).
+        let placement = Placement::pin();
+        let mut variants = VARIANTS
+            .into_iter()
+            .enumerate()
+            .map(|(at, variant)| {
+                ArenaVariant::boot(
+                    variant,
+                    region_bytes / PAGE_SIZE,
+                    options.seed.wrapping_add(at as u64),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        {
+            // A second CPU busy in this mm: each mprotect must interrupt it.
+            let _spinner = Spinner::start(placement.spinner_cpu);
+            for round in 0..=samples {
+                for variant in &mut variants {
+                    variant.sample(round == 0, placement.populating_cpu)?;
+                    if round > 0 {
+                        tick();
+                    }
+                }
+            }
+        }
+        drop(placement);
+        let arena = variants
+            .into_iter()
+            .map(ArenaVariant::finish)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut sim = Vec::new();
+        let (costs, cost_source) = SimCosts::resolve().map_err(ExperimentError::failed)?;
+        if sim_region_bytes > 0 {
+            for (at, variant) in VARIANTS.into_iter().take(3).enumerate() {
+                sim.push(populate::on_sim(
+                    variant,
+                    sim_region_bytes / PAGE_SIZE,
+                    options.seed.wrapping_add(at as u64),
+                    costs,
+                )?);
+                tick();
+            }
+        }
+        observe::progress(steps, steps);
+
+        let baseline_ms = arena.first().map(Measured::mean_ms);
+        let sim_baseline_ms = sim.first().map(|measured| measured.modelled_ms);
+        let rows = arena
+            .iter()
+            .map(|measured| arena_row(measured, baseline_ms))
+            .chain(
+                sim.iter()
+                    .map(|measured| sim_row(measured, sim_baseline_ms)),
+            )
+            .map(|typed| Row::from_typed(&typed))
+            .collect::<Result<Vec<Row>, _>>()
+            .map_err(ExperimentError::failed)?;
+        Ok(Report {
+            experiment: "unmapped-populate".into(),
+            seed: options.seed,
+            scale: options.scale.name().into(),
+            rows,
+            notes: notes(
+                region_bytes,
+                samples,
+                sim_region_bytes,
+                (costs, &cost_source),
+            ),
+        })
     }
 
+    /// The change of the mean populate latency against the baseline on
+    /// the real arena, for `gfp_unmapped` and `skip_flush` (document:
+    /// -70.0% and -68.8%).
     fn headline(&self, report: &Report) -> Option<Headline> {
-        headline(report)
+        let arena = |variant: &str| {
+            report
+                .results_as::<PopulateRow>()
+                .find(|row| row.variant == variant && row.backing == "arena")
+        };
+        let (unmapped, skip) = (arena("gfp_unmapped")?, arena("skip_flush")?);
+        let ours = (unmapped.delta_vs_baseline?, skip.delta_vs_baseline?);
+        let reference = unmapped.reference_delta.zip(skip.reference_delta);
+        let percent = |(a, b): (f64, f64)| format!("{:+.1}%, {:+.1}%", a * 100.0, b * 100.0);
+        Some(Headline {
+            metric: "populate latency vs baseline: gfp_unmapped, skip_flush".into(),
+            ours: percent(ours),
+            document: reference.map_or("-".into(), percent),
+            direction_matches: reference
+                .map(|(a, b)| (a < 0.0) == (ours.0 < 0.0) && (b < 0.0) == (ours.1 < 0.0)),
+        })
     }
 
     fn plots(&self, report: &Report) -> Vec<Plot> {

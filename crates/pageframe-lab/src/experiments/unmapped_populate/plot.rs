@@ -2,20 +2,20 @@
 //! real arena, mean with min–max whiskers, beside the document's figures;
 //! and the cost model's charge for the same loops on the simulated machine.
 
-use super::columns;
+use super::rows::PopulateRow;
 use super::VARIANTS;
-use crate::plots::{number, text, BarSeries, Plot, PlotKind};
-use crate::report::{Report, Row};
+use crate::plots::{BarSeries, Plot, PlotKind};
+use crate::report::Report;
 
 /// The plots of an `unmapped-populate` report.
 pub fn plots(report: &Report) -> Vec<Plot> {
     vec![latency(report), modelled(report)]
 }
 
-fn rows_of<'a>(report: &'a Report, backing: &str) -> Vec<&'a Row> {
+fn rows_of(report: &Report, backing: &str) -> Vec<PopulateRow> {
     report
-        .results()
-        .filter(|row| text(row, columns::BACKING) == Some(backing))
+        .results_as::<PopulateRow>()
+        .filter(|row| row.backing == backing)
         .collect()
 }
 
@@ -23,11 +23,10 @@ fn latency(report: &Report) -> Plot {
     let rows = rows_of(report, "arena");
     // The document's whiskers are not in the rows (only its mean is), so
     // they come from the experiment's table of references.
-    let reference_range = |row: &&Row| {
-        let name = text(row, columns::VARIANT)?;
+    let reference_range = |row: &PopulateRow| {
         let variant = VARIANTS
             .into_iter()
-            .find(|variant| variant.name() == name)?;
+            .find(|variant| variant.name() == row.variant)?;
         let reference = variant.reference();
         Some((reference.min_ms, reference.max_ms))
     };
@@ -39,15 +38,15 @@ fn latency(report: &Report) -> Plot {
         kind: PlotKind::Bars {
             categories: rows
                 .iter()
-                .map(|row| text(row, columns::VARIANT).unwrap_or("?").to_string())
+                .map(|row| row.variant.clone())
                 .collect(),
             series: vec![
                 BarSeries {
                     name: "pageframe (arena)".into(),
-                    values: rows.iter().map(|row| number(row, columns::MEAN_MS)).collect(),
+                    values: rows.iter().map(|row| row.mean_ms).collect(),
                     ranges: rows
                         .iter()
-                        .map(|row| number(row, columns::MIN_MS).zip(number(row, columns::MAX_MS)))
+                        .map(|row| row.min_ms.zip(row.max_ms))
                         .collect(),
                     reference: false,
                 },
@@ -55,7 +54,7 @@ fn latency(report: &Report) -> Plot {
                     name: "kernel (document)".into(),
                     values: rows
                         .iter()
-                        .map(|row| number(row, columns::REFERENCE_MEAN_MS))
+                        .map(|row| Some(row.reference_mean_ms))
                         .collect(),
                     ranges: rows.iter().map(reference_range).collect(),
                     reference: true,
@@ -75,11 +74,11 @@ fn modelled(report: &Report) -> Plot {
         kind: PlotKind::Bars {
             categories: rows
                 .iter()
-                .map(|row| text(row, columns::VARIANT).unwrap_or("?").to_string())
+                .map(|row| row.variant.clone())
                 .collect(),
             series: vec![BarSeries {
                 name: "pageframe (sim)".into(),
-                values: rows.iter().map(|row| number(row, columns::MODELLED_MS)).collect(),
+                values: rows.iter().map(|row| row.modelled_ms).collect(),
                 ranges: vec![None; rows.len()],
                 reference: false,
             }],

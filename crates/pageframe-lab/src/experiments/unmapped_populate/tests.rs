@@ -2,7 +2,7 @@ use super::*;
 use crate::params::Value as ParamValue;
 
 fn tiny_run() -> Report {
-    let mut list = params(Scale::Quick);
+    let mut list = UnmappedPopulate.params(Scale::Quick);
     for param in &mut list {
         param.default = match param.key {
             "region_mib" => ParamValue::Int(8),
@@ -12,24 +12,16 @@ fn tiny_run() -> Report {
         };
     }
     let options = RunOptions::new(Scale::Quick, 7);
-    run_with(&options, &Params::defaults(&list)).unwrap()
+    UnmappedPopulate
+        .run(&options, &Params::defaults(&list))
+        .unwrap()
 }
 
-fn row<'a>(report: &'a Report, variant: &str, backing: &str) -> &'a Row {
+fn row(report: &Report, variant: &str, backing: &str) -> PopulateRow {
     report
-        .rows
-        .iter()
-        .find(|row| {
-            row.get(columns::VARIANT).and_then(Value::as_str) == Some(variant)
-                && row.get(columns::BACKING).and_then(Value::as_str) == Some(backing)
-        })
+        .results_as::<PopulateRow>()
+        .find(|row| row.variant == variant && row.backing == backing)
         .unwrap_or_else(|| panic!("no {variant} row on {backing}"))
-}
-
-fn number(row: &Row, column: &str) -> f64 {
-    row.get(column)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{column} is not a number: {row:?}"))
 }
 
 #[test]
@@ -39,53 +31,47 @@ fn flushes_per_sample_are_one_per_page_one_per_pageblock_and_none() {
     for variant in ["gfp_unmapped_span512", "gfp_unmapped_fileio"] {
         let arena = row(&report, variant, "arena");
         assert_eq!(
-            number(arena, columns::TLB_FLUSHES),
+            arena.tlb_flushes,
             ((8u64 << 20) / PAGEBLOCK_BYTES) as f64,
             "{variant}"
         );
-        assert_eq!(number(arena, columns::REFERENCE_DELTA), -0.7, "{variant}");
+        assert_eq!(arena.reference_delta, Some(-0.7), "{variant}");
     }
     // File I/O keeps the mermap's bookkeeping: one slot per get, so the
     // window wraps as often as with the series' one-page slots.
     assert_eq!(
-        number(
-            row(&report, "gfp_unmapped_fileio", "arena"),
-            "local_flushes"
-        ),
-        number(row(&report, "gfp_unmapped", "arena"), "local_flushes")
+        row(&report, "gfp_unmapped_fileio", "arena").local_flushes,
+        row(&report, "gfp_unmapped", "arena").local_flushes
     );
     for (backing, region_bytes) in [("arena", 8u64 << 20), ("sim", 1 << 30)] {
-        let pages = (region_bytes / PAGE_SIZE) as f64;
+        let pages = region_bytes / PAGE_SIZE;
         let baseline = row(&report, "baseline", backing);
         let unmapped = row(&report, "gfp_unmapped", backing);
         let skip = row(&report, "skip_flush", backing);
-        assert_eq!(number(baseline, columns::PAGES), pages);
-        assert_eq!(number(baseline, columns::TLB_FLUSHES), pages, "{backing}");
+        assert_eq!(baseline.pages, pages);
+        assert_eq!(baseline.tlb_flushes, pages as f64, "{backing}");
         assert_eq!(
-            number(unmapped, columns::TLB_FLUSHES),
+            unmapped.tlb_flushes,
             (region_bytes / PAGEBLOCK_BYTES) as f64,
             "{backing}"
         );
-        assert_eq!(number(skip, columns::TLB_FLUSHES), 0.0, "{backing}");
-        assert!(baseline.get(columns::DELTA_VS_BASELINE).unwrap().is_null());
-        assert_eq!(number(unmapped, columns::REFERENCE_DELTA), -0.7);
-        assert_eq!(number(skip, columns::REFERENCE_MEAN_MS), 325.8);
+        assert_eq!(skip.tlb_flushes, 0.0, "{backing}");
+        assert_eq!(baseline.delta_vs_baseline, None);
+        assert_eq!(unmapped.reference_delta, Some(-0.7));
+        assert_eq!(skip.reference_mean_ms, 325.8);
     }
     let arena = row(&report, "gfp_unmapped", "arena");
-    assert_eq!(number(arena, columns::SAMPLES), 3.0);
-    assert!(number(arena, columns::MIN_MS) <= number(arena, columns::MEAN_MS));
-    assert!(number(arena, columns::MEAN_MS) <= number(arena, columns::MAX_MS));
-    assert_eq!(
-        arena
-            .get(columns::HISTOGRAM)
-            .and_then(Value::as_str)
-            .unwrap()
-            .chars()
-            .count(),
-        8
+    assert_eq!(arena.samples, 3);
+    let (min, mean, max) = (
+        arena.min_ms.unwrap(),
+        arena.mean_ms.unwrap(),
+        arena.max_ms.unwrap(),
     );
+    assert!(min <= mean);
+    assert!(mean <= max);
+    assert_eq!(arena.histogram.unwrap().chars().count(), 8);
     // The model charges a shootdown per page to the baseline only.
-    let modelled = |variant| number(row(&report, variant, "sim"), "modelled_ms");
+    let modelled = |variant| row(&report, variant, "sim").modelled_ms.unwrap();
     assert!(modelled("gfp_unmapped") < modelled("baseline"));
     assert!(modelled("skip_flush") < modelled("baseline"));
 }

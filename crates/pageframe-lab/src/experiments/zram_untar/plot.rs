@@ -2,60 +2,63 @@
 //! one line per allocator (and afmalloc's real overhead), beside the
 //! afmalloc document's figures (dashed, in the rounds it prints).
 
-use super::columns;
-use crate::plots::{number, text, Plot, PlotKind, Series};
-use crate::report::{Report, Row};
+use super::rows::ReplayRow;
+use crate::plots::{Plot, PlotKind, Series};
+use crate::report::Report;
 
 /// Steps per round: untar and five removals.
 const STEPS_PER_ROUND: f64 = 6.0;
 
 /// The x position of an untar row: steps since the start, 1-based. The
 /// removals follow it one by one (rows are written in step order).
-fn untar_position(row: &Row) -> Option<f64> {
-    let round = number(row, columns::ROUND)?;
-    (text(row, columns::STEP)? == "untar").then_some((round - 1.0) * STEPS_PER_ROUND + 1.0)
+fn untar_position(row: &ReplayRow) -> Option<f64> {
+    let round = f64::from(row.sizes.round);
+    (row.sizes.step == "untar").then_some((round - 1.0) * STEPS_PER_ROUND + 1.0)
 }
 
+/// A column of a row, where it has a value.
+type Column = fn(&ReplayRow) -> Option<f64>;
+
 /// Rows of one allocator with their x positions, compact rows left out.
-fn points(report: &Report, allocator: &str, column: &str) -> Vec<(f64, f64)> {
+fn points(rows: &[ReplayRow], allocator: &str, column: Column) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     let mut x = None;
-    for row in report
-        .rows
-        .iter()
-        .filter(|row| text(row, columns::ALLOCATOR) == Some(allocator))
-    {
+    for row in rows.iter().filter(|row| row.sizes.allocator == allocator) {
         x = match untar_position(row) {
             Some(start) => Some(start),
-            None if text(row, columns::STEP) == Some("compact") => continue,
+            None if row.sizes.step == "compact" => continue,
             None => x.map(|x: f64| x + 1.0),
         };
-        if let (Some(x), Some(y)) = (x, number(row, column)) {
+        if let (Some(x), Some(y)) = (x, column(row)) {
             out.push((x, y));
         }
     }
     out
 }
 
-/// The plots of a `zram-untar` report.
+/// The plots of a `zram-untar` report (every row reads as a [`ReplayRow`]).
 pub fn plots(report: &Report) -> Vec<Plot> {
+    let rows: Vec<ReplayRow> = report.results_as().collect();
+    let overhead: Column = |row| Some(row.sizes.overhead_ratio);
+    let real_overhead: Column = |row| row.sizes.real_overhead_ratio;
+    let kernel_overhead: Column = |row| row.kernel_overhead_ratio;
+    let reference_overhead: Column = |row| row.reference.reference_overhead_ratio;
+    let reference_real_overhead: Column = |row| row.reference.reference_real_overhead_ratio;
     let mut allocators: Vec<&str> = Vec::new();
-    for row in &report.rows {
-        if let Some(allocator) = text(row, columns::ALLOCATOR) {
-            if !allocators.contains(&allocator) {
-                allocators.push(allocator);
-            }
+    for row in &rows {
+        if !allocators.contains(&row.sizes.allocator.as_str()) {
+            allocators.push(&row.sizes.allocator);
         }
     }
     let mut series = Vec::new();
     for (colour, allocator) in allocators.iter().enumerate() {
         series.push(Series {
             name: format!("{allocator}: overhead"),
-            points: points(report, allocator, columns::OVERHEAD_RATIO),
+            points: points(&rows, allocator, overhead),
             reference: false,
             colour: Some(colour),
         });
-        let real = points(report, allocator, columns::REAL_OVERHEAD_RATIO);
+        let real = points(&rows, allocator, real_overhead);
         if !real.is_empty() {
             series.push(Series {
                 name: format!("{allocator}: real overhead"),
@@ -67,7 +70,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     }
     // The real kernel's zram of the same run (a trace workload), once.
     if let Some(first) = allocators.first() {
-        let kernel = points(report, first, columns::KERNEL_OVERHEAD_RATIO);
+        let kernel = points(&rows, first, kernel_overhead);
         if !kernel.is_empty() {
             series.push(Series {
                 name: "this kernel's zram (zsmalloc): overhead".into(),
@@ -82,7 +85,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     if let Some(name) = zsmalloc {
         series.push(Series {
             name: "document: zsmalloc overhead".into(),
-            points: points(report, name, columns::REFERENCE_OVERHEAD_RATIO),
+            points: points(&rows, name, reference_overhead),
             reference: true,
             colour: Some(0),
         });
@@ -91,21 +94,20 @@ pub fn plots(report: &Report) -> Vec<Plot> {
         let colour = allocators.iter().position(|name| *name == "afmalloc");
         series.push(Series {
             name: "document: afmalloc overhead".into(),
-            points: points(report, "afmalloc", columns::REFERENCE_OVERHEAD_RATIO),
+            points: points(&rows, "afmalloc", reference_overhead),
             reference: true,
             colour,
         });
         series.push(Series {
             name: "document: afmalloc real overhead".into(),
-            points: points(report, "afmalloc", columns::REFERENCE_REAL_OVERHEAD_RATIO),
+            points: points(&rows, "afmalloc", reference_real_overhead),
             reference: true,
             colour: Some(allocators.len() + 1),
         });
     }
-    let rounds = report
-        .rows
+    let rounds = rows
         .iter()
-        .filter_map(|row| number(row, columns::ROUND))
+        .map(|row| f64::from(row.sizes.round))
         .fold(0.0, f64::max);
     let markers = (1..=rounds as u32)
         .map(|round| {
@@ -132,31 +134,44 @@ pub fn plots(report: &Report) -> Vec<Plot> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::rows::{ReferenceRatios, Sizes};
     use super::*;
+    use crate::report::Row;
+
+    fn step(round: u32, step: &str, overhead_ratio: f64, real: Option<f64>) -> Row {
+        let sizes = Sizes {
+            allocator: "afmalloc".into(),
+            round,
+            step: step.into(),
+            orig_size: 0.0,
+            compr_size: 0.0,
+            used_size: 0.0,
+            overhead: 0.0,
+            overhead_ratio,
+            real_overhead: real,
+            real_overhead_ratio: real,
+        };
+        Row::from_typed(&ReplayRow {
+            sizes,
+            kernel_sizes: None,
+            kernel_overhead_ratio: None,
+            reference: ReferenceRatios {
+                reference_overhead_ratio: real.map(|_| 4.0),
+                reference_real_overhead_ratio: None,
+            },
+        })
+        .unwrap()
+    }
 
     #[test]
     fn steps_are_placed_round_after_round() {
         let mut rows = Vec::new();
         for round in 1..=2 {
-            for (at, step) in ["untar", "rm drivers", "rm arch"].iter().enumerate() {
-                rows.push(
-                    Row::new()
-                        .with(columns::ALLOCATOR, "afmalloc")
-                        .with(columns::ROUND, round)
-                        .with(columns::STEP, *step)
-                        .with(columns::OVERHEAD_RATIO, at as f64)
-                        .with(columns::REAL_OVERHEAD_RATIO, 3.5)
-                        .with(columns::REFERENCE_OVERHEAD_RATIO, 4.0),
-                );
+            for (at, name) in ["untar", "rm drivers", "rm arch"].iter().enumerate() {
+                rows.push(step(round, name, at as f64, Some(3.5)));
             }
         }
-        rows.push(
-            Row::new()
-                .with(columns::ALLOCATOR, "afmalloc")
-                .with(columns::ROUND, 2)
-                .with(columns::STEP, "compact")
-                .with(columns::OVERHEAD_RATIO, 1.0),
-        );
+        rows.push(step(2, "compact", 1.0, None));
         let report = Report {
             experiment: "zram-untar".into(),
             seed: 1,

@@ -5,9 +5,10 @@
 //! the trace carries them. The replay is deterministic: the same trace gives
 //! the same rows.
 
-use super::{columns, reference, REMOVED};
+use super::rows::{KernelSizes, ReferenceRatios, ReplayRow, Sizes};
+use super::{reference, REMOVED};
 use crate::experiments::ExperimentError;
-use crate::report::Row;
+use crate::report::round_to;
 use crate::zram_serve::block_trace::{RealStat, TraceRecord, TRACE_CODECS};
 use pageframe::page_source::CpuPages;
 use pageframe::zram::{Backend, Compressor, Prepared, Zram, ZramConfig, KEEP_ORIGINAL_FROM};
@@ -166,45 +167,39 @@ fn ratio(bytes: f64, compr: f64) -> f64 {
     }
 }
 
-/// A report row of a replayed step.
-pub fn row(backend: Backend, step: &StepFigures) -> Row {
+/// The row of a replayed step.
+pub fn row(backend: Backend, step: &StepFigures) -> ReplayRow {
     let compr = step.compr as f64;
     let overhead = step.used as f64 - compr;
-    let mut row = Row::new()
-        .with(columns::ALLOCATOR, backend.label())
-        .with(columns::ROUND, step.round)
-        .with(columns::STEP, step.label.as_str())
-        .with_f64(columns::ORIG_SIZE, step.orig as f64 / MIB, 2)
-        .with_f64(columns::COMPR_SIZE, compr / MIB, 2)
-        .with_f64(columns::USED_SIZE, step.used as f64 / MIB, 2)
-        .with_f64(columns::OVERHEAD, overhead / MIB, 2)
-        .with_f64(columns::OVERHEAD_RATIO, ratio(overhead, compr), 2);
-    row = if backend == Backend::Afmalloc {
-        let real = step.real_overhead as f64;
-        row.with_f64(columns::REAL_OVERHEAD, real / MIB, 2)
-            .with_f64(columns::REAL_OVERHEAD_RATIO, ratio(real, compr), 2)
-    } else {
-        row.with(columns::REAL_OVERHEAD, serde_json::Value::Null)
-            .with(columns::REAL_OVERHEAD_RATIO, serde_json::Value::Null)
-    };
-    row = match step.kernel {
-        Some(kernel) => {
-            let compr = kernel.compr as f64;
-            let overhead = kernel.used as f64 - compr;
-            row.with_f64(columns::KERNEL_ORIG_SIZE, kernel.orig as f64 / MIB, 2)
-                .with_f64(columns::KERNEL_COMPR_SIZE, compr / MIB, 2)
-                .with_f64(columns::KERNEL_USED_SIZE, kernel.used as f64 / MIB, 2)
-                .with_f64(columns::KERNEL_OVERHEAD_RATIO, ratio(overhead, compr), 2)
-        }
-        None => row.with(columns::KERNEL_OVERHEAD_RATIO, serde_json::Value::Null),
-    };
+    let real = (backend == Backend::Afmalloc).then_some(step.real_overhead as f64);
+    let kernel_sizes = step.kernel.map(|kernel| KernelSizes {
+        kernel_orig_size: round_to(kernel.orig as f64 / MIB, 2),
+        kernel_compr_size: round_to(kernel.compr as f64 / MIB, 2),
+        kernel_used_size: round_to(kernel.used as f64 / MIB, 2),
+    });
+    let kernel_overhead_ratio = step.kernel.map(|kernel| {
+        let compr = kernel.compr as f64;
+        round_to(ratio(kernel.used as f64 - compr, compr), 2)
+    });
     let reference = step_index(&step.label).and_then(|at| reference(backend, step.round, at));
-    row.with(
-        columns::REFERENCE_OVERHEAD_RATIO,
-        reference.map(|figures| figures.3),
-    )
-    .with(
-        columns::REFERENCE_REAL_OVERHEAD_RATIO,
-        reference.and_then(|figures| figures.4),
-    )
+    ReplayRow {
+        sizes: Sizes {
+            allocator: backend.label(),
+            round: step.round,
+            step: step.label.clone(),
+            orig_size: round_to(step.orig as f64 / MIB, 2),
+            compr_size: round_to(compr / MIB, 2),
+            used_size: round_to(step.used as f64 / MIB, 2),
+            overhead: round_to(overhead / MIB, 2),
+            overhead_ratio: round_to(ratio(overhead, compr), 2),
+            real_overhead: real.map(|real| round_to(real / MIB, 2)),
+            real_overhead_ratio: real.map(|real| round_to(ratio(real, compr), 2)),
+        },
+        kernel_sizes,
+        kernel_overhead_ratio,
+        reference: ReferenceRatios {
+            reference_overhead_ratio: reference.map(|figures| figures.3),
+            reference_real_overhead_ratio: reference.and_then(|figures| figures.4),
+        },
+    }
 }

@@ -71,21 +71,20 @@ fn untar_and_remove_account_every_page() {
         }
         let row = row(&zram, backend, 1, "rm include", 5, false);
         assert_eq!(
-            row.get(columns::REFERENCE_OVERHEAD_RATIO)
-                .and_then(|v| v.as_f64()),
+            row.reference.reference_overhead_ratio,
             Some(if backend == Backend::Afmalloc {
                 10.81
             } else {
                 16.19
             })
         );
-        assert!(row.get(columns::REFERENCE_ORIG_SIZE).is_none());
+        assert!(row.reference_sizes.is_none());
     }
 }
 
 #[test]
 fn without_a_tarball_the_fallback_runs_and_says_so() {
-    let mut list = params(Scale::Quick);
+    let mut list = ZramUntar.params(Scale::Quick);
     for param in &mut list {
         match param.key {
             "rounds" => param.default = crate::params::Value::Int(1),
@@ -99,7 +98,7 @@ fn without_a_tarball_the_fallback_runs_and_says_so() {
         corpus: Some("/nonexistent/linux.tar.xz".into()),
         ..RunOptions::new(Scale::Quick, 1)
     };
-    let report = run_with(&options, &params).unwrap();
+    let report = ZramUntar.run(&options, &params).unwrap();
     assert!(report
         .notes
         .iter()
@@ -118,11 +117,11 @@ fn without_a_tarball_the_fallback_runs_and_says_so() {
         "the fallback corpus has a directory to remove"
     );
     assert_eq!(report.rows.len(), 3 * (removed + 2));
-    assert!(report
-        .rows
+    assert!(!report
+        .columns()
         .iter()
-        .all(|row| row.get(columns::REFERENCE_ORIG_SIZE).is_none()));
-    assert!(headline(&report).is_some());
+        .any(|column| column == "reference_orig_size"));
+    assert!(ZramUntar.headline(&report).is_some());
 }
 
 #[test]
@@ -204,18 +203,15 @@ fn replay_is_deterministic_and_accounts_every_write() {
             assert_eq!(steps[1].orig, 200 * 4096);
             assert_eq!(steps[3].orig, 100 * 4096);
             let row = replay::row(backend, &steps[0]);
-            assert_eq!(
-                row.get(columns::KERNEL_OVERHEAD_RATIO)
-                    .and_then(|v| v.as_f64()),
-                Some(5.0)
-            );
+            assert_eq!(row.kernel_overhead_ratio, Some(5.0));
             let row = replay::row(backend, &steps[1]);
-            assert!(row
-                .get(columns::KERNEL_OVERHEAD_RATIO)
+            assert_eq!(row.kernel_overhead_ratio, None);
+            let columns = Row::from_typed(&row).unwrap();
+            assert!(columns
+                .get("kernel_overhead_ratio")
                 .is_some_and(|v| v.is_null()));
             assert_eq!(
-                row.get(columns::REFERENCE_OVERHEAD_RATIO)
-                    .and_then(|v| v.as_f64()),
+                row.reference.reference_overhead_ratio,
                 reference(backend, 1, 1).map(|figures| figures.3)
             );
         }
@@ -224,20 +220,20 @@ fn replay_is_deterministic_and_accounts_every_write() {
 
 #[test]
 fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
-    let list = params(Scale::Quick);
+    let list = ZramUntar.params(Scale::Quick);
     let params = Params::defaults(&list);
     let options = RunOptions::new(Scale::Quick, 7);
-    let report = run_with(&options, &params).unwrap();
-    let again = run_with(&options, &params).unwrap();
+    let report = ZramUntar.run(&options, &params).unwrap();
+    let again = ZramUntar.run(&options, &params).unwrap();
     assert_eq!(report.rows, again.rows);
     // Three allocators, three rounds of six steps.
     assert_eq!(report.rows.len(), 3 * 3 * 6);
-    assert!(report.rows.iter().all(|row| row
-        .get(columns::KERNEL_OVERHEAD_RATIO)
-        .is_some_and(|v| v.as_f64().is_some())));
+    let rows: Vec<rows::ReplayRow> = report.results_as().collect();
+    assert_eq!(rows.len(), report.rows.len());
+    assert!(rows.iter().all(|row| row.kernel_overhead_ratio.is_some()));
     assert!(report
         .notes
         .iter()
         .any(|note| note.contains(replay::SHIPPED_NAME)));
-    assert!(headline(&report).is_some());
+    assert!(ZramUntar.headline(&report).is_some());
 }
