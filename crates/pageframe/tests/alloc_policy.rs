@@ -183,12 +183,7 @@ fn steals_are_counted_per_page_taken_without_ownership_change() {
     };
     assert_eq!(
         stolen.into_iter().copied().collect::<Vec<_>>(),
-        vec![
-            (steal(0).0, 3),
-            steal(1),
-            steal(2),
-            steal(4)
-        ]
+        vec![(steal(0).0, 3), steal(1), steal(2), steal(4)]
     );
     drop(cpu);
     allocator.check_invariants().unwrap();
