@@ -36,7 +36,17 @@ use crate::sync::LockFamily;
 use crate::types::{NodeId, Order, Pfn};
 
 /// A supplier of page blocks for an object allocator.
-pub trait PageSource {
+///
+/// # Safety
+///
+/// Object allocators copy through the buffers [`Self::page_buffers`]
+/// returns until they free the blocks with [`Self::free_pages`]. An
+/// implementor that returns `Some` there (itself, or by forwarding an inner
+/// source's answer) promises that the buffers stay valid for the block's
+/// bytes and that the blocks are neither freed nor unmapped until its caller
+/// frees them through `free_pages`. A source that keeps the default
+/// `page_buffers` (always `None`) has nothing more to uphold.
+pub unsafe trait PageSource {
     /// Bytes per page.
     fn page_size(&self) -> usize;
     /// Allocates `1 << order` contiguous pages and returns the first PFN.
@@ -183,7 +193,9 @@ where
     }
 }
 
-impl<A, L> PageSource for CpuPages<A, L>
+// SAFETY: the buffers come from the allocator's own block_bytes() for blocks
+// this source allocated; a block is freed only by free_pages().
+unsafe impl<A, L> PageSource for CpuPages<A, L>
 where
     A: Deref<Target = PageAllocator<L>>,
     L: LockFamily,

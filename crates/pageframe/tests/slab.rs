@@ -14,7 +14,9 @@ struct NoHighOrder<P: PageSource> {
     max_order: u8,
 }
 
-impl<P: PageSource> PageSource for NoHighOrder<P> {
+// SAFETY: keeps the default page_buffers() (no direct buffers), so there is
+// nothing more to uphold.
+unsafe impl<P: PageSource> PageSource for NoHighOrder<P> {
     fn page_size(&self) -> usize {
         self.inner.page_size()
     }

@@ -25,7 +25,9 @@ pub struct Budget<P: PageSource> {
     direct: bool,
 }
 
-impl<P: PageSource> PageSource for Budget<P> {
+// SAFETY: forwards page_buffers() of the inner source and frees a block
+// only when its caller does.
+unsafe impl<P: PageSource> PageSource for Budget<P> {
     fn page_size(&self) -> usize {
         self.inner.page_size()
     }
