@@ -54,6 +54,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// The spec (TOML): experiment, scale, seeds, [params] lists, [shapes.NAME] tables.
+    // This doc comment is the --help text: its brackets are TOML, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     pub spec: PathBuf,
     /// The results directory: one file per point in DIR/points, DIR/results.csv,
     /// DIR/index.html. A re-run skips the points already done there.
@@ -366,6 +368,8 @@ pub struct MachineOptions {
     /// Kernel command line: mem=, movablecore=, kernelcore=,
     /// page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=N[U],
     /// transparent_hugepage=.
+    // This doc comment is the --help text: `N[U]` is syntax, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "STR")]
     pub cmdline: Option<String>,
     /// Put memory below 16 MiB in a DMA zone.

@@ -1,54 +1,9 @@
 //! The real `pageframe` binary, run as a user runs it: output, determinism,
 //! and the error contract (one line on stderr, exit status 2).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn pageframe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs")
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let output = pageframe(args);
-    assert!(
-        output.status.success(),
-        "pageframe {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("output is UTF-8")
-}
-
-/// Asserts the error contract and returns the message.
-fn error_of(args: &[&str]) -> String {
-    let output = pageframe(args);
-    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "pageframe {args:?}: {stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "pageframe {args:?}: {stderr}");
-    assert!(
-        stderr.starts_with("pageframe: "),
-        "pageframe {args:?}: {stderr}"
-    );
-    assert!(
-        output.stdout.is_empty(),
-        "pageframe {args:?} printed to stdout"
-    );
-    stderr
-}
-
-/// A machine file in the temp directory, unique per test.
-fn config_file(name: &str, text: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("pageframe-cli-{}-{name}.toml", std::process::id()));
-    std::fs::write(&path, text).expect("temp dir is writable");
-    path
-}
+use common::{error_of, stdout_of, temp_file};
 
 const CHURNED_BUDDYINFO: [&str; 9] = [
     "proc",
@@ -153,8 +108,8 @@ fn bad_machines_are_one_line_errors() {
 
 #[test]
 fn bad_config_files_are_one_line_errors() {
-    let unknown_key = config_file(
-        "unknown-key",
+    let unknown_key = temp_file(
+        "unknown-key.toml",
         "[[node]]\nmem = \"1G\"\ncpus = 1\nbogus = 2\n",
     );
     let message = error_of(&["info", "--config", unknown_key.to_str().unwrap()]);
@@ -162,8 +117,8 @@ fn bad_config_files_are_one_line_errors() {
         message.contains("config node[0].bogus: unknown key"),
         "{message}"
     );
-    let wrong_shape = config_file(
-        "wrong-shape",
+    let wrong_shape = temp_file(
+        "wrong-shape.toml",
         "distance = [[10, 20]]\n[[node]]\nmem = \"1G\"\ncpus = 1\n[[node]]\nmem = \"1G\"\n",
     );
     let message = error_of(&["info", "--config", wrong_shape.to_str().unwrap()]);
@@ -224,8 +179,8 @@ fn proc_shuffle_prints_y_or_n_and_hotplug_steps_apply() {
     );
     let buddyinfo = stdout_of(&["proc", "buddyinfo", "--config", example]);
     assert!(buddyinfo.contains("Node 1, zone  Movable"), "{buddyinfo}");
-    let overlap = config_file(
-        "hotplug-overlap",
+    let overlap = temp_file(
+        "hotplug-overlap.toml",
         "[[node]]\nmem = \"1G\"\ncpus = 1\n[[hotplug]]\naction = \"online\"\nstart = \"512M\"\nsize = \"512M\"\n",
     );
     let message = error_of(&["proc", "buddyinfo", "--config", overlap.to_str().unwrap()]);

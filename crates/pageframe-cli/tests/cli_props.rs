@@ -5,8 +5,9 @@
 //! (their names are always wrong), so each case takes milliseconds; the
 //! parsers themselves get thousands of cases in process.
 
+mod common;
+
 use proptest::prelude::*;
-use std::path::PathBuf;
 use std::process::Command;
 
 fn size() -> impl Strategy<Value = String> {
@@ -92,16 +93,6 @@ fn experiment_config() -> impl Strategy<Value = String> {
                 .collect()
         },
     )
-}
-
-/// A file of this test, unique per process and case.
-fn temp_file(kind: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "pageframe-cli-props-{}-{kind}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 /// The case: a command and its arguments.
@@ -203,14 +194,14 @@ fn arguments(case: &Case) -> Vec<String> {
                 None => vec!["info".to_string()],
             };
             if let Some(text) = file {
-                let path = temp_file("machine", text);
+                let path = common::temp_file("machine.toml", text);
                 args.extend(["--config".to_string(), path.display().to_string()]);
             }
             args.extend(flags.iter().cloned());
             args
         }
         Case::Run { config, flags } => {
-            let path = temp_file("experiments", config);
+            let path = common::temp_file("experiments.toml", config);
             let mut args = vec![
                 "run".to_string(),
                 "bulk,no-such-experiment".to_string(),
@@ -237,7 +228,7 @@ proptest! {
     #[test]
     fn the_binary_exits_0_or_2_with_one_line(case in case()) {
         let args = arguments(&case);
-        let output = Command::new(env!("CARGO_BIN_EXE_pageframe"))
+        let output = Command::new(common::BINARY)
             .args(&args)
             .output()
             .expect("the pageframe binary runs");

@@ -2,16 +2,11 @@
 //! experiment, through the real binary: JSON that parses, skips instead of
 //! failures without root, determinism, and one-line errors with exit 2.
 
-use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn pageframe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs")
-}
+use common::{error_of, pageframe, running_as_root, temp_path};
+use serde_json::Value;
+use std::process::Output;
 
 fn shipped_trace() -> String {
     concat!(
@@ -21,33 +16,8 @@ fn shipped_trace() -> String {
     .to_string()
 }
 
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("pageframe-cli-{}-{name}", std::process::id()))
-}
-
-/// Asserts the error contract (exit 2, one line on stderr, nothing on
-/// stdout) and returns the message.
-fn error_of(args: &[&str]) -> String {
-    let output = pageframe(args);
-    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
-    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.starts_with("pageframe: "), "{args:?}: {stderr}");
-    assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
-    stderr
-}
-
 fn json_of(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON object")
-}
-
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .expect("/proc/self/status is readable")
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .and_then(|uids| uids.split_whitespace().nth(1))
-        == Some("0")
 }
 
 /// Every suite, as `.ci/run` runs them: as root each one runs and finds

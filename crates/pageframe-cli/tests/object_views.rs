@@ -2,20 +2,9 @@
 //! binary prints the kernel's layouts after a seeded workload, the same
 //! bytes for the same seed.
 
-use std::process::Command;
+mod common;
 
-fn stdout_of(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs");
-    assert!(
-        output.status.success(),
-        "pageframe {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("output is UTF-8")
-}
+use common::stdout_of;
 
 #[test]
 fn slabinfo_prints_the_kernels_layout_after_a_workload() {

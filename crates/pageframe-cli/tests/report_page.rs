@@ -3,34 +3,12 @@
 //! (headless Chromium, installed by .ci/run; `cargo test` skips that test,
 //! `.ci/run` runs it with `--include-ignored`).
 
+mod common;
+
+use common::{pageframe, stdout_of, temp_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn pageframe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs")
-}
-
-fn succeed(args: &[&str]) -> String {
-    let output = pageframe(args);
-    assert!(
-        output.status.success(),
-        "pageframe {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("output is UTF-8")
-}
-
-/// A fresh directory in the temp directory, unique per test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pageframe-page-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir is writable");
-    dir
-}
+use std::process::Command;
 
 /// Small parameters, so that the tests run in seconds.
 const SMALL: &str = "[bulk]\npages_per_round = 4096\nrounds = 3\npeers = false\n\n[scaling]\npages_per_thread = 8192\nmax_threads = 2\n\n[unmapped-populate]\nregion_mib = 8\nsamples = 3\nsim_region_gib = 1\n";
@@ -53,7 +31,7 @@ fn out_dir_has_json_csv_plots_and_the_page() {
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(site.join("conform.json")).unwrap()).unwrap();
     assert_eq!(saved["suites"][0]["suite"], "slab");
-    let stdout = succeed(&[
+    let stdout = stdout_of(&[
         "run",
         "all",
         "--config",
@@ -147,11 +125,11 @@ fn conform_section_shows_each_suite(page: &str) {
 
 #[test]
 fn config_prints_defaults_that_run_back() {
-    let text = succeed(&["config", "bulk"]);
+    let text = stdout_of(&["config", "bulk"]);
     assert!(text.starts_with("# bulk: "), "{text}");
     assert!(text.contains("[bulk]\n"));
     assert!(text.contains("\nrounds = 41\n"), "{text}");
-    let all = succeed(&["config", "all", "--scale", "full"]);
+    let all = stdout_of(&["config", "all", "--scale", "full"]);
     assert!(
         all.contains("[scaling]") && all.contains("rounds = 201"),
         "{all}"
@@ -165,7 +143,7 @@ fn config_prints_defaults_that_run_back() {
             .replace("pages_per_thread = 16777216", "pages_per_thread = 4096"),
     )
     .unwrap();
-    let report = succeed(&[
+    let report = stdout_of(&[
         "run",
         "scaling",
         "--config",
@@ -262,7 +240,7 @@ fn report_page_renders_in_chromium() {
     let dir = temp_dir("browser");
     let config = small_config(&dir);
     let site = dir.join("site");
-    succeed(&[
+    stdout_of(&[
         "run",
         "all",
         "--config",
@@ -274,7 +252,7 @@ fn report_page_renders_in_chromium() {
     let check = page_check(&site.join("index.html"));
     let images = check["images"].as_array().expect("images");
     let tables = check["tables"].as_array().expect("tables");
-    let experiments = succeed(&["config", "all"]).matches("\n[").count();
+    let experiments = stdout_of(&["config", "all"]).matches("\n[").count();
     assert!(
         images.len() >= experiments,
         "a plot per experiment at least: {check}"
@@ -308,7 +286,7 @@ fn report_page_renders_in_chromium() {
 
 #[test]
 fn numa_balancing_takes_a_config_and_reports_its_timeline() {
-    let defaults = succeed(&["config", "numa-balancing"]);
+    let defaults = stdout_of(&["config", "numa-balancing"]);
     assert!(defaults.contains("[numa-balancing]\n"), "{defaults}");
     assert!(defaults.contains("\npattern = \"uniform\"\n"), "{defaults}");
     assert!(defaults.contains("\neater_exit_s = 100\n"), "{defaults}");
@@ -320,7 +298,7 @@ fn numa_balancing_takes_a_config_and_reports_its_timeline() {
     )
     .unwrap();
     let config = path.display().to_string();
-    let report = succeed(&[
+    let report = stdout_of(&[
         "run",
         "numa-balancing",
         "--config",

@@ -2,9 +2,11 @@
 //! `run` of the same seed and parameters), a re-run that skips the points
 //! done, and bad specs as one-line errors with exit status 2.
 
+mod common;
+
+use common::{pageframe, temp_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const SPEC: &str = r#"
 experiment = "numa-balancing"
@@ -16,21 +18,6 @@ map_mib = 8
 eater_mib = 16
 pattern = ["uniform", "zipf"]
 "#;
-
-fn pageframe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("pageframe-cli-sweep-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn point_files(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
     let mut files: Vec<_> = std::fs::read_dir(dir.join("points"))
@@ -47,7 +34,7 @@ fn point_files(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
 
 #[test]
 fn a_sweep_runs_every_point_like_run_and_resumes() {
-    let dir = scratch("resume");
+    let dir = temp_dir("sweep-resume");
     let spec = dir.join("spec.toml");
     std::fs::write(&spec, SPEC).unwrap();
     let out = dir.join("results");
@@ -133,7 +120,7 @@ fn a_sweep_runs_every_point_like_run_and_resumes() {
 
 #[test]
 fn bad_specs_are_one_line_errors_with_status_2() {
-    let dir = scratch("bad");
+    let dir = temp_dir("sweep-bad");
     let cases = [
         ("experiment = \"nope\"", "unknown experiment 'nope'"),
         (

@@ -5,48 +5,9 @@
 //! status 2.
 
 use pageframe_lab::trace::{self, record::unavailable_reason};
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn pageframe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs")
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let output = pageframe(args);
-    assert!(
-        output.status.success(),
-        "pageframe {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("output is UTF-8")
-}
-
-/// Asserts the error contract (one line on stderr, exit 2, nothing on
-/// stdout) and returns the message.
-fn error_of(args: &[&str]) -> String {
-    let output = pageframe(args);
-    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "pageframe {args:?}: {stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "pageframe {args:?}: {stderr}");
-    assert!(
-        output.stdout.is_empty(),
-        "pageframe {args:?} printed to stdout"
-    );
-    stderr
-}
-
-/// A path in the temp directory, unique per test process.
-fn temp_file(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("pageframe-trace-cli-{}-{name}", std::process::id()))
-}
+use common::{error_of, pageframe, stdout_of, temp_path};
 
 /// The `pageframe` value of the replay row `key` in JSON output.
 fn replayed(json: &str, key: &str) -> f64 {
@@ -68,7 +29,7 @@ fn live_recordings_replay_from_the_cli() {
     }
     // Two CPUs busy at once: each sorts 16 MiB of random lines.
     let workload = "for i in 1 2; do (d=$(mktemp -d) && dd if=/dev/urandom of=$d/f bs=1M count=16 status=none && sort $d/f > /dev/null; rm -rf $d) & done; wait";
-    let file = temp_file("command.pftrace");
+    let file = temp_path("command.pftrace");
     let path = file.to_str().unwrap();
     let summary = stdout_of(&["trace", "record", "-o", path, "--", "sh", "-c", workload]);
     assert!(summary.contains("lost events: 0"), "{summary}");
@@ -80,7 +41,7 @@ fn live_recordings_replay_from_the_cli() {
     assert_eq!(replayed(&json, "allocations"), allocations as f64);
     assert_eq!(replayed(&json, "failed allocations"), 0.0);
 
-    let machine = temp_file("duration.pftrace");
+    let machine = temp_path("duration.pftrace");
     let path = machine.to_str().unwrap();
     let summary = stdout_of(&["trace", "record", "-o", path, "--duration", "0.5"]);
     assert!(summary.contains("lost events: 0"), "{summary}");
@@ -95,14 +56,14 @@ fn live_recordings_replay_from_the_cli() {
 #[test]
 fn bad_trace_files_are_one_line_errors_naming_the_offset() {
     let bytes = std::fs::read(trace::shipped_trace_path()).unwrap();
-    let truncated = temp_file("truncated.pftrace");
+    let truncated = temp_path("truncated.pftrace");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     for command in ["import", "replay"] {
         let message = error_of(&["trace", command, truncated.to_str().unwrap()]);
         assert!(message.contains("truncated trace"), "{message}");
         assert!(message.contains("at byte offset"), "{message}");
     }
-    let foreign = temp_file("foreign.bin");
+    let foreign = temp_path("foreign.bin");
     std::fs::write(&foreign, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0").unwrap();
     let message = error_of(&["trace", "replay", foreign.to_str().unwrap()]);
     assert!(message.contains("not a pageframe trace"), "{message}");
@@ -110,7 +71,7 @@ fn bad_trace_files_are_one_line_errors_naming_the_offset() {
     let mut flipped = bytes.clone();
     let middle = flipped.len() / 2;
     flipped[middle] ^= 0x40;
-    let corrupt = temp_file("corrupt.pftrace");
+    let corrupt = temp_path("corrupt.pftrace");
     std::fs::write(&corrupt, &flipped).unwrap();
     let message = error_of(&["trace", "replay", corrupt.to_str().unwrap()]);
     assert!(message.contains("byte offset"), "{message}");
@@ -123,7 +84,7 @@ fn bad_trace_files_are_one_line_errors_naming_the_offset() {
 fn a_host_bigger_than_the_machine_is_a_mismatch_unless_fitted() {
     let mut prefix = trace::read_file(&trace::shipped_trace_path()).unwrap();
     prefix.events.truncate(20_000);
-    let file = temp_file("prefix.pftrace");
+    let file = temp_path("prefix.pftrace");
     trace::write_file(&file, &prefix).unwrap();
     let path = file.to_str().unwrap();
     let message = error_of(&["trace", "replay", path, "--mem", "1G"]);

@@ -2,21 +2,18 @@
 //! region: the JSON rows of the output contract, one per variant and
 //! backing, with the flush counts each variant must have.
 
+mod common;
+
 use serde_json::Value;
 use std::process::Command;
 
 #[test]
 fn unmapped_populate_reports_every_variant_with_its_flushes() {
-    let path = std::env::temp_dir().join(format!(
-        "pageframe-cli-{}-unmapped-populate.toml",
-        std::process::id()
-    ));
-    std::fs::write(
-        &path,
+    let path = common::temp_file(
+        "unmapped-populate.toml",
         "[unmapped-populate]\nregion_mib = 4\nsamples = 2\nsim_region_gib = 1\n",
-    )
-    .expect("temp dir is writable");
-    let output = Command::new(env!("CARGO_BIN_EXE_pageframe"))
+    );
+    let output = Command::new(common::BINARY)
         .args(["run", "unmapped-populate", "--format", "json", "--config"])
         .arg(&path)
         .output()

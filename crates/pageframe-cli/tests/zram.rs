@@ -4,31 +4,10 @@
 //! device torn down on SIGTERM (as root; skipped with the reason otherwise).
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn pageframe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pageframe"))
-        .args(args)
-        .output()
-        .expect("the pageframe binary runs")
-}
-
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("pageframe-cli-zram-{}-{name}", std::process::id()))
-}
-
-/// Asserts the error contract (exit 2, one line on stderr, nothing on
-/// stdout) and returns the message.
-fn error_of(args: &[&str]) -> String {
-    let output = pageframe(args);
-    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
-    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.starts_with("pageframe: "), "{args:?}: {stderr}");
-    assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
-    stderr
-}
+use common::{error_of, temp_path};
+use std::process::{Command, Stdio};
 
 #[test]
 fn bad_serve_arguments_are_one_line_errors() {
@@ -71,7 +50,7 @@ fn serve_prints_the_device_and_tears_down_on_sigterm() {
         return;
     }
     let mountpoint = temp_path("serve");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pageframe"))
+    let mut child = Command::new(common::BINARY)
         .args([
             "zram",
             "serve",

@@ -10,7 +10,7 @@
 //! Speed: real pmbench does ~10⁷ accesses per process-second; simulating
 //! each one for 64 processes over 200 s would be 10¹¹ steps. We do not need
 //! them one by one. For a page-granular pattern the expected cost of one
-//! access is Σ_node mass[node] × latency(node), where mass[node] is the
+//! access is Σ_node mass\[node\] × latency(node), where mass\[node\] is the
 //! pattern's probability of hitting a page on that node. That mass is kept
 //! exactly and incrementally: it changes only when a page is first touched
 //! or migrates, and both are reported by the vm. So a tick of Δt costs O(1)

@@ -164,7 +164,7 @@ impl FreeType {
     /// The index of the free list, or `None` for a combination that has no
     /// list (UNMAPPED with anything but UNMOVABLE or MOVABLE).
     #[inline]
-    pub fn index(self) -> Option<FreeTypeIdx> {
+    pub(crate) fn index(self) -> Option<FreeTypeIdx> {
         if !self.flags.contains(FreeTypeFlags::UNMAPPED) {
             return Some(FreeTypeIdx::of(self.migratetype));
         }

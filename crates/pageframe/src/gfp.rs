@@ -216,7 +216,7 @@ impl Gfp {
     /// gfp_migratetype(), a table lookup as in the kernel). Combinations
     /// the kernel calls bad are errors.
     #[inline]
-    pub fn request(self) -> Result<GfpRequest, GfpError> {
+    pub(crate) fn request(self) -> Result<GfpRequest, GfpError> {
         match DECODE_TABLE[decode_index(self.bits())] {
             Ok((highest_zone, freetype)) => Ok(GfpRequest {
                 highest_zone,

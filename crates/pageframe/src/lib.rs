@@ -20,7 +20,7 @@
 //!
 //! | Path | What it offers |
 //! |------|----------------|
-//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`] (with the policy switches [`FallbackOrder`] and [`PcpSizing`]), [`ArenaOptions`], snapshots ([`ZoneSnapshot`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`], fallback events by [`ExtfragKey`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`], [`LockFamily`]) |
+//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`] (with the policy switches [`FallbackOrder`] and [`PcpSizing`]), [`ArenaOptions`], snapshots ([`ZoneSnapshot`] with its [`ZoneEvents`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`], fallback events by [`ExtfragKey`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`] with its [`SpinLock`] and [`SpinGuard`], [`LockFamily`]) |
 //! | [`machine`] | descriptions in detail: nodes, ranges, kernel command line, NUMA emulation, sizes |
 //! | [`backing`] | where page contents live: the simulated store, the memfd arena, the mermap |
 //! | [`policies`] | secret memory ([`policies::SecretRegion`]) |
@@ -110,8 +110,8 @@ pub use page_alloc::{
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;
-pub use sync::{Local, LockFamily, Shared};
+pub use sync::{Local, LockFamily, Shared, SpinGuard, SpinLock};
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType, MAX_NUMNODES};
 pub use zone::watermark::{lowmem_reserve_ratio, Watermarks, WATERMARK_SCALE_FACTOR};
-pub use zone::ExtfragKey;
+pub use zone::{ExtfragKey, ZoneEvents};
 pub use zpool::ZpoolError;

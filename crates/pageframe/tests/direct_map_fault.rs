@@ -6,11 +6,13 @@
 //! same steps on a `GFP_KERNEL` page read the secret back.
 //!
 //! Each parent test re-runs this test binary on one child test, in its own
-//! process, with `CHILD_ENV` set; without it the child tests do nothing, so a
-//! plain `cargo test` passes them trivially.
+//! process marked as a child (`common::run_child`); unmarked, the child
+//! tests do nothing, so a plain `cargo test` passes them trivially.
 
+mod common;
+
+use common::{in_child, run_child};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus};
 
 use std::ptr::NonNull;
 
@@ -18,26 +20,6 @@ use pageframe::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig};
 use pageframe::{
     AllocOptions, ArenaOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn,
 };
-
-const CHILD_ENV: &str = "PAGEFRAME_DIRECT_MAP_FAULT_CHILD";
-
-/// Runs test `name` of this binary alone in a child process; returns how it
-/// ended and what it printed.
-fn run_child(name: &str) -> (ExitStatus, String) {
-    let binary = std::env::current_exe().unwrap();
-    let output = Command::new(binary)
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    (output.status, printed)
-}
-
-fn in_child() -> bool {
-    std::env::var_os(CHILD_ENV).is_some()
-}
 
 fn arena() -> ArenaBacking {
     ArenaBacking::new(ArenaConfig {

@@ -5,10 +5,13 @@
 //! unmapped free lists.
 //!
 //! The fault tests re-run this binary on one child test, in its own
-//! process, with `CHILD_ENV` set; without it the child tests do nothing.
+//! process marked as a child (`common::run_child`); unmarked, the child
+//! tests do nothing.
 
+mod common;
+
+use common::{in_child, run_child};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus};
 
 use pageframe::policies::{SecretMemError, SecretMemFile};
 use pageframe::{
@@ -16,23 +19,7 @@ use pageframe::{
     PageAllocator,
 };
 
-const CHILD_ENV: &str = "PAGEFRAME_SECRETMEM_FILE_CHILD";
 const SECRET: &[u8] = b"-----BEGIN PRIVATE KEY----- owner only";
-
-fn run_child(name: &str) -> (ExitStatus, String) {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    (output.status, printed)
-}
-
-fn in_child() -> bool {
-    std::env::var_os(CHILD_ENV).is_some()
-}
 
 fn arena() -> PageAllocator<pageframe::Local> {
     let machine = MachineDesc::uniform(64 << 20, 1, 2).unwrap();

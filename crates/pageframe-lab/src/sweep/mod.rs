@@ -1,7 +1,7 @@
 //! Parameter sweeps: one experiment run at every point of the cross product
 //! seeds × parameter values × machine shapes of a spec file ([`spec`]), each
 //! point one deterministic run whose result is kept in its own file
-//! ([`run`]), gathered into one table and a report page ([`gather`]).
+//! ([`run`]), gathered into one table and a report page ([`gather`](mod@gather)).
 //!
 //! The local executor is a thread pool over [`run::run_point`]; a cluster
 //! engine (Ray, through the Python package) calls the same function on its

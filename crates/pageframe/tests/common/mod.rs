@@ -214,3 +214,27 @@ pub fn allocate_until_oom(
         }
     }
 }
+
+/// The environment variable that marks a test process as a child run by
+/// [`run_child`].
+const CHILD_ENV: &str = "PAGEFRAME_TEST_CHILD";
+
+/// Runs test `name` of the running test binary alone in a child process
+/// (marked by [`in_child`]); returns how it ended and what it printed. For
+/// tests whose expected outcome is a fatal signal such as SIGSEGV.
+pub fn run_child(name: &str) -> (std::process::ExitStatus, String) {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status, printed)
+}
+
+/// Whether this process is a child started by [`run_child`]; child tests
+/// do nothing otherwise, so a plain `cargo test` passes them trivially.
+pub fn in_child() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}

@@ -129,7 +129,7 @@ pub enum Call {
     },
     /// `migrate_pages(pid, maxnode, old, new)`.
     MigratePages {
-        /// 0 (itself) or [`MISSING_PID`].
+        /// 0 (itself) or 0x3fff_ffff, a pid that names no process.
         pid: i32,
         /// `maxnode`.
         maxnode: u64,
@@ -140,7 +140,7 @@ pub enum Call {
     },
     /// `move_pages(pid, count, pages, nodes, status, flags)`.
     MovePages {
-        /// 0 (itself) or [`MISSING_PID`].
+        /// 0 (itself) or 0x3fff_ffff, a pid that names no process.
         pid: i32,
         /// The pages.
         pages: Vec<Addr>,

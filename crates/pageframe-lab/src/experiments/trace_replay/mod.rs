@@ -4,7 +4,7 @@
 //! like the traced host, once with the kernel's policy and once with the
 //! policy the parameters switch (default: `page_alloc.shuffle=1`; also the
 //! fallback order and the per-CPU list sizing). Each result row puts the traced kernel's figure
-//! beside pageframe's (sections of [`trace::compare`]); the series
+//! beside pageframe's (sections of [`trace::compare`](mod@crate::trace::compare)); the series
 //! `fragmentation` samples the unusable free index over the trace's time.
 //! Deterministic: the trace is fixed and the machine is seeded.
 

@@ -5,8 +5,8 @@
 //!   mounted with `discard` on a zram, the kernel tree untarred, directories
 //!   removed, rounds — replayed on each allocator with the compressed sizes
 //!   of the chosen codec, the real kernel's mm_stat of the same run beside
-//!   (see [`replay`]). The quick-scale trace ships in `traces/`; `--fs ext4`
-//!   (root) records a new one at the run's scale (see [`live`]) and replays
+//!   (its `replay` module). The quick-scale trace ships in `traces/`; `--fs ext4`
+//!   (root) records a new one at the run's scale (its `live` module) and replays
 //!   it; `--trace FILE` replays another.
 //! - `files`: the model without a file system, below.
 //!
