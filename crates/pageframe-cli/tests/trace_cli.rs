@@ -7,7 +7,7 @@
 use pageframe_lab::trace::{self, record::unavailable_reason};
 mod common;
 
-use common::{error_of, pageframe, stdout_of, temp_path};
+use common::{error_of, stdout_of, temp_path};
 
 /// The `pageframe` value of the replay row `key` in JSON output.
 fn replayed(json: &str, key: &str) -> f64 {

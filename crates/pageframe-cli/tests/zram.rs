@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader};
 mod common;
 
 use common::{error_of, temp_path};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 #[test]
