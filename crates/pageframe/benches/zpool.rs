@@ -11,6 +11,10 @@
 //!   object (steady state); reported per object.
 //! - `store` / `load`: write or read every byte of 4096 live objects;
 //!   reported in bytes per second.
+//! - `write_read`: write each of 4096 live objects, then read it back
+//!   (zsmalloc objects from the size model, and slab `kmalloc(256)`
+//!   objects); reported per object. This is the path to page contents in
+//!   the backing, the figure to watch when that path changes.
 //!
 //! Each benchmark runs on the simulated backing (page contents in its
 //! sparse store, so the copies are real memcpys) and, with `-arena` in the
@@ -19,19 +23,21 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use pageframe::page_source::CpuPages;
-use pageframe::slab::SlabParams;
+use pageframe::slab::{SlabAllocator, SlabParams};
 use pageframe::zpool::afmalloc::{AfConfig, AfPool};
 use pageframe::zpool::zsmalloc::{ZsConfig, ZsPool};
 use pageframe::zpool::CompressedSizes;
 use pageframe::zpool::{Zpool, ZpoolHandle};
 use pageframe::{
-    AllocOptions, ArenaOptions, CpuId, LocalPageAllocator, MachineDesc, PageAllocator,
+    AllocOptions, ArenaOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, PageAllocator,
 };
 use std::collections::VecDeque;
 
 const LIVE: [usize; 2] = [1024, 20_000];
 const BATCH: usize = 1024;
 const LOADED: usize = 4096;
+/// The slab `write_read` benchmark's object size (a kmalloc-256 object).
+const SLAB_OBJECT: usize = 256;
 
 /// The benchmarked machines: the simulation (name suffix "") and, when the
 /// host can make one, a memfd arena ("-arena").
@@ -150,5 +156,63 @@ fn afmalloc(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, zsmalloc, afmalloc);
+/// `write_read` on zsmalloc: `LOADED` objects of the size model.
+fn zsmalloc_write_read(c: &mut Criterion) {
+    let data = vec![0xa5u8; 4096];
+    let mut out = vec![0u8; 4096];
+    let sizes = sizes(LOADED);
+    let mut group = c.benchmark_group("write_read");
+    group.throughput(Throughput::Elements(LOADED as u64));
+    for (suffix, allocator) in machines() {
+        let source = CpuPages::new(allocator.cpu(CpuId(0)).expect("cpu"));
+        let mut pool = ZsPool::new(source, ZsConfig::default()).expect("pool");
+        let objects: Vec<(ZpoolHandle, usize)> = sizes
+            .iter()
+            .map(|size| (pool.malloc(*size).expect("memory"), *size))
+            .collect();
+        group.bench_function(format!("zsmalloc{suffix}"), |b| {
+            b.iter(|| {
+                for (handle, size) in &objects {
+                    pool.write(*handle, &data[..*size]).expect("write");
+                    pool.read(*handle, &mut out[..*size]).expect("read");
+                    black_box(&out);
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+/// `write_read` on slab: `LOADED` kmalloc-256 objects.
+fn slab_write_read(c: &mut Criterion) {
+    let data = [0x5au8; SLAB_OBJECT];
+    let mut out = [0u8; SLAB_OBJECT];
+    let mut group = c.benchmark_group("write_read");
+    group.throughput(Throughput::Elements(LOADED as u64));
+    for (suffix, allocator) in machines() {
+        let source = CpuPages::new(allocator.cpu(CpuId(0)).expect("cpu"));
+        let mut slab = SlabAllocator::new(source, SlabParams::new(2, 4096)).expect("slab");
+        let objects: Vec<_> = (0..LOADED)
+            .map(|_| slab.kmalloc(SLAB_OBJECT, Gfp::KERNEL).expect("memory"))
+            .collect();
+        group.bench_function(format!("slab{suffix}"), |b| {
+            b.iter(|| {
+                for addr in &objects {
+                    slab.write(*addr, 0, &data).expect("write");
+                    slab.read(*addr, 0, &mut out).expect("read");
+                    black_box(&out);
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    zsmalloc,
+    afmalloc,
+    zsmalloc_write_read,
+    slab_write_read
+);
 criterion_main!(benches);
