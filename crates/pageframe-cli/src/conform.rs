@@ -5,10 +5,24 @@
 //! writes as `DIR/conform.json` for the report page. The caller turns an
 //! unlisted DIFF into exit status 1.
 
-use crate::error::CliError;
-use crate::plan::{Completion, ConformPlan};
+use crate::error::{CliError, Completion};
+use pageframe_lab::conform::suites::SuiteRun;
 use pageframe_lab::conform::{saved, suites};
 use std::io::Write;
+use std::path::PathBuf;
+
+/// `pageframe conform`, validated.
+#[derive(Debug)]
+pub struct ConformPlan {
+    /// The suites, in run order.
+    pub suites: Vec<(&'static str, SuiteRun)>,
+    /// One JSON object instead of the table.
+    pub json: bool,
+    /// Print the MATCH rows too.
+    pub all: bool,
+    /// Also write the results as `DIR/conform.json`.
+    pub out: Option<PathBuf>,
+}
 
 /// Runs the suites of the plan and prints their results.
 pub fn execute(plan: &ConformPlan, out: &mut dyn Write) -> Result<Completion, CliError> {

@@ -4,6 +4,15 @@
 use std::fmt;
 use std::io;
 
+/// How a plan that ran to its end ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Everything as expected.
+    Clean,
+    /// `conform` found a DIFF not listed as not modelled (exit status 1).
+    Differences,
+}
+
 /// Why the command stopped.
 #[derive(Debug)]
 pub enum CliError {

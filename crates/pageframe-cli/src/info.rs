@@ -6,11 +6,19 @@
 //! a function of the machine description.
 
 use crate::error::CliError;
-use crate::plan::InfoPlan;
 use pageframe::machine::format_size;
-use pageframe::{AllocOptions, ArenaOptions, CpuId, LocalPageAllocator};
+use pageframe::{AllocOptions, ArenaOptions, CpuId, LocalPageAllocator, MachineDesc};
 use std::io::Write;
 use std::time::Instant;
+
+/// `pageframe info`, validated.
+#[derive(Debug)]
+pub struct InfoPlan {
+    /// The machine to boot.
+    pub machine: MachineDesc,
+    /// Boot it over a real memfd arena instead of the simulation.
+    pub arena: bool,
+}
 
 /// Boots the machine and prints what it is and what it cost.
 pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {

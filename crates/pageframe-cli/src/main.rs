@@ -24,7 +24,7 @@ mod zram;
 use clap::error::ErrorKind;
 use clap::Parser;
 use error::CliError;
-use pageframe_lab::callgrind;
+use pageframe_lab::{callgrind, experiments};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     let mut argv = std::env::args().skip(1);
     if argv.next().as_deref() == Some(callgrind::PROBE_COMMAND) {
         let name = argv.next().unwrap_or_default();
-        return match callgrind::probe_main(&name) {
+        return match experiments::callgrind_probe(&name) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail(&CliError::Invalid(err)),
         };
@@ -73,8 +73,8 @@ fn main() -> ExitCode {
         Ok(completion)
     });
     match outcome {
-        Ok(plan::Completion::Clean) => ExitCode::SUCCESS,
-        Ok(plan::Completion::Differences) => ExitCode::from(EXIT_DIFFERENCES),
+        Ok(error::Completion::Clean) => ExitCode::SUCCESS,
+        Ok(error::Completion::Differences) => ExitCode::from(EXIT_DIFFERENCES),
         Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
         Err(err) => fail(&err),
     }

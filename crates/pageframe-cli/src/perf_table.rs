@@ -3,11 +3,19 @@
 //! (written whole or not at all).
 
 use crate::error::CliError;
-use crate::plan::PerfTablePlan;
-use pageframe_lab::experiments;
+use pageframe_lab::experiments::{self, RunOptions};
 use pageframe_lab::perf_table::{render, splice};
 use pageframe_lab::site::{host_description, utc_now};
 use std::io::Write;
+
+/// `pageframe perf-table`, validated.
+#[derive(Debug)]
+pub struct PerfTablePlan {
+    /// Scale of the runs (seed 42).
+    pub options: RunOptions,
+    /// The file to update and its current text (checked for markers).
+    pub target: Option<(std::path::PathBuf, String)>,
+}
 
 /// Runs the experiments and prints (and writes) the section.
 pub fn execute(plan: &PerfTablePlan, out: &mut dyn Write) -> Result<(), CliError> {

@@ -3,16 +3,21 @@
 //! user typed can fail once execution starts (an experiment still can).
 
 use crate::args::{Cli, Command, TraceCommand};
-use crate::error::CliError;
+use crate::conform::ConformPlan;
+use crate::error::{CliError, Completion};
+use crate::info::InfoPlan;
+use crate::perf_table::PerfTablePlan;
+use crate::proc_views::ProcPlan;
+use crate::run::RunPlan;
+use crate::trace::TracePlan;
 use crate::{conform, info, perf_table, proc_views, run, sweep, trace};
-use pageframe::{AllocOptions, FallbackOrder, MachineDesc, PcpSizing};
-use pageframe_lab::conform::suites::{self, SuiteRun};
-use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
+use pageframe::{AllocOptions, FallbackOrder, PcpSizing};
+use pageframe_lab::conform::suites;
+use pageframe_lab::experiments::{self, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
 use pageframe_lab::report::Format;
 use pageframe_lab::trace::{RecordTarget, ReplayOptions};
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// A command ready to run.
@@ -38,111 +43,6 @@ pub enum Plan {
     Zram(crate::zram::ZramPlan),
     /// Calibrate the simulation's prices on this host.
     Calibrate(crate::args::CalibrateArgs),
-}
-
-/// How a plan that ran to its end ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Completion {
-    /// Everything as expected.
-    Clean,
-    /// `conform` found a DIFF not listed as not modelled (exit status 1).
-    Differences,
-}
-
-/// `pageframe conform`, validated.
-#[derive(Debug)]
-pub struct ConformPlan {
-    /// The suites, in run order.
-    pub suites: Vec<(&'static str, SuiteRun)>,
-    /// One JSON object instead of the table.
-    pub json: bool,
-    /// Print the MATCH rows too.
-    pub all: bool,
-    /// Also write the results as `DIR/conform.json`.
-    pub out: Option<PathBuf>,
-}
-
-/// `pageframe trace ...`, validated.
-#[derive(Debug)]
-pub enum TracePlan {
-    /// Record live into `output`.
-    Record {
-        /// A command or a duration.
-        target: RecordTarget,
-        /// Keep at most this many events.
-        max_events: Option<usize>,
-        /// The .pftrace file.
-        output: PathBuf,
-    },
-    /// Read `file`, write it as .pftrace to `output` if given.
-    Import {
-        /// The trace read.
-        file: PathBuf,
-        /// The .pftrace file written.
-        output: Option<PathBuf>,
-    },
-    /// Replay `file`.
-    Replay {
-        /// The trace replayed.
-        file: PathBuf,
-        /// Machine, policy switches, seed, fit (boxed: the largest variant).
-        options: Box<ReplayOptions>,
-        /// How to print the rows.
-        format: Format,
-        /// Where to write the SVG plot.
-        plot: Option<PathBuf>,
-    },
-}
-
-/// `pageframe perf-table`, validated.
-#[derive(Debug)]
-pub struct PerfTablePlan {
-    /// Scale of the runs (seed 42).
-    pub options: RunOptions,
-    /// The file to update and its current text (checked for markers).
-    pub target: Option<(std::path::PathBuf, String)>,
-}
-
-/// `pageframe run`, validated.
-#[derive(Debug)]
-pub struct RunPlan {
-    /// The experiments, in run order.
-    pub experiments: Vec<&'static dyn Experiment>,
-    /// Scale, seed and corpus (`--corpus`, checked to be a file).
-    pub options: RunOptions,
-    /// How to print each report.
-    pub format: Format,
-    /// Parameters of each experiment, in run order (`--config` over the
-    /// scale's defaults).
-    pub params: Vec<pageframe_lab::params::Params>,
-    /// Where to write the results and the report page.
-    pub out: Option<std::path::PathBuf>,
-    /// Machine views to print after each experiment.
-    pub views: Vec<&'static str>,
-    /// No progress bars.
-    pub quiet: bool,
-}
-
-/// `pageframe proc`, validated.
-#[derive(Debug)]
-pub struct ProcPlan {
-    /// The machine to boot.
-    pub machine: MachineDesc,
-    /// View names, each one of `pageframe::proc::VIEWS`.
-    pub views: Vec<&'static str>,
-    /// Random operations before printing, and their seed.
-    pub churn: Option<(u64, u64)>,
-    /// Seed of the object-allocator workloads (slabinfo, zs-classes).
-    pub seed: u64,
-}
-
-/// `pageframe info`, validated.
-#[derive(Debug)]
-pub struct InfoPlan {
-    /// The machine to boot.
-    pub machine: MachineDesc,
-    /// Boot it over a real memfd arena instead of the simulation.
-    pub arena: bool,
 }
 
 impl Plan {

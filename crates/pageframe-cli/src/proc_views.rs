@@ -5,13 +5,25 @@
 //! bar per step on stderr when it is a terminal; the views print after.
 
 use crate::error::CliError;
-use crate::plan::ProcPlan;
 use crate::progress::Progress;
-use pageframe::LocalPageAllocator;
+use pageframe::{LocalPageAllocator, MachineDesc};
 use pageframe_lab::churn::churn;
 use pageframe_lab::object_views;
 use pageframe_lab::observe::{self, Observer};
 use std::io::{IsTerminal, Write};
+
+/// `pageframe proc`, validated.
+#[derive(Debug)]
+pub struct ProcPlan {
+    /// The machine to boot.
+    pub machine: MachineDesc,
+    /// View names, each one of `pageframe::proc::VIEWS`.
+    pub views: Vec<&'static str>,
+    /// Random operations before printing, and their seed.
+    pub churn: Option<(u64, u64)>,
+    /// Seed of the object-allocator workloads (slabinfo, zs-classes).
+    pub seed: u64,
+}
 
 /// Operations from which a step shows a progress bar.
 pub const LONG_OPS: u64 = 1 << 22;

@@ -8,10 +8,9 @@
 //! stdout stays one object per line).
 
 use crate::error::CliError;
-use crate::plan::RunPlan;
 use crate::progress::Progress;
 use pageframe_lab::conform::saved;
-use pageframe_lab::experiments::{self, Experiment, Scale};
+use pageframe_lab::experiments::{self, Experiment, RunOptions, Scale};
 use pageframe_lab::files;
 use pageframe_lab::observe::{self, Observer};
 use pageframe_lab::params::{self, ConfigFile, Params};
@@ -21,6 +20,26 @@ use pageframe_lab::summary::{self, SummaryLine};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
+
+/// `pageframe run`, validated.
+#[derive(Debug)]
+pub struct RunPlan {
+    /// The experiments, in run order.
+    pub experiments: Vec<&'static dyn Experiment>,
+    /// Scale, seed and corpus (`--corpus`, checked to be a file).
+    pub options: RunOptions,
+    /// How to print each report.
+    pub format: Format,
+    /// Parameters of each experiment, in run order (`--config` over the
+    /// scale's defaults).
+    pub params: Vec<pageframe_lab::params::Params>,
+    /// Where to write the results and the report page.
+    pub out: Option<std::path::PathBuf>,
+    /// Machine views to print after each experiment.
+    pub views: Vec<&'static str>,
+    /// No progress bars.
+    pub quiet: bool,
+}
 
 /// Runs every experiment of the plan.
 pub fn execute(plan: &RunPlan, out: &mut dyn Write) -> Result<(), CliError> {

@@ -5,10 +5,42 @@
 //! (its offset, line or mismatch named) with exit status 2.
 
 use crate::error::CliError;
-use crate::plan::TracePlan;
 use pageframe_lab::report::Format;
-use pageframe_lab::trace::{self, RecordOptions, ReplayOptions, TraceError};
+use pageframe_lab::trace::{self, RecordOptions, RecordTarget, ReplayOptions, TraceError};
 use std::io::Write;
+use std::path::PathBuf;
+
+/// `pageframe trace ...`, validated.
+#[derive(Debug)]
+pub enum TracePlan {
+    /// Record live into `output`.
+    Record {
+        /// A command or a duration.
+        target: RecordTarget,
+        /// Keep at most this many events.
+        max_events: Option<usize>,
+        /// The .pftrace file.
+        output: PathBuf,
+    },
+    /// Read `file`, write it as .pftrace to `output` if given.
+    Import {
+        /// The trace read.
+        file: PathBuf,
+        /// The .pftrace file written.
+        output: Option<PathBuf>,
+    },
+    /// Replay `file`.
+    Replay {
+        /// The trace replayed.
+        file: PathBuf,
+        /// Machine, policy switches, seed, fit (boxed: the largest variant).
+        options: Box<ReplayOptions>,
+        /// How to print the rows.
+        format: Format,
+        /// Where to write the SVG plot.
+        plot: Option<PathBuf>,
+    },
+}
 
 impl From<TraceError> for CliError {
     fn from(err: TraceError) -> CliError {

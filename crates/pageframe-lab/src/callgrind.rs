@@ -10,8 +10,9 @@
 //! boundary pair holds exactly one case's instructions. The probe prints one
 //! line per case, `<key> <operations>`, and the measuring side divides.
 //!
-//! Only a binary that handles [`PROBE_COMMAND`] can be re-run this way; it
-//! says so with [`enable_probe`]. Elsewhere (the test harness, a library
+//! Only a binary that handles [`PROBE_COMMAND`] (by calling
+//! [`crate::experiments::callgrind_probe`], which knows the experiments'
+//! probes) can be re-run this way; it says so with [`enable_probe`]. Elsewhere (the test harness, a library
 //! user) and without valgrind, [`measure`] returns why not — the figure is
 //! then missing, never estimated.
 
@@ -26,7 +27,7 @@ pub const PROBE_COMMAND: &str = "__callgrind-probe";
 static PROBE_HOST: AtomicBool = AtomicBool::new(false);
 
 /// Declares that the running executable answers [`PROBE_COMMAND`] by
-/// calling [`probe_main`], so that [`measure`] may run it under callgrind.
+/// calling [`crate::experiments::callgrind_probe`], so that [`measure`] may run it under callgrind.
 pub fn enable_probe() {
     PROBE_HOST.store(true, Ordering::Relaxed);
 }
@@ -74,14 +75,6 @@ pub fn probe_case<E>(key: &str, mut run: impl FnMut() -> Result<usize, E>) -> Re
     segment_boundary();
     println!("{key} {operations}");
     Ok(())
-}
-
-/// The entry point of [`PROBE_COMMAND`]: runs the probe named `name`.
-pub fn probe_main(name: &str) -> Result<(), String> {
-    match name {
-        "bulk" => crate::experiments::bulk::callgrind_probe().map_err(|err| err.to_string()),
-        _ => Err(format!("unknown callgrind probe '{name}'")),
-    }
 }
 
 /// Instructions per operation of every case of probe `name`, by key.

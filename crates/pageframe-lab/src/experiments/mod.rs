@@ -177,6 +177,16 @@ pub fn names() -> Vec<&'static str> {
     ALL.iter().map(|experiment| experiment.name()).collect()
 }
 
+/// The entry point of [`crate::callgrind::PROBE_COMMAND`]: runs the
+/// callgrind probe named `name` (an experiment's cases, counted by
+/// [`crate::callgrind::measure`]).
+pub fn callgrind_probe(name: &str) -> Result<(), String> {
+    match name {
+        "bulk" => bulk::callgrind_probe().map_err(|err| err.to_string()),
+        _ => Err(format!("unknown callgrind probe '{name}'")),
+    }
+}
+
 /// The experiment called `name`.
 pub fn find(name: &str) -> Result<&'static dyn Experiment, ExperimentError> {
     ALL.iter()

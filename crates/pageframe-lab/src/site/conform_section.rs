@@ -4,7 +4,7 @@
 //! modelled. MATCH rows are not embedded (mempolicy alone has thousands):
 //! `conform.json` beside the page holds them when it was written.
 
-use super::html::escape;
+use super::markup::escape;
 use crate::conform::saved::{Source, SuiteSummary, SummaryState};
 use crate::conform::suites;
 use std::fmt::Write;

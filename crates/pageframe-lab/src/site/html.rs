@@ -5,6 +5,7 @@
 //! decoded, every table's row count, each conformance suite's status — and writes the result as JSON into a
 //! hidden `<pre id="page-check">`, which the browser test reads.
 
+use super::markup::escape;
 use super::{conform_section, RunInfo, Section};
 use crate::conform::saved::SuiteSummary;
 use crate::experiments;
@@ -37,22 +38,6 @@ const CHECK_SCRIPT: &str = "window.addEventListener('load', function () {
   out.textContent = JSON.stringify({images: images, tables: tables, conform: conform});
   document.body.appendChild(out);
 });";
-
-/// Escapes text for HTML.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
-}
 
 /// Standard base64 with padding (for data URIs).
 pub fn base64(bytes: &[u8]) -> String {
@@ -263,13 +248,5 @@ mod tests {
         assert_eq!(base64(b"fo"), "Zm8=");
         assert_eq!(base64(b"foo"), "Zm9v");
         assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-    }
-
-    #[test]
-    fn escape_covers_markup() {
-        assert_eq!(
-            escape("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
     }
 }

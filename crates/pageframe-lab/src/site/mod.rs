@@ -11,6 +11,7 @@
 
 mod conform_section;
 mod html;
+mod markup;
 
 use crate::conform::saved::SuiteSummary;
 use crate::experiments;
@@ -22,7 +23,8 @@ use crate::summary::Headline;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use html::{base64, escape};
+pub use html::base64;
+pub use markup::escape;
 
 /// What the page says about the run as a whole.
 #[derive(Clone, Debug)]
