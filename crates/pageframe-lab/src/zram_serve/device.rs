@@ -6,13 +6,15 @@
 //! lands in whole-page slots (a partial page is read, patched and written
 //! back, as zram_bvec_write() does for a partial bio); a punched range frees
 //! only the slots it covers whole (zram_bio_discard() skips the partial
-//! pages at its ends). Lock order: the device lock only.
+//! pages at its ends). Lock order: the device lock only; compression runs
+//! before it is taken.
 
 use super::block_trace::{TraceRecord, TraceWriter};
 use pageframe::page_source::CpuPages;
 use pageframe::zpool::Zpool;
-use pageframe::zram::{Backend, Compressor, MmStat, Zram, ZramConfig, ZramError};
+use pageframe::zram::{Backend, Compressor, MmStat, Prepared, Zram, ZramConfig, ZramError};
 use pageframe::{CpuId, MachineDesc, SharedPageAllocator};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes per slot.
@@ -48,9 +50,38 @@ struct State {
     page: Vec<u8>,
 }
 
+impl State {
+    /// Stores a prepared page in `slot` and traces it when recording
+    /// (`record`, made outside the lock, or made here). The record is made
+    /// before the slot changes, so a failing one changes nothing.
+    fn store(
+        &mut self,
+        slot: usize,
+        prepared: &Prepared,
+        record: Option<TraceRecord>,
+        page: &[u8],
+    ) -> Result<(), ZramError> {
+        let State { zram, trace, .. } = self;
+        let Some(trace) = trace else {
+            return zram.write_prepared(slot, prepared);
+        };
+        let record = match record {
+            Some(record) => record,
+            None => TraceRecord::write_of(slot as u64, page)?,
+        };
+        zram.write_prepared(slot, prepared)?;
+        trace
+            .record(&record)
+            .map_err(|err| ZramError::Codec(err.to_string()))
+    }
+}
+
 /// A zram addressed in bytes.
 pub struct Device {
     state: Mutex<State>,
+    /// Whether a trace is being recorded (read without the lock, to make
+    /// trace records outside it).
+    tracing: AtomicBool,
     config: DeviceConfig,
 }
 
@@ -100,6 +131,7 @@ impl Device {
                 trace: None,
                 page: vec![0; PAGE],
             }),
+            tracing: AtomicBool::new(false),
             config,
         })
     }
@@ -119,7 +151,9 @@ impl Device {
 
     /// Starts recording a block trace into `writer`.
     pub fn set_trace(&self, writer: Option<TraceWriter>) -> Option<TraceWriter> {
-        std::mem::replace(&mut self.lock().trace, writer)
+        let mut state = self.lock();
+        self.tracing.store(writer.is_some(), Ordering::Relaxed);
+        std::mem::replace(&mut state.trace, writer)
     }
 
     /// Appends a record to the trace (a step mark), if recording.
@@ -178,33 +212,38 @@ impl Device {
         Ok(())
     }
 
-    /// Writes `data` at `offset`.
+    /// Writes `data` at `offset`. A whole page is compressed (and its
+    /// trace record made) before the device lock is taken, as
+    /// zram_write_page() compresses before it takes the slot's lock, so
+    /// several FUSE threads compress at once; a partial page is read,
+    /// patched and compressed under the lock.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), ZramError> {
         self.range(offset, data.len() as u64)?;
-        let mut state = self.lock();
-        let State { zram, trace, page } = &mut *state;
         let mut done = 0usize;
         while done < data.len() {
             let at = offset + done as u64;
             let slot = (at / PAGE as u64) as usize;
             let within = (at % PAGE as u64) as usize;
             let len = (PAGE - within).min(data.len() - done);
-            let whole: &[u8] = if within == 0 && len == PAGE {
-                &data[done..done + PAGE]
+            if within == 0 && len == PAGE {
+                let whole = &data[done..done + PAGE];
+                let prepared = Prepared::new(self.config.compressor, whole)?;
+                let record = if self.tracing.load(Ordering::Relaxed) {
+                    Some(TraceRecord::write_of(slot as u64, whole)?)
+                } else {
+                    None
+                };
+                self.lock().store(slot, &prepared, record, whole)?;
             } else {
-                zram.read(slot, page)?;
-                page[within..within + len].copy_from_slice(&data[done..done + len]);
-                page
-            };
-            match trace {
-                Some(trace) => {
-                    let record = TraceRecord::write_of(slot as u64, whole)?;
-                    zram.write(slot, whole)?;
-                    trace
-                        .record(&record)
-                        .map_err(|err| ZramError::Codec(err.to_string()))?;
-                }
-                None => zram.write(slot, whole)?,
+                let mut state = self.lock();
+                let mut page = std::mem::take(&mut state.page);
+                let patched = state.zram.read(slot, &mut page).and_then(|()| {
+                    page[within..within + len].copy_from_slice(&data[done..done + len]);
+                    let prepared = Prepared::new(self.config.compressor, &page)?;
+                    state.store(slot, &prepared, None, &page)
+                });
+                state.page = page;
+                patched?;
             }
             done += len;
         }

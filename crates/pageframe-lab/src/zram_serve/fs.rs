@@ -26,6 +26,8 @@ pub const DISK_NAME: &str = "disk";
 pub const MM_STAT_NAME: &str = "mm_stat";
 /// Largest write the kernel sends in one request.
 const MAX_WRITE: u32 = 1 << 20;
+/// Most background (asynchronous) requests the kernel keeps in flight.
+const MAX_BACKGROUND: u16 = 128;
 const TTL: Duration = Duration::from_secs(1);
 
 /// The file system.
@@ -90,6 +92,11 @@ fn errno(err: &ZramError) -> Errno {
 impl Filesystem for ZramFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_write(MAX_WRITE);
+        // The loop driver keeps up to its queue depth of direct requests in
+        // flight, each an asynchronous (background) FUSE request: let them
+        // all through instead of fuser's default 16.
+        let _ = config.set_max_background(MAX_BACKGROUND);
+        let _ = config.set_congestion_threshold(MAX_BACKGROUND / 4 * 3);
         let mut wanted = InitFlags::FUSE_BIG_WRITES | InitFlags::FUSE_ASYNC_DIO;
         if self.writeback_cache {
             wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
@@ -121,6 +128,12 @@ impl Filesystem for ZramFs {
         match ino {
             // The statistics change under the page cache: read them direct.
             MM_STAT => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
+            // Without the writeback cache the loop device opens the disk
+            // O_DIRECT: let its writes run in parallel (no inode lock).
+            DISK if !self.writeback_cache => reply.opened(
+                FileHandle(0),
+                FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES,
+            ),
             DISK => reply.opened(FileHandle(0), FopenFlags::empty()),
             _ => reply.error(Errno::EISDIR),
         }
