@@ -157,18 +157,28 @@ const fn decode_index(bits: u32) -> usize {
         }
 }
 
+/// The mask bits of a [`decode_index`].
+const fn decode_bits(index: usize) -> u32 {
+    let unmapped = if index & 0x20 != 0 {
+        Gfp::UNMAPPED.bits()
+    } else {
+        0
+    };
+    index as u32 & 0x1f | unmapped
+}
+
 /// Every decoding, computed at compile time: the kernel's GFP_ZONE_TABLE
-/// and GFP_ZONE_BAD, extended by mobility and mapping.
-const DECODE_TABLE: [Decoded; 64] = {
-    let mut table: [Decoded; 64] = [Err(""); 64];
+/// and GFP_ZONE_BAD, extended by mobility and mapping. `None` where
+/// [`decode`] refuses the combination; the error path decodes again for
+/// the reason, so that the table stays a few bytes an entry.
+const DECODE_TABLE: [Option<(ZoneType, FreeType)>; 64] = {
+    let mut table: [Option<(ZoneType, FreeType)>; 64] = [None; 64];
     let mut index = 0;
     while index < 64 {
-        let unmapped = if index & 0x20 != 0 {
-            Gfp::UNMAPPED.bits()
-        } else {
-            0
+        table[index] = match decode(decode_bits(index)) {
+            Ok(decoded) => Some(decoded),
+            Err(_) => None,
         };
-        table[index] = decode(index as u32 & 0x1f | unmapped);
         index += 1;
     }
     table
@@ -218,14 +228,24 @@ impl Gfp {
     #[inline]
     pub(crate) fn request(self) -> Result<GfpRequest, GfpError> {
         match DECODE_TABLE[decode_index(self.bits())] {
-            Ok((highest_zone, freetype)) => Ok(GfpRequest {
+            Some((highest_zone, freetype)) => Ok(GfpRequest {
                 highest_zone,
                 freetype,
                 this_node: self.contains(Gfp::THISNODE),
                 zero: self.contains(Gfp::ZERO),
             }),
-            Err(why) => Err(GfpError(why)),
+            None => Err(self.refusal()),
         }
+    }
+
+    /// Why [`Self::request`] refuses this mask.
+    #[cold]
+    fn refusal(self) -> GfpError {
+        GfpError(
+            decode(decode_bits(decode_index(self.bits())))
+                .err()
+                .unwrap_or_default(),
+        )
     }
 
     /// Flags of the slow path; mirrors gfp_to_alloc_flags() (cpusets and

@@ -183,6 +183,15 @@ impl PageRecord {
     pub(crate) fn set_info(&self, info: PageInfo) {
         self.info.store(info.0, Relaxed)
     }
+
+    /// Replaces the state word if it is still `current`; false if another
+    /// thread changed it first.
+    #[inline]
+    pub(crate) fn exchange_info(&self, current: PageInfo, new: PageInfo) -> bool {
+        self.info
+            .compare_exchange(current.0, new.0, Relaxed, Relaxed)
+            .is_ok()
+    }
 }
 
 /// The per-PFN table for PFNs `0..len`.
@@ -248,15 +257,6 @@ impl MemMap {
     #[inline]
     pub fn set_info(&self, pfn: FrameIdx, info: PageInfo) {
         self.record(pfn).set_info(info)
-    }
-
-    /// Atomically replaces `current` by `new`; false if the word was not `current`.
-    #[inline]
-    pub fn exchange_info(&self, pfn: FrameIdx, current: PageInfo, new: PageInfo) -> bool {
-        self.record(pfn)
-            .info
-            .compare_exchange(current.0, new.0, Relaxed, Relaxed)
-            .is_ok()
     }
 
     /// The next entry on the record's free list.
@@ -341,7 +341,11 @@ mod tests {
         assert_eq!(memmap.info(frame(7)).state(), PageState::Buddy);
         assert_eq!(memmap.info(frame(7)).order(), Order(9));
         assert_eq!(memmap.info(frame(7)).freetype().index(), 5);
-        assert!(memmap.exchange_info(frame(7), info, PageInfo::UNTRACKED));
-        assert!(!memmap.exchange_info(frame(7), info, PageInfo::UNTRACKED));
+        assert!(memmap
+            .record(frame(7))
+            .exchange_info(info, PageInfo::UNTRACKED));
+        assert!(!memmap
+            .record(frame(7))
+            .exchange_info(info, PageInfo::UNTRACKED));
     }
 }

@@ -60,8 +60,11 @@ impl PcpIndex {
     /// The first list, where a full drain starts its round robin.
     pub(crate) const FIRST: PcpIndex = PcpIndex::at(0);
 
+    /// Callers compute `pindex` below [`NR_PCP_LISTS`] by construction
+    /// (checked in debug builds; indexing the lists stays checked anyway).
+    #[inline(always)]
     const fn at(pindex: usize) -> PcpIndex {
-        assert!(pindex < NR_PCP_LISTS);
+        debug_assert!(pindex < NR_PCP_LISTS);
         PcpIndex(pindex as u8)
     }
 

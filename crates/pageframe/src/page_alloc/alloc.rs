@@ -11,7 +11,7 @@
 
 use super::error::AllocError;
 use super::events::VmEvent;
-use super::{PageAllocator, ZoneSlot};
+use super::{CpuSlot, PageAllocator, ZoneSlot};
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{FrameIdx, PageInfo, PageState};
@@ -108,6 +108,7 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Allocates a block of `order` on `cpu`. mirrors __alloc_pages().
+    #[inline(always)]
     pub(crate) fn alloc_pages_on(
         &self,
         cpu: CpuId,
@@ -125,8 +126,10 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Finds a block for a validated request: the preferred CPU list, the
-    /// fast path, then the slow path.
-    #[inline]
+    /// fast path, then the slow path. Only the first step is inline, so
+    /// that the common case costs no call and no register spills of the
+    /// general path.
+    #[inline(always)]
     pub(crate) fn alloc_block(
         &self,
         cpu: CpuId,
@@ -141,6 +144,21 @@ impl<L: LockFamily> PageAllocator<L> {
                 return Ok(pfn);
             }
         }
+        self.alloc_block_general(cpu, gfp, request, order, preferred, nodemask)
+    }
+
+    /// The rest of [`Self::alloc_block`]: get_page_from_freelist() over
+    /// the zonelist, then the slow path.
+    #[inline(never)]
+    fn alloc_block_general(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        order: Order,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+    ) -> Result<FrameIdx, AllocError> {
         let ac = self.prepare_alloc(request, preferred, nodemask);
         if let Some(pfn) = self.get_page_from_freelist(cpu, order, gfp.fastpath_alloc_flags(), &ac)
         {
@@ -182,7 +200,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// serve, the preferred zone above its low watermark and its list not
     /// empty. Anything else returns `None` having changed nothing, and the
     /// general path takes over (and decides exactly as it would have).
-    #[inline]
+    #[inline(always)]
     fn alloc_from_preferred_pcp(
         &self,
         cpu: CpuId,
@@ -194,11 +212,13 @@ impl<L: LockFamily> PageAllocator<L> {
         let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
-        let flags = gfp.fastpath_alloc_flags() | self.alloc_flags_nofragment(zone);
+        let slot = &self.zones[zone.index()];
+        let cpu_slot = &self.cpus[cpu.index()];
+        let flags = gfp.fastpath_alloc_flags() | nofragment_flag(slot);
         if !self.zone_watermark_passes(zone, order, request.highest_zone, flags) {
             return None;
         }
-        let mut pcp = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()])?;
+        let mut pcp = L::try_lock(&cpu_slot.pcp[zone.index()])?;
         if pcp.list_is_empty(list) {
             return None;
         }
@@ -209,7 +229,10 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn,
             PageInfo::new(PageState::Allocated, order, list.recorded),
         );
-        self.account_alloc(cpu, zone, zone, order.nr_pages(), 1);
+        if self.options.vm_events {
+            // The preferred zone itself: a NUMA hit (zone_statistics()).
+            count_alloc_events(cpu_slot, zone, slot.node, order.nr_pages(), 1);
+        }
         Some(pfn)
     }
 
@@ -235,39 +258,41 @@ impl<L: LockFamily> PageAllocator<L> {
             return;
         }
         let cpu_slot = &self.cpus[cpu.index()];
-        let counters = cpu_slot.events.zone(zone);
         let node = self.zones[zone.index()].node;
-        counters.add(VmEvent::Pgalloc, pages);
         if zone == preferred_zone || node == self.zones[preferred_zone.index()].node {
-            counters.add(VmEvent::NumaHit, calls);
+            count_alloc_events(cpu_slot, zone, node, pages, calls);
         } else {
-            self.account_numa_miss(cpu, preferred_zone, zone, calls);
+            self.account_numa_miss(cpu, preferred_zone, zone, pages, calls);
         }
-        let local = if node == cpu_slot.node {
-            VmEvent::NumaLocal
-        } else {
-            VmEvent::NumaOther
-        };
-        counters.add(local, calls);
     }
 
-    /// The NUMA miss side of [`Self::account_alloc`]: `numa_miss` on the
-    /// zone allocated from, `numa_foreign` on the preferred one.
+    /// The NUMA miss side of [`Self::account_alloc`]: `pgalloc`, `numa_miss`
+    /// and local/other on the zone allocated from, `numa_foreign` on the
+    /// preferred one.
     #[cold]
-    fn account_numa_miss(&self, cpu: CpuId, preferred_zone: ZoneIdx, zone: ZoneIdx, calls: u64) {
-        let events = &self.cpus[cpu.index()].events;
-        events.add(zone, VmEvent::NumaMiss, calls);
-        events.add(preferred_zone, VmEvent::NumaForeign, calls);
+    fn account_numa_miss(
+        &self,
+        cpu: CpuId,
+        preferred_zone: ZoneIdx,
+        zone: ZoneIdx,
+        pages: u64,
+        calls: u64,
+    ) {
+        let cpu_slot = &self.cpus[cpu.index()];
+        let node = self.zones[zone.index()].node;
+        let counters = cpu_slot.events.zone(zone);
+        counters.add(VmEvent::Pgalloc, pages);
+        counters.add(VmEvent::NumaMiss, calls);
+        counters.add(local_or_other(cpu_slot, node), calls);
+        cpu_slot
+            .events
+            .add(preferred_zone, VmEvent::NumaForeign, calls);
     }
 
     /// mirrors alloc_flags_nofragment(), decided per zone at boot.
     #[inline]
     fn alloc_flags_nofragment(&self, preferred_zone: ZoneIdx) -> AllocFlags {
-        if self.zones[preferred_zone.index()].nofragment {
-            AllocFlags::NOFRAGMENT
-        } else {
-            AllocFlags::empty()
-        }
+        nofragment_flag(&self.zones[preferred_zone.index()])
     }
 
     /// The watermark step of get_page_from_freelist() for one zone: above
@@ -605,4 +630,42 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         false
     }
+}
+
+/// `ALLOC_NOFRAGMENT` if allocations preferring this zone avoid fallbacks
+/// that fragment (alloc_flags_nofragment(), decided per zone at boot).
+#[inline(always)]
+fn nofragment_flag<L: LockFamily>(slot: &ZoneSlot<L>) -> AllocFlags {
+    if slot.nofragment {
+        AllocFlags::NOFRAGMENT
+    } else {
+        AllocFlags::empty()
+    }
+}
+
+/// `numa_local` when the zone's node is the CPU's, else `numa_other`.
+#[inline(always)]
+fn local_or_other<L: LockFamily>(cpu_slot: &CpuSlot<L>, node: NodeId) -> VmEvent {
+    if node == cpu_slot.node {
+        VmEvent::NumaLocal
+    } else {
+        VmEvent::NumaOther
+    }
+}
+
+/// The events of an allocation from a zone of the preferred node (a NUMA
+/// hit): `pgalloc`, `numa_hit` and local/other, on `cpu_slot`'s counters of
+/// `zone`, whose node is `node`.
+#[inline(always)]
+fn count_alloc_events<L: LockFamily>(
+    cpu_slot: &CpuSlot<L>,
+    zone: ZoneIdx,
+    node: NodeId,
+    pages: u64,
+    calls: u64,
+) {
+    let counters = cpu_slot.events.zone(zone);
+    counters.add(VmEvent::Pgalloc, pages);
+    counters.add(VmEvent::NumaHit, calls);
+    counters.add(local_or_other(cpu_slot, node), calls);
 }

@@ -33,7 +33,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// fails as a whole. Arguments that are invalid are errors and change nothing.
     /// An array of one slot takes the single allocation's path in the
     /// caller's frame, so that a batch of one costs what a single page does.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn alloc_pages_bulk_on(
         &self,
         cpu: CpuId,
@@ -204,7 +204,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The bulk call's `failed:` path: one page through the normal
     /// allocator, with the request already validated (so that a batch of
     /// one costs no more than a single allocation).
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn bulk_fallback_single(
         &self,

@@ -21,12 +21,15 @@ use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, ZoneIdx};
 
 /// Pages gathered into a run before it goes onto its list.
-const RUN_CAPACITY: usize = 16;
+const RUN_CAPACITY: usize = 64;
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees the order-0 pages in `slots` (empty slots are skipped). Every
     /// page is checked first: if any free would fail, none happens and the
     /// error names the first bad page. Returns the number of pages freed.
+    /// One slot takes the single free's path in the caller's frame, so that
+    /// a batch of one costs what a single free does.
+    #[inline(always)]
     pub(crate) fn free_pages_bulk_on<S: PageSlot>(
         &self,
         cpu: CpuId,
@@ -35,13 +38,23 @@ impl<L: LockFamily> PageAllocator<L> {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
         }
-        // One slot: exactly the single free, without a batch's fixed cost.
         if let [slot] = slots {
             return match slot.page() {
                 Some(page) => self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1),
                 None => Ok(0),
             };
         }
+        self.free_pages_bulk_slots(cpu, slots)
+    }
+
+    /// [`Self::free_pages_bulk_on`] for any number of slots, the CPU
+    /// checked.
+    #[inline(never)]
+    fn free_pages_bulk_slots<S: PageSlot>(
+        &self,
+        cpu: CpuId,
+        slots: &[S],
+    ) -> Result<usize, FreeError> {
         let claimed = self.claim_bulk(slots)?;
         match claimed {
             0 => {}
@@ -68,6 +81,7 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline]
     fn claim_bulk<S: PageSlot>(&self, slots: &[S]) -> Result<usize, FreeError> {
         let block_shift = self.layout.pageblock_order.0;
+        let records = self.frames.memmap.records();
         let (mut cached_block, mut in_zone) = (u64::MAX, false);
         let mut claimed = 0;
         for (at, slot) in slots.iter().enumerate() {
@@ -77,10 +91,11 @@ impl<L: LockFamily> PageAllocator<L> {
                 cached_block = pfn.0 >> block_shift;
                 in_zone = self.frames.blocks.zone(pfn).is_some();
             }
-            let result = if in_zone && self.frames.memmap.covers(pfn) {
-                self.claim_in_zone(pfn, Order(0), true)
-            } else {
-                Err(FreeError::NotMemory(pfn))
+            // Order 0 is always a valid, aligned order: only the record's
+            // state is left to check.
+            let result = match usize::try_from(pfn.0).ok().and_then(|at| records.get(at)) {
+                Some(record) if in_zone => self.claim_record(record, pfn, Order(0), true),
+                _ => Err(FreeError::NotMemory(pfn)),
             };
             if let Err(err) = result {
                 for undo in slots[..at].iter().filter_map(|slot| slot.page()) {

@@ -6,9 +6,9 @@
 
 use super::error::FreeError;
 use super::events::VmEvent;
-use super::PageAllocator;
+use super::{CpuSlot, PageAllocator};
 use crate::gfp::AllocFlags;
-use crate::memmap::{FrameIdx, PageInfo, PageState};
+use crate::memmap::{FrameIdx, MemMap, PageInfo, PageRecord, PageState};
 use crate::pageblock::BlockInfo;
 use crate::pcp::{PcpIndex, PcpList, PerCpuPages};
 use crate::sync::LockFamily;
@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees a block of `order` on `cpu` (`__free_pages()`): the checks, then
     /// the per-CPU lists or the buddy lists. Nothing changes on error.
+    #[inline(always)]
     pub(crate) fn free_pages_on(
         &self,
         cpu: CpuId,
@@ -57,21 +58,39 @@ impl<L: LockFamily> PageAllocator<L> {
         if order > self.layout.max_order || !pfn.is_aligned(order) {
             return Err(self.describe_bad_free(pfn, order));
         }
-        let index = FrameIdx::covered(pfn);
-        let info = self.frames.memmap.info(index);
+        let records = self.frames.memmap.records();
+        self.claim_record(
+            MemMap::record_of(records, FrameIdx::covered(pfn)),
+            pfn,
+            order,
+            mark,
+        )
+    }
+
+    /// The state checks and marking of [`Self::claim_in_zone`] on the
+    /// record of `pfn`, an aligned block of a valid `order`.
+    #[inline(always)]
+    pub(crate) fn claim_record(
+        &self,
+        record: &PageRecord,
+        pfn: Pfn,
+        order: Order,
+        mark: bool,
+    ) -> Result<(), FreeError> {
         if !self.options.free_checks {
             return Ok(());
         }
+        let info = record.info();
         if info.state() != PageState::Allocated || info.order() != order {
             return Err(self.describe_bad_free(pfn, order));
         }
         let freeing = PageInfo::new(PageState::Freeing, order, info.freetype());
         if L::CONCURRENT {
-            if !self.frames.memmap.exchange_info(index, info, freeing) {
+            if !record.exchange_info(info, freeing) {
                 return Err(FreeError::DoubleFree(pfn));
             }
         } else if mark {
-            self.frames.memmap.set_info(index, freeing);
+            record.set_info(freeing);
         }
         Ok(())
     }
@@ -123,16 +142,23 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Frees a claimed block of pageblock `block` on `cpu`.
     #[inline(always)]
     pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, block: BlockInfo) {
-        self.count_event(cpu, block.zone, VmEvent::Pgfree, order.nr_pages());
+        let cpu_slot = &self.cpus[cpu.index()];
+        if self.options.vm_events {
+            cpu_slot
+                .events
+                .add(block.zone, VmEvent::Pgfree, order.nr_pages());
+        }
         if PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
-            self.free_unref_page(cpu, block, FrameIdx::covered(pfn), order);
+            self.free_unref_page(cpu, cpu_slot, block, FrameIdx::covered(pfn), order);
         } else {
             self.free_one_page(block.zone, FrameIdx::covered(pfn), order);
         }
     }
 
     /// Returns a block straight to the buddy lists under the zone lock.
-    /// mirrors free_one_page().
+    /// mirrors free_one_page(). Out of line: the free fast path only calls it
+    /// when the per-CPU lists cannot take the block.
+    #[inline(never)]
     pub(crate) fn free_one_page(&self, zone: ZoneIdx, pfn: FrameIdx, order: Order) {
         let mut buddy = self.lock_zone(zone);
         let freetype = self.frames.blocks.freetype(pfn.pfn());
@@ -143,13 +169,20 @@ impl<L: LockFamily> PageAllocator<L> {
     /// mirrors free_unref_page(): a contended pcp lock, or a pageblock
     /// whose freetype has no per-CPU list, sends the page to the buddy lists.
     #[inline(always)]
-    fn free_unref_page(&self, cpu: CpuId, block: BlockInfo, pfn: FrameIdx, order: Order) {
+    fn free_unref_page(
+        &self,
+        cpu: CpuId,
+        cpu_slot: &CpuSlot<L>,
+        block: BlockInfo,
+        pfn: FrameIdx,
+        order: Order,
+    ) {
         let zone = block.zone;
         let Some(list) = PcpList::for_free(block.freetype, order) else {
             self.free_one_page(zone, pfn, order);
             return;
         };
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
+        let Some(mut pcp) = L::try_lock(&cpu_slot.pcp[zone.index()]) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             self.free_one_page(zone, pfn, order);
             return;

@@ -161,7 +161,7 @@ where
     }
 
     /// Allocates `1 << order` contiguous pages (`alloc_pages_node()`).
-    #[inline]
+    #[inline(always)]
     pub fn alloc_pages(
         &self,
         gfp: Gfp,
@@ -187,14 +187,14 @@ where
     }
 
     /// Frees a block allocated with `order` (`__free_pages()`).
-    #[inline]
+    #[inline(always)]
     pub fn free_pages(&self, page: Page, order: Order) -> Result<(), FreeError> {
         self.allocator.free_pages_on(self.cpu, page.pfn(), order)
     }
 
     /// Fills the empty slots of `pages` with order-0 pages and returns how
     /// many slots, from the start, are populated (`alloc_pages_bulk_array()`).
-    #[inline]
+    #[inline(always)]
     pub fn alloc_pages_bulk(
         &self,
         gfp: Gfp,
@@ -261,8 +261,16 @@ where
     /// [`Self::alloc_pages_bulk`], and empties its slots; returns how many
     /// pages were freed. All or nothing: on error no page is freed and no
     /// slot changes. The array form of release_pages().
-    #[inline]
+    #[inline(always)]
     pub fn free_pages_bulk_array(&self, pages: &mut [Option<Page>]) -> Result<usize, FreeError> {
+        // One slot: exactly the single free, without emptying a slice of
+        // unknown length.
+        if let [slot] = pages {
+            let Some(page) = *slot else { return Ok(0) };
+            self.free_pages(page, Order(0))?;
+            *slot = None;
+            return Ok(1);
+        }
         let freed = self.allocator.free_pages_bulk_on(self.cpu, pages)?;
         pages.fill(None);
         Ok(freed)
