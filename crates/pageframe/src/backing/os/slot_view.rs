@@ -208,3 +208,63 @@ fn register_minor(view: &Mapping) -> Result<OwnedFd, i32> {
     }
     Ok(uffd)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{host_page_size, memfd, Mapping};
+    use super::*;
+
+    /// A memfd of `pages` pages, the first `filled` written with their index
+    /// through a direct mapping, and a slot view of it.
+    fn file_and_view(pages: usize, filled: usize) -> (OwnedFd, Mapping, SlotView, usize) {
+        let page = host_page_size().unwrap();
+        let file = memfd(c"slot-view-test", (pages * page) as u64).unwrap();
+        let direct = Mapping::shared(&file, pages * page, false).unwrap();
+        for index in 0..filled {
+            // SAFETY: the byte lies inside the direct mapping, which no
+            // other thread uses.
+            unsafe { *direct.at(index * page, 1).unwrap().as_ptr() = index as u8 + 1 };
+        }
+        let view = SlotView::new(file.as_raw_fd(), pages * page, page).unwrap();
+        (file, direct, view, page)
+    }
+
+    fn first_byte(view: &SlotView, page: usize, index: usize) -> u8 {
+        // SAFETY: the caller wrote the page's entry; the byte lies inside.
+        unsafe { *view.at(index * page, 1).unwrap().as_ptr() }
+    }
+
+    #[test]
+    fn written_entries_reach_the_file_pages_and_survive_a_second_write() {
+        let (_file, _direct, view, page) = file_and_view(8, 8);
+        view.write_entries(2 * page, 4 * page).unwrap();
+        // Pages 3 and 4 already have their entries: left as they are.
+        view.write_entries(3 * page, 2 * page).unwrap();
+        view.write_entries(page, 6 * page).unwrap();
+        for index in 1..7 {
+            assert_eq!(first_byte(&view, page, index), index as u8 + 1);
+        }
+        view.drop_entries(page, 6 * page).unwrap();
+        view.write_entries(5 * page, page).unwrap();
+        assert_eq!(first_byte(&view, page, 5), 6);
+    }
+
+    #[test]
+    fn a_hole_of_the_file_is_allocated_zeroed() {
+        let (_file, direct, view, page) = file_and_view(4, 2);
+        view.write_entries(0, 4 * page).unwrap();
+        assert_eq!(first_byte(&view, page, 1), 2);
+        assert_eq!(first_byte(&view, page, 3), 0);
+        // SAFETY: the page's entry was just written; single-threaded test.
+        unsafe { *view.at(3 * page, 1).unwrap().as_ptr() = 9 };
+        // SAFETY: inside the direct mapping of the same file.
+        assert_eq!(unsafe { *direct.at(3 * page, 1).unwrap().as_ptr() }, 9);
+    }
+
+    #[test]
+    fn ranges_outside_the_view_are_refused() {
+        let (_file, _direct, view, page) = file_and_view(4, 4);
+        assert_eq!(view.write_entries(3 * page, 2 * page), Err(libc::EINVAL));
+        assert_eq!(view.drop_entries(usize::MAX, page), Err(libc::EINVAL));
+    }
+}
