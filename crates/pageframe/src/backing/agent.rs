@@ -189,9 +189,11 @@ impl RingView {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AgentCounts {
     /// System calls made for the mermap: futex waits and wakes of posters
-    /// and agents, the agents' madvise and getrusage calls.
+    /// and agents, the agents' entry-writing (`ioctl` or `madvise`),
+    /// entry-dropping (`madvise`) and getrusage calls.
     pub(crate) syscalls: u64,
-    /// Minor faults the agents took (page-table entries installed).
+    /// Minor faults the agents took (one per page installed on the
+    /// `MADV_POPULATE_WRITE` fallback, none with userfaultfd).
     pub(crate) minor_faults: u64,
 }
 
