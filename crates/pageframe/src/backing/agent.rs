@@ -7,18 +7,18 @@
 //! processes instead, forked at arena creation, each pinned to one host CPU
 //! from its first instruction (its address space never runs anywhere else).
 //!
-//! An agent maps the arena's memfd once, whole, with no page faulted in. A
-//! slot map installs the page-table entries of the slot's pages
-//! (`MADV_POPULATE_WRITE`, the kernel's PTE write; the maps of a batch of
-//! requests up to the next flush are merged into runs of adjacent pages, one
-//! call per run); a flush of slots drops them (`MADV_DONTNEED` over each run
-//! of adjacent slot pages, which flushes the TLB of the one CPU that ran the
-//! agent: a local flush). Measured on a 2-CPU VM under load, installing and
-//! dropping an entry costs 2 to 4 µs per page where the kernel's mermap
-//! writes a PTE: that is the floor of this design. Between the
-//! two, zeroing and copying go through the agent's mapping. A page is thus
+//! An agent maps the arena's memfd once, whole, with no entry written (a
+//! [`SlotView`]). A slot map writes the page-table entries of the slot's
+//! pages (`UFFDIO_CONTINUE`, no fault; `MADV_POPULATE_WRITE` where
+//! userfaultfd is missing; the maps of a batch of requests up to the next
+//! flush are merged into runs of adjacent pages, one call per run); a flush
+//! of slots drops them (`MADV_DONTNEED` over each run of adjacent slot
+//! pages, which flushes the TLB of the one CPU that ran the agent: a local
+//! flush), except pages another live slot still maps. Between the two,
+//! zeroing and copying go through the agent's view. A page is thus
 //! reachable in an agent only while it is in a live slot of one of its
-//! windows, as in a mermap window.
+//! windows, as in a mermap window; touching any other page of the view is a
+//! `SIGBUS` (with userfaultfd), which the poster sees as the agent's death.
 //!
 //! Requests travel through a ring per window in memory shared with the
 //! agent: map, zero, write (the bytes ride in the ring), read (the bytes come
@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::os::{
     allowed_cpus, child_alive, close_all_but, exit_child, fork_pinned, futex_wait, futex_wake,
-    kill_and_reap, own_faults, own_pid, parent_pid, shared_anonymous, Mapping,
+    kill_and_reap, own_faults, own_pid, parent_pid, shared_anonymous, Mapping, SlotView,
 };
 use super::BackingError;
 
@@ -189,9 +189,11 @@ impl RingView {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AgentCounts {
     /// System calls made for the mermap: futex waits and wakes of posters
-    /// and agents, the agents' madvise and getrusage calls.
+    /// and agents, the agents' entry-writing (`ioctl` or `madvise`),
+    /// entry-dropping (`madvise`) and getrusage calls.
     pub(crate) syscalls: u64,
-    /// Minor faults the agents took (page-table entries installed).
+    /// Minor faults the agents took (one per page installed on the
+    /// `MADV_POPULATE_WRITE` fallback, none with userfaultfd).
     pub(crate) minor_faults: u64,
 }
 
@@ -451,7 +453,7 @@ impl Drop for WindowAgents {
 /// gone. Allocates nothing, takes no lock, never returns.
 fn agent_main(ring: RingView, agent: usize, fd: i32, file_len: usize, parent: i32) -> ! {
     close_all_but(fd);
-    let Ok(view) = Mapping::lazy_view(fd, file_len) else {
+    let Ok(view) = SlotView::new(fd, file_len, ring.page_size) else {
         exit_child(1)
     };
     let doorbell = ring.doorbell(agent);
@@ -480,9 +482,9 @@ fn agent_main(ring: RingView, agent: usize, fd: i32, file_len: usize, parent: i3
 /// Does every posted request of `window`; false when there was none. The
 /// requests are taken in segments that end at a flush: first the slot maps
 /// of the segment, their pages merged into runs of adjacent pages with one
-/// `MADV_POPULATE_WRITE` each (the page-table entries written in a batch),
+/// entry-writing call each (the page-table entries written in a batch),
 /// then its accesses in order, then the flush.
-fn serve(ring: &RingView, agent: usize, window: usize, view: &Mapping) -> bool {
+fn serve(ring: &RingView, agent: usize, window: usize, view: &SlotView) -> bool {
     let head = ring.head(window).load(Ordering::Acquire);
     let mut tail = ring.tail(window).load(Ordering::Relaxed);
     if head == tail {
@@ -585,7 +587,7 @@ fn record_slot(
 fn extend_run(
     ring: &RingView,
     agent: usize,
-    view: &Mapping,
+    view: &SlotView,
     run: Option<(usize, usize)>,
     start: usize,
     bytes: usize,
@@ -603,18 +605,22 @@ fn extend_run(
     }
 }
 
-/// Applies `run`, if any: one madvise.
+/// Applies `run`, if any: one call writing or dropping its entries.
 fn finish_run(
     ring: &RingView,
     agent: usize,
-    view: &Mapping,
+    view: &SlotView,
     run: Option<(usize, usize)>,
     populate: bool,
 ) -> Result<(), i32> {
     match run {
         Some((first, end)) => {
             ring.agent_syscalls(agent).fetch_add(1, Ordering::Relaxed);
-            view.advise(first, end - first, populate)
+            if populate {
+                view.write_entries(first, end - first)
+            } else {
+                view.drop_entries(first, end - first)
+            }
         }
         None => Ok(()),
     }
@@ -622,11 +628,14 @@ fn finish_run(
 
 /// Drops slots `first..first + count` of `window`: their page-table
 /// entries, one `MADV_DONTNEED` per run of adjacent pages (a local flush).
+/// A slot whose pages another live slot of the window also maps (the
+/// reserved slot's page inside a live span) keeps its entries: they share
+/// them here, and the other slot's flush drops them.
 fn flush(
     ring: &RingView,
     agent: usize,
     window: usize,
-    view: &Mapping,
+    view: &SlotView,
     first: usize,
     count: u64,
 ) -> Result<(), i32> {
@@ -635,16 +644,27 @@ fn flush(
         .checked_add(count)
         .filter(|&end| end <= ring.window_slots)
         .ok_or(libc::EINVAL)?;
-    let mut run = None;
-    for slot in first..end {
+    let live = |slot: usize| {
         let record = ring.slot(window, slot);
         // SAFETY: the slot table belongs to this agent alone.
-        let (start, bytes) = unsafe {
-            let live = (record.read() as usize, record.add(1).read() as usize);
-            record.add(1).write(0);
-            live
-        };
-        if bytes > 0 {
+        unsafe { (record.read() as usize, record.add(1).read() as usize) }
+    };
+    let shared = |start: usize, bytes: usize| {
+        (0..ring.window_slots)
+            .filter(|slot| !(first..end).contains(slot))
+            .map(live)
+            .any(|(other, other_bytes)| {
+                other_bytes > 0
+                    && other < start.saturating_add(bytes)
+                    && start < other.saturating_add(other_bytes)
+            })
+    };
+    let mut run = None;
+    for slot in first..end {
+        let (start, bytes) = live(slot);
+        // SAFETY: the slot table belongs to this agent alone.
+        unsafe { ring.slot(window, slot).add(1).write(0) };
+        if bytes > 0 && !shared(start, bytes) {
             run = extend_run(ring, agent, view, run, start, bytes, false)?;
         }
     }
@@ -656,7 +676,7 @@ fn flush(
 fn access(
     ring: &RingView,
     window: usize,
-    view: &Mapping,
+    view: &SlotView,
     index: u32,
     op: Op,
     offset: u64,

@@ -54,11 +54,12 @@ pub struct BackingCounters {
 pub struct HostCounters {
     /// System calls made for the direct map and the mermap: one `mprotect`
     /// per protection change, the file I/O calls, the mermap agents'
-    /// `madvise`, `futex` and `getrusage` calls and their posters' futex
-    /// calls.
+    /// `ioctl` (`UFFDIO_CONTINUE`), `madvise`, `futex` and `getrusage` calls
+    /// and their posters' futex calls.
     pub syscalls: u64,
-    /// Minor faults the mermap agents took (page-table entries of slots
-    /// installed).
+    /// Minor faults the mermap agents took (none when slot entries are
+    /// written with `UFFDIO_CONTINUE`; one per page on the
+    /// `MADV_POPULATE_WRITE` fallback).
     pub agent_minor_faults: u64,
 }
 

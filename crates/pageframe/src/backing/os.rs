@@ -17,6 +17,9 @@ use std::ptr::NonNull;
 
 use super::BackingError;
 
+mod slot_view;
+pub(crate) use slot_view::SlotView;
+
 /// The error of the OS call that just failed.
 fn os_error(call: &'static str) -> BackingError {
     BackingError::Os {
@@ -175,36 +178,14 @@ impl Mapping {
     }
 
     /// `len` bytes of `file` from offset 0, shared and read-write, nothing
-    /// faulted in: a view whose pages are mapped one by one later.
-    pub(crate) fn lazy_view(file_fd: i32, len: usize) -> Result<Mapping, BackingError> {
+    /// faulted in.
+    fn lazy_view(file_fd: i32, len: usize) -> Result<Mapping, BackingError> {
         Mapping::new(
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
             file_fd,
         )
-    }
-
-    /// Installs the page-table entries of `offset..offset + len` for writing
-    /// (`MADV_POPULATE_WRITE`, no fault-around) or drops them
-    /// (`MADV_DONTNEED`, which flushes the TLB of every CPU that ran this
-    /// address space). Returns the errno on failure.
-    pub(crate) fn advise(&self, offset: usize, len: usize, populate: bool) -> Result<(), i32> {
-        let addr = self.at(offset, len).map_err(|_| libc::EINVAL)?;
-        let advice = if populate {
-            libc::MADV_POPULATE_WRITE
-        } else {
-            libc::MADV_DONTNEED
-        };
-        // SAFETY: the range lies inside this mapping (checked by `at`);
-        // populating does not change contents, and dropping the entries of
-        // a shared file mapping loses nothing (the file keeps the bytes).
-        if unsafe { libc::madvise(addr.as_ptr().cast(), len, advice) } != 0 {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO));
-        }
-        Ok(())
     }
 
     /// `len` bytes of address space, inaccessible and without backing memory.
