@@ -37,11 +37,12 @@ def _run_on_ray(source, text, out, progress):
     """Runs the pending points as Ray tasks on the connected cluster."""
     import ray
 
+    # One CPU per task, so each point runs its parallel parts on one thread.
     @ray.remote(num_cpus=1)
     def point(source, text, index):
         from pageframe import _native as native
 
-        return native.sweep_run_point(source, text, index)
+        return native.sweep_run_point(source, text, index, threads=1)
 
     keys = _native.sweep_keys(source, text)
     pending = _native.sweep_pending(source, text, out)

@@ -6,6 +6,7 @@
 use crate::errors::{failed, invalid};
 use pageframe_lab::sweep::{self, PointRecord, Sweep};
 use pyo3::prelude::*;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 fn parsed(source: &str, text: &str) -> PyResult<Sweep> {
@@ -28,12 +29,21 @@ fn sweep_pending(source: &str, text: &str, dir: PathBuf) -> PyResult<Vec<usize>>
     Ok(sweep::pending(&parsed(source, text)?, &dir))
 }
 
-/// Runs point `index` (GIL released); returns its record's JSON. A failed
-/// run is a record with its error, not an exception.
+/// Runs point `index` on `threads` threads (GIL released); returns its
+/// record's JSON. A failed run is a record with its error, not an exception.
 #[pyfunction]
-fn sweep_run_point(py: Python<'_>, source: &str, text: &str, index: usize) -> PyResult<String> {
+#[pyo3(signature = (source, text, index, threads=1))]
+fn sweep_run_point(
+    py: Python<'_>,
+    source: &str,
+    text: &str,
+    index: usize,
+    threads: usize,
+) -> PyResult<String> {
     let sweep = parsed(source, text)?;
-    let record = py.allow_threads(|| sweep::run_point(&sweep, index, Box::new(|_, _| {})));
+    let threads = NonZeroUsize::new(threads).unwrap_or(NonZeroUsize::MIN);
+    let record =
+        py.allow_threads(|| sweep::run_point(&sweep, index, threads, Box::new(|_, _| {})));
     Ok(record.to_json().to_string())
 }
 

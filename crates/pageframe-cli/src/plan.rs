@@ -169,11 +169,10 @@ impl Plan {
                     }
                 };
                 let options = RunOptions {
-                    scale,
-                    seed: args.seed,
                     corpus: args.corpus,
                     fs_ext4,
                     block_trace: args.trace,
+                    ..RunOptions::new(scale, args.seed)
                 };
                 let params = run::params_of(&experiments, scale, args.config.as_deref())?;
                 let views = match &args.proc_views {

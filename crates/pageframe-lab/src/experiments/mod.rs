@@ -27,6 +27,7 @@ use crate::params::{Param, Params};
 use crate::plots::{self, Plot};
 use crate::report::Report;
 use crate::summary::Headline;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -123,6 +124,12 @@ pub struct RunOptions {
     /// `zram-untar --trace FILE`: the block trace to replay, or with
     /// `fs_ext4` the one to write.
     pub block_trace: Option<PathBuf>,
+    /// How many threads the run may use for the parts it computes in
+    /// parallel only to finish sooner (the results never depend on it).
+    /// Experiments whose subject is concurrency (`scaling`,
+    /// `unmapped-populate`) choose their own threads. A sweep running
+    /// several points at once gives each point its share of the cores.
+    pub threads: NonZeroUsize,
 }
 
 impl RunOptions {
@@ -134,8 +141,14 @@ impl RunOptions {
             corpus: None,
             fs_ext4: false,
             block_trace: None,
+            threads: host_threads(),
         }
     }
+}
+
+/// The threads this process may run at once: every core it is allowed on.
+pub fn host_threads() -> NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
 }
 
 /// Why an experiment could not run.

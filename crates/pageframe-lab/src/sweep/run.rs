@@ -9,9 +9,11 @@
 //! state: each run boots its own machines.
 
 use super::spec::{Point, Sweep};
+use crate::experiments::host_threads;
 use crate::files;
 use crate::observe::{self, Observer};
 use serde_json::{json, Value};
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -91,12 +93,15 @@ pub fn pending(sweep: &Sweep, dir: &Path) -> Vec<usize> {
         .collect()
 }
 
-/// Runs point `index` of the sweep. A failure (an error or a panic of the
-/// experiment) is the record's outcome, not an error of this call.
-/// `on_progress` gets the experiment's (done, total) steps.
+/// Runs point `index` of the sweep, letting it use `threads` threads for
+/// its parallel parts (its results do not depend on them). A failure (an
+/// error or a panic of the experiment) is the record's outcome, not an
+/// error of this call. `on_progress` gets the experiment's (done, total)
+/// steps.
 pub fn run_point(
     sweep: &Sweep,
     index: usize,
+    threads: NonZeroUsize,
     on_progress: Box<dyn FnMut(u64, u64)>,
 ) -> PointRecord {
     let Some(point) = sweep.points.get(index) else {
@@ -109,7 +114,7 @@ pub fn run_point(
             seconds: 0.0,
         };
     };
-    let options = sweep.options(point);
+    let options = sweep.options(point, threads);
     let started = Instant::now();
     let observer = Observer {
         on_progress,
@@ -133,10 +138,14 @@ pub fn run_point(
     }
 }
 
-/// Runs the pending points of the sweep on `jobs` threads, writing each
+/// Runs the pending points of the sweep, `jobs` at a time, writing each
 /// record as it completes; `on_done` sees each record and how many are done
 /// of how many pending. Returns how many points ran and how many of them
 /// failed.
+///
+/// The cores are shared out: each point may use the host's threads divided
+/// by `jobs` (at least one), so points that compute in parallel do not
+/// oversubscribe the cores when several run at once.
 pub fn run_local(
     sweep: &Sweep,
     dir: &Path,
@@ -144,6 +153,8 @@ pub fn run_local(
     on_done: &(dyn Fn(&PointRecord, usize, usize) + Sync),
 ) -> Result<(usize, usize), String> {
     let pending = pending(sweep, dir);
+    let threads =
+        NonZeroUsize::new(host_threads().get() / jobs.max(1)).unwrap_or(NonZeroUsize::MIN);
     let next = AtomicUsize::new(0);
     let done = Mutex::new((0usize, 0usize, None::<String>));
     std::thread::scope(|scope| {
@@ -153,7 +164,7 @@ pub fn run_local(
                 let Some(&index) = pending.get(at) else {
                     break;
                 };
-                let record = run_point(sweep, index, Box::new(|_, _| {}));
+                let record = run_point(sweep, index, threads, Box::new(|_, _| {}));
                 let written = record.write(dir);
                 let mut state = done.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 state.0 += 1;

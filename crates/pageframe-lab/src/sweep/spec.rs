@@ -24,6 +24,7 @@
 use crate::experiments::{self, Experiment, RunOptions, Scale};
 use crate::params::{ConfigFile, Params};
 use std::fmt::Write;
+use std::num::NonZeroUsize;
 
 /// The most points one spec may expand to.
 pub const MAX_POINTS: usize = 100_000;
@@ -173,9 +174,12 @@ impl Sweep {
         })
     }
 
-    /// The options of `point`'s run.
-    pub fn options(&self, point: &Point) -> RunOptions {
-        RunOptions::new(self.scale, point.seed)
+    /// The options of `point`'s run on `threads` threads.
+    pub fn options(&self, point: &Point, threads: NonZeroUsize) -> RunOptions {
+        RunOptions {
+            threads,
+            ..RunOptions::new(self.scale, point.seed)
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use super::run::point_path;
 use super::*;
 use serde_json::json;
+use std::num::NonZeroUsize;
 
 const SPEC: &str = r#"
 experiment = "numa-balancing"
@@ -138,7 +139,7 @@ fn records_round_trip_and_decide_what_is_pending() {
 #[test]
 fn a_point_out_of_range_is_a_failed_record_not_a_panic() {
     let sweep = Sweep::parse("s", "experiment = \"shuffle-cache\"").unwrap();
-    let record = run_point(&sweep, 5, Box::new(|_, _| {}));
+    let record = run_point(&sweep, 5, NonZeroUsize::MIN, Box::new(|_, _| {}));
     assert_eq!(record.outcome, Err("no point 5 (the sweep has 1)".into()));
 }
 

@@ -23,6 +23,7 @@ use crate::report::round_to;
 use crate::workloads::heap::{conflict_rate, HeapMix};
 use pageframe::reclaim::{AgingConfig, AgingWorkload};
 use pageframe::CpuId;
+use std::num::NonZeroUsize;
 
 /// The name of the report's series of conflict rate per benchmark run.
 pub const RUNS: &str = "runs";
@@ -44,9 +45,14 @@ pub(super) struct HeapRuns {
 
 impl HeapRuns {
     /// Runs the benchmark `p.runs` times on one aging machine per seed and
-    /// shuffle setting; the two settings' machines run on two threads
-    /// (each machine is deterministic on its own).
-    pub(super) fn measure(p: &Setup, seeds: &[u64]) -> Result<HeapRuns, ExperimentError> {
+    /// shuffle setting; with `threads` of 2 or more the two settings'
+    /// machines run on two threads (each machine is deterministic on its
+    /// own, so the result is the same either way).
+    pub(super) fn measure(
+        p: &Setup,
+        seeds: &[u64],
+        threads: NonZeroUsize,
+    ) -> Result<HeapRuns, ExperimentError> {
         let setting = |shuffle: bool| -> Result<(Vec<Vec<RunSample>>, f64), ExperimentError> {
             let mut per_run = vec![Vec::new(); p.runs as usize];
             let mut random_sharers = 0.0;
@@ -59,14 +65,18 @@ impl HeapRuns {
             }
             Ok((per_run, random_sharers))
         };
-        let (without, with) = std::thread::scope(|scope| {
-            let with = scope.spawn(|| setting(true));
-            let without = setting(false);
-            let with = with
-                .join()
-                .unwrap_or_else(|_| Err(ExperimentError::failed("heap runs thread panicked")));
-            (without, with)
-        });
+        let (without, with) = if threads.get() >= 2 {
+            std::thread::scope(|scope| {
+                let with = scope.spawn(|| setting(true));
+                let without = setting(false);
+                let with = with
+                    .join()
+                    .unwrap_or_else(|_| Err(ExperimentError::failed("heap runs thread panicked")));
+                (without, with)
+            })
+        } else {
+            (setting(false), setting(true))
+        };
         let ((without, random_sharers), (with, _)) = (without?, with?);
         Ok(HeapRuns {
             samples: [without, with],
@@ -207,7 +217,7 @@ mod tests {
     #[test]
     fn the_runs_series_holds_every_run_and_the_cases_come_from_it() {
         let p = small();
-        let heap_runs = HeapRuns::measure(&p, &[7, 8]).unwrap();
+        let heap_runs = HeapRuns::measure(&p, &[7, 8], NonZeroUsize::MIN).unwrap();
         let report = Report {
             experiment: "shuffle-cache".into(),
             seed: 7,
@@ -255,5 +265,16 @@ mod tests {
             (mean * 1000.0).round() / 1000.0
         );
         assert!(heap_runs.random_sharers > 2.0);
+    }
+
+    /// The thread budget changes how long the runs take, never what they
+    /// measure: one thread and two give the same samples.
+    #[test]
+    fn one_thread_and_two_measure_the_same() {
+        let p = Setup { runs: 2, ..small() };
+        let one = HeapRuns::measure(&p, &[3], NonZeroUsize::MIN).unwrap();
+        let two = HeapRuns::measure(&p, &[3], NonZeroUsize::new(2).unwrap()).unwrap();
+        assert_eq!(one.samples, two.samples);
+        assert_eq!(one.random_sharers, two.random_sharers);
     }
 }

@@ -315,7 +315,7 @@ impl Experiment for ShuffleCache {
         // The heap 3x the cache over the runs of an aging machine, without and
         // with shuffle.
         let heap_seeds = &seeds[..(p.heap_seeds.min(p.seeds) as usize)];
-        let heap_runs = HeapRuns::measure(&p, heap_seeds)?;
+        let heap_runs = HeapRuns::measure(&p, heap_seeds, options.threads)?;
         for case in heap_runs.case_rows([
             Some(REFERENCE_FRESH),
             Some(REFERENCE_AGED),

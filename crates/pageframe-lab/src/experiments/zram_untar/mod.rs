@@ -44,6 +44,7 @@ use pageframe::zram::{Backend, Compressor, Prepared, Zram, ZramConfig};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
 use rows::{FilesRow, ReferenceRatios, ReferenceSizes, Sizes};
 use std::io::Read;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -246,16 +247,16 @@ fn load(
     }
 }
 
-/// Same-page test and compression of every page, in parallel.
+/// Same-page test and compression of every page, on up to `threads`
+/// threads (at most 16).
 fn prepare(
     corpus: &Corpus,
     compressor: Compressor,
+    threads: NonZeroUsize,
     total: u64,
 ) -> Result<Vec<Prepared>, ExperimentError> {
     let nr_pages = corpus.nr_pages();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |cores| cores.get())
-        .min(16);
+    let threads = threads.get().min(16);
     let chunk = nr_pages.div_ceil(threads).max(1);
     let done = AtomicUsize::new(0);
     let parts: Vec<Result<Vec<Prepared>, String>> = std::thread::scope(|scope| {
@@ -620,7 +621,7 @@ impl Experiment for ZramUntar {
             total,
             &mut notes,
         )?;
-        let prepared = prepare(&corpus, compressor, total)?;
+        let prepared = prepare(&corpus, compressor, options.threads, total)?;
         let removed: Vec<String> = if corpus.kernel_source {
             REMOVED.iter().map(|dir| dir.to_string()).collect()
         } else {

@@ -39,7 +39,7 @@ fn synthetic() -> Corpus {
 #[test]
 fn untar_and_remove_account_every_page() {
     let corpus = synthetic();
-    let prepared = prepare(&corpus, Compressor::Lz4, 1).unwrap();
+    let prepared = prepare(&corpus, Compressor::Lz4, NonZeroUsize::MIN, 1).unwrap();
     let allocator =
         LocalPageAllocator::boot(&MachineDesc::uniform(256 << 20, 1, 1).unwrap()).unwrap();
     for backend in BACKENDS {
