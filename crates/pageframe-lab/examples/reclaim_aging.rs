@@ -7,25 +7,12 @@
 
 use pageframe::machine::{apply_cmdline, MemorySideCache};
 use pageframe::reclaim::{AgingConfig, AgingWorkload};
-use pageframe::{AllocOptions, CpuId, LocalPageAllocator, MachineDesc, MachineRng};
-use pageframe_lab::cache_model::DirectMappedCache;
-use pageframe_lab::workloads::heap::{Heap, HeapMix};
+use pageframe::{AllocOptions, CpuId, LocalPageAllocator, MachineDesc};
+use pageframe_lab::workloads::heap::{conflict_rate, HeapMix};
 
 const CACHE: u64 = 64 << 20;
 const LINE: u64 = 64;
 const ACCESSES: u64 = 12_000_000;
-
-/// The conflict rate of the heap mix over a heap whose virtual page `v`
-/// is PFN `pfns[v]` (warm-up of a quarter, then `ACCESSES`).
-fn conflict_rate(pfns: &[u64], page_shift: u32, seed: u64) -> f64 {
-    let heap = Heap::new(pfns, HeapMix::default(), page_shift, LINE);
-    let mut cache = DirectMappedCache::new(CACHE, LINE).expect("cache geometry");
-    let mut rng = MachineRng::new(seed ^ 0x4ea9);
-    heap.run(&mut cache, &mut rng, ACCESSES / 4);
-    cache.reset_stats();
-    heap.run(&mut cache, &mut rng, ACCESSES);
-    cache.stats().conflict_rate()
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -51,9 +38,18 @@ fn main() {
         let mut rates = Vec::new();
         for run in 0..runs {
             let rate = workload
-                .benchmark_run(|pfns| conflict_rate(pfns, page_shift, seed + run))
+                .benchmark_run(|pfns| {
+                    conflict_rate(
+                        pfns,
+                        HeapMix::default(),
+                        page_shift,
+                        (CACHE, LINE),
+                        ACCESSES,
+                        (seed + run) ^ 0x4ea9,
+                    )
+                })
                 .expect("run");
-            rates.push(rate);
+            rates.push(rate.expect("cache geometry"));
         }
         workload.mm().check_invariants().expect("invariants");
         let text: Vec<String> = rates.iter().map(|r| format!("{:.3}", r)).collect();

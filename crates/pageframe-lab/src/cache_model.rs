@@ -157,6 +157,23 @@ pub fn colour_sharers(pfns: &[u64], cache_pages: u64) -> f64 {
     pairs as f64 / pfns.len() as f64
 }
 
+/// Colour-bit bias: over the colour bits of a cache of `cache_pages`
+/// pages (a power of two; PFN bits below its log2), the largest distance
+/// from 1/2 of the share of `pfns` with that bit set. Random or contiguous
+/// placement gives about 0; a set confined to half the colours by one bit
+/// (the upper halves of aligned blocks, say) gives 1/2.
+pub fn colour_bit_bias(pfns: &[u64], cache_pages: u64) -> f64 {
+    if pfns.is_empty() || !cache_pages.is_power_of_two() {
+        return 0.0;
+    }
+    (0..cache_pages.trailing_zeros())
+        .map(|bit| {
+            let set = pfns.iter().filter(|&&pfn| (pfn >> bit) & 1 == 1).count();
+            (set as f64 / pfns.len() as f64 - 0.5).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
 /// The sharers [`colour_sharers`] expects of `pages` pages placed at random
 /// among `memory_pages` (a whole number of caches of `cache_pages`): each
 /// page's colour has `memory_pages / cache_pages - 1` other frames, each in
@@ -341,6 +358,19 @@ mod tests {
         let random = random_colour_sharers(3 * 64, 8 * 64, 64);
         assert!((random - 7.0 * 191.0 / 511.0).abs() < 1e-12, "{random}");
         assert!(random > 2.0 && random < 5.0);
+    }
+
+    /// Contiguous placement has no colour-bit bias; upper halves of
+    /// aligned 8-page blocks have 1/2 (bit 2 always set).
+    #[test]
+    fn colour_bit_bias_finds_a_set_confined_by_one_bit() {
+        let contiguous: Vec<u64> = (0..3 * 64).collect();
+        assert_eq!(colour_bit_bias(&contiguous, 64), 0.0);
+        let upper_halves: Vec<u64> = (0..6 * 64).filter(|pfn| pfn & 4 != 0).collect();
+        assert_eq!(colour_bit_bias(&upper_halves, 64), 0.5);
+        assert_eq!(colour_sharers(&upper_halves, 64), 5.0);
+        assert_eq!(colour_bit_bias(&[], 64), 0.0);
+        assert_eq!(colour_bit_bias(&contiguous, 48), 0.0);
     }
 
     #[test]

@@ -96,6 +96,28 @@ impl Heap {
     }
 }
 
+/// The conflict rate of `mix` over a heap whose virtual page `v` is PFN
+/// `pfns[v]`, in a direct-mapped cache of `cache` bytes with `line`-byte
+/// lines: a warm-up of a quarter of `accesses`, then `accesses` counted,
+/// the stream drawn from `stream_seed` (the same seed gives the same
+/// stream, so two placements differ only in where the pages are).
+pub fn conflict_rate(
+    pfns: &[u64],
+    mix: HeapMix,
+    page_shift: u32,
+    (cache, line): (u64, u64),
+    accesses: u64,
+    stream_seed: u64,
+) -> Result<f64, String> {
+    let heap = Heap::new(pfns, mix, page_shift, line);
+    let mut cache = DirectMappedCache::new(cache, line)?;
+    let mut rng = MachineRng::new(stream_seed);
+    heap.run(&mut cache, &mut rng, accesses / 4);
+    cache.reset_stats();
+    heap.run(&mut cache, &mut rng, accesses);
+    Ok(cache.stats().conflict_rate())
+}
+
 /// splitmix64's output function: a bijection of u64 with good avalanche.
 fn splitmix64(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);

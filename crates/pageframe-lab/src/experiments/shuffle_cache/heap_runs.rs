@@ -17,12 +17,12 @@
 
 use super::rows::{HeapCaseRow, RunRow};
 use super::{boot, conflict, machine, spread, Setup, LINE};
-use crate::cache_model::{colour_sharers, random_colour_sharers, DirectMappedCache};
+use crate::cache_model::{colour_sharers, random_colour_sharers};
 use crate::experiments::ExperimentError;
 use crate::report::round_to;
-use crate::workloads::heap::{Heap, HeapMix};
+use crate::workloads::heap::{conflict_rate, HeapMix};
 use pageframe::reclaim::{AgingConfig, AgingWorkload};
-use pageframe::{CpuId, MachineRng};
+use pageframe::CpuId;
 use std::num::NonZeroUsize;
 
 /// The name of the report's series of conflict rate per benchmark run.
@@ -167,14 +167,15 @@ fn one_machine(
     for _ in 0..p.runs {
         let sample = workload
             .benchmark_run(|pfns| {
-                let heap = Heap::new(pfns, HeapMix::default(), page_shift, LINE);
-                let mut cache = DirectMappedCache::new(p.cache, LINE)?;
-                let mut rng = MachineRng::new(seed ^ 0x4ea9);
-                heap.run(&mut cache, &mut rng, p.heap_accesses / 4);
-                cache.reset_stats();
-                heap.run(&mut cache, &mut rng, p.heap_accesses);
                 Ok::<_, String>(RunSample {
-                    conflict_rate: cache.stats().conflict_rate(),
+                    conflict_rate: conflict_rate(
+                        pfns,
+                        HeapMix::default(),
+                        page_shift,
+                        (p.cache, LINE),
+                        p.heap_accesses,
+                        seed ^ 0x4ea9,
+                    )?,
                     colour_sharers: colour_sharers(pfns, cache_pages),
                 })
             })
