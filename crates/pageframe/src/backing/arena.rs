@@ -49,13 +49,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::agent::WindowAgents;
 use super::core::BackingCore;
+use super::costs::SimCosts;
 use super::counters::{BackingCounters, HostCounters};
 use super::direct_map::DirectMap;
 use super::mermap::{Mermap, MermapAccess, MermapConfig, MermapSlots};
 use super::os::{
     host_online_nodes, host_page_size, memfd, read_exact_at, write_all_at, write_zeros_at, Mapping,
 };
-use super::sim::SimCosts;
 use super::{Backing, BackingError, BackingKind, OwnerView};
 use crate::machine::format_size;
 use crate::types::{CpuId, Pfn};

@@ -6,10 +6,10 @@
 //! Invariants: those of its three parts; the counters count every event
 //! of the direct map and the mermap.
 
+use super::costs::SimCosts;
 use super::counters::{BackingCounters, EventCounters};
 use super::direct_map::DirectMap;
 use super::mermap::{Mermap, MermapConfig, MermapSlots};
-use super::sim::SimCosts;
 use super::BackingError;
 use crate::types::{CpuId, Pfn};
 

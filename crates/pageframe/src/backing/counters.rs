@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::sim::SimCosts;
+use super::costs::SimCosts;
 
 /// A snapshot of a backing's event counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

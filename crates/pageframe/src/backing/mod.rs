@@ -45,6 +45,7 @@ mod agent;
 mod arena;
 mod calibrate;
 mod core;
+mod costs;
 mod counters;
 mod direct_map;
 mod mermap;
@@ -57,12 +58,13 @@ mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
 pub use calibrate::{calibrate, CostSource, SIM_COSTS_ENV, SIM_COSTS_FILE};
+pub use costs::SimCosts;
 pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
 pub use os::{allowed_cpus, host_numa_nodes, own_faults, pin_current_thread};
 pub use owner_view::OwnerView;
-pub use sim::{SimBacking, SimCosts};
+pub use sim::SimBacking;
 
 use std::ptr::NonNull;
 
