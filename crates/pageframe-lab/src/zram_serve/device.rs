@@ -76,6 +76,39 @@ impl State {
     }
 }
 
+/// The part of a byte range that falls in one page slot.
+struct Piece {
+    /// The slot.
+    slot: usize,
+    /// Where the part starts within the slot.
+    within: usize,
+    /// Where the part starts within the range.
+    done: usize,
+    /// Its length: `PAGE` exactly when it covers the whole slot.
+    len: usize,
+}
+
+/// The range `[offset, offset + len)` split at slot boundaries, in order
+/// (the caller has checked it lies on the device).
+fn pieces(offset: u64, len: usize) -> impl Iterator<Item = Piece> {
+    let mut done = 0usize;
+    std::iter::from_fn(move || {
+        if done >= len {
+            return None;
+        }
+        let at = offset + done as u64;
+        let within = (at % PAGE as u64) as usize;
+        let piece = Piece {
+            slot: (at / PAGE as u64) as usize,
+            within,
+            done,
+            len: (PAGE - within).min(len - done),
+        };
+        done += piece.len;
+        Some(piece)
+    })
+}
+
 /// A zram addressed in bytes.
 pub struct Device {
     state: Mutex<State>,
@@ -195,19 +228,19 @@ impl Device {
         self.range(offset, out.len() as u64)?;
         let mut state = self.lock();
         let State { zram, page, .. } = &mut *state;
-        let mut done = 0usize;
-        while done < out.len() {
-            let at = offset + done as u64;
-            let slot = (at / PAGE as u64) as usize;
-            let within = (at % PAGE as u64) as usize;
-            let len = (PAGE - within).min(out.len() - done);
-            if within == 0 && len == PAGE {
+        for Piece {
+            slot,
+            within,
+            done,
+            len,
+        } in pieces(offset, out.len())
+        {
+            if len == PAGE {
                 zram.read(slot, &mut out[done..done + PAGE])?;
             } else {
                 zram.read(slot, page)?;
                 out[done..done + len].copy_from_slice(&page[within..within + len]);
             }
-            done += len;
         }
         Ok(())
     }
@@ -219,13 +252,14 @@ impl Device {
     /// patched and compressed under the lock.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), ZramError> {
         self.range(offset, data.len() as u64)?;
-        let mut done = 0usize;
-        while done < data.len() {
-            let at = offset + done as u64;
-            let slot = (at / PAGE as u64) as usize;
-            let within = (at % PAGE as u64) as usize;
-            let len = (PAGE - within).min(data.len() - done);
-            if within == 0 && len == PAGE {
+        for Piece {
+            slot,
+            within,
+            done,
+            len,
+        } in pieces(offset, data.len())
+        {
+            if len == PAGE {
                 let whole = &data[done..done + PAGE];
                 let prepared = Prepared::new(self.config.compressor, whole)?;
                 let record = if self.tracing.load(Ordering::Relaxed) {
@@ -245,7 +279,6 @@ impl Device {
                 state.page = page;
                 patched?;
             }
-            done += len;
         }
         Ok(())
     }
