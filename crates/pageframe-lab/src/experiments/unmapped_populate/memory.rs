@@ -67,7 +67,8 @@ impl MemoryNeed {
     /// The need of `arenas` arenas populating `region_bytes` each, and of a
     /// simulated machine populating `sim_region_bytes`; `None` on overflow.
     pub fn of(region_bytes: u64, arenas: u64, sim_region_bytes: u64) -> Option<MemoryNeed> {
-        let bookkeeping = |machine: u64| (machine / PAGE_SIZE).checked_mul(BOOKKEEPING_BYTES_PER_PAGE);
+        let bookkeeping =
+            |machine: u64| (machine / PAGE_SIZE).checked_mul(BOOKKEEPING_BYTES_PER_PAGE);
         let arena_machine = machine_bytes(region_bytes)?;
         let arena = arena_machine.checked_add(bookkeeping(arena_machine)?)?;
         let sim = if sim_region_bytes == 0 {
@@ -115,7 +116,10 @@ fn gib(bytes: u64) -> String {
 /// The host's `MemAvailable`, in bytes; `None` when /proc/meminfo cannot
 /// be read or lacks it.
 pub fn host_available() -> Option<u64> {
-    meminfo_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemAvailable:")
+    meminfo_bytes(
+        &std::fs::read_to_string("/proc/meminfo").ok()?,
+        "MemAvailable:",
+    )
 }
 
 /// The value of `key` (`MemAvailable:`) in /proc/meminfo's text, in bytes
@@ -148,7 +152,10 @@ mod tests {
             let machine = machine_bytes(region).unwrap();
             assert_eq!(machine % PAGEBLOCK_BYTES, 0, "{region}");
             // The per-CPU lists' 1/8 and the watermark room fit beside it.
-            assert!(machine - machine / 8 >= region + WATERMARK_BYTES + region / 256, "{region}");
+            assert!(
+                machine - machine / 8 >= region + WATERMARK_BYTES + region / 256,
+                "{region}"
+            );
         }
     }
 
@@ -193,9 +200,15 @@ mod tests {
     #[test]
     fn mem_available_is_read_in_bytes() {
         let text = "MemTotal:       24542060 kB\nMemFree:          812300 kB\nMemAvailable:   22101844 kB\n";
-        assert_eq!(meminfo_bytes(text, "MemAvailable:"), Some(22_101_844 * 1024));
+        assert_eq!(
+            meminfo_bytes(text, "MemAvailable:"),
+            Some(22_101_844 * 1024)
+        );
         assert_eq!(meminfo_bytes(text, "MemTotal:"), Some(24_542_060 * 1024));
         assert_eq!(meminfo_bytes(text, "SwapTotal:"), None);
-        assert_eq!(meminfo_bytes("MemAvailable: lots kB\n", "MemAvailable:"), None);
+        assert_eq!(
+            meminfo_bytes("MemAvailable: lots kB\n", "MemAvailable:"),
+            None
+        );
     }
 }

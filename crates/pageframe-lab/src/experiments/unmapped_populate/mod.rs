@@ -300,7 +300,7 @@ fn notes(
     let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
     let mut notes = vec![
         format!(
-            "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs; the region plus 64 MiB plus 1/128 of the region, so that the high watermark and the per-CPU lists stay free beside it, checked after boot); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
+            "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs; 8/7 of the region plus 64 MiB plus 1/256 of the region, so that the high watermark and the per-CPU lists, which may grow to an eighth of the zone, stay free beside it, checked after boot); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
             region_bytes >> 20,
             region_bytes / PAGE_SIZE,
             machine_bytes(region_bytes).unwrap_or(0) >> 20,
@@ -356,7 +356,7 @@ impl Experiment for UnmappedPopulate {
         vec![
             Param::int(
                 "region_mib",
-                "Guest memory populated per sample on the real arena, MiB (the machine has that plus 64 MiB plus 1/128 of it)",
+                "Guest memory populated per sample on the real arena, MiB (the machine is 8/7 of that plus 64 MiB plus 1/256 of it)",
                 region_mib,
                 2,
                 8192,

@@ -12,11 +12,11 @@ use super::memory::machine_bytes;
 use super::{Variant, PAGE_SIZE};
 use crate::experiments::ExperimentError;
 use pageframe::backing::{pin_current_thread, Backing, MermapConfig, SimBacking, SimCosts};
-use pageframe::{Local, LockFamily};
 use pageframe::{
     AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng,
     NodeId, Order, Page, PageAllocator, Pfn,
 };
+use pageframe::{Local, LockFamily};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
