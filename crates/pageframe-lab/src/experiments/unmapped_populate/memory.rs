@@ -34,7 +34,9 @@ const PCP_SHARE: (u64, u64) = (8, 7);
 /// memmap record (16), the list of pages held by a sample (8), the
 /// page-table entries of the direct map (8) and of the mermap agents'
 /// views of the memfd (8 each, two agents), the mapped-state bit, with
-/// room for the allocator's allocations that grow with the machine.
+/// room for the allocator's allocations that grow with the machine. (A run
+/// of five 512 MiB regions on 662 MiB arenas, with 16 GiB simulated,
+/// measured 3315 MiB of shared memory and at most 86 MiB beside it.)
 const BOOKKEEPING_BYTES_PER_PAGE: u64 = 64;
 /// Memory left to the rest of the host beside the run.
 pub const HOST_MARGIN_BYTES: u64 = 1 << 30;
