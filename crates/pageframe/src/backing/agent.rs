@@ -649,9 +649,11 @@ fn flush(
         // SAFETY: the slot table belongs to this agent alone.
         unsafe { (record.read() as usize, record.add(1).read() as usize) }
     };
+    // Only the slots outside the flushed ones can share a page: for a
+    // whole window's wrap that is the reserved slot alone.
     let shared = |start: usize, bytes: usize| {
-        (0..ring.window_slots)
-            .filter(|slot| !(first..end).contains(slot))
+        (0..first)
+            .chain(end..ring.window_slots)
             .map(live)
             .any(|(other, other_bytes)| {
                 other_bytes > 0

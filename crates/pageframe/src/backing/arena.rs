@@ -392,6 +392,10 @@ impl Backing for ArenaBacking {
         self.core.zero_unmapped(cpu, start, nr_pages)
     }
 
+    fn wait_for_mermap(&self) -> Result<(), BackingError> {
+        self.core.mermap.slots().drain()
+    }
+
     fn write_unmapped(
         &self,
         cpu: CpuId,
@@ -568,5 +572,28 @@ mod tests {
                 access == MermapAccess::FileIo
             );
         }
+    }
+
+    #[test]
+    fn waiting_for_the_mermap_makes_posted_writes_visible() {
+        let backing = ArenaBacking::new(config(64, 4096)).unwrap();
+        // The address is taken first: taking it waits for the mermap.
+        let page = backing.direct_map_ptr(Pfn(7)).unwrap().as_ptr();
+        let before = backing.host_counters().syscalls;
+        for (cpu, offset) in [(0, 0), (1, 100)] {
+            backing
+                .write_unmapped(CpuId(cpu), Pfn(7), offset, b"posted")
+                .unwrap();
+        }
+        backing.wait_for_mermap().unwrap();
+        // SAFETY: page 7 is mapped and this test is its only user; every
+        // write to it is done.
+        let written = unsafe {
+            [0, 100].map(|offset| std::slice::from_raw_parts(page.add(offset), 6).to_vec())
+        };
+        assert_eq!(written, [b"posted".to_vec(), b"posted".to_vec()]);
+        // The agents' entry writes and their futex calls were counted.
+        assert!(backing.host_counters().syscalls > before);
+        backing.wait_for_mermap().unwrap();
     }
 }

@@ -198,6 +198,15 @@ pub trait Backing: Send + Sync {
         out: &mut [u8],
     ) -> Result<(), BackingError>;
 
+    /// Returns once every mermap access posted so far is done: a backing
+    /// whose mermap works behind the caller's back (the arena's agents)
+    /// waits for it, a synchronous one returns at once. A timed loop of
+    /// mermap writes ends here, where the kernel's would have copied every
+    /// byte.
+    fn wait_for_mermap(&self) -> Result<(), BackingError> {
+        Ok(())
+    }
+
     /// Keeps (`true`, the default) or drops the bytes later writes copy in.
     /// Only the simulation can drop them: a cost-model run of more memory
     /// than the host has turns keeping off, and its writes are still counted

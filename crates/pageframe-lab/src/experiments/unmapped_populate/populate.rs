@@ -223,7 +223,9 @@ fn populate(
         }
         held.push(page);
     }
-    Ok(())
+    // The populate is done when every byte is in its page: the arena's
+    // mermap agents may still hold the last ring of requests.
+    backing.wait_for_mermap().map_err(ExperimentError::failed)
 }
 
 /// Reads back the first, the last and a seeded random set of the held pages.
