@@ -27,7 +27,8 @@
 //! of runs 9–16 (aged) of the conflict rate and colour sharers, the largest
 //! colour-bit bias of the aged runs, and random placement of the heap among
 //! the machine's frames through the same cache and stream (mean of two
-//! draws) with the sharers it is expected to have.
+//! draws) with the sharers it is expected to have; the machine's
+//! `Active(file)` pages and the hot file's cached pages at the end.
 
 use pageframe::machine::{apply_cmdline, MemorySideCache};
 use pageframe::reclaim::{FileId, Mm, MmConfig, Pid};
@@ -378,8 +379,11 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
         .collect();
     let random_rate = random.iter().map(|s| s.rate).sum::<f64>() / random.len() as f64;
     let active_file = workload.mm.meminfo().active_file;
+    let hot_cached = workload.hot.map_or(0, |(file, _)| {
+        workload.mm.file_pages(file).expect("hot file").len()
+    });
     println!(
-        "{:<44} shuffle={} seed {seed}: fresh {:.3}/{:.2}  aged {:.3}/{:.2} bias {max_bias:.3}  random {random_rate:.3}/{:.2}  active(file) {active_file}",
+        "{:<44} shuffle={} seed {seed}: fresh {:.3}/{:.2}  aged {:.3}/{:.2} bias {max_bias:.3}  random {random_rate:.3}/{:.2}  active(file) {active_file} hot cached {hot_cached}",
         probe.name,
         shuffle as u8,
         samples[0].rate,
