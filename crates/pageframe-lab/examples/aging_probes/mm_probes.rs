@@ -56,28 +56,32 @@ pub struct MmProbe {
     /// Whether another CPU reads a file sequentially while the heap is
     /// pre-touched, a grain per grain of heap faults.
     pub concurrent_reader: bool,
-    pub layout: ClassLayout,
+    /// The heap's object mix and class layout.
+    pub mix: HeapMix,
     /// The cache in MiB (64 = a power of two as the experiment has it).
     pub cache_mib: u64,
 }
 
 impl MmProbe {
-    /// The experiment's workload: one thread, hashed classes, no hot file.
-    pub const BASELINE: MmProbe = MmProbe {
-        name: "baseline",
-        threads: 1,
-        pretouch_chunk: u64::MAX,
-        grain: 256,
-        hot_file_eighths: 0,
-        concurrent_reader: false,
-        layout: ClassLayout::Hashed,
-        cache_mib: 64,
-    };
+    /// The experiment's workload: one thread, the default (hashed) mix, no
+    /// hot file, no concurrent reader.
+    fn baseline() -> MmProbe {
+        MmProbe {
+            name: "baseline",
+            threads: 1,
+            pretouch_chunk: u64::MAX,
+            grain: 256,
+            hot_file_eighths: 0,
+            concurrent_reader: false,
+            mix: HeapMix::default(),
+            cache_mib: 64,
+        }
+    }
 }
 
 /// The probes run by `aging_probes mm`.
 pub fn probes() -> Vec<MmProbe> {
-    let base = MmProbe::BASELINE;
+    let base = MmProbe::baseline();
     let threads = |name, threads, pretouch_chunk, grain| MmProbe {
         name,
         threads,
@@ -85,9 +89,13 @@ pub fn probes() -> Vec<MmProbe> {
         grain,
         ..base
     };
+    let generational_mix = HeapMix {
+        layout: ClassLayout::Generational,
+        ..base.mix
+    };
     let generational = MmProbe {
         name: "generational",
-        layout: ClassLayout::Generational,
+        mix: generational_mix,
         ..base
     };
     vec![
@@ -120,7 +128,7 @@ pub fn probes() -> Vec<MmProbe> {
         generational,
         MmProbe {
             name: "generational, 8 threads",
-            layout: ClassLayout::Generational,
+            mix: generational_mix,
             ..threads("", 8, 1024, 1)
         },
         MmProbe {
@@ -132,6 +140,14 @@ pub fn probes() -> Vec<MmProbe> {
             name: "generational, 48 MiB cache",
             cache_mib: 48,
             ..generational
+        },
+        MmProbe {
+            name: "generational, hot 10% of pages / 85%",
+            mix: HeapMix {
+                hot_pages: 100,
+                ..generational_mix
+            },
+            ..base
         },
     ]
 }
@@ -155,15 +171,11 @@ struct Geometry {
 }
 
 impl Geometry {
-    fn measure(&self, pfns: &[u64], layout: ClassLayout, seed: u64) -> Sample {
+    fn measure(&self, pfns: &[u64], mix: HeapMix, seed: u64) -> Sample {
         let renumbered: Vec<u64> = pfns
             .iter()
             .map(|&pfn| (pfn / self.cache_pages) * self.sim_pages + pfn % self.cache_pages)
             .collect();
-        let mix = HeapMix {
-            layout,
-            ..HeapMix::default()
-        };
         let rate = conflict_rate(
             &renumbered,
             mix,
@@ -361,7 +373,7 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
     let mut samples = Vec::new();
     for _ in 0..RUNS {
         let (pids, pfns) = workload.pretouch(heap_pages);
-        samples.push(geometry.measure(&pfns, probe.layout, seed));
+        samples.push(geometry.measure(&pfns, probe.mix, seed));
         for pid in pids {
             workload.mm.exit(pid).expect("exit");
         }
@@ -374,7 +386,7 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
     let random: Vec<Sample> = (0..2)
         .map(|draw| {
             let pfns = random_placement(heap_pages, memory_pages, seed ^ (0x5eed + draw));
-            geometry.measure(&pfns, probe.layout, seed)
+            geometry.measure(&pfns, probe.mix, seed)
         })
         .collect();
     let random_rate = random.iter().map(|s| s.rate).sum::<f64>() / random.len() as f64;
