@@ -11,15 +11,20 @@
 //!   block-random) of hashed and generational heaps.
 //!
 //! `cargo run --release -p pageframe-lab --example aging_probes -- [orders|mm|placements] [seed] [probe]`
-//! (`mm` with a probe number runs that probe only).
+//! (no family: `orders`; `mm` with a probe number runs that probe only).
 
 mod mm_probes;
 mod orders;
 mod placements;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let family = args.next().unwrap_or_else(|| "orders".into());
+    let mut args = std::env::args().skip(1).peekable();
+    // A leading number is the seed of the order probes (the earlier
+    // command line, `aging_probes -- [seed]`).
+    let family = match args.peek() {
+        Some(arg) if arg.parse::<u64>().is_err() => args.next().unwrap_or_default(),
+        _ => "orders".into(),
+    };
     let seed: u64 = args.next().and_then(|arg| arg.parse().ok()).unwrap_or(42);
     let only: Option<usize> = args.next().and_then(|arg| arg.parse().ok());
     match family.as_str() {
