@@ -129,11 +129,7 @@ impl<L: LockFamily> PageAllocator<L> {
         while nr_populated < nr_pages {
             // Populated slots are skipped (the kernel's page_array check);
             // the empty ones up to the next populated slot are filled in one go.
-            let empty = pages[nr_populated..]
-                .iter()
-                .take_while(|slot| slot.is_none())
-                .count();
-            if empty == 0 {
+            if pages[nr_populated].is_some() {
                 nr_populated += 1;
                 continue;
             }
@@ -143,13 +139,15 @@ impl<L: LockFamily> PageAllocator<L> {
                     break;
                 }
             }
-            let run = &mut pages[nr_populated..nr_populated + empty];
-            let mut taken = 0;
-            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list, empty)) {
-                MemMap::record_of(records, pfn).set_info(allocated);
-                *slot = Some(Page::from_pfn(pfn.pfn()));
-                taken += 1;
-            }
+            let taken = pcp.take_hottest_into(
+                list,
+                &mut pages[nr_populated..],
+                Option::is_none,
+                |slot, pfn| {
+                    MemMap::record_of(records, pfn).set_info(allocated);
+                    *slot = Some(Page::from_pfn(pfn.pfn()));
+                },
+            );
             if request.zero {
                 filled.push(nr_populated..nr_populated + taken);
             }

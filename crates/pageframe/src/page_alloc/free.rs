@@ -80,6 +80,19 @@ impl<L: LockFamily> PageAllocator<L> {
         if !self.options.free_checks {
             return Ok(());
         }
+        self.check_and_mark(record, pfn, order, mark)
+    }
+
+    /// The state checks and marking of [`Self::claim_record`], for a
+    /// caller that has read `free_checks` itself (once for many pages).
+    #[inline(always)]
+    pub(crate) fn check_and_mark(
+        &self,
+        record: &PageRecord,
+        pfn: Pfn,
+        order: Order,
+        mark: bool,
+    ) -> Result<(), FreeError> {
         let info = record.info();
         if info.state() != PageState::Allocated || info.order() != order {
             return Err(self.describe_bad_free(pfn, order));
