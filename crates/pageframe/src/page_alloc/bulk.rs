@@ -143,7 +143,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 list,
                 &mut pages[nr_populated..],
                 Option::is_none,
-                |slot, pfn| {
+                move |slot, pfn| {
                     MemMap::record_of(records, pfn).set_info(allocated);
                     *slot = Some(Page::from_pfn(pfn.pfn()));
                 },

@@ -20,7 +20,7 @@ use super::error::FreeError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::memmap::{FrameIdx, MemMap, PageInfo, PageRecord, PageState};
+use crate::memmap::{FrameIdx, MemMap, PageInfo, PageState};
 use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn, ZoneIdx};
@@ -63,6 +63,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut run = PreparedRun {
             key: RunKey::NONE,
             pfns: [FrameIdx::NIL; RUN_CAPACITY],
+            saved: [PageInfo::UNTRACKED; RUN_CAPACITY],
             len: 0,
             rest: slots.len(),
         };
@@ -93,8 +94,10 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// [`Self::prepare_bulk`] with `free_checks` read once: `CHECKS`. The
-    /// pages that go into the run are checked in one loop, the rest (if
-    /// any) in a second.
+    /// pages that go into the run are checked in one loop and given their
+    /// listed state at once (their old words kept for an undo), so that the
+    /// commit does not write their records again; the rest (if any) are
+    /// checked and marked Freeing in a second.
     #[inline(always)]
     fn prepare_bulk_pages<S: PageSlot, const CHECKS: bool>(
         &self,
@@ -104,6 +107,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let block_shift = self.layout.pageblock_order.0;
         let records = self.frames.memmap.records();
         let mut cached_block = u64::MAX;
+        let mut listed = PageInfo::UNTRACKED;
         let mut len = 0;
         let mut at = 0;
         while at < slots.len() {
@@ -114,19 +118,36 @@ impl<L: LockFamily> PageAllocator<L> {
             let pfn = page.pfn();
             if pfn.0 >> block_shift != cached_block {
                 match self.enter_block(pfn, len, &mut run.key) {
-                    BlockStep::Gather => cached_block = pfn.0 >> block_shift,
+                    BlockStep::Gather(info) => {
+                        cached_block = pfn.0 >> block_shift;
+                        listed = info;
+                    }
                     BlockStep::Close => break,
                     BlockStep::NotMemory => {
-                        return Err(self.undo_prepared(slots, at, FreeError::NotMemory(pfn)))
+                        let err = FreeError::NotMemory(pfn);
+                        return Err(self.undo_prepared(slots, run, len, at, err));
                     }
                 }
             }
             if len == RUN_CAPACITY {
                 break;
             }
-            if let Err(err) = self.claim_bulk_page::<CHECKS>(records, pfn) {
-                return Err(self.undo_prepared(slots, at, err));
-            }
+            // Order 0 is always a valid, aligned order: only the record is
+            // left to check.
+            let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at)) else {
+                let err = FreeError::NotMemory(pfn);
+                return Err(self.undo_prepared(slots, run, len, at, err));
+            };
+            run.saved[len] = if CHECKS {
+                match self.check_and_claim(record, pfn, Order(0), true, |_| listed) {
+                    Ok(info) => info,
+                    Err(err) => return Err(self.undo_prepared(slots, run, len, at, err)),
+                }
+            } else {
+                let info = record.info();
+                record.set_info(listed);
+                info
+            };
             run.pfns[len] = FrameIdx::covered(pfn);
             len += 1;
             at += 1;
@@ -141,62 +162,71 @@ impl<L: LockFamily> PageAllocator<L> {
             let pfn = page.pfn();
             if pfn.0 >> block_shift != cached_block {
                 if self.block_of(pfn).is_none() {
-                    return Err(self.undo_prepared(slots, at, FreeError::NotMemory(pfn)));
+                    let err = FreeError::NotMemory(pfn);
+                    return Err(self.undo_prepared(slots, run, len, at, err));
                 }
                 cached_block = pfn.0 >> block_shift;
             }
-            if let Err(err) = self.claim_bulk_page::<CHECKS>(records, pfn) {
-                return Err(self.undo_prepared(slots, at, err));
+            let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at)) else {
+                let err = FreeError::NotMemory(pfn);
+                return Err(self.undo_prepared(slots, run, len, at, err));
+            };
+            if CHECKS {
+                if let Err(err) = self.check_and_mark(record, pfn, Order(0), true) {
+                    return Err(self.undo_prepared(slots, run, len, at, err));
+                }
             }
             claimed += 1;
         }
         Ok(claimed)
     }
 
-    /// The gathering loop of pass 1 reaches a page of another pageblock
-    /// than the last, having gathered `gathered` pages for `key`: the run
-    /// goes on if the block's pages go where the run's do (the first page
-    /// sets where that is). Out of line, so that the loop keeps no key in
-    /// registers.
-    #[inline(never)]
-    fn enter_block(&self, pfn: Pfn, gathered: usize, key: &mut RunKey) -> BlockStep {
-        match self.run_key(pfn) {
-            None => BlockStep::NotMemory,
-            Some(block_key) if gathered == 0 => {
-                *key = block_key;
-                BlockStep::Gather
-            }
-            Some(block_key) if block_key == *key => BlockStep::Gather,
-            Some(_) => BlockStep::Close,
-        }
-    }
-
-    /// Claims one page of a bulk free, its pageblock known to be in a
-    /// zone. Order 0 is always a valid, aligned order: only the record is
-    /// left to check.
-    #[inline(always)]
-    fn claim_bulk_page<const CHECKS: bool>(
-        &self,
-        records: &[PageRecord],
-        pfn: Pfn,
-    ) -> Result<(), FreeError> {
-        let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at)) else {
-            return Err(FreeError::NotMemory(pfn));
-        };
-        if CHECKS {
-            self.check_and_mark(record, pfn, Order(0), true)?;
-        }
-        Ok(())
-    }
-
-    /// Undoes pass 1's marks on the pages before slot `at`; returns `err`.
+    /// Undoes pass 1 up to slot `at`: the first `gathered` pages of `run`
+    /// get their old words back, the pages of the slots from `run.rest`
+    /// (when the run was closed before `at`) lose their Freeing marks.
+    /// Returns `err`.
     #[cold]
     #[inline(never)]
-    fn undo_prepared<S: PageSlot>(&self, slots: &[S], at: usize, err: FreeError) -> FreeError {
-        for undo in slots[..at].iter().filter_map(|slot| slot.page()) {
-            self.unclaim(undo.pfn(), Order(0));
+    fn undo_prepared<S: PageSlot>(
+        &self,
+        slots: &[S],
+        run: &PreparedRun,
+        gathered: usize,
+        at: usize,
+        err: FreeError,
+    ) -> FreeError {
+        let records = self.frames.memmap.records();
+        for (&pfn, &info) in run.pfns[..gathered].iter().zip(&run.saved) {
+            MemMap::record_of(records, pfn).set_info(info);
+        }
+        if run.rest < at {
+            for undo in slots[run.rest..at].iter().filter_map(|slot| slot.page()) {
+                self.unclaim(undo.pfn(), Order(0));
+            }
         }
         err
+    }
+
+    /// The gathering loop of pass 1 reaches a page of another pageblock
+    /// than the last, having gathered `gathered` pages for `key`: the run
+    /// goes on, with the listed state of its pages, if the block's pages go
+    /// to the list the run's do (the first page sets which that is). Pages
+    /// bound for the buddy lists are left to the second loop. Out of line,
+    /// so that the loop keeps no key in registers.
+    #[inline(never)]
+    fn enter_block(&self, pfn: Pfn, gathered: usize, key: &mut RunKey) -> BlockStep {
+        let Some(block_key) = self.run_key(pfn) else {
+            return BlockStep::NotMemory;
+        };
+        let Some(list) = block_key.list else {
+            return BlockStep::Close;
+        };
+        if gathered == 0 {
+            *key = block_key;
+        } else if block_key != *key {
+            return BlockStep::Close;
+        }
+        BlockStep::Gather(PageInfo::new(PageState::Pcp, Order(0), list.recorded))
     }
 
     /// Where the free of an order-0 page of the pageblock holding `pfn`
@@ -220,7 +250,7 @@ impl<L: LockFamily> PageAllocator<L> {
             held: None,
             pages: 0,
         };
-        self.commit_run(cpu, &mut locked, run.key, &run.pfns[..run.len]);
+        self.commit_run(cpu, &mut locked, run.key, &run.pfns[..run.len], true);
         if run.rest < slots.len() {
             self.commit_rest(cpu, &mut locked, &slots[run.rest..]);
         }
@@ -248,19 +278,19 @@ impl<L: LockFamily> PageAllocator<L> {
                 cached_block = pfn.0 >> block_shift;
                 let block_key = self.run_key(pfn).expect("claimed pages are memory");
                 if block_key != key {
-                    self.commit_run(cpu, locked, key, &run[..len]);
+                    self.commit_run(cpu, locked, key, &run[..len], false);
                     len = 0;
                     key = block_key;
                 }
             }
             if len == RUN_CAPACITY {
-                self.commit_run(cpu, locked, key, &run);
+                self.commit_run(cpu, locked, key, &run, false);
                 len = 0;
             }
             run[len] = FrameIdx::covered(pfn);
             len += 1;
         }
-        self.commit_run(cpu, locked, key, &run[..len]);
+        self.commit_run(cpu, locked, key, &run[..len], false);
     }
 
     /// Adds a run of claimed pages to its per-CPU list (taking that zone's
@@ -274,6 +304,7 @@ impl<L: LockFamily> PageAllocator<L> {
         locked: &mut LockedPcp<'a, L>,
         key: RunKey,
         mut pfns: &[FrameIdx],
+        already_listed: bool,
     ) {
         if pfns.is_empty() {
             return;
@@ -285,10 +316,12 @@ impl<L: LockFamily> PageAllocator<L> {
             }
             return;
         };
-        let records = self.frames.memmap.records();
-        let listed = PageInfo::new(PageState::Pcp, Order(0), list.recorded);
-        for &pfn in pfns {
-            MemMap::record_of(records, pfn).set_info(listed);
+        if !already_listed {
+            let records = self.frames.memmap.records();
+            let listed = PageInfo::new(PageState::Pcp, Order(0), list.recorded);
+            for &pfn in pfns {
+                MemMap::record_of(records, pfn).set_info(listed);
+            }
         }
         if locked
             .held
@@ -323,14 +356,17 @@ impl<L: LockFamily> PageAllocator<L> {
 struct PreparedRun {
     key: RunKey,
     pfns: [FrameIdx; RUN_CAPACITY],
+    /// The words the run's records had before pass 1 listed them.
+    saved: [PageInfo; RUN_CAPACITY],
     len: usize,
     rest: usize,
 }
 
 /// What pass 1's gathering loop does at a page of a new pageblock.
 enum BlockStep {
-    /// Check the page and add it to the run.
-    Gather,
+    /// Check the page and add it to the run, whose pages' records take
+    /// this listed state.
+    Gather(PageInfo),
     /// The run ends before the page (it goes elsewhere).
     Close,
     /// The page is not memory of a zone.

@@ -84,7 +84,7 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// The state checks and marking of [`Self::claim_record`], for a
-    /// caller that has read `free_checks` itself (once for many pages).
+    /// caller that has read `free_checks` itself.
     #[inline(always)]
     pub(crate) fn check_and_mark(
         &self,
@@ -93,19 +93,38 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         mark: bool,
     ) -> Result<(), FreeError> {
+        self.check_and_claim(record, pfn, order, mark, |info| {
+            PageInfo::new(PageState::Freeing, order, info.freetype())
+        })
+        .map(|_| ())
+    }
+
+    /// The state checks of a free on the record of `pfn`: it must head an
+    /// allocated block of `order`. When `set` is (or other threads may free
+    /// the same block), the record then takes the word `claimed` makes of
+    /// its own, so that a second free of the block fails. Nothing changes
+    /// on error. Returns the word the record had.
+    #[inline(always)]
+    pub(crate) fn check_and_claim(
+        &self,
+        record: &PageRecord,
+        pfn: Pfn,
+        order: Order,
+        set: bool,
+        claimed: impl FnOnce(PageInfo) -> PageInfo,
+    ) -> Result<PageInfo, FreeError> {
         let info = record.info();
         if info.state() != PageState::Allocated || info.order() != order {
             return Err(self.describe_bad_free(pfn, order));
         }
-        let freeing = PageInfo::new(PageState::Freeing, order, info.freetype());
         if L::CONCURRENT {
-            if !record.exchange_info(info, freeing) {
+            if !record.exchange_info(info, claimed(info)) {
                 return Err(FreeError::DoubleFree(pfn));
             }
-        } else if mark {
-            record.set_info(freeing);
+        } else if set {
+            record.set_info(claimed(info));
         }
-        Ok(())
+        Ok(info)
     }
 
     /// Frees a block just handed out that the allocation must take back
