@@ -118,8 +118,9 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
     ) -> Result<FrameIdx, AllocError> {
         let request = self.validate_alloc(cpu, gfp, order, preferred)?;
+        let zero = request.zero;
         let pfn = self.alloc_block(cpu, gfp, &request, order, preferred, nodemask)?;
-        if request.zero {
+        if zero {
             self.prep_zeroed(cpu, pfn, order, &request)?;
         }
         Ok(pfn)

@@ -42,15 +42,14 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
         pages: &mut [Option<Page>],
     ) -> Result<usize, AllocError> {
-        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
         if let [slot] = pages {
-            return Ok(match slot {
-                Some(_) => 1,
-                None => {
-                    self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask, pages, 0)
-                }
-            });
+            let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
+            if slot.is_none() {
+                *slot = self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask);
+            }
+            return Ok(usize::from(slot.is_some()));
         }
+        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
         Ok(self.alloc_pages_bulk_slots(cpu, gfp, &request, preferred, nodemask, pages))
     }
 
@@ -81,7 +80,11 @@ impl<L: LockFamily> PageAllocator<L> {
                 return populated;
             }
         }
-        self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask, pages, nr_populated)
+        let Some(page) = self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask) else {
+            return nr_populated;
+        };
+        pages[nr_populated] = Some(page);
+        nr_populated + 1
     }
 
     /// The bulk fast path: the first zone of the preferred node above its
@@ -201,9 +204,9 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// The bulk call's `failed:` path: one page through the normal
     /// allocator, with the request already validated (so that a batch of
-    /// one costs no more than a single allocation).
+    /// one costs no more than a single allocation); `None` if there is
+    /// none.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn bulk_fallback_single(
         &self,
         cpu: CpuId,
@@ -211,23 +214,14 @@ impl<L: LockFamily> PageAllocator<L> {
         request: &GfpRequest,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
-        pages: &mut [Option<Page>],
-        nr_populated: usize,
-    ) -> usize {
-        let allocated = self
+    ) -> Option<Page> {
+        let zero = request.zero;
+        let pfn = self
             .alloc_block(cpu, gfp, request, Order(0), preferred, nodemask)
-            .and_then(|pfn| {
-                if request.zero {
-                    self.prep_zeroed(cpu, pfn, Order(0), request)?;
-                }
-                Ok(pfn)
-            });
-        match allocated {
-            Ok(pfn) => {
-                pages[nr_populated] = Some(Page::from_pfn(pfn.pfn()));
-                nr_populated + 1
-            }
-            Err(_) => nr_populated,
+            .ok()?;
+        if zero {
+            self.prep_zeroed(cpu, pfn, Order(0), request).ok()?;
         }
+        Some(Page::from_pfn(pfn.pfn()))
     }
 }
