@@ -254,12 +254,17 @@ impl PerCpuPages {
         mut put: impl FnMut(&mut T, FrameIdx),
     ) -> usize {
         let blocks = &mut self.lists[list.pindex.index()];
+        let most = out.len().min(blocks.len());
+        let (out, hottest) = (&mut out[..most], &blocks[blocks.len() - most..]);
+        // One index walks both: the slots forward, the blocks from the hot
+        // end back.
         let mut taken = 0;
-        for (slot, &pfn) in out.iter_mut().zip(blocks.iter().rev()) {
+        while taken < most {
+            let slot = &mut out[taken];
             if !vacant(slot) {
                 break;
             }
-            put(slot, pfn);
+            put(slot, hottest[most - 1 - taken]);
             taken += 1;
         }
         blocks.truncate(blocks.len() - taken);

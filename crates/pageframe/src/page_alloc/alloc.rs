@@ -360,22 +360,27 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
     ) -> bool {
         let slot = &self.zones[zone.index()];
-        let free = ZoneFree {
-            free_pages: slot.free_pages.get(),
-            reserved_highatomic: slot.reserved_highatomic.get(),
-            lowmem_reserve: slot.lowmem_reserve[highest_zone.index()],
-        };
+        let free_pages = slot.free_pages.get();
+        let reserved_highatomic = slot.reserved_highatomic.get();
+        let lowmem_reserve = slot.lowmem_reserve[highest_zone.index()];
         if order == Order(0) {
             let reserved = if flags.intersects(AllocFlags::RESERVES) {
                 0
             } else {
-                free.reserved_highatomic
+                reserved_highatomic
             };
-            let usable = free.free_pages - free.free_pages.min(reserved);
-            if usable > mark + free.lowmem_reserve {
+            let usable = free_pages - free_pages.min(reserved);
+            if usable > mark + lowmem_reserve {
                 return true;
             }
         }
+        // Built here, not before the order-0 test, so that the common case
+        // keeps the counts in registers.
+        let free = ZoneFree {
+            free_pages,
+            reserved_highatomic,
+            lowmem_reserve,
+        };
         self.zone_watermark_slow(zone, order, free, mark, flags)
     }
 

@@ -168,7 +168,10 @@ impl<L: LockFamily> PageAllocator<L> {
             nr_account as u64,
             nr_account as u64,
         );
-        Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated))
+        if request.zero {
+            return Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated));
+        }
+        Some(nr_populated)
     }
 
     /// Zeroes the slots this call filled (`__GFP_ZERO`, outside the pcp
