@@ -32,6 +32,7 @@
 //! summary table and the report page.
 
 mod host;
+mod memory;
 mod plot;
 mod populate;
 pub mod rows;
@@ -45,6 +46,7 @@ use crate::plots::Plot;
 use crate::report::{round_to, Report, Row};
 use crate::summary::Headline;
 use host::Placement;
+use memory::{machine_bytes, MemoryNeed};
 use pageframe::backing::{CostSource, MermapAccess, SimCosts};
 use populate::{ArenaVariant, Measured, Spinner};
 use rows::PopulateRow;
@@ -54,9 +56,6 @@ const PAGE_SIZE: u64 = 4096;
 /// Bytes per pageblock (pageblock_order 9): what one `gfp_unmapped`
 /// conversion unmaps with one flush.
 pub const PAGEBLOCK_BYTES: u64 = 2 << 20;
-/// Memory of each machine beyond twice the region: room for watermarks and
-/// the low zones, so the region never presses on the allocator.
-const SLACK_BYTES: u64 = 64 << 20;
 
 /// One way of populating the region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,10 +300,10 @@ fn notes(
     let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
     let mut notes = vec![
         format!(
-            "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
+            "arena rows: {} MiB region ({} pages) populated per sample, {samples} samples per variant, on a memfd arena of {} MiB mapped with MAP_POPULATE (one node, 2 CPUs; 8/7 of the region plus 64 MiB plus 1/256 of the region, so that the high watermark and the per-CPU lists, which may grow to an eighth of the zone, stay free beside it, checked after boot); time = Instant over the populate loop only; host {cpu}, {cores} CPUs, Linux {kernel}",
             region_bytes >> 20,
             region_bytes / PAGE_SIZE,
-            (2 * region_bytes + SLACK_BYTES) >> 20,
+            machine_bytes(region_bytes).unwrap_or(0) >> 20,
         ),
         "a flush in user space: each unmap_direct is one mprotect(PROT_NONE) of the arena's direct-map range; the host kernel then shoots down the TLBs of every CPU running this process, and a second thread spins on the other CPU throughout so each is a real cross-CPU IPI; tlb_flushes = global flushes per sample, local_flushes = mermap window wraps and fallbacks per sample".into(),
         "the data: one page of seeded random bytes, stamped with the page's index; after every sample (untimed) a seeded random set of pages is read back (through the mermap where unmapped) and compared; check_invariants once per variant".into(),
@@ -317,9 +316,10 @@ fn notes(
     ];
     if sim_region_bytes > 0 {
         notes.push(format!(
-            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of twice that; modelled_ms = the cost model's charge (prices from {cost_source}: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
+            "sim rows: {} GiB region ({} pages) populated once per variant on a simulated machine of {:.1} GiB (sized as the arenas are); modelled_ms = the cost model's charge (prices from {cost_source}: protection change {} ns, global flush {} ns, local flush {} ns, zero page {} ns, mermap map {} ns, copy {} ps/byte), plus, for the mapped variants, the same per-byte copy price for the direct-map write the simulation has no bytes for",
             sim_region_bytes >> 30,
             sim_region_bytes / PAGE_SIZE,
+            machine_bytes(sim_region_bytes).unwrap_or(0) as f64 / (1u64 << 30) as f64,
             costs.protection_change,
             costs.global_flush,
             costs.local_flush,
@@ -356,7 +356,7 @@ impl Experiment for UnmappedPopulate {
         vec![
             Param::int(
                 "region_mib",
-                "Guest memory populated per sample on the real arena, MiB (the machine has twice that)",
+                "Guest memory populated per sample on the real arena, MiB (the machine is 8/7 of that plus 64 MiB plus 1/256 of it)",
                 region_mib,
                 2,
                 8192,
@@ -385,6 +385,12 @@ impl Experiment for UnmappedPopulate {
         let region_bytes = region_bytes.div_ceil(PAGEBLOCK_BYTES) * PAGEBLOCK_BYTES;
         let samples = params.int("samples") as usize;
         let sim_region_bytes = (params.int("sim_region_gib") as u64) << 30;
+        // Refused before anything is allocated when the host cannot hold
+        // every arena at once (no swap: the OOM killer would end the run).
+        MemoryNeed::of(region_bytes, VARIANTS.len() as u64, sim_region_bytes)
+            .ok_or_else(|| ExperimentError::failed("region_mib/sim_region_gib: sizes overflow"))?
+            .check(memory::host_available())
+            .map_err(ExperimentError::failed)?;
         let sim_steps = if sim_region_bytes > 0 { 3 } else { 0 };
         let steps = (VARIANTS.len() * samples + sim_steps) as u64;
         let mut done = 0u64;

@@ -8,14 +8,15 @@
 //! drained and wholly free unmapped pageblocks given back to the direct map.
 
 use super::host::{HostCost, HostSnapshot};
-use super::{Variant, PAGE_SIZE, SLACK_BYTES};
+use super::memory::machine_bytes;
+use super::{Variant, PAGE_SIZE};
 use crate::experiments::ExperimentError;
 use pageframe::backing::{pin_current_thread, Backing, MermapConfig, SimBacking, SimCosts};
-use pageframe::Local;
 use pageframe::{
     AllocOptions, ArenaOptions, CpuHandle, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng,
-    NodeId, Order, Page, PageAllocator,
+    NodeId, Order, Page, PageAllocator, Pfn,
 };
+use pageframe::{Local, LockFamily};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -132,13 +133,43 @@ fn gfp_of(variant: Variant) -> Gfp {
     }
 }
 
-/// One machine: one node of twice the region plus slack, 2 CPUs.
+/// One machine for a region of `region_pages` pages: one node of
+/// [`machine_bytes`], 2 CPUs.
 fn machine(region_pages: u64) -> Result<MachineDesc, ExperimentError> {
-    Ok(MachineDesc::uniform(
-        2 * region_pages * PAGE_SIZE + SLACK_BYTES,
-        1,
-        2,
-    )?)
+    let bytes = region_pages
+        .checked_mul(PAGE_SIZE)
+        .and_then(machine_bytes)
+        .ok_or_else(|| {
+            ExperimentError::failed(format!("a region of {region_pages} pages is too large"))
+        })?;
+    Ok(MachineDesc::uniform(bytes, 1, 2)?)
+}
+
+/// Checks that `region_pages` can be held without pressing on the
+/// allocator: after them, the zones' free pages still cover their high
+/// watermarks and the largest `high` of every per-CPU list, so no
+/// allocation of the populate loop crosses a watermark (the slack of
+/// [`machine_bytes`], checked against the allocator's own figures).
+pub(super) fn check_headroom<L: LockFamily>(
+    allocator: &PageAllocator<L>,
+    region_pages: u64,
+) -> Result<(), ExperimentError> {
+    let (mut free, mut kept) = (0u64, 0u64);
+    for zone in (0..allocator.nr_zones()).filter_map(|index| allocator.zone_snapshot(index)) {
+        free += zone.free;
+        kept += zone.watermarks.high
+            + zone
+                .pcp
+                .iter()
+                .map(|pcp| u64::from(pcp.high_max))
+                .sum::<u64>();
+    }
+    if free < region_pages + kept {
+        return Err(ExperimentError::failed(format!(
+            "a machine of {free} free pages cannot hold a region of {region_pages} pages above its high watermarks and per-CPU lists ({kept} pages)"
+        )));
+    }
+    Ok(())
 }
 
 /// A page of seeded random bytes.
@@ -233,21 +264,26 @@ fn verify(
     Ok(())
 }
 
-/// Undoes a sample: pages back into the direct map (baseline), freed, the
-/// per-CPU lists drained, free unmapped pageblocks given back.
+/// Undoes a sample: pages back into the direct map (baseline, one call per
+/// run of adjacent pages), freed, the per-CPU lists drained, free unmapped
+/// pageblocks given back.
 fn release(
     allocator: &PageAllocator<Local>,
     cpu: &Handle<'_>,
     variant: Variant,
     held: &mut Vec<Page>,
 ) -> Result<(), ExperimentError> {
-    for page in held.drain(..) {
-        if variant == Variant::Baseline {
+    if variant == Variant::Baseline {
+        let mut pfns: Vec<Pfn> = held.iter().map(|page| page.pfn()).collect();
+        pfns.sort_unstable();
+        for (start, nr_pages) in adjacent_runs(&pfns) {
             allocator
                 .backing()
-                .remap_direct(page.pfn(), 1)
+                .remap_direct(start, nr_pages)
                 .map_err(ExperimentError::failed)?;
         }
+    }
+    for page in held.drain(..) {
         cpu.free_pages(page, Order(0))
             .map_err(ExperimentError::failed)?;
     }
@@ -261,6 +297,18 @@ fn release(
         )));
     }
     Ok(())
+}
+
+/// The runs of adjacent PFNs in sorted `pfns`, as (first, length).
+pub(super) fn adjacent_runs(pfns: &[Pfn]) -> Vec<(Pfn, u64)> {
+    let mut runs: Vec<(Pfn, u64)> = Vec::new();
+    for &pfn in pfns {
+        match runs.last_mut() {
+            Some((start, len)) if start.0 + *len == pfn.0 => *len += 1,
+            _ => runs.push((pfn, 1)),
+        }
+    }
+    runs
 }
 
 /// One variant on its own real arena, sampled in turn with the others (so
@@ -287,6 +335,7 @@ impl ArenaVariant {
         let allocator =
             LocalPageAllocator::boot_arena(&machine(pages)?, AllocOptions::default(), seed, arena)
                 .map_err(ExperimentError::failed)?;
+        check_headroom(&allocator, pages)?;
         Ok(ArenaVariant {
             allocator,
             data: page_data(seed),
@@ -382,6 +431,7 @@ pub fn on_sim(
         Arc::new(backing),
     )
     .map_err(ExperimentError::failed)?;
+    check_headroom(&allocator, pages)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let backing = allocator.backing();
     // Charged, never read back: the bytes of a region larger than the host

@@ -1,5 +1,6 @@
 use super::*;
 use crate::params::Value as ParamValue;
+use pageframe::Pfn;
 
 fn tiny_run() -> Report {
     let mut list = UnmappedPopulate.params(Scale::Quick);
@@ -81,4 +82,34 @@ fn sparkline_shows_empty_bins_low_and_the_fullest_high() {
     assert_eq!(sparkline(&[1.0, 1.0, 1.0, 2.0], 4), "█▁▁▄");
     assert_eq!(sparkline(&[5.0], 3), "█▁▁");
     assert_eq!(sparkline(&[], 3), "");
+}
+
+#[test]
+fn adjacent_pfns_form_one_run_each() {
+    let pfns = [3, 4, 5, 9, 11, 12].map(Pfn);
+    assert_eq!(
+        populate::adjacent_runs(&pfns),
+        vec![(Pfn(3), 3), (Pfn(9), 1), (Pfn(11), 2)]
+    );
+    assert_eq!(populate::adjacent_runs(&[]), Vec::new());
+}
+
+#[test]
+fn machines_hold_the_region_above_watermarks_and_per_cpu_lists() {
+    let boot = |bytes| {
+        pageframe::LocalPageAllocator::boot(&pageframe::MachineDesc::uniform(bytes, 1, 2).unwrap())
+            .unwrap()
+    };
+    for region_mib in [2u64, 64, 512] {
+        let region = region_mib << 20;
+        let sized = boot(memory::machine_bytes(region).unwrap());
+        populate::check_headroom(&sized, region / PAGE_SIZE).unwrap();
+    }
+    // The region plus the 64 MiB of watermark room alone leave the per-CPU
+    // lists' eighth of the zone uncovered (72 MiB of 576 MiB).
+    let lean = boot(576 << 20);
+    let error = populate::check_headroom(&lean, (512 << 20) / PAGE_SIZE)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("above its high watermarks"), "{error}");
 }
