@@ -4,17 +4,19 @@
 //! meaning in user space.
 //!
 //! Two passes, as the kernel's. The first prepares every page (the kernel's
-//! free_pages_prepare() loop): it checks the page and marks it Freeing, so
-//! that nothing is freed unless everything can be (a page listed twice
-//! fails at its second slot) and, on the way, gathers the pages into a run
-//! bound for one per-CPU list while they share one, as a page pool's
-//! refill-sized batch of one zone does. The second commits: the run goes
-//! onto its list in steps that stop exactly where a page at a time would
-//! have reached `high` and drained (free_unref_page_commit() for each
-//! page, a step at a time: one `high` check per step, not per page), and
-//! any pages after it are gathered into runs the same way from the slots.
-//! One pcp-lock acquisition per run of pages of a zone, as the kernel's
-//! `locked_zone`.
+//! free_pages_prepare() loop): it checks each page and claims its record,
+//! so that nothing is freed unless everything can be (a page listed twice
+//! fails at its second slot). While the pages go to one per-CPU list (a
+//! page pool's batch of one zone does), they are gathered into a run on
+//! the stack and their records take their listed state at once, the old
+//! words kept so that an error undoes them; a page bound elsewhere closes
+//! the run, and the pages from it on are only checked and marked Freeing.
+//! The second commits: the run goes onto its list in steps that stop
+//! exactly where a page at a time would have reached `high` and drained
+//! (free_unref_page_commit() for each page, a step at a time: one `high`
+//! check per step, not per page), and any pages after it are gathered into
+//! runs the same way from the slots. One pcp-lock acquisition per run of
+//! pages of a zone, as the kernel's `locked_zone`.
 
 use super::error::FreeError;
 use super::events::VmEvent;
@@ -295,9 +297,11 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Adds a run of claimed pages to its per-CPU list (taking that zone's
     /// pcp lock if it is not the one held), or frees them to the buddy
-    /// lists. Pages go on the list in steps that stop exactly where adding
-    /// them one at a time would have made the count reach `high`, and drain
-    /// there (free_unref_page_commit() for each page, a step at a time).
+    /// lists. Their records take the listed state unless `already_listed`
+    /// (pass 1 gave it). Pages go on the list in steps that stop exactly
+    /// where adding them one at a time would have made the count reach
+    /// `high`, and drain there (free_unref_page_commit() for each page, a
+    /// step at a time).
     fn commit_run<'a>(
         &'a self,
         cpu: CpuId,
