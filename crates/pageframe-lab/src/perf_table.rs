@@ -135,19 +135,35 @@ pub fn render(bulk: &Report, scaling: &Report, machine: &str, date: &str) -> Str
     );
     let _ = writeln!(
         out,
-        "| pattern | threads | Mpages/s | zone lock taken | contended |"
+        "| pattern | threads | Mpages/s | CPUs busy | zone lock taken | contended |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
     for row in &scaling.rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             text(row, "pattern"),
             text(row, "threads"),
             text(row, "mpages_per_s"),
+            text(row, "cpus_busy"),
             text(row, "zone_lock_acquired"),
             text(row, "zone_lock_contended")
         );
+    }
+    let speedups: Vec<String> = ["local", "remote-free"]
+        .into_iter()
+        .filter_map(|pattern| {
+            let rate = |threads: &str| {
+                rows_where(scaling, "pattern", pattern)
+                    .find(|row| text(row, "threads") == threads)
+                    .and_then(|row| row.get("mpages_per_s").and_then(Value::as_f64))
+            };
+            let (one, two) = (rate("1")?, rate("2")?);
+            (one > 0.0).then(|| format!("{pattern} {:.2}x", two / one))
+        })
+        .collect();
+    if !speedups.is_empty() {
+        let _ = writeln!(out, "\nTwo threads against one: {}.", speedups.join(", "));
     }
     out
 }
@@ -192,10 +208,17 @@ mod tests {
         );
         let scaling = report(
             "scaling",
-            vec![Row::new()
-                .with("pattern", "local")
-                .with("threads", 2)
-                .with("mpages_per_s", 70.5)],
+            vec![
+                Row::new()
+                    .with("pattern", "local")
+                    .with("threads", 1)
+                    .with("mpages_per_s", 35.25),
+                Row::new()
+                    .with("pattern", "local")
+                    .with("threads", 2)
+                    .with("mpages_per_s", 70.5)
+                    .with("cpus_busy", 1.98),
+            ],
         );
         let section = render(&bulk, &scaling, "a test CPU", "2026-11-22");
         assert!(
@@ -203,6 +226,11 @@ mod tests {
             "{section}"
         );
         assert!(section.contains("| local | 2 | 70.5 |"), "{section}");
+        assert!(section.contains("| local | 2 | 70.5 | 1.98 |"), "{section}");
+        assert!(
+            section.contains("Two threads against one: local 2.00x."),
+            "{section}"
+        );
         assert!(section.contains("a test CPU, 2026-11-22"));
         let mut without = bulk.clone();
         without.rows[0] = Row::new()

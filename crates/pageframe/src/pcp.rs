@@ -240,18 +240,36 @@ impl PerCpuPages {
         Some(pfn)
     }
 
-    /// Removes up to `max` blocks from `list`, hottest first (the order
-    /// repeated pops would give).
-    #[inline]
-    pub(crate) fn take_hottest(
+    /// Removes blocks from `list` into the leading slots of `out` that are
+    /// `vacant`, hottest first (the order repeated pops would give), until
+    /// a slot is not vacant, `out` ends or the list is empty; `put` stores
+    /// each. Returns how many were taken. Out of line: the caller's loop
+    /// around it keeps more values live than the copy needs registers for.
+    #[inline(never)]
+    pub(crate) fn take_hottest_into<T>(
         &mut self,
         list: PcpList,
-        max: usize,
-    ) -> impl Iterator<Item = FrameIdx> + '_ {
+        out: &mut [T],
+        vacant: impl Fn(&T) -> bool,
+        mut put: impl FnMut(&mut T, FrameIdx),
+    ) -> usize {
         let blocks = &mut self.lists[list.pindex.index()];
-        let taken = max.min(blocks.len());
+        let most = out.len().min(blocks.len());
+        let (out, hottest) = (&mut out[..most], &blocks[blocks.len() - most..]);
+        // One index walks both: the slots forward, the blocks from the hot
+        // end back.
+        let mut taken = 0;
+        while taken < most {
+            let slot = &mut out[taken];
+            if !vacant(slot) {
+                break;
+            }
+            put(slot, hottest[most - 1 - taken]);
+            taken += 1;
+        }
+        blocks.truncate(blocks.len() - taken);
         self.count -= (taken as u32) << list.order.0;
-        blocks.drain(blocks.len() - taken..).rev()
+        taken
     }
 
     /// Pushes a freed block at the hot end of `list`.

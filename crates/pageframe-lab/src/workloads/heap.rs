@@ -1,9 +1,11 @@
 //! A managed-runtime heap several times the cache size, with a hot/warm/cold
 //! object mix: each access picks a class by its share of the accesses, then
-//! a uniformly random line of that class. Classes are assigned page by page
-//! by a fixed hash of the virtual page, so hot objects are spread through the
-//! heap as a runtime's allocation leaves them. The heap is given as the PFNs
-//! of its pages in virtual order, however they were placed.
+//! a uniformly random line of that class. Classes are assigned to virtual
+//! pages by the mix's [`ClassLayout`]: by default page by page by a fixed
+//! hash of the virtual page, so hot objects are spread through the heap as
+//! a runtime's allocation leaves them; or in contiguous virtual ranges, as
+//! a generational heap keeps its young generation. The heap is given as the
+//! PFNs of its pages in virtual order, however they were placed.
 
 use crate::cache_model::DirectMappedCache;
 use pageframe::MachineRng;
@@ -19,6 +21,19 @@ pub struct HeapMix {
     pub hot_accesses: u64,
     /// Accesses to warm pages, per mille (the rest go to cold pages).
     pub warm_accesses: u64,
+    /// Where each class's pages lie in the heap's virtual range.
+    pub layout: ClassLayout,
+}
+
+/// Where the classes' pages lie in the heap's virtual range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassLayout {
+    /// Page by page by a fixed hash of the virtual page.
+    Hashed,
+    /// In contiguous virtual ranges: hot first, then warm, then cold (a
+    /// generational heap: the young generation, where objects are
+    /// allocated and die, then the survivors, then the old generation).
+    Generational,
 }
 
 impl Default for HeapMix {
@@ -31,6 +46,7 @@ impl Default for HeapMix {
             warm_pages: 275,
             hot_accesses: 850,
             warm_accesses: 120,
+            layout: ClassLayout::Hashed,
         }
     }
 }
@@ -47,17 +63,22 @@ impl Heap {
     /// Sorts the heap's pages, `pfns` in virtual order, into classes.
     pub fn new(pfns: &[u64], mix: HeapMix, page_shift: u32, line: u64) -> Heap {
         let mut classes: [Vec<u64>; 3] = Default::default();
+        let pages = pfns.len() as u64;
         for (page, &pfn) in pfns.iter().enumerate() {
             let page = page as u64;
-            // A fixed, well-mixed hash (splitmix64's finalizer): the class
-            // layout is the same for every case, so only physical placement
-            // differs between them, and pages a cache size apart get
-            // independent classes (a plain multiplicative hash correlates
-            // them, which skews the conflict rate by cache size).
-            let hash = splitmix64(page) % 1000;
-            let class = if hash < mix.hot_pages {
+            let per_mille = match mix.layout {
+                // A fixed, well-mixed hash (splitmix64's finalizer): the
+                // class layout is the same for every case, so only physical
+                // placement differs between them, and pages a cache size
+                // apart get independent classes (a plain multiplicative
+                // hash correlates them, which skews the conflict rate by
+                // cache size).
+                ClassLayout::Hashed => splitmix64(page) % 1000,
+                ClassLayout::Generational => page * 1000 / pages,
+            };
+            let class = if per_mille < mix.hot_pages {
                 0
-            } else if hash < mix.hot_pages + mix.warm_pages {
+            } else if per_mille < mix.hot_pages + mix.warm_pages {
                 1
             } else {
                 2
@@ -124,4 +145,58 @@ fn splitmix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generational layout puts the classes in virtual order, hot
+    /// first; the hashed one spreads every class through the heap.
+    #[test]
+    fn generational_classes_are_contiguous_virtual_ranges() {
+        let pfns: Vec<u64> = (1000..2000).collect();
+        let generational = HeapMix {
+            layout: ClassLayout::Generational,
+            ..HeapMix::default()
+        };
+        let heap = Heap::new(&pfns, generational, 12, 64);
+        assert_eq!(heap.classes[0], (1000..1025).collect::<Vec<u64>>());
+        assert_eq!(heap.classes[1], (1025..1300).collect::<Vec<u64>>());
+        assert_eq!(heap.classes[2], (1300..2000).collect::<Vec<u64>>());
+        let hashed = Heap::new(&pfns, HeapMix::default(), 12, 64);
+        assert_eq!(hashed.classes.iter().map(Vec::len).sum::<usize>(), 1000);
+        assert!(hashed.classes[0].iter().any(|&pfn| pfn >= 1300));
+    }
+
+    /// A generational heap placed contiguously keeps its hot range on
+    /// distinct colours; on the same frames with its hot pages three to a
+    /// colour they evict each other, and the conflict rate rises.
+    #[test]
+    fn a_contiguous_hot_range_conflicts_less_than_an_aliased_one() {
+        let cache_pages = 1024u64;
+        let mix = HeapMix {
+            layout: ClassLayout::Generational,
+            ..HeapMix::default()
+        };
+        let contiguous: Vec<u64> = (0..3 * cache_pages).collect();
+        // Hot page i (the first 77: 2.5% of 3072) on colour i / 3, tag
+        // i % 3; every other page on the frames left, in order.
+        let hot: Vec<u64> = (0..77)
+            .map(|page| (page % 3) * cache_pages + page / 3)
+            .collect();
+        let aliased: Vec<u64> = hot
+            .iter()
+            .copied()
+            .chain(contiguous.iter().copied().filter(|pfn| !hot.contains(pfn)))
+            .collect();
+        assert_eq!(aliased.len(), contiguous.len());
+        let geometry = (cache_pages << 12, 64);
+        let rate = |pfns: &[u64]| conflict_rate(pfns, mix, 12, geometry, 200_000, 5).unwrap();
+        let (fresh, aliased) = (rate(&contiguous), rate(&aliased));
+        assert!(
+            aliased > 10.0 * fresh,
+            "contiguous {fresh}, aliased {aliased}"
+        );
+    }
 }

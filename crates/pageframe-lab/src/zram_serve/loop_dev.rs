@@ -141,7 +141,27 @@ impl LoopDevice {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Sets the queue limits a file system reads that differ between a loop
+    /// device and the kernel's zram and that sysfs lets us change: zram is
+    /// not rotational (zram_add() leaves out `BLK_FEAT_ROTATIONAL`; a loop
+    /// device over a file with no block device under it is rotational, and
+    /// ext4's block allocator scans groups differently on rotational
+    /// devices), and zram keeps the block layer's default largest request
+    /// (`BLK_SAFE_MAX_SECTORS`, 124 KiB in whole pages) where loop allows
+    /// 1280 KiB. Block sizes, minimum I/O and discard granularity (4096)
+    /// already match with 4 KiB logical blocks.
+    pub fn present_as_zram(&self) -> io::Result<()> {
+        let name = self.path.file_name().unwrap_or_default();
+        let queue = Path::new("/sys/block").join(name).join("queue");
+        std::fs::write(queue.join("rotational"), "0")?;
+        std::fs::write(queue.join("max_sectors_kb"), ZRAM_MAX_SECTORS_KB)
+    }
 }
+
+/// zram's largest request in KiB: `BLK_SAFE_MAX_SECTORS` (255 sectors)
+/// rounded down to whole 4 KiB logical blocks.
+const ZRAM_MAX_SECTORS_KB: &str = "124";
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {

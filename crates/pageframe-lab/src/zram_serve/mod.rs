@@ -13,7 +13,9 @@
 pub mod block_trace;
 pub mod device;
 mod fs;
+pub mod kernel_replay;
 mod loop_dev;
+pub mod real_zram;
 
 pub use device::{Device, DeviceConfig, DeviceError};
 pub use fs::{DISK_NAME, MM_STAT_NAME};
@@ -128,7 +130,12 @@ impl ZramServer {
             io_error(format!("attaching a loop device to {}", disk.display())),
         )?;
         server.loop_path = loop_dev.path().to_path_buf();
+        let limits = loop_dev.present_as_zram();
         server.loop_dev = Some(loop_dev);
+        limits.map_err(io_error(format!(
+            "setting the queue limits of {}",
+            server.loop_path.display()
+        )))?;
         Ok(server)
     }
 

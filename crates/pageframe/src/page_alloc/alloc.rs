@@ -118,8 +118,9 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
     ) -> Result<FrameIdx, AllocError> {
         let request = self.validate_alloc(cpu, gfp, order, preferred)?;
+        let zero = request.zero;
         let pfn = self.alloc_block(cpu, gfp, &request, order, preferred, nodemask)?;
-        if request.zero {
+        if zero {
             self.prep_zeroed(cpu, pfn, order, &request)?;
         }
         Ok(pfn)
@@ -359,22 +360,27 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
     ) -> bool {
         let slot = &self.zones[zone.index()];
-        let free = ZoneFree {
-            free_pages: slot.free_pages.get(),
-            reserved_highatomic: slot.reserved_highatomic.get(),
-            lowmem_reserve: slot.lowmem_reserve[highest_zone.index()],
-        };
+        let free_pages = slot.free_pages.get();
+        let reserved_highatomic = slot.reserved_highatomic.get();
+        let lowmem_reserve = slot.lowmem_reserve[highest_zone.index()];
         if order == Order(0) {
             let reserved = if flags.intersects(AllocFlags::RESERVES) {
                 0
             } else {
-                free.reserved_highatomic
+                reserved_highatomic
             };
-            let usable = free.free_pages - free.free_pages.min(reserved);
-            if usable > mark + free.lowmem_reserve {
+            let usable = free_pages - free_pages.min(reserved);
+            if usable > mark + lowmem_reserve {
                 return true;
             }
         }
+        // Built here, not before the order-0 test, so that the common case
+        // keeps the counts in registers.
+        let free = ZoneFree {
+            free_pages,
+            reserved_highatomic,
+            lowmem_reserve,
+        };
         self.zone_watermark_slow(zone, order, free, mark, flags)
     }
 

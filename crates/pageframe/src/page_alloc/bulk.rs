@@ -42,15 +42,14 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
         pages: &mut [Option<Page>],
     ) -> Result<usize, AllocError> {
-        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
         if let [slot] = pages {
-            return Ok(match slot {
-                Some(_) => 1,
-                None => {
-                    self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask, pages, 0)
-                }
-            });
+            let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
+            if slot.is_none() {
+                *slot = self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask);
+            }
+            return Ok(usize::from(slot.is_some()));
         }
+        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
         Ok(self.alloc_pages_bulk_slots(cpu, gfp, &request, preferred, nodemask, pages))
     }
 
@@ -81,7 +80,11 @@ impl<L: LockFamily> PageAllocator<L> {
                 return populated;
             }
         }
-        self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask, pages, nr_populated)
+        let Some(page) = self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask) else {
+            return nr_populated;
+        };
+        pages[nr_populated] = Some(page);
+        nr_populated + 1
     }
 
     /// The bulk fast path: the first zone of the preferred node above its
@@ -129,11 +132,7 @@ impl<L: LockFamily> PageAllocator<L> {
         while nr_populated < nr_pages {
             // Populated slots are skipped (the kernel's page_array check);
             // the empty ones up to the next populated slot are filled in one go.
-            let empty = pages[nr_populated..]
-                .iter()
-                .take_while(|slot| slot.is_none())
-                .count();
-            if empty == 0 {
+            if pages[nr_populated].is_some() {
                 nr_populated += 1;
                 continue;
             }
@@ -143,13 +142,15 @@ impl<L: LockFamily> PageAllocator<L> {
                     break;
                 }
             }
-            let run = &mut pages[nr_populated..nr_populated + empty];
-            let mut taken = 0;
-            for (slot, pfn) in run.iter_mut().zip(pcp.take_hottest(list, empty)) {
-                MemMap::record_of(records, pfn).set_info(allocated);
-                *slot = Some(Page::from_pfn(pfn.pfn()));
-                taken += 1;
-            }
+            let taken = pcp.take_hottest_into(
+                list,
+                &mut pages[nr_populated..],
+                Option::is_none,
+                move |slot, pfn| {
+                    MemMap::record_of(records, pfn).set_info(allocated);
+                    *slot = Some(Page::from_pfn(pfn.pfn()));
+                },
+            );
             if request.zero {
                 filled.push(nr_populated..nr_populated + taken);
             }
@@ -167,7 +168,10 @@ impl<L: LockFamily> PageAllocator<L> {
             nr_account as u64,
             nr_account as u64,
         );
-        Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated))
+        if request.zero {
+            return Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated));
+        }
+        Some(nr_populated)
     }
 
     /// Zeroes the slots this call filled (`__GFP_ZERO`, outside the pcp
@@ -203,9 +207,9 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// The bulk call's `failed:` path: one page through the normal
     /// allocator, with the request already validated (so that a batch of
-    /// one costs no more than a single allocation).
+    /// one costs no more than a single allocation); `None` if there is
+    /// none.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn bulk_fallback_single(
         &self,
         cpu: CpuId,
@@ -213,23 +217,14 @@ impl<L: LockFamily> PageAllocator<L> {
         request: &GfpRequest,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
-        pages: &mut [Option<Page>],
-        nr_populated: usize,
-    ) -> usize {
-        let allocated = self
+    ) -> Option<Page> {
+        let zero = request.zero;
+        let pfn = self
             .alloc_block(cpu, gfp, request, Order(0), preferred, nodemask)
-            .and_then(|pfn| {
-                if request.zero {
-                    self.prep_zeroed(cpu, pfn, Order(0), request)?;
-                }
-                Ok(pfn)
-            });
-        match allocated {
-            Ok(pfn) => {
-                pages[nr_populated] = Some(Page::from_pfn(pfn.pfn()));
-                nr_populated + 1
-            }
-            Err(_) => nr_populated,
+            .ok()?;
+        if zero {
+            self.prep_zeroed(cpu, pfn, Order(0), request).ok()?;
         }
+        Some(Page::from_pfn(pfn.pfn()))
     }
 }

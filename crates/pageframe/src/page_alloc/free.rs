@@ -8,7 +8,7 @@ use super::error::FreeError;
 use super::events::VmEvent;
 use super::{CpuSlot, PageAllocator};
 use crate::gfp::AllocFlags;
-use crate::memmap::{FrameIdx, MemMap, PageInfo, PageRecord, PageState};
+use crate::memmap::{FrameIdx, PageInfo, PageRecord, PageState};
 use crate::pageblock::BlockInfo;
 use crate::pcp::{PcpIndex, PcpList, PerCpuPages};
 use crate::sync::LockFamily;
@@ -25,49 +25,38 @@ impl<L: LockFamily> PageAllocator<L> {
         pfn: Pfn,
         order: Order,
     ) -> Result<(), FreeError> {
-        let block = self.claim_for_free(pfn, order, false)?;
-        self.free_claimed(cpu, pfn, order, block);
+        let (block, record) = self.claim_for_free(pfn, order, false)?;
+        self.free_claimed(cpu, pfn, order, block, record);
         Ok(())
     }
 
     /// Validates a free and, when `mark` is set or other threads may free
     /// the same block, marks it Freeing so that a second free of it (later
     /// in the same batch, or from another thread) fails. Nothing changes on
-    /// error. Returns the block's zone and pageblock freetype.
+    /// error. Returns the block's zone and pageblock freetype, and its
+    /// head's record.
     #[inline(always)]
     pub(crate) fn claim_for_free(
         &self,
         pfn: Pfn,
         order: Order,
         mark: bool,
-    ) -> Result<BlockInfo, FreeError> {
-        let block = self.block_of(pfn).ok_or(FreeError::NotMemory(pfn))?;
-        self.claim_in_zone(pfn, order, mark)?;
-        Ok(block)
-    }
-
-    /// The checks and marking of [`Self::claim_for_free`], for a PFN already
-    /// known to be memory of this machine.
-    #[inline]
-    pub(crate) fn claim_in_zone(
-        &self,
-        pfn: Pfn,
-        order: Order,
-        mark: bool,
-    ) -> Result<(), FreeError> {
+    ) -> Result<(BlockInfo, &PageRecord), FreeError> {
+        let records = self.frames.memmap.records();
+        let (Some(record), Some(block)) = (
+            usize::try_from(pfn.0).ok().and_then(|at| records.get(at)),
+            self.frames.blocks.lookup(pfn),
+        ) else {
+            return Err(FreeError::NotMemory(pfn));
+        };
         if order > self.layout.max_order || !pfn.is_aligned(order) {
             return Err(self.describe_bad_free(pfn, order));
         }
-        let records = self.frames.memmap.records();
-        self.claim_record(
-            MemMap::record_of(records, FrameIdx::covered(pfn)),
-            pfn,
-            order,
-            mark,
-        )
+        self.claim_record(record, pfn, order, mark)?;
+        Ok((block, record))
     }
 
-    /// The state checks and marking of [`Self::claim_in_zone`] on the
+    /// The state checks and marking of [`Self::claim_for_free`] on the
     /// record of `pfn`, an aligned block of a valid `order`.
     #[inline(always)]
     pub(crate) fn claim_record(
@@ -80,26 +69,58 @@ impl<L: LockFamily> PageAllocator<L> {
         if !self.options.free_checks {
             return Ok(());
         }
+        self.check_and_mark(record, pfn, order, mark)
+    }
+
+    /// The state checks and marking of [`Self::claim_record`], for a
+    /// caller that has read `free_checks` itself.
+    #[inline(always)]
+    pub(crate) fn check_and_mark(
+        &self,
+        record: &PageRecord,
+        pfn: Pfn,
+        order: Order,
+        mark: bool,
+    ) -> Result<(), FreeError> {
+        self.check_and_claim(record, pfn, order, mark, |info| {
+            PageInfo::new(PageState::Freeing, order, info.freetype())
+        })
+        .map(|_| ())
+    }
+
+    /// The state checks of a free on the record of `pfn`: it must head an
+    /// allocated block of `order`. When `set` is (or other threads may free
+    /// the same block), the record then takes the word `claimed` makes of
+    /// its own, so that a second free of the block fails. Nothing changes
+    /// on error. Returns the word the record had.
+    #[inline(always)]
+    pub(crate) fn check_and_claim(
+        &self,
+        record: &PageRecord,
+        pfn: Pfn,
+        order: Order,
+        set: bool,
+        claimed: impl FnOnce(PageInfo) -> PageInfo,
+    ) -> Result<PageInfo, FreeError> {
         let info = record.info();
         if info.state() != PageState::Allocated || info.order() != order {
             return Err(self.describe_bad_free(pfn, order));
         }
-        let freeing = PageInfo::new(PageState::Freeing, order, info.freetype());
         if L::CONCURRENT {
-            if !record.exchange_info(info, freeing) {
+            if !record.exchange_info(info, claimed(info)) {
                 return Err(FreeError::DoubleFree(pfn));
             }
-        } else if mark {
-            record.set_info(freeing);
+        } else if set {
+            record.set_info(claimed(info));
         }
-        Ok(())
+        Ok(info)
     }
 
     /// Frees a block just handed out that the allocation must take back
     /// (its zeroing failed); it is allocated, so the checks cannot fail.
     pub(crate) fn release_new_block(&self, cpu: CpuId, pfn: Pfn, order: Order) {
-        if let Ok(block) = self.claim_for_free(pfn, order, false) {
-            self.free_claimed(cpu, pfn, order, block);
+        if let Ok((block, record)) = self.claim_for_free(pfn, order, false) {
+            self.free_claimed(cpu, pfn, order, block, record);
         }
     }
 
@@ -139,9 +160,17 @@ impl<L: LockFamily> PageAllocator<L> {
         self.frames.blocks.lookup(pfn)
     }
 
-    /// Frees a claimed block of pageblock `block` on `cpu`.
+    /// Frees a claimed block of pageblock `block` on `cpu`; `record` is
+    /// its head's.
     #[inline(always)]
-    pub(crate) fn free_claimed(&self, cpu: CpuId, pfn: Pfn, order: Order, block: BlockInfo) {
+    fn free_claimed(
+        &self,
+        cpu: CpuId,
+        pfn: Pfn,
+        order: Order,
+        block: BlockInfo,
+        record: &PageRecord,
+    ) {
         let cpu_slot = &self.cpus[cpu.index()];
         if self.options.vm_events {
             cpu_slot
@@ -149,7 +178,8 @@ impl<L: LockFamily> PageAllocator<L> {
                 .add(block.zone, VmEvent::Pgfree, order.nr_pages());
         }
         if PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
-            self.free_unref_page(cpu, cpu_slot, block, FrameIdx::covered(pfn), order);
+            let pfn = FrameIdx::covered(pfn);
+            self.free_unref_page(cpu, cpu_slot, block, pfn, record, order);
         } else {
             self.free_one_page(block.zone, FrameIdx::covered(pfn), order);
         }
@@ -175,6 +205,7 @@ impl<L: LockFamily> PageAllocator<L> {
         cpu_slot: &CpuSlot<L>,
         block: BlockInfo,
         pfn: FrameIdx,
+        record: &PageRecord,
         order: Order,
     ) {
         let zone = block.zone;
@@ -187,7 +218,7 @@ impl<L: LockFamily> PageAllocator<L> {
             self.free_one_page(zone, pfn, order);
             return;
         };
-        self.free_unref_page_commit(&mut pcp, zone, pfn, order, list);
+        self.free_unref_page_commit(&mut pcp, zone, pfn, record, order, list);
     }
 
     /// Puts a page on the per-CPU list `list`, adapts the lists' sizing and
@@ -200,12 +231,11 @@ impl<L: LockFamily> PageAllocator<L> {
         pcp: &mut PerCpuPages,
         zone: ZoneIdx,
         pfn: FrameIdx,
+        record: &PageRecord,
         order: Order,
         list: PcpList,
     ) {
-        self.frames
-            .memmap
-            .set_info(pfn, PageInfo::new(PageState::Pcp, order, list.recorded));
+        record.set_info(PageInfo::new(PageState::Pcp, order, list.recorded));
         pcp.push(list, pfn);
         if let Some(nr) = pcp.after_free(order, self.zones[zone.index()].pressure()) {
             self.drain_after_free(pcp, zone, nr, list.pindex);

@@ -1,13 +1,17 @@
 //! Experiment `scaling`: the thread-safe allocator from 1, 2 and 4 threads
 //! (4 oversubscribes a 2-core machine), each thread registered as its own
-//! CPU. Two patterns: `local` (each thread allocates and frees its own
-//! pages, the per-CPU fast path) and `remote-free` (pages allocated on one
-//! thread are freed by the next, so frees land on another CPU's lists and
-//! reach the zone through drains — the cross-CPU pattern of network drivers).
-//! Rows report pages per second and the zone-lock and pcp-lock counters.
+//! CPU and pinned to a core. Two patterns: `local` (each thread allocates
+//! and frees its own pages, the per-CPU fast path) and `remote-free` (pages
+//! allocated on one thread are freed by the next — the cross-CPU pattern of
+//! network drivers; as in the kernel's free_unref_page(), a freed page goes
+//! on the freeing CPU's own lists, so the zone lock is taken only when those
+//! lists drain or refill). Rows report pages per second over the timed
+//! window, how many CPUs the threads kept busy in it, and the zone-lock and
+//! pcp-lock counters. How the threads run is [`worker`]'s.
 
 mod plot;
 pub mod rows;
+mod worker;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
@@ -15,25 +19,16 @@ use crate::params::{Param, Params};
 use crate::plots::Plot;
 use crate::report::{round_to, Report, Row};
 use crate::summary::Headline;
+use pageframe::backing::allowed_cpus;
 use pageframe::proc::vmstat_counters;
-use pageframe::{CpuId, Gfp, MachineDesc, NodeId, Order, Page, SharedPageAllocator};
+use pageframe::{CpuId, MachineDesc, SharedPageAllocator};
 use rows::ThroughputRow;
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
+use worker::{Pattern, Worker, CHANNEL_CAPACITY, HANDOFF, HANDOFFS_AHEAD, WARMUP_PAGES};
 
 /// Thread counts measured.
 pub const THREADS: [usize; 3] = [1, 2, 4];
-/// Pages a thread hands to its neighbour at a time in `remote-free`.
-const HANDOFF: usize = 1024;
-/// Hand-offs a thread may have sent ahead of those it received back in
-/// `remote-free`, so that a thread finds its neighbour's pages waiting
-/// rather than sleeping on the channel until they come: the pattern
-/// measures the allocator's cross-CPU frees, not the threads' wake-ups.
-/// At most the channel's capacity, so that a send never blocks.
-const HANDOFFS_AHEAD: usize = 2;
-/// Hand-offs a channel holds.
-const CHANNEL_CAPACITY: usize = 8;
 
 /// Runs a measurement `repeats` times and keeps the run with the median
 /// throughput, so that one descheduled run on a shared host does not decide
@@ -50,74 +45,51 @@ fn median_run(
 }
 
 fn measure(
-    pattern: &'static str,
+    pattern: Pattern,
     threads: usize,
     pages_per_thread: usize,
+    cores: &[usize],
 ) -> Result<ThroughputRow, ExperimentError> {
     let machine = MachineDesc::uniform(4 << 30, 1, threads.max(4))?;
     let allocator = Arc::new(SharedPageAllocator::boot(&machine)?);
-    let barrier = Arc::new(Barrier::new(threads + 1));
+    let barrier = Arc::new(Barrier::new(threads));
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..threads)
-        .map(|_| mpsc::sync_channel::<Vec<Page>>(CHANNEL_CAPACITY))
+        .map(|_| mpsc::sync_channel(CHANNEL_CAPACITY))
         .unzip();
     let mut workers = Vec::new();
     for (thread, receiver) in receivers.into_iter().enumerate() {
-        let handle = allocator
-            .register_cpu_arc(CpuId(thread as u16))
-            .map_err(ExperimentError::failed)?;
+        let worker = Worker {
+            handle: allocator
+                .register_cpu_arc(CpuId(thread as u16))
+                .map_err(ExperimentError::failed)?,
+            core: cores[thread % cores.len()],
+            receiver,
+            next: senders[(thread + 1) % threads].clone(),
+        };
         let barrier = Arc::clone(&barrier);
-        let next = senders[(thread + 1) % threads].clone();
-        workers.push(std::thread::spawn(move || -> Result<(), String> {
-            barrier.wait();
-            if pattern == "local" {
-                for _ in 0..pages_per_thread {
-                    let page = handle
-                        .alloc_pages(Gfp::KERNEL, Order(0), NodeId(0))
-                        .map_err(|err| err.to_string())?;
-                    handle
-                        .free_pages(page, Order(0))
-                        .map_err(|err| err.to_string())?;
-                }
-                return Ok(());
-            }
-            let mut sent = 0;
-            let mut received = 0;
-            while received < pages_per_thread {
-                while sent < pages_per_thread && sent < received + HANDOFFS_AHEAD * HANDOFF {
-                    let mut batch = Vec::with_capacity(HANDOFF);
-                    for _ in 0..HANDOFF {
-                        batch.push(
-                            handle
-                                .alloc_pages(Gfp::KERNEL, Order(0), NodeId(0))
-                                .map_err(|err| err.to_string())?,
-                        );
-                    }
-                    sent += HANDOFF;
-                    next.send(batch).map_err(|err| err.to_string())?;
-                }
-                let batch = receiver.recv().map_err(|err| err.to_string())?;
-                received += batch.len();
-                for page in batch {
-                    handle
-                        .free_pages(page, Order(0))
-                        .map_err(|err| err.to_string())?;
-                }
-            }
-            Ok(())
+        workers.push(std::thread::spawn(move || {
+            worker.run(pattern, pages_per_thread, &barrier)
         }));
     }
     drop(senders);
-    barrier.wait();
-    let start = Instant::now();
+    let mut windows = Vec::new();
     for worker in workers {
-        worker
-            .join()
-            .map_err(|_| ExperimentError::Failed("a worker thread panicked".into()))?
-            .map_err(ExperimentError::Failed)?;
+        windows.push(
+            worker
+                .join()
+                .map_err(|_| ExperimentError::Failed("a worker thread panicked".into()))?
+                .map_err(ExperimentError::Failed)?,
+        );
     }
-    let seconds = start.elapsed().as_secs_f64();
+    let start = windows.iter().map(|window| window.start).min();
+    let end = windows.iter().map(|window| window.end).max();
+    let seconds = match (start, end) {
+        (Some(start), Some(end)) => (end - start).as_secs_f64().max(1e-9),
+        _ => return Err(ExperimentError::Failed("no worker thread ran".into())),
+    };
+    let cpu_seconds: f64 = windows.iter().map(|window| window.cpu_seconds).sum();
     observe::machine(
-        &format!("{pattern}, {threads} threads, after the run"),
+        &format!("{}, {threads} threads, after the run", pattern.name()),
         &allocator,
     );
     allocator
@@ -134,9 +106,10 @@ fn measure(
     Ok(ThroughputRow {
         allocator: "pageframe".into(),
         threads: threads as u64,
-        pattern: pattern.into(),
+        pattern: pattern.name().into(),
         mpages_per_s: round_to(pages / seconds / 1e6, 2),
         ns_per_page: round_to(seconds * 1e9 / pages, 2),
+        cpus_busy: round_to(cpu_seconds / seconds, 2),
         zone_lock_acquired: counter("zone_lock_acquired"),
         zone_lock_contended: counter("zone_lock_contended"),
         pcp_trylock_fail: counter("pcp_trylock_fail"),
@@ -205,12 +178,15 @@ impl Experiment for Scaling {
             .map(|power| 1usize << power)
             .take_while(|threads| *threads <= max_threads)
             .collect();
+        let cores = allowed_cpus().map_err(ExperimentError::failed)?;
         let mut rows = Vec::new();
         let steps = 2 * counts.len() as u64;
-        for pattern in ["local", "remote-free"] {
+        for pattern in [Pattern::Local, Pattern::RemoteFree] {
             for &threads in &counts {
                 observe::progress(rows.len() as u64, steps);
-                let median = median_run(repeats, || measure(pattern, threads, pages_per_thread))?;
+                let median = median_run(repeats, || {
+                    measure(pattern, threads, pages_per_thread, &cores)
+                })?;
                 rows.push(Row::from_typed(&median).map_err(ExperimentError::failed)?);
             }
         }
@@ -221,8 +197,8 @@ impl Experiment for Scaling {
             scale: options.scale.name().into(),
             rows,
             notes: vec![format!(
-                "SharedPageAllocator, one node of 4 GiB, 4 CPUs; each thread allocates and frees {pages_per_thread} order-0 pages (remote-free: in hand-offs of {HANDOFF} to the next thread, up to {HANDOFFS_AHEAD} ahead of those received); each row is the median of {repeats} runs; {} cores here",
-                std::thread::available_parallelism().map_or(0, |cores| cores.get())
+                "SharedPageAllocator, one node of 4 GiB, 4 CPUs; thread i is pinned to allowed core i mod {} and allocates and frees {pages_per_thread} order-0 pages in the timed window, after {WARMUP_PAGES} untimed (remote-free: in hand-offs of {HANDOFF} to the next thread, up to {HANDOFFS_AHEAD} ahead of those received); the window runs from the first thread's start to the last thread's end; cpus_busy = the threads' CPU time over the window (2 when two threads ran side by side throughout); each row is the median of {repeats} runs",
+                cores.len()
             )],
         })
     }

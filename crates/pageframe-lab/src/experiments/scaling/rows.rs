@@ -17,6 +17,9 @@ pub struct ThroughputRow {
     pub mpages_per_s: f64,
     /// Nanoseconds per page (alloc plus free).
     pub ns_per_page: f64,
+    /// The threads' CPU time over the timed window: how many CPUs they kept
+    /// busy on average (the thread count when none waited).
+    pub cpus_busy: f64,
     /// vmstat `zone_lock_acquired`.
     pub zone_lock_acquired: u64,
     /// vmstat `zone_lock_contended`.

@@ -14,7 +14,8 @@
 use super::REMOVED;
 use crate::experiments::ExperimentError;
 use crate::signals::SignalFlag;
-use crate::zram_serve::block_trace::{RealStat, TraceRecord, TraceWriter};
+use crate::zram_serve::block_trace::{TraceRecord, TraceWriter};
+use crate::zram_serve::real_zram::RealZram;
 use crate::zram_serve::{self, DeviceConfig, LoopIo, ServeConfig, ZramServer, TRACE_LEVEL};
 use pageframe::zram::{Backend, Compressor, MmStat};
 use std::io::{Read, Write};
@@ -51,58 +52,6 @@ fn run(program: &str, args: &[&str]) -> Result<(), ExperimentError> {
         )));
     }
     Ok(())
-}
-
-/// A real zram device from /sys/class/zram-control, removed on drop.
-struct RealZram {
-    id: u32,
-}
-
-impl RealZram {
-    fn create(disk_bytes: u64, algorithm: &str) -> Result<RealZram, ExperimentError> {
-        let id: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
-            .map_err(|err| failed(format!("zram hot_add: {err}")))?
-            .trim()
-            .parse()
-            .map_err(|err| failed(format!("zram hot_add: {err}")))?;
-        let zram = RealZram { id };
-        zram.set("comp_algorithm", algorithm)?;
-        zram.set("disksize", &disk_bytes.to_string())?;
-        Ok(zram)
-    }
-
-    fn sys(&self, file: &str) -> PathBuf {
-        PathBuf::from(format!("/sys/block/zram{}/{file}", self.id))
-    }
-
-    fn set(&self, file: &str, value: &str) -> Result<(), ExperimentError> {
-        std::fs::write(self.sys(file), value)
-            .map_err(|err| failed(format!("writing {}: {err}", self.sys(file).display())))
-    }
-
-    fn device(&self) -> PathBuf {
-        PathBuf::from(format!("/dev/zram{}", self.id))
-    }
-
-    fn mm_stat(&self) -> Result<RealStat, ExperimentError> {
-        let text = std::fs::read_to_string(self.sys("mm_stat"))
-            .map_err(|err| failed(format!("reading mm_stat: {err}")))?;
-        let fields: Vec<u64> = text
-            .split_whitespace()
-            .map(|field| field.parse().unwrap_or(0))
-            .collect();
-        match fields[..] {
-            [orig, compr, used, ..] => Ok(RealStat { orig, compr, used }),
-            _ => Err(failed(format!("mm_stat: {text:?}"))),
-        }
-    }
-}
-
-impl Drop for RealZram {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.sys("reset"), "1");
-        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
-    }
 }
 
 /// An ext4 mount, unmounted (and its directory removed) on drop.
@@ -266,10 +215,15 @@ pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
         },
         mountpoint: scratch.join("fuse"),
         io: LoopIo::Direct,
-        threads: 2,
+        // One FUSE thread: each request's pages are stored in order, as
+        // zram stores a bio's pages one after the other in the submitter's
+        // context (zram_bio_write()). With two, the pages of two requests
+        // of one writeback interleave page by page, which real zram does
+        // not see.
+        threads: 1,
     })
     .map_err(failed)?;
-    let real = RealZram::create(options.disk_bytes, "lz4")?;
+    let real = RealZram::create(options.disk_bytes, "lz4").map_err(failed)?;
     let writer = TraceWriter::create(&options.trace, TRACE_LEVEL)
         .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
     server.device().set_trace(Some(writer));
@@ -306,7 +260,7 @@ pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
             let step = TraceRecord::Step {
                 round,
                 label,
-                real: Some(real.mm_stat()?),
+                real: Some(real.mm_stat().map_err(failed)?),
             };
             server
                 .device()

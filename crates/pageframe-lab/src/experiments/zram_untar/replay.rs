@@ -159,6 +159,13 @@ fn step_index(label: &str) -> Option<usize> {
         .map(|at| at + 1)
 }
 
+/// The overhead `used - compr` of the kernel's figures, in % of `compr`,
+/// rounded as the rows are.
+pub fn kernel_ratio(kernel: &RealStat) -> f64 {
+    let compr = kernel.compr as f64;
+    round_to(ratio(kernel.used as f64 - compr, compr), 2)
+}
+
 fn ratio(bytes: f64, compr: f64) -> f64 {
     if compr > 0.0 {
         100.0 * bytes / compr
@@ -177,10 +184,7 @@ pub fn row(backend: Backend, step: &StepFigures) -> ReplayRow {
         kernel_compr_size: round_to(kernel.compr as f64 / MIB, 2),
         kernel_used_size: round_to(kernel.used as f64 / MIB, 2),
     });
-    let kernel_overhead_ratio = step.kernel.map(|kernel| {
-        let compr = kernel.compr as f64;
-        round_to(ratio(kernel.used as f64 - compr, compr), 2)
-    });
+    let kernel_overhead_ratio = step.kernel.as_ref().map(kernel_ratio);
     let reference = step_index(&step.label).and_then(|at| reference(backend, step.round, at));
     ReplayRow {
         sizes: Sizes {
@@ -197,6 +201,7 @@ pub fn row(backend: Backend, step: &StepFigures) -> ReplayRow {
         },
         kernel_sizes,
         kernel_overhead_ratio,
+        kernel_replay_overhead_ratio: None,
         reference: ReferenceRatios {
             reference_overhead_ratio: reference.map(|figures| figures.3),
             reference_real_overhead_ratio: reference.and_then(|figures| figures.4),

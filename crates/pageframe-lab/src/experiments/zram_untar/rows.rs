@@ -92,6 +92,10 @@ pub struct ReplayRow {
     pub kernel_sizes: Option<KernelSizes>,
     /// The real device's overhead ratio.
     pub kernel_overhead_ratio: Option<f64>,
+    /// The overhead ratio of a real /dev/zram given this trace's own stream
+    /// (`kernel_replay`, root); no column unless measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_replay_overhead_ratio: Option<f64>,
     /// The document's ratios.
     #[serde(flatten)]
     pub reference: ReferenceRatios,

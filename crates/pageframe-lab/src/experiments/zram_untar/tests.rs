@@ -237,3 +237,37 @@ fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
         .any(|note| note.contains(replay::SHIPPED_NAME)));
     assert!(ZramUntar.headline(&report).is_some());
 }
+
+#[test]
+fn the_kernels_zram_given_a_trace_stores_what_the_replay_stores() {
+    // SAFETY: geteuid() has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !Path::new("/sys/class/zram-control/hot_add").exists() {
+        println!("skipped: needs root and zram (hot_add)");
+        return;
+    }
+    let mut records = small_trace();
+    let first = crate::zram_serve::kernel_replay::replay_on_kernel(&records).unwrap();
+    assert_eq!(first.writes, 2 * (300 - 43));
+    // Sizes the synthetic pages reach exactly, so that both sides store
+    // the same objects.
+    for record in &mut records {
+        if let TraceRecord::Write {
+            sizes: Some(sizes), ..
+        } = record
+        {
+            while !first.exact_sizes[sizes[0] as usize] {
+                sizes[0] += 1;
+            }
+        }
+    }
+    let kernel = crate::zram_serve::kernel_replay::replay_on_kernel(&records).unwrap();
+    assert_eq!(kernel.inexact_writes, 0);
+    let ours = replay::replay(&records, Backend::Zsmalloc { chain_size: 8 }, 0).unwrap();
+    assert_eq!(kernel.steps.len(), ours.len());
+    for (kernel_step, our_step) in kernel.steps.iter().zip(&ours) {
+        let kernel_figures = (kernel_step.orig, kernel_step.compr, kernel_step.used);
+        let our_figures = (our_step.orig, our_step.compr, our_step.used);
+        assert_eq!(kernel_figures, our_figures, "{}", our_step.label);
+    }
+}

@@ -1,6 +1,4 @@
-//! Probes of the mechanisms that might age a machine worse than random
-//! placement for a direct-mapped memory-side cache (issue: shuffle-cache's
-//! `aged` row stays near random placement, the document saw 21%).
+//! Probes of the allocation orders (`aging_probes orders`).
 //!
 //! Each probe repeats the shuffle-cache heap benchmark on one 512 MiB
 //! machine (8x a 64 MiB cache, heap 3x the cache) and varies the orders of
@@ -30,8 +28,6 @@
 //! sharers (random placement: 2.62) and the THP count, and the largest
 //! colour-bit bias seen (`cache_model::colour_bit_bias`; 0.5 would put the
 //! heap on half the colours, which is what 16% needs).
-//!
-//! `cargo run --release -p pageframe-lab --example aging_probes -- [seed]`
 
 use pageframe::machine::{apply_cmdline, MemorySideCache};
 use pageframe::{AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, MachineRng};
@@ -249,11 +245,8 @@ fn probe(probe: Probe, seed: u64) {
     );
 }
 
-fn main() {
-    let seed: u64 = std::env::args()
-        .nth(1)
-        .and_then(|arg| arg.parse().ok())
-        .unwrap_or(42);
+/// Runs every order probe on `seed`, without and with shuffle.
+pub fn run(seed: u64) {
     for shuffle in [false, true] {
         for (heap_order, readahead_max_order) in [
             (0, 0),
