@@ -7,7 +7,7 @@
 //! on the freeing CPU's own lists, so the zone lock is taken only when those
 //! lists drain or refill). Rows report pages per second over the timed
 //! window, how many CPUs the threads kept busy in it, and the zone-lock and
-//! pcp-lock counters. How the threads run is [`worker`]'s.
+//! pcp-lock counters. How the threads run is the `worker` module's.
 
 mod plot;
 pub mod rows;
