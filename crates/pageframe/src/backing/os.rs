@@ -553,6 +553,23 @@ pub fn own_faults() -> (u64, u64) {
     (count(usage.ru_minflt), count(usage.ru_majflt))
 }
 
+/// The CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID);
+/// zero if the clock cannot be read.
+pub fn own_thread_cpu_time() -> std::time::Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec; the clock id is a constant
+    // every Linux supports.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(now.tv_nsec).unwrap_or(0);
+    std::time::Duration::new(seconds, nanos)
+}
+
 /// Online NUMA nodes of the host (/sys/devices/system/node/online), at least
 /// one.
 pub fn host_numa_nodes() -> usize {

@@ -27,7 +27,7 @@
 //!   allocator's own, as a remote `free_unref_page()` touches the page's
 //!   `struct page`.
 
-use pageframe::backing::pin_current_thread;
+use pageframe::backing::{own_thread_cpu_time, pin_current_thread};
 use pageframe::{CpuHandle, Gfp, NodeId, Order, Page, SharedPageAllocator};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Barrier};
@@ -89,20 +89,6 @@ pub struct Worker {
     pub next: SyncSender<Vec<Page>>,
 }
 
-/// The CPU time the calling thread has used, in seconds.
-fn thread_cpu_seconds() -> f64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid, writable timespec; the clock id is a constant
-    // every Linux supports.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
-        return 0.0;
-    }
-    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
-}
-
 impl Worker {
     /// Runs the thread: pin, warm up, wait at `barrier`, then `pages` timed
     /// pages of `pattern`.
@@ -116,14 +102,16 @@ impl Worker {
         let mut state = HandOffs::default();
         self.pages(pattern, WARMUP_PAGES, &mut state)?;
         barrier.wait();
-        let cpu_before = thread_cpu_seconds();
+        let cpu_before = own_thread_cpu_time();
         let start = Instant::now();
         self.pages(pattern, pages, &mut state)?;
         let end = Instant::now();
         Ok(Window {
             start,
             end,
-            cpu_seconds: thread_cpu_seconds() - cpu_before,
+            cpu_seconds: own_thread_cpu_time()
+                .saturating_sub(cpu_before)
+                .as_secs_f64(),
         })
     }
 
