@@ -240,9 +240,7 @@ fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
 
 #[test]
 fn the_kernels_zram_given_a_trace_stores_what_the_replay_stores() {
-    // SAFETY: geteuid() has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || !Path::new("/sys/class/zram-control/hot_add").exists() {
+    if !crate::conform::host::is_root() || !Path::new("/sys/class/zram-control/hot_add").exists() {
         println!("skipped: needs root and zram (hot_add)");
         return;
     }
