@@ -1,16 +1,20 @@
-//! The live run of `zram-untar --fs ext4` (root): the series' workload on
-//! the kernel's own ext4, twice at once — on a pageframe zram served as a
-//! block device (zsmalloc chain 8, lz4; its block trace recorded) and on a
-//! real /dev/zram (lz4; this kernel's zsmalloc) — with the real device's
-//! mm_stat written into the trace at every step. Per round: `tar x` of the
-//! tarball, then `rm -r` of each removed directory, a `sync` after each and a
-//! wait until both devices are quiet (ext4's discards trail the commit).
-//! The trace is then replayed like the shipped one.
+//! The live runs of `zram-untar` (root): the series' workload on the
+//! kernel's own ext4. [`record`] (`--fs ext4`) runs it twice at once — on a
+//! pageframe zram served as a block device (zsmalloc chain 8, lz4; its
+//! block trace recorded) and on a real /dev/zram (lz4; this kernel's
+//! zsmalloc) — with the real device's mm_stat written into the trace at
+//! every step. [`kernel_runs`] (`kernel_runs`) runs it alone on a fresh
+//! real /dev/zram, several times, for the kernel's band. Per round: `tar x`
+//! of the tarball, then `rm -r` of each removed directory, a `sync` after
+//! each and a wait until the devices are quiet (ext4's discards trail the
+//! commit).
 //!
-//! Owns: the two mounts, the real zram device and the served device, all
+//! Owns: the mounts, the real zram devices and the served device, all
 //! given back on return, on error and on Ctrl-C (guards drop in reverse
 //! order: unmount, reset and remove the zram, detach the loop, unmount FUSE).
 
+use super::band::KernelStep;
+use super::replay::kernel_ratio;
 use super::REMOVED;
 use crate::experiments::ExperimentError;
 use crate::signals::SignalFlag;
@@ -24,7 +28,7 @@ use std::process::{Command, Stdio};
 
 /// What the live run needs.
 pub struct LiveOptions {
-    /// The kernel .tar.xz.
+    /// The kernel .tar.xz, for notes.
     pub tarball: PathBuf,
     /// Rounds of untar and removals.
     pub rounds: u32,
@@ -76,7 +80,10 @@ impl Ext4Mount {
         )?;
         std::fs::create_dir_all(&dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
         let dir_text = dir.to_str().ok_or_else(|| failed("mount path"))?;
-        run("mount", &["-o", "discard", device, dir_text])?;
+        if let Err(err) = run("mount", &["-o", "discard", device, dir_text]) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(err);
+        }
         Ok(Ext4Mount { dir })
     }
 }
@@ -190,21 +197,58 @@ fn settle(devices: &[&Path], stored: impl Fn() -> Vec<u64>, signals: &SignalFlag
     }
 }
 
+/// The tarball at `path`, decompressed (the runs feed it to `tar x`).
+pub fn load_tarball(path: &Path) -> Result<Vec<u8>, ExperimentError> {
+    let mut tar = Vec::new();
+    std::fs::File::open(path)
+        .map(|file| xz2::read::XzDecoder::new(std::io::BufReader::new(file)))
+        .and_then(|mut reader| reader.read_to_end(&mut tar))
+        .map_err(|err| failed(format!("{}: {err}", path.display())))?;
+    Ok(tar)
+}
+
+/// The series' steps on the mounts `dirs`, `rounds` times: after each
+/// step `after(round, label)` (which settles and reads the devices).
+/// Stops with an error on Ctrl-C.
+fn run_series(
+    tar: &[u8],
+    dirs: &[&Path],
+    rounds: u32,
+    signals: &SignalFlag,
+    mut after: impl FnMut(u32, String) -> Result<(), ExperimentError>,
+) -> Result<(), ExperimentError> {
+    for round in 1..=rounds {
+        let steps = std::iter::once(None).chain(REMOVED.iter().map(Some));
+        for removed in steps {
+            if signals.raised() {
+                return Err(failed("interrupted"));
+            }
+            let label = match removed {
+                None => {
+                    untar(tar, dirs)?;
+                    "untar".to_string()
+                }
+                Some(dir) => {
+                    remove(dirs, dir)?;
+                    format!("rm {dir}")
+                }
+            };
+            after(round, label)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the workload live and writes the trace; returns the served
 /// device's own mm_stat at every step (the replay of chain 8 with lz4 must
 /// give the same).
-pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
+pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Vec<MmStat>, ExperimentError> {
     if let Some(reason) = zram_serve::unsupported_reason() {
         return Err(failed(format!(
             "--fs ext4 runs the workload for real: {reason}"
         )));
     }
     let signals = SignalFlag::install();
-    let mut tar = Vec::new();
-    std::fs::File::open(&options.tarball)
-        .map(|file| xz2::read::XzDecoder::new(std::io::BufReader::new(file)))
-        .and_then(|mut reader| reader.read_to_end(&mut tar))
-        .map_err(|err| failed(format!("{}: {err}", options.tarball.display())))?;
     let scratch = std::env::temp_dir().join(format!("pageframe-zram-untar-{}", std::process::id()));
     let server = ZramServer::start(ServeConfig {
         device: DeviceConfig {
@@ -231,44 +275,29 @@ pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
     let theirs = Ext4Mount::make(&real.device(), scratch.join("kernel"))?;
     let dirs = [ours.dir.as_path(), theirs.dir.as_path()];
     let mut served = Vec::new();
-    for round in 1..=options.rounds {
-        let steps = std::iter::once(None).chain(REMOVED.iter().map(Some));
-        for removed in steps {
-            if signals.raised() {
-                return Err(failed("interrupted"));
-            }
-            let label = match removed {
-                None => {
-                    untar(&tar, &dirs)?;
-                    "untar".to_string()
-                }
-                Some(dir) => {
-                    remove(&dirs, dir)?;
-                    format!("rm {dir}")
-                }
-            };
-            settle(
-                &[server.block_device(), &real.device()],
-                || {
-                    vec![
-                        server.device().mm_stat().orig_data_size,
-                        real.mm_stat().map_or(0, |stat| stat.orig),
-                    ]
-                },
-                &signals,
-            );
-            let step = TraceRecord::Step {
-                round,
-                label,
-                real: Some(real.mm_stat().map_err(failed)?),
-            };
-            server
-                .device()
-                .trace_record(&step)
-                .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
-            served.push(server.device().mm_stat());
-        }
-    }
+    run_series(tar, &dirs, options.rounds, &signals, |round, label| {
+        settle(
+            &[server.block_device(), &real.device()],
+            || {
+                vec![
+                    server.device().mm_stat().orig_data_size,
+                    real.mm_stat().map_or(0, |stat| stat.orig),
+                ]
+            },
+            &signals,
+        );
+        let step = TraceRecord::Step {
+            round,
+            label,
+            real: Some(real.mm_stat().map_err(failed)?),
+        };
+        server
+            .device()
+            .trace_record(&step)
+            .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
+        served.push(server.device().mm_stat());
+        Ok(())
+    })?;
     drop(ours);
     drop(theirs);
     drop(real);
@@ -280,4 +309,65 @@ pub fn record(options: &LiveOptions) -> Result<Vec<MmStat>, ExperimentError> {
     server.stop().map_err(failed)?;
     let _ = std::fs::remove_dir(&scratch);
     Ok(served)
+}
+
+/// One kernel run: how long it took and its overhead ratio at every step.
+pub struct KernelRun {
+    /// Wall-clock time of the run, mkfs to teardown.
+    pub seconds: f64,
+    /// The kernel's ratio after every step, in order.
+    pub steps: Vec<KernelStep>,
+}
+
+/// Runs the workload `runs` times, each alone on a fresh real /dev/zram
+/// (lz4) of `disk_bytes` with a fresh ext4 (`mount -o discard`), the same
+/// steps and settling as [`record`]; the kernel's overhead ratio after
+/// every step of every run. Each run's device and mount are gone before
+/// the next starts, and on error or Ctrl-C.
+pub fn kernel_runs(
+    tar: &[u8],
+    rounds: u32,
+    disk_bytes: u64,
+    runs: usize,
+) -> Result<Vec<KernelRun>, ExperimentError> {
+    // SAFETY: geteuid() has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control").exists() {
+        return Err(failed(
+            "kernel_runs runs the workload on real /dev/zram devices: needs root and zram (/sys/class/zram-control)",
+        ));
+    }
+    let signals = SignalFlag::install();
+    let mut done = Vec::with_capacity(runs);
+    for run in 0..runs {
+        let started = std::time::Instant::now();
+        // The mount's own directory, removed when it drops.
+        let dir = std::env::temp_dir().join(format!(
+            "pageframe-zram-untar-kernel-{}-{run}",
+            std::process::id()
+        ));
+        let real = RealZram::create(disk_bytes, "lz4").map_err(failed)?;
+        let mount = Ext4Mount::make(&real.device(), dir)?;
+        let mut steps = Vec::new();
+        run_series(tar, &[mount.dir.as_path()], rounds, &signals, |round, label| {
+            settle(
+                &[&real.device()],
+                || vec![real.mm_stat().map_or(0, |stat| stat.orig)],
+                &signals,
+            );
+            let stat = real.mm_stat().map_err(failed)?;
+            steps.push(KernelStep {
+                round,
+                label,
+                ratio: kernel_ratio(&stat),
+            });
+            Ok(())
+        })?;
+        drop(mount);
+        drop(real);
+        done.push(KernelRun {
+            seconds: started.elapsed().as_secs_f64(),
+            steps,
+        });
+    }
+    Ok(done)
 }

@@ -10,7 +10,10 @@
 //!   it; `--trace FILE` replays another. With `--fs ext4` or `kernel_replay`
 //!   (root) the trace is also replayed on a real /dev/zram
 //!   (`zram_serve::kernel_replay`): the kernel's zsmalloc given the same
-//!   stream, a column beside.
+//!   stream, a column beside. With `kernel_runs = N` (root) the workload
+//!   also runs N times alone on a fresh real /dev/zram, and every row is
+//!   judged against the kernel's band per step (its `band` module).
+//!   The workload lives in its `ext4_trace` module.
 //! - `files`: the model without a file system, below.
 //!
 //! In `files`, a zram device over each allocator — zsmalloc with
@@ -30,6 +33,8 @@
 //! every device in every round. Without a tarball the experiment says how to
 //! get one and runs on files found on this machine, labelled as such.
 
+mod band;
+mod ext4_trace;
 mod live;
 mod plot;
 mod replay;
@@ -52,6 +57,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// Size of each real or served device of the live runs.
+const LIVE_DISK_BYTES: u64 = 4 << 30;
 /// The directories removed after each untar, in the document's order.
 pub const REMOVED: [&str; 5] = ["drivers", "arch", "fs", "sound", "include"];
 /// The allocators compared.
@@ -66,129 +73,6 @@ const MIB: f64 = (1u64 << 20) as f64;
 const LOAD_UNITS: u64 = 100;
 const PREPARE_UNITS: u64 = 100;
 const STEP_UNITS: u64 = 10;
-
-/// The `ext4-trace` workload: record (with `--fs ext4`) or take a trace,
-/// replay it on every allocator.
-fn run_trace(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-    use crate::zram_serve::block_trace::{parse_trace, read_trace, TRACE_CODECS};
-    let codec = ["lz4", "lzo", "zstd"]
-        .iter()
-        .position(|name| *name == params.choice("codec"))
-        .unwrap_or(0);
-    let mut notes = Vec::new();
-    let mut served = None;
-    let (records, name) = if options.fs_ext4 {
-        let trace = options.block_trace.clone().unwrap_or_else(|| {
-            PathBuf::from(format!("zram-untar-ext4-{}.pfzt", options.scale.name()))
-        });
-        let live = live::LiveOptions {
-            tarball: corpus_path(options),
-            rounds: params.int("rounds") as u32,
-            trace: trace.clone(),
-            disk_bytes: 4 << 30,
-        };
-        served = Some(live::record(&live)?);
-        let records = read_trace(&trace).map_err(ExperimentError::failed)?;
-        notes.push(format!(
-            "recorded now: ext4 (mount -o discard) on a served pageframe zram and on a real /dev/zram (lz4), {} of {}; block trace written to {}",
-            live.rounds,
-            live.tarball.display(),
-            trace.display()
-        ));
-        (records, trace.display().to_string())
-    } else {
-        match &options.block_trace {
-            Some(path) => (
-                read_trace(path).map_err(ExperimentError::failed)?,
-                path.display().to_string(),
-            ),
-            None => (
-                parse_trace(replay::SHIPPED, Path::new(replay::SHIPPED_NAME))
-                    .map_err(ExperimentError::failed)?,
-                replay::SHIPPED_NAME.to_string(),
-            ),
-        }
-    };
-    let kernel_replay = if options.fs_ext4 || params.bool("kernel_replay") {
-        let replay = crate::zram_serve::kernel_replay::replay_on_kernel(&records)
-            .map_err(ExperimentError::Failed)?;
-        notes.push(format!(
-            "kernel_replay_*: this trace replayed on a real /dev/zram (lz4, this kernel's zsmalloc): each write a synthetic page the kernel compresses to the trace's lz4 size ({} of {} writes stored with another size: no page length gives theirs), each discard a BLKDISCARD",
-            replay.inexact_writes, replay.writes
-        ));
-        Some(replay)
-    } else {
-        None
-    };
-    let total = BACKENDS.len() as u64;
-    let mut rows = Vec::new();
-    // Largest gaps of chain 8 against the kernel of the run, and against
-    // the kernel given the same stream.
-    let mut worst: [Option<(f64, u32, String)>; 2] = [None, None];
-    for (done, backend) in BACKENDS.into_iter().enumerate() {
-        let steps = replay::replay(&records, backend, codec)?;
-        if let (Some(served), Backend::Zsmalloc { chain_size: 8 }, 0) = (&served, backend, codec) {
-            let same = steps.len() == served.len()
-                && steps.iter().zip(served).all(|(step, stat)| {
-                    (step.orig, step.compr, step.used)
-                        == (
-                            stat.orig_data_size,
-                            stat.compr_data_size,
-                            stat.mem_used_total,
-                        )
-                });
-            notes.push(format!(
-                "the replay of zsmalloc-chain8 with lz4 {} the served device's own mm_stat at every step",
-                if same { "equals" } else { "DIFFERS FROM" }
-            ));
-        }
-        for (at, step) in steps.iter().enumerate() {
-            let mut row = replay::row(backend, step);
-            row.kernel_replay_overhead_ratio = kernel_replay
-                .as_ref()
-                .and_then(|replay| replay.steps.get(at))
-                .map(replay::kernel_ratio);
-            if backend == (Backend::Zsmalloc { chain_size: 8 }) && step.round <= 3 {
-                let ours = row.sizes.overhead_ratio;
-                let kernels = [row.kernel_overhead_ratio, row.kernel_replay_overhead_ratio];
-                for (worst, kernel) in worst.iter_mut().zip(kernels) {
-                    let Some(kernel) = kernel else { continue };
-                    let gap = ours - kernel;
-                    if worst
-                        .as_ref()
-                        .is_none_or(|(worst, ..)| gap.abs() > worst.abs())
-                    {
-                        *worst = Some((gap, step.round, step.label.clone()));
-                    }
-                }
-            }
-            rows.push(typed(&row)?);
-        }
-        observe::progress(done as u64 + 1, total);
-    }
-    notes.push(format!(
-        "block trace {name}: {} records; sizes of {} ({}); sizes in MiB, ratios in % of compr_size; overhead = used_size - compr_size; real_overhead (afmalloc): metadata + chunk rounding",
-        records.len(),
-        TRACE_CODECS[codec].name(),
-        if codec == 2 { "level 3" } else { "as recorded" }
-    ));
-    notes.push("kernel_*: the real /dev/zram (lz4, this kernel's zsmalloc, chain size of its build) measured in the same run as the trace; reference_*: the afmalloc document's overhead ratios (Linux 3.17, lzo, zsmalloc of 2014) for rounds 1, 2, 9 and 10".into());
-    let against = ["the kernel", "the kernel given the same stream"];
-    for (worst, against) in worst.into_iter().zip(against) {
-        if let Some((gap, round, label)) = worst {
-            notes.push(format!(
-                "zsmalloc-chain8 vs {against} over rounds 1-3: largest gap {gap:+.2} points (round {round}, {label})"
-            ));
-        }
-    }
-    Ok(Report {
-        experiment: "zram-untar".into(),
-        seed: options.seed,
-        scale: options.scale.name().into(),
-        rows,
-        notes,
-    })
-}
 
 /// Counts the compressed bytes read, for progress.
 struct Counting<R> {
@@ -596,6 +480,13 @@ impl Experiment for ZramUntar {
                 false,
             ),
             Param::int(
+                "kernel_runs",
+                "Also run the workload this many times alone on a fresh real /dev/zram (root; needs the tarball) and judge every row against the kernel's band, min - 2 to max + 2 points per step (0: no band)",
+                0,
+                0,
+                20,
+            ),
+            Param::int(
                 "rounds",
                 "Untar-and-remove rounds (the document: 10)",
                 rounds,
@@ -628,7 +519,7 @@ impl Experiment for ZramUntar {
 
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
         if options.fs_ext4 || params.choice("workload") == "ext4-trace" {
-            return run_trace(options, params);
+            return ext4_trace::run(options, params);
         }
         let rounds = params.int("rounds") as u32;
         let sampling = Sampling {

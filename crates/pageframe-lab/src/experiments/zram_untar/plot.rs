@@ -156,6 +156,7 @@ mod tests {
             kernel_sizes: None,
             kernel_overhead_ratio: None,
             kernel_replay_overhead_ratio: None,
+            kernel_band: None,
             reference: ReferenceRatios {
                 reference_overhead_ratio: real.map(|_| 4.0),
                 reference_real_overhead_ratio: None,

@@ -202,6 +202,7 @@ pub fn row(backend: Backend, step: &StepFigures) -> ReplayRow {
         kernel_sizes,
         kernel_overhead_ratio,
         kernel_replay_overhead_ratio: None,
+        kernel_band: None,
         reference: ReferenceRatios {
             reference_overhead_ratio: reference.map(|figures| figures.3),
             reference_real_overhead_ratio: reference.and_then(|figures| figures.4),

@@ -96,7 +96,30 @@ pub struct ReplayRow {
     /// (`kernel_replay`, root); no column unless measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_replay_overhead_ratio: Option<f64>,
+    /// The kernel's band over `kernel_runs` fresh runs; no columns unless
+    /// measured.
+    #[serde(flatten)]
+    pub kernel_band: Option<KernelBandColumns>,
     /// The document's ratios.
     #[serde(flatten)]
     pub reference: ReferenceRatios,
+}
+
+/// The kernel's overhead ratio at a step over several fresh runs of the
+/// workload on a real /dev/zram (`kernel_runs`), and whether this row's
+/// figures lie within that band widened by 2 points on each side.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelBandColumns {
+    /// The smallest of the runs' overhead ratios.
+    pub kernel_band_min: f64,
+    /// The largest.
+    pub kernel_band_max: f64,
+    /// Their mean.
+    pub kernel_band_mean: f64,
+    /// Whether `overhead_ratio` lies within `[min − 2, max + 2]`.
+    pub in_kernel_band: bool,
+    /// Whether `kernel_replay_overhead_ratio` does; no column unless the
+    /// kernel replay ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_replay_in_kernel_band: Option<bool>,
 }

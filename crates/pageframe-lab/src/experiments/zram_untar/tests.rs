@@ -269,3 +269,54 @@ fn the_kernels_zram_given_a_trace_stores_what_the_replay_stores() {
         assert_eq!(kernel_figures, our_figures, "{}", our_step.label);
     }
 }
+
+#[test]
+fn band_columns_appear_only_when_measured_and_read_back() {
+    let records = small_trace();
+    let steps = replay::replay(&records, BACKENDS[1], 0).unwrap();
+    let mut row = replay::row(BACKENDS[1], &steps[0]);
+    let plain = Row::from_typed(&row).unwrap();
+    assert!(plain.get("kernel_band_min").is_none());
+    assert!(plain.get("in_kernel_band").is_none());
+    row.kernel_band = Some(rows::KernelBandColumns {
+        kernel_band_min: 2.78,
+        kernel_band_max: 3.48,
+        kernel_band_mean: 3.12,
+        in_kernel_band: true,
+        kernel_replay_in_kernel_band: None,
+    });
+    let banded = Row::from_typed(&row).unwrap();
+    assert_eq!(
+        banded.get("kernel_band_max").and_then(|v| v.as_f64()),
+        Some(3.48)
+    );
+    assert_eq!(
+        banded.get("in_kernel_band").and_then(|v| v.as_bool()),
+        Some(true)
+    );
+    assert!(banded.get("kernel_replay_in_kernel_band").is_none());
+    assert_eq!(banded.to_typed::<rows::ReplayRow>(), Some(row));
+    assert_eq!(
+        plain.to_typed::<rows::ReplayRow>().map(|row| row.kernel_band),
+        Some(None)
+    );
+}
+
+#[test]
+fn kernel_runs_are_off_by_default_and_bounded() {
+    let list = ZramUntar.params(Scale::Quick);
+    let runs = list
+        .iter()
+        .find(|param| param.key == "kernel_runs")
+        .unwrap();
+    assert_eq!(runs.default, crate::params::Value::Int(0));
+    assert_eq!(runs.kind, crate::params::Kind::Int { min: 0, max: 20 });
+    let report = ZramUntar
+        .run(&RunOptions::new(Scale::Quick, 7), &Params::defaults(&list))
+        .unwrap();
+    assert!(!report
+        .columns()
+        .iter()
+        .any(|column| column.starts_with("kernel_band") || column == "in_kernel_band"));
+    assert!(!report.notes.iter().any(|note| note.contains("kernel band")));
+}
