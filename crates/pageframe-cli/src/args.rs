@@ -82,6 +82,34 @@ pub enum ZramCommand {
     /// loop device, on which mkfs.ext4 and `mount -o discard` work; prints
     /// the device and its mm_stat until Ctrl-C, then detaches and unmounts.
     Serve(ZramServeArgs),
+    /// Measure 4 KiB O_DIRECT write throughput (MB/s) of a served pageframe
+    /// zram at several writes in flight, beside a direct-I/O loop device over
+    /// a tmpfs file and a real /dev/zram (root; a fresh device per point).
+    Bench(ZramBenchArgs),
+}
+
+/// `pageframe zram bench`.
+#[derive(Debug, Args)]
+pub struct ZramBenchArgs {
+    /// The allocator of the served device: zsmalloc-chain4 … zsmalloc-chain16, or afmalloc.
+    #[arg(long, default_value = "zsmalloc-chain8")]
+    pub backend: String,
+    /// The compressor of the served device: lz4, lzo, zstd or zstd:LEVEL.
+    #[arg(long, default_value = "lz4")]
+    pub codec: String,
+    /// FUSE session threads of the served device.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Bytes written per point (and each device's size), e.g. 64M.
+    #[arg(long, default_value = "64M")]
+    pub size: String,
+    /// Writes in flight per point, comma-separated (each a thread doing
+    /// synchronous writes; 1 is queue depth 1).
+    #[arg(long, default_value = "1,4,16")]
+    pub writers: String,
+    /// The kernel tarball whose tar stream gives the pages written.
+    #[arg(long, value_name = "FILE", default_value = pageframe_lab::corpus::DEFAULT_TARBALL)]
+    pub corpus: PathBuf,
 }
 
 /// `pageframe zram serve`.

@@ -1,10 +1,11 @@
-//! `pageframe zram serve`: glue over `pageframe_lab::zram_serve`. Bad
-//! names and sizes are one-line errors (exit status 2) before anything is
-//! mounted.
+//! `pageframe zram serve` and `pageframe zram bench`: glue over
+//! `pageframe_lab::zram_serve`. Bad names and sizes are one-line errors
+//! (exit status 2) before anything is mounted.
 
-use crate::args::ZramCommand;
+use crate::args::{ZramBenchArgs, ZramCommand, ZramServeArgs};
 use crate::error::CliError;
 use pageframe::zram::{Backend, Compressor};
+use pageframe_lab::zram_serve::throughput::{self, BenchConfig};
 use pageframe_lab::zram_serve::{self, DeviceConfig, LoopIo, ServeConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,51 +13,74 @@ use std::time::Duration;
 
 /// A checked `zram` subcommand.
 #[derive(Debug)]
-pub struct ZramPlan {
-    config: ServeConfig,
-    trace: Option<PathBuf>,
-    interval: Duration,
+pub enum ZramPlan {
+    /// Serve until Ctrl-C.
+    Serve {
+        /// How to serve.
+        config: ServeConfig,
+        /// Where to write the block trace.
+        trace: Option<PathBuf>,
+        /// Between mm_stat lines.
+        interval: Duration,
+    },
+    /// Measure write throughput.
+    Bench(BenchConfig),
 }
+
+/// Most writes in flight `zram bench` takes.
+const MAX_WRITERS: usize = 256;
 
 /// Checks the arguments.
 pub fn plan(command: ZramCommand) -> Result<ZramPlan, CliError> {
-    let ZramCommand::Serve(args) = command;
-    let backend = Backend::parse(&args.backend).ok_or_else(|| {
+    match command {
+        ZramCommand::Serve(args) => serve_plan(args),
+        ZramCommand::Bench(args) => bench_plan(args),
+    }
+}
+
+fn backend_and_codec(backend: &str, codec: &str) -> Result<(Backend, Compressor), CliError> {
+    let backend = Backend::parse(backend).ok_or_else(|| {
         CliError::Invalid(format!(
-            "--backend {}: not zsmalloc-chain4 … zsmalloc-chain16 or afmalloc",
-            args.backend
+            "--backend {backend}: not zsmalloc-chain4 … zsmalloc-chain16 or afmalloc"
         ))
     })?;
-    let compressor = Compressor::parse(&args.codec).ok_or_else(|| {
-        CliError::Invalid(format!(
-            "--codec {}: not lz4, lzo, zstd or zstd:1..22",
-            args.codec
-        ))
+    let compressor = Compressor::parse(codec).ok_or_else(|| {
+        CliError::Invalid(format!("--codec {codec}: not lz4, lzo, zstd or zstd:1..22"))
     })?;
-    let size = |field: &str, text: &str| -> Result<u64, CliError> {
-        let bytes = pageframe::machine::parse_size(field, text)?;
-        if bytes == 0 || bytes % 4096 != 0 {
-            return Err(CliError::Invalid(format!(
-                "{field} {text}: not a positive multiple of 4 KiB"
-            )));
-        }
-        Ok(bytes)
-    };
+    Ok((backend, compressor))
+}
+
+fn size(field: &str, text: &str) -> Result<u64, CliError> {
+    let bytes = pageframe::machine::parse_size(field, text)?;
+    if bytes == 0 || bytes % 4096 != 0 {
+        return Err(CliError::Invalid(format!(
+            "{field} {text}: not a positive multiple of 4 KiB"
+        )));
+    }
+    Ok(bytes)
+}
+
+fn fuse_threads(threads: usize) -> Result<usize, CliError> {
+    if !(1..=64).contains(&threads) {
+        return Err(CliError::Invalid(format!(
+            "--threads {threads}: not in 1..=64"
+        )));
+    }
+    Ok(threads)
+}
+
+fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
+    let (backend, compressor) = backend_and_codec(&args.backend, &args.codec)?;
     let disk_bytes = size("--size", &args.size)?;
     let memory_bytes = match &args.memory {
         Some(text) => size("--memory", text)?,
         None => 0,
     };
-    if !(1..=64).contains(&args.threads) {
-        return Err(CliError::Invalid(format!(
-            "--threads {}: not in 1..=64",
-            args.threads
-        )));
-    }
+    let threads = fuse_threads(args.threads)?;
     let mountpoint = args.mountpoint.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pageframe-zram-{}", std::process::id()))
     });
-    Ok(ZramPlan {
+    Ok(ZramPlan::Serve {
         config: ServeConfig {
             device: DeviceConfig {
                 backend,
@@ -70,15 +94,59 @@ pub fn plan(command: ZramCommand) -> Result<ZramPlan, CliError> {
             } else {
                 LoopIo::Direct
             },
-            threads: args.threads,
+            threads,
         },
         trace: args.trace,
         interval: Duration::from_secs(args.interval),
     })
 }
 
-/// Serves until Ctrl-C.
+fn bench_plan(args: ZramBenchArgs) -> Result<ZramPlan, CliError> {
+    let (backend, compressor) = backend_and_codec(&args.backend, &args.codec)?;
+    let disk_bytes = size("--size", &args.size)?;
+    let fuse_threads = fuse_threads(args.threads)?;
+    let writers = args
+        .writers
+        .split(',')
+        .map(|item| match item.trim().parse::<usize>() {
+            Ok(count) if (1..=MAX_WRITERS).contains(&count) => Ok(count),
+            _ => Err(CliError::Invalid(format!(
+                "--writers {}: '{item}' is not a count in 1..={MAX_WRITERS}",
+                args.writers
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(writers) = writers
+        .iter()
+        .find(|writers| disk_bytes / 4096 < **writers as u64)
+    {
+        return Err(CliError::Invalid(format!(
+            "--size {}: fewer pages than {writers} writers",
+            args.size
+        )));
+    }
+    Ok(ZramPlan::Bench(BenchConfig {
+        device: DeviceConfig {
+            backend,
+            compressor,
+            disk_bytes,
+            memory_bytes: 0,
+        },
+        fuse_threads,
+        writers,
+        tarball: args.corpus,
+    }))
+}
+
+/// Serves until Ctrl-C, or measures.
 pub fn execute(plan: ZramPlan, out: &mut dyn Write) -> Result<(), CliError> {
-    zram_serve::serve_until_signalled(plan.config, plan.trace.as_deref(), plan.interval, out)
-        .map_err(|err| CliError::Invalid(err.to_string()))
+    match plan {
+        ZramPlan::Serve {
+            config,
+            trace,
+            interval,
+        } => zram_serve::serve_until_signalled(config, trace.as_deref(), interval, out),
+        ZramPlan::Bench(config) => throughput::bench(&config, out),
+    }
+    .map_err(|err| CliError::Invalid(err.to_string()))
 }

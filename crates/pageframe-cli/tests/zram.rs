@@ -18,8 +18,26 @@ fn bad_serve_arguments_are_one_line_errors() {
     assert!(err.contains("--codec lzo-rle"), "{err}");
     let err = error_of(&["zram", "serve", "--size", "1000"]);
     assert!(err.contains("4 KiB"), "{err}");
+    let err = error_of(&["zram", "bench", "--writers", "1,0"]);
+    assert!(err.contains("--writers 1,0"), "{err}");
+    let err = error_of(&["zram", "bench", "--size", "8K", "--writers", "4"]);
+    assert!(err.contains("fewer pages than 4 writers"), "{err}");
+    let err = error_of(&["zram", "bench", "--backend", "zsmalloc-chain3"]);
+    assert!(err.contains("--backend zsmalloc-chain3"), "{err}");
     let err = error_of(&["run", "zram-untar", "--fs", "xfs"]);
     assert!(err.contains("--fs xfs"), "{err}");
+}
+
+#[test]
+fn kernel_runs_out_of_range_is_a_one_line_error() {
+    let config = temp_path("kernel-runs.toml");
+    for bad in ["-1", "21", "\"3\""] {
+        std::fs::write(&config, format!("[zram-untar]\nkernel_runs = {bad}\n")).unwrap();
+        let err = error_of(&["run", "zram-untar", "--config", config.to_str().unwrap()]);
+        assert!(err.contains("zram-untar.kernel_runs"), "{err}");
+        assert!(err.contains("from 0 to 20"), "{err}");
+    }
+    std::fs::remove_file(config).unwrap();
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! which the kernel's own mkfs.ext4 and `mount -o discard` work. The file
 //! system's `mm_stat` shows the device's figures while it runs.
 //!
+//! `throughput` measures how fast the kernel's 4 KiB writes reach it.
+//!
 //! Owns: the FUSE session (its threads), the loop device and the mount
 //! directory, all given back on [`ZramServer::stop`] or drop: the loop
 //! device is detached first, then the FUSE mount is unmounted and its
@@ -16,6 +18,7 @@ mod fs;
 pub mod kernel_replay;
 mod loop_dev;
 pub mod real_zram;
+pub mod throughput;
 
 pub use device::{Device, DeviceConfig, DeviceError};
 pub use fs::{DISK_NAME, MM_STAT_NAME};
@@ -37,6 +40,12 @@ pub enum ServeError {
     /// The device could not be made.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// A real /dev/zram could not be set up.
+    #[error("real zram: {0}")]
+    RealZram(String),
+    /// SIGINT or SIGTERM came.
+    #[error("interrupted")]
+    Interrupted,
     /// A system call failed.
     #[error("{what}: {err}")]
     Io {

@@ -115,3 +115,57 @@ fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
         .join("loop/backing_file")
         .exists());
 }
+
+#[test]
+fn the_bench_prints_a_row_per_device_and_leaves_nothing_behind() {
+    if skip() || !Path::new("/sys/class/zram-control").exists() {
+        println!("skipped: needs root, FUSE, loop and zram");
+        return;
+    }
+    let loops_before = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|entry| entry.path().join("loop/backing_file").exists())
+        })
+        .count();
+    let bench = throughput::BenchConfig {
+        device: config("bench", 1, 0).device,
+        fuse_threads: 2,
+        writers: vec![1, 3],
+        tarball: "/nonexistent/linux.tar.xz".into(),
+    };
+    let mut out = Vec::new();
+    throughput::bench(&bench, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("NOT THE TARBALL"), "{text}");
+    assert_eq!(lines[1], "| device | 1 in flight | 3 in flight |");
+    let rows: Vec<&str> = lines[3..6].to_vec();
+    assert!(rows[0].starts_with("| served pageframe zram (zsmalloc-chain8, lz4, 2 FUSE threads) |"));
+    assert!(rows[1].starts_with("| loop (direct I/O) over a tmpfs file |"));
+    assert!(rows[2].starts_with("| real /dev/zram (lz4) |"));
+    for row in rows {
+        let rates: Vec<f64> = row
+            .trim_end_matches(" |")
+            .rsplit(" | ")
+            .take(2)
+            .map(|cell| cell.parse().unwrap())
+            .collect();
+        assert!(rates.iter().all(|rate| *rate > 0.0), "{row}");
+    }
+    assert!(lines[6].starts_with("load average"), "{text}");
+    let loops_after = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|entry| entry.path().join("loop/backing_file").exists())
+        })
+        .count();
+    assert_eq!(loops_after, loops_before);
+    let tag = format!("pageframe-zram-bench-{}", std::process::id());
+    assert!(!std::env::temp_dir().join(&tag).exists());
+    assert!(!Path::new("/dev/shm").join(&tag).exists());
+}

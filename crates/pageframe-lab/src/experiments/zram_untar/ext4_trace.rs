@@ -193,4 +193,3 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
         notes,
     })
 }
-

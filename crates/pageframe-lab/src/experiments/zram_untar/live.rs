@@ -348,20 +348,26 @@ pub fn kernel_runs(
         let real = RealZram::create(disk_bytes, "lz4").map_err(failed)?;
         let mount = Ext4Mount::make(&real.device(), dir)?;
         let mut steps = Vec::new();
-        run_series(tar, &[mount.dir.as_path()], rounds, &signals, |round, label| {
-            settle(
-                &[&real.device()],
-                || vec![real.mm_stat().map_or(0, |stat| stat.orig)],
-                &signals,
-            );
-            let stat = real.mm_stat().map_err(failed)?;
-            steps.push(KernelStep {
-                round,
-                label,
-                ratio: kernel_ratio(&stat),
-            });
-            Ok(())
-        })?;
+        run_series(
+            tar,
+            &[mount.dir.as_path()],
+            rounds,
+            &signals,
+            |round, label| {
+                settle(
+                    &[&real.device()],
+                    || vec![real.mm_stat().map_or(0, |stat| stat.orig)],
+                    &signals,
+                );
+                let stat = real.mm_stat().map_err(failed)?;
+                steps.push(KernelStep {
+                    round,
+                    label,
+                    ratio: kernel_ratio(&stat),
+                });
+                Ok(())
+            },
+        )?;
         drop(mount);
         drop(real);
         done.push(KernelRun {

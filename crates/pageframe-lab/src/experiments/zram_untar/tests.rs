@@ -297,7 +297,9 @@ fn band_columns_appear_only_when_measured_and_read_back() {
     assert!(banded.get("kernel_replay_in_kernel_band").is_none());
     assert_eq!(banded.to_typed::<rows::ReplayRow>(), Some(row));
     assert_eq!(
-        plain.to_typed::<rows::ReplayRow>().map(|row| row.kernel_band),
+        plain
+            .to_typed::<rows::ReplayRow>()
+            .map(|row| row.kernel_band),
         Some(None)
     );
 }
