@@ -65,10 +65,16 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
         }
     };
     let kernel_band_runs = if kernel_runs > 0 {
-        let runs = live::kernel_runs(&tar, rounds, LIVE_DISK_BYTES, kernel_runs)?;
+        let beside = params.choice("kernel_runs_with") == "served";
+        let runs = live::kernel_runs(&tar, rounds, LIVE_DISK_BYTES, kernel_runs, beside)?;
         notes.push(format!(
-            "kernel_band_*: the kernel's overhead ratio over {kernel_runs} fresh runs of the workload alone on a real /dev/zram (lz4, this kernel's zsmalloc; ext4, mount -o discard; {rounds} rounds of {}), min, max and mean per step; in_kernel_band: the row's overhead_ratio within [min - {tolerance}, max + {tolerance}]; the runs took {} s",
+            "kernel_band_*: the kernel's overhead ratio over {kernel_runs} fresh runs of the workload on a real /dev/zram (lz4, this kernel's zsmalloc; ext4, mount -o discard; {rounds} rounds of {}), {}, min, max and mean per step; in_kernel_band: the row's overhead_ratio within [min - {tolerance}, max + {tolerance}]; the runs took {} s",
             corpus_path(options).display(),
+            if beside {
+                "each beside a fresh served pageframe zram as in the recording"
+            } else {
+                "each alone"
+            },
             runs.iter()
                 .map(|run| format!("{:.0}", run.seconds))
                 .collect::<Vec<_>>()

@@ -239,6 +239,44 @@ fn run_series(
     Ok(())
 }
 
+/// A scratch directory, removed (when empty) on drop: declared before
+/// the mounts in it, so it goes after them.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        Scratch(std::env::temp_dir().join(format!("{name}-{}", std::process::id())))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A served pageframe zram as the live runs use it: zsmalloc chain 8, lz4,
+/// direct I/O, FUSE on `mountpoint`.
+fn serve(disk_bytes: u64, mountpoint: PathBuf) -> Result<ZramServer, ExperimentError> {
+    ZramServer::start(ServeConfig {
+        device: DeviceConfig {
+            backend: Backend::Zsmalloc { chain_size: 8 },
+            compressor: Compressor::Lz4,
+            disk_bytes,
+            memory_bytes: 0,
+        },
+        mountpoint,
+        io: LoopIo::Direct,
+        // One FUSE thread: each request's pages are stored in order, as
+        // zram stores a bio's pages one after the other in the submitter's
+        // context (zram_bio_write()). With two, the pages of two requests
+        // of one writeback interleave page by page, which real zram does
+        // not see.
+        threads: 1,
+    })
+    .map_err(failed)
+}
+
 /// Runs the workload live and writes the trace; returns the served
 /// device's own mm_stat at every step (the replay of chain 8 with lz4 must
 /// give the same).
@@ -249,30 +287,14 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Vec<MmStat>, Experime
         )));
     }
     let signals = SignalFlag::install();
-    let scratch = std::env::temp_dir().join(format!("pageframe-zram-untar-{}", std::process::id()));
-    let server = ZramServer::start(ServeConfig {
-        device: DeviceConfig {
-            backend: Backend::Zsmalloc { chain_size: 8 },
-            compressor: Compressor::Lz4,
-            disk_bytes: options.disk_bytes,
-            memory_bytes: 0,
-        },
-        mountpoint: scratch.join("fuse"),
-        io: LoopIo::Direct,
-        // One FUSE thread: each request's pages are stored in order, as
-        // zram stores a bio's pages one after the other in the submitter's
-        // context (zram_bio_write()). With two, the pages of two requests
-        // of one writeback interleave page by page, which real zram does
-        // not see.
-        threads: 1,
-    })
-    .map_err(failed)?;
+    let scratch = Scratch::new("pageframe-zram-untar");
+    let server = serve(options.disk_bytes, scratch.0.join("fuse"))?;
     let real = RealZram::create(options.disk_bytes, "lz4").map_err(failed)?;
     let writer = TraceWriter::create(&options.trace, TRACE_LEVEL)
         .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
     server.device().set_trace(Some(writer));
-    let ours = Ext4Mount::make(server.block_device(), scratch.join("pageframe"))?;
-    let theirs = Ext4Mount::make(&real.device(), scratch.join("kernel"))?;
+    let ours = Ext4Mount::make(server.block_device(), scratch.0.join("pageframe"))?;
+    let theirs = Ext4Mount::make(&real.device(), scratch.0.join("kernel"))?;
     let dirs = [ours.dir.as_path(), theirs.dir.as_path()];
     let mut served = Vec::new();
     run_series(tar, &dirs, options.rounds, &signals, |round, label| {
@@ -307,7 +329,6 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Vec<MmStat>, Experime
             .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
     }
     server.stop().map_err(failed)?;
-    let _ = std::fs::remove_dir(&scratch);
     Ok(served)
 }
 
@@ -319,57 +340,91 @@ pub struct KernelRun {
     pub steps: Vec<KernelStep>,
 }
 
-/// Runs the workload `runs` times, each alone on a fresh real /dev/zram
-/// (lz4) of `disk_bytes` with a fresh ext4 (`mount -o discard`), the same
-/// steps and settling as [`record`]; the kernel's overhead ratio after
-/// every step of every run. Each run's device and mount are gone before
-/// the next starts, and on error or Ctrl-C.
+/// Runs the workload `runs` times on a fresh real /dev/zram (lz4) of
+/// `disk_bytes` with a fresh ext4 (`mount -o discard`), the same steps and
+/// settling as [`record`] — `beside` a fresh served pageframe zram at the
+/// same time as [`record`] runs it (the recording's conditions: two
+/// untars at once), or alone; the kernel's overhead ratio after every step
+/// of every run. Each run's devices and mounts are gone before the next
+/// starts, and on error or Ctrl-C.
 pub fn kernel_runs(
     tar: &[u8],
     rounds: u32,
     disk_bytes: u64,
     runs: usize,
+    beside: bool,
 ) -> Result<Vec<KernelRun>, ExperimentError> {
-    // SAFETY: geteuid() has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control").exists() {
-        return Err(failed(
-            "kernel_runs runs the workload on real /dev/zram devices: needs root and zram (/sys/class/zram-control)",
-        ));
+    let unsupported = if beside {
+        zram_serve::unsupported_reason()
+    } else {
+        // SAFETY: geteuid() has no preconditions.
+        (unsafe { libc::geteuid() } != 0).then(|| "not root".to_string())
+    };
+    if let Some(reason) = unsupported.or_else(|| {
+        (!Path::new("/sys/class/zram-control").exists())
+            .then(|| "no zram (/sys/class/zram-control)".to_string())
+    }) {
+        return Err(failed(format!(
+            "kernel_runs runs the workload on real /dev/zram devices: {reason}"
+        )));
     }
     let signals = SignalFlag::install();
     let mut done = Vec::with_capacity(runs);
     for run in 0..runs {
         let started = std::time::Instant::now();
-        // The mount's own directory, removed when it drops.
-        let dir = std::env::temp_dir().join(format!(
-            "pageframe-zram-untar-kernel-{}-{run}",
-            std::process::id()
-        ));
+        let scratch = Scratch::new(&format!("pageframe-zram-untar-kernel-{run}"));
+        let server = match beside {
+            true => Some(serve(disk_bytes, scratch.0.join("fuse"))?),
+            false => None,
+        };
         let real = RealZram::create(disk_bytes, "lz4").map_err(failed)?;
-        let mount = Ext4Mount::make(&real.device(), dir)?;
+        let ours = match &server {
+            Some(server) => Some(Ext4Mount::make(
+                server.block_device(),
+                scratch.0.join("pageframe"),
+            )?),
+            None => None,
+        };
+        let theirs = Ext4Mount::make(&real.device(), scratch.0.join("kernel"))?;
+        let dirs: Vec<&Path> = ours
+            .iter()
+            .chain(std::iter::once(&theirs))
+            .map(|mount| mount.dir.as_path())
+            .collect();
+        let mut devices: Vec<PathBuf> = server
+            .iter()
+            .map(|server| server.block_device().to_path_buf())
+            .collect();
+        devices.push(real.device());
+        let devices: Vec<&Path> = devices.iter().map(PathBuf::as_path).collect();
         let mut steps = Vec::new();
-        run_series(
-            tar,
-            &[mount.dir.as_path()],
-            rounds,
-            &signals,
-            |round, label| {
-                settle(
-                    &[&real.device()],
-                    || vec![real.mm_stat().map_or(0, |stat| stat.orig)],
-                    &signals,
-                );
-                let stat = real.mm_stat().map_err(failed)?;
-                steps.push(KernelStep {
-                    round,
-                    label,
-                    ratio: kernel_ratio(&stat),
-                });
-                Ok(())
-            },
-        )?;
-        drop(mount);
+        run_series(tar, &dirs, rounds, &signals, |round, label| {
+            settle(
+                &devices,
+                || {
+                    let mut stored: Vec<u64> = server
+                        .iter()
+                        .map(|server| server.device().mm_stat().orig_data_size)
+                        .collect();
+                    stored.push(real.mm_stat().map_or(0, |stat| stat.orig));
+                    stored
+                },
+                &signals,
+            );
+            let stat = real.mm_stat().map_err(failed)?;
+            steps.push(KernelStep {
+                round,
+                label,
+                ratio: kernel_ratio(&stat),
+            });
+            Ok(())
+        })?;
+        drop(theirs);
+        drop(ours);
         drop(real);
+        if let Some(server) = server {
+            server.stop().map_err(failed)?;
+        }
         done.push(KernelRun {
             seconds: started.elapsed().as_secs_f64(),
             steps,

@@ -486,6 +486,12 @@ impl Experiment for ZramUntar {
                 0,
                 20,
             ),
+            Param::choice(
+                "kernel_runs_with",
+                "What runs beside the real /dev/zram in the kernel_runs: served (a fresh served pageframe zram receiving the same workload at once, the recording's conditions) or alone",
+                "served",
+                &["served", "alone"],
+            ),
             Param::int(
                 "rounds",
                 "Untar-and-remove rounds (the document: 10)",
