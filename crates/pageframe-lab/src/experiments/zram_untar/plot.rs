@@ -79,6 +79,20 @@ pub fn plots(report: &Report) -> Vec<Plot> {
                 colour: Some(allocators.len() + 2),
             });
         }
+        // The kernel's band over `kernel_runs`, when measured.
+        let band_min: Column = |row| row.kernel_band.as_ref().map(|band| band.kernel_band_min);
+        let band_max: Column = |row| row.kernel_band.as_ref().map(|band| band.kernel_band_max);
+        for (name, column) in [("min", band_min), ("max", band_max)] {
+            let band = points(&rows, first, column);
+            if !band.is_empty() {
+                series.push(Series {
+                    name: format!("this kernel's zram over kernel_runs: {name}"),
+                    points: band,
+                    reference: false,
+                    colour: Some(allocators.len() + 3),
+                });
+            }
+        }
     }
     // The document's figures, once per allocator kind.
     let zsmalloc = allocators.iter().find(|name| name.starts_with("zsmalloc"));
@@ -120,7 +134,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     vec![Plot {
         name: "overhead-ratio".into(),
         title: "Overhead ratio per step and round, per allocator".into(),
-        caption: "(used − compressed) / compressed after each step: untar, then rm drivers, arch, fs, sound, include, round after round; afmalloc's real overhead counts only its metadata and chunk rounding; with a block trace, the real kernel's zram measured in the same run. Dashed: the afmalloc document's figures where it prints them.".into(),
+        caption: "(used − compressed) / compressed after each step: untar, then rm drivers, arch, fs, sound, include, round after round; afmalloc's real overhead counts only its metadata and chunk rounding; with a block trace, the real kernel's zram measured in the same run, and with kernel_runs the least and greatest of the kernel's own runs. Dashed: the afmalloc document's figures where it prints them.".into(),
         value_label: "overhead (% of compressed size)".into(),
         kind: PlotKind::Lines {
             x_label: "step (6 per round)".into(),
@@ -194,5 +208,41 @@ mod tests {
         assert!(series
             .iter()
             .any(|line| line.reference && !line.points.is_empty()));
+        assert!(!series.iter().any(|line| line.name.contains("kernel_runs")));
+    }
+
+    #[test]
+    fn the_kernel_band_is_drawn_when_measured() {
+        let mut rows = Vec::new();
+        for (at, name) in ["untar", "rm drivers"].iter().enumerate() {
+            let mut row: ReplayRow = step(1, name, at as f64, None).to_typed().unwrap();
+            row.kernel_band = Some(super::super::rows::KernelBandColumns {
+                kernel_band_min: 1.0 + at as f64,
+                kernel_band_max: 3.0 + at as f64,
+                kernel_band_mean: 2.0 + at as f64,
+                in_kernel_band: true,
+                kernel_replay_in_kernel_band: None,
+            });
+            rows.push(Row::from_typed(&row).unwrap());
+        }
+        let report = Report {
+            experiment: "zram-untar".into(),
+            seed: 1,
+            scale: "quick".into(),
+            rows,
+            notes: Vec::new(),
+        };
+        let plots = plots(&report);
+        let PlotKind::Lines { series, .. } = &plots[0].kind else {
+            panic!("lines expected");
+        };
+        let band = |name: &str| {
+            series
+                .iter()
+                .find(|line| line.name.ends_with(name))
+                .map(|line| line.points.clone())
+        };
+        assert_eq!(band("kernel_runs: min"), Some(vec![(1.0, 1.0), (2.0, 2.0)]));
+        assert_eq!(band("kernel_runs: max"), Some(vec![(1.0, 3.0), (2.0, 4.0)]));
     }
 }
