@@ -1,22 +1,24 @@
 //! Probes through the reclaim layer (`pageframe::reclaim`): the aging
-//! workload of shuffle-cache (reads of a data set twice the memory, logs,
-//! helper processes, kswapd and direct reclaim), repeated benchmark runs of
-//! a heap 3x a direct-mapped memory-side cache on a machine 8x the cache,
-//! varied in what the issue left unprobed:
+//! workload of shuffle-cache (`AgingWorkload`: reads of a data set twice
+//! the memory, logs, helper processes, kswapd and direct reclaim), repeated
+//! benchmark runs of a heap 3x a direct-mapped memory-side cache on a
+//! machine 8x the cache, the heap pre-touched by the probe (the workload's
+//! `benchmark_run_with` hook), varied in what the issue left unprobed:
 //!
 //! - several CPUs pre-touching the heap at once, as a JVM's parallel
 //!   pre-touch does: threads claim chunks of the heap in address order and
 //!   fault them page by page, interleaved; each CPU's pcp list is refilled
 //!   in batches from the buddy (`rmqueue_bulk()`), so each thread's chunks
-//!   get runs of contiguous frames; the run's other work then runs on all
-//!   CPUs in turn;
+//!   get runs of contiguous frames; the run's other work then rotates over
+//!   the threads' CPUs (the workload's `work_cpus`);
 //! - a file read on another CPU while the heap is pre-touched: the two
 //!   CPUs' pcp refills alternate, the case `zone_batchsize()` clamps the
 //!   batch to 2^n - 1 for (a power-of-two batch would give each task half
 //!   the colours);
-//! - a hot file that stays resident: a slice of it is re-read after every
-//!   data-set read, so its pages are activated and stay on the active file
-//!   list while the data set cycles through the inactive one;
+//! - a hot file that stays resident (the workload's `hot_file_pages`): a
+//!   slice of it is re-read after every data-set read, so its pages are
+//!   activated and stay on the active file list while the data set cycles
+//!   through the inactive one;
 //! - a generational heap: the classes in contiguous virtual ranges, hot
 //!   first (a young generation touched first), instead of hashed pages;
 //!   with the default mix, and with a hot tenth of the heap taking 85% of
