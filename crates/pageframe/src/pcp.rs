@@ -60,18 +60,24 @@ impl PcpIndex {
     /// The first list, where a full drain starts its round robin.
     pub(crate) const FIRST: PcpIndex = PcpIndex::at(0);
 
-    /// Callers compute `pindex` below [`NR_PCP_LISTS`] by construction
-    /// (checked in debug builds; indexing the lists stays checked anyway).
+    /// The index `pindex`, which callers compute below [`NR_PCP_LISTS`]
+    /// by construction; the check (folded away where the compiler sees
+    /// the bound, as for the order-0 lists) is what makes [`Self::index`]
+    /// need none.
     #[inline(always)]
     const fn at(pindex: usize) -> PcpIndex {
-        debug_assert!(pindex < NR_PCP_LISTS);
+        assert!(pindex < NR_PCP_LISTS, "pcp list index out of range");
         PcpIndex(pindex as u8)
     }
 
-    /// The position in the list array.
+    /// The position in the list array, which indexing then trusts.
     #[inline(always)]
     fn index(self) -> usize {
-        self.0 as usize
+        let at = self.0 as usize;
+        // SAFETY: every PcpIndex is made by `at()` (the field is private to
+        // this module), which asserts this bound.
+        unsafe { std::hint::assert_unchecked(at < NR_PCP_LISTS) };
+        at
     }
 }
 

@@ -1,22 +1,24 @@
 //! Probes through the reclaim layer (`pageframe::reclaim`): the aging
-//! workload of shuffle-cache (reads of a data set twice the memory, logs,
-//! helper processes, kswapd and direct reclaim), repeated benchmark runs of
-//! a heap 3x a direct-mapped memory-side cache on a machine 8x the cache,
-//! varied in what the issue left unprobed:
+//! workload of shuffle-cache (`AgingWorkload`: reads of a data set twice
+//! the memory, logs, helper processes, kswapd and direct reclaim), repeated
+//! benchmark runs of a heap 3x a direct-mapped memory-side cache on a
+//! machine 8x the cache, the heap pre-touched by the probe (the workload's
+//! `benchmark_run_with` hook), varied in what the issue left unprobed:
 //!
 //! - several CPUs pre-touching the heap at once, as a JVM's parallel
 //!   pre-touch does: threads claim chunks of the heap in address order and
 //!   fault them page by page, interleaved; each CPU's pcp list is refilled
 //!   in batches from the buddy (`rmqueue_bulk()`), so each thread's chunks
-//!   get runs of contiguous frames; the run's other work then runs on all
-//!   CPUs in turn;
+//!   get runs of contiguous frames; the run's other work then rotates over
+//!   the threads' CPUs (the workload's `work_cpus`);
 //! - a file read on another CPU while the heap is pre-touched: the two
 //!   CPUs' pcp refills alternate, the case `zone_batchsize()` clamps the
 //!   batch to 2^n - 1 for (a power-of-two batch would give each task half
 //!   the colours);
-//! - a hot file that stays resident: a slice of it is re-read after every
-//!   data-set read, so its pages are activated and stay on the active file
-//!   list while the data set cycles through the inactive one;
+//! - a hot file that stays resident (the workload's `hot_file_pages`): a
+//!   slice of it is re-read after every data-set read, so its pages are
+//!   activated and stay on the active file list while the data set cycles
+//!   through the inactive one;
 //! - a generational heap: the classes in contiguous virtual ranges, hot
 //!   first (a young generation touched first), instead of hashed pages;
 //!   with the default mix, and with a hot tenth of the heap taking 85% of
@@ -34,7 +36,7 @@
 //! `Active(file)` pages and the hot file's cached pages at the end.
 
 use pageframe::machine::{apply_cmdline, MemorySideCache};
-use pageframe::reclaim::{FileId, Mm, MmConfig, Pid};
+use pageframe::reclaim::{AgingConfig, AgingWorkload, FileId, Mm, MmError, Pid};
 use pageframe::{AllocOptions, CpuId, LocalPageAllocator, MachineDesc, MachineRng};
 use pageframe_lab::cache_model::{colour_bit_bias, colour_sharers, random_colour_sharers};
 use pageframe_lab::workloads::heap::{conflict_rate, ClassLayout, HeapMix};
@@ -196,39 +198,30 @@ impl Geometry {
     }
 }
 
-/// The machine under the workload: its reclaim layer and files.
-struct Workload<'a> {
-    mm: Mm<'a>,
+/// The heap's pre-touch as a probe varies it (the hook of
+/// `AgingWorkload::benchmark_run_with`), and the concurrent reader's place
+/// in the data set.
+struct Pretouch {
     probe: MmProbe,
-    cpus: u16,
+    heap_pages: u64,
+    /// Pages faulted between kswapd runs (the workload's chunk).
+    kswapd_every: u64,
     dataset: Vec<FileId>,
     file_pages: u64,
-    chunk: u64,
-    logs: Vec<FileId>,
-    hot: Option<(FileId, u64)>,
-    hot_cursor: u64,
+    page_bytes: u64,
     /// The concurrent reader's next page in the data set.
     reader_cursor: u64,
-    rng: MachineRng,
-    page_bytes: u64,
 }
 
-impl Workload<'_> {
-    fn cpu(&self, turn: u64) -> CpuId {
-        if self.probe.threads > 1 {
-            CpuId((turn % self.cpus as u64) as u16)
-        } else {
-            CpuId(0)
-        }
-    }
-
-    /// Pre-touches `heap_pages` by the probe's threads; the heap's
-    /// processes (one per thread) and its PFNs in virtual order.
-    fn pretouch(&mut self, heap_pages: u64) -> (Vec<Pid>, Vec<u64>) {
+impl Pretouch {
+    /// Pre-touches the heap by the probe's threads; the heap's processes,
+    /// one per thread.
+    fn run(&mut self, mm: &mut Mm<'_>) -> Result<Vec<Pid>, MmError> {
         let threads = self.probe.threads as usize;
-        let pids: Vec<Pid> = (0..threads)
-            .map(|t| self.mm.spawn(CpuId(t as u16)).expect("spawn"))
-            .collect();
+        let pids = (0..threads)
+            .map(|t| mm.spawn(CpuId(t as u16)))
+            .collect::<Result<Vec<Pid>, MmError>>()?;
+        let heap_pages = self.heap_pages;
         let chunk = self.probe.pretouch_chunk.min(heap_pages);
         let mut next = 0u64;
         let mut cursor: Vec<Option<(u64, u64)>> = vec![None; threads];
@@ -241,29 +234,24 @@ impl Workload<'_> {
                 }
                 let Some((at, end)) = cursor[t] else { continue };
                 let count = self.probe.grain.min(end - at);
-                self.mm.touch(pids[t], at, count).expect("heap fault");
+                mm.touch(pids[t], at, count)?;
                 cursor[t] = (at + count < end).then_some((at + count, end));
                 (since_kswapd, done) = (since_kswapd + count, done + count);
                 if self.probe.concurrent_reader {
-                    self.read_along(count);
+                    self.read_along(mm, count)?;
                 }
-                if since_kswapd >= self.chunk {
-                    self.mm.kswapd_run_all().expect("kswapd");
+                if since_kswapd >= self.kswapd_every {
+                    mm.kswapd_run_all()?;
                     since_kswapd = 0;
                 }
             }
         }
-        let mut pages: Vec<(u64, u64)> = pids
-            .iter()
-            .flat_map(|&pid| self.mm.process_pages(pid).expect("pages"))
-            .collect();
-        pages.sort_unstable();
-        (pids, pages.into_iter().map(|(_, pfn)| pfn).collect())
+        Ok(pids)
     }
 
     /// The concurrent reader: the next `pages` of the data set, read in
     /// order on the CPU after the heap's threads.
-    fn read_along(&mut self, pages: u64) {
+    fn read_along(&mut self, mm: &mut Mm<'_>, pages: u64) -> Result<(), MmError> {
         let cpu = CpuId(self.probe.threads);
         let at = self.reader_cursor % (self.file_pages * self.dataset.len() as u64);
         let (file, page) = (
@@ -271,52 +259,9 @@ impl Workload<'_> {
             at % self.file_pages,
         );
         let pages = pages.min(self.file_pages - page);
-        self.mm
-            .read(cpu, file, page * self.page_bytes, pages * self.page_bytes)
-            .expect("reader");
+        mm.read(cpu, file, page * self.page_bytes, pages * self.page_bytes)?;
         self.reader_cursor = at + pages;
-    }
-
-    /// The run's work, as the reclaim layer's aging workload does it, plus
-    /// a slice of the hot file re-read after every data-set read.
-    fn work(&mut self, memory_pages: u64) {
-        let log = self.mm.create_file();
-        self.logs.push(log);
-        let chunks = memory_pages.div_ceil(self.chunk);
-        let log_per_chunk = (memory_pages / 64).div_ceil(chunks);
-        for turn in 0..chunks {
-            let cpu = self.cpu(turn);
-            let file = self.dataset[self.rng.below(self.dataset.len() as u64) as usize];
-            let start = self.rng.below(self.file_pages - self.chunk + 1);
-            let bytes = self.chunk * self.page_bytes;
-            self.mm
-                .read(cpu, file, start * self.page_bytes, bytes)
-                .expect("read");
-            if let Some((hot, pages)) = self.hot {
-                let slice = (pages / 16).max(1);
-                let at = self.hot_cursor % pages;
-                self.mm
-                    .read(cpu, hot, at * self.page_bytes, slice * self.page_bytes)
-                    .expect("hot read");
-                self.hot_cursor = at + slice;
-            }
-            let end = self.mm.file_size(log).expect("log");
-            self.mm
-                .write(cpu, log, end, log_per_chunk * self.page_bytes)
-                .expect("log write");
-            let helper = self.mm.spawn(cpu).expect("spawn");
-            self.mm
-                .touch(helper, 0, (self.chunk / 4).max(1))
-                .expect("helper");
-            self.mm.exit(helper).expect("exit");
-            self.mm.kswapd_run_all().expect("kswapd");
-        }
-        self.mm.sync();
-        while self.logs.len() > 4 {
-            let oldest = self.logs.remove(0);
-            self.mm.delete_file(CpuId(0), oldest).expect("rotate");
-        }
-        self.mm.kswapd_run_all().expect("kswapd");
+        Ok(())
     }
 }
 
@@ -342,47 +287,33 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
         page_shift,
     };
     let heap_pages = 3 * cache_pages;
-    let mut mm = Mm::new(&allocator, MmConfig::default());
-    let page_bytes = 1u64 << page_shift;
-    let file_pages = 2 * memory_pages / 16;
-    let mut dataset = Vec::new();
-    for _ in 0..16 {
-        let file = mm.create_file();
-        mm.truncate(CpuId(0), file, (file_pages * page_bytes) as i64)
-            .expect("size");
-        dataset.push(file);
-    }
-    let hot = (probe.hot_file_eighths > 0).then(|| {
-        let pages = cache_pages * probe.hot_file_eighths / 8;
-        let file = mm.create_file();
-        mm.truncate(CpuId(0), file, (pages * page_bytes) as i64)
-            .expect("size");
-        (file, pages)
-    });
-    let mut workload = Workload {
-        mm,
-        probe,
-        cpus,
-        dataset,
-        file_pages,
-        chunk: file_pages / 64,
-        logs: Vec::new(),
-        hot,
-        hot_cursor: 0,
-        reader_cursor: 0,
-        rng: MachineRng::new(seed ^ 0xa9e),
-        page_bytes,
+    // The heap's threads' CPUs take the run's work in turn.
+    let config = AgingConfig {
+        work_cpus: probe.threads,
+        hot_file_pages: cache_pages * probe.hot_file_eighths / 8,
+        ..AgingConfig::for_machine(heap_pages, memory_pages, CpuId(0))
     };
-    let mut samples = Vec::new();
-    for _ in 0..RUNS {
-        let (pids, pfns) = workload.pretouch(heap_pages);
-        samples.push(geometry.measure(&pfns, probe.mix, seed));
-        for pid in pids {
-            workload.mm.exit(pid).expect("exit");
-        }
-        workload.work(memory_pages);
-    }
-    workload.mm.check_invariants().expect("invariants");
+    let mut workload = AgingWorkload::new(&allocator, config, seed ^ 0xa9e).expect("workload");
+    let mut pretouch = Pretouch {
+        probe,
+        heap_pages,
+        kswapd_every: config.chunk_pages,
+        dataset: workload.dataset().to_vec(),
+        file_pages: config.dataset_file_pages,
+        page_bytes: 1 << page_shift,
+        reader_cursor: 0,
+    };
+    let samples: Vec<Sample> = (0..RUNS)
+        .map(|_| {
+            workload
+                .benchmark_run_with(
+                    |mm| pretouch.run(mm),
+                    |pfns| geometry.measure(pfns, probe.mix, seed),
+                )
+                .expect("benchmark run")
+        })
+        .collect();
+    workload.mm().check_invariants().expect("invariants");
     let aged = &samples[RUNS as usize / 2..];
     let mean = |f: fn(&Sample) -> f64| aged.iter().map(f).sum::<f64>() / aged.len() as f64;
     let max_bias = aged.iter().map(|s| s.bias).fold(0.0, f64::max);
@@ -393,9 +324,9 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
         })
         .collect();
     let random_rate = random.iter().map(|s| s.rate).sum::<f64>() / random.len() as f64;
-    let active_file = workload.mm.meminfo().active_file;
-    let hot_cached = workload.hot.map_or(0, |(file, _)| {
-        workload.mm.file_pages(file).expect("hot file").len()
+    let active_file = workload.mm().meminfo().active_file;
+    let hot_cached = workload.hot_file().map_or(0, |file| {
+        workload.mm().file_pages(file).expect("hot file").len()
     });
     println!(
         "{:<44} shuffle={} seed {seed}: fresh {:.3}/{:.2}  aged {:.3}/{:.2} bias {max_bias:.3}  random {random_rate:.3}/{:.2}  active(file) {active_file} hot cached {hot_cached}",

@@ -10,8 +10,8 @@
 //! and then fails. `__GFP_NOFAIL` therefore fails too, rather than loop forever.
 
 use super::error::AllocError;
-use super::events::VmEvent;
-use super::{CpuSlot, PageAllocator, ZoneSlot};
+use super::events::{VmEvent, ZoneCounters};
+use super::{CpuSlot, PageAllocator, ZoneOnCpu, ZoneSlot};
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{FrameIdx, PageInfo, PageState};
@@ -20,7 +20,6 @@ use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx, ZoneType};
 use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
-use std::sync::atomic::Ordering;
 
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
@@ -62,7 +61,9 @@ impl<L: LockFamily> PageAllocator<L> {
                 max: self.layout.max_order,
             });
         }
-        if preferred.index() >= self.layout.nodes.len() {
+        // One zonelist per node: checking against the lists' length lets the
+        // fast path index them without a second check.
+        if preferred.index() >= self.zonelists.len() {
             return Err(AllocError::NoSuchNode(preferred));
         }
         if cpu.index() >= self.cpus.len() {
@@ -108,8 +109,29 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Allocates a block of `order` on `cpu`. mirrors __alloc_pages().
+    /// Order 0 gets its own copy of the path, compiled with the order
+    /// known, so that the order arithmetic of the general path (list
+    /// index, page counts, the order checks) folds away for the most
+    /// common request; both copies decide identically.
     #[inline(always)]
     pub(crate) fn alloc_pages_on(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        order: Order,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+    ) -> Result<FrameIdx, AllocError> {
+        if order == Order(0) {
+            self.alloc_pages_of(cpu, gfp, Order(0), preferred, nodemask)
+        } else {
+            self.alloc_pages_of(cpu, gfp, order, preferred, nodemask)
+        }
+    }
+
+    /// The body of [`Self::alloc_pages_on`].
+    #[inline(always)]
+    fn alloc_pages_of(
         &self,
         cpu: CpuId,
         gfp: Gfp,
@@ -213,13 +235,18 @@ impl<L: LockFamily> PageAllocator<L> {
         let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
         let zone = self.zonelists[preferred.index()]
             .first_eligible(request.this_node, request.highest_zone)?;
-        let slot = &self.zones[zone.index()];
         let cpu_slot = &self.cpus[cpu.index()];
+        // SAFETY: `zone` comes from a zonelist.
+        let ZoneOnCpu {
+            slot,
+            cpu: cpu_zone,
+            ..
+        } = unsafe { self.zone_on_cpu(cpu_slot, zone) };
         let flags = gfp.fastpath_alloc_flags() | nofragment_flag(slot);
-        if !self.zone_watermark_passes(zone, order, request.highest_zone, flags) {
+        if !self.zone_watermark_passes(zone, slot, order, request.highest_zone, flags) {
             return None;
         }
-        let mut pcp = L::try_lock(&cpu_slot.pcp[zone.index()])?;
+        let mut pcp = L::try_lock(&cpu_zone.pcp)?;
         if pcp.list_is_empty(list) {
             return None;
         }
@@ -232,7 +259,7 @@ impl<L: LockFamily> PageAllocator<L> {
         );
         if self.options.vm_events {
             // The preferred zone itself: a NUMA hit (zone_statistics()).
-            count_alloc_events(cpu_slot, zone, slot.node, order.nr_pages(), 1);
+            count_alloc_events(cpu_slot, &cpu_zone.events, slot.node, order.nr_pages(), 1);
         }
         Some(pfn)
     }
@@ -240,7 +267,9 @@ impl<L: LockFamily> PageAllocator<L> {
     #[inline]
     pub(crate) fn count_event(&self, cpu: CpuId, zone: ZoneIdx, event: VmEvent, delta: u64) {
         if self.options.vm_events {
-            self.cpus[cpu.index()].events.add(zone, event, delta);
+            self.cpus[cpu.index()].zones[zone.index()]
+                .events
+                .add(event, delta);
         }
     }
 
@@ -261,7 +290,8 @@ impl<L: LockFamily> PageAllocator<L> {
         let cpu_slot = &self.cpus[cpu.index()];
         let node = self.zones[zone.index()].node;
         if zone == preferred_zone || node == self.zones[preferred_zone.index()].node {
-            count_alloc_events(cpu_slot, zone, node, pages, calls);
+            let counters = &cpu_slot.zones[zone.index()].events;
+            count_alloc_events(cpu_slot, counters, node, pages, calls);
         } else {
             self.account_numa_miss(cpu, preferred_zone, zone, pages, calls);
         }
@@ -281,13 +311,13 @@ impl<L: LockFamily> PageAllocator<L> {
     ) {
         let cpu_slot = &self.cpus[cpu.index()];
         let node = self.zones[zone.index()].node;
-        let counters = cpu_slot.events.zone(zone);
+        let counters = &cpu_slot.zones[zone.index()].events;
         counters.add(VmEvent::Pgalloc, pages);
         counters.add(VmEvent::NumaMiss, calls);
         counters.add(local_or_other(cpu_slot, node), calls);
-        cpu_slot
+        cpu_slot.zones[preferred_zone.index()]
             .events
-            .add(preferred_zone, VmEvent::NumaForeign, calls);
+            .add(VmEvent::NumaForeign, calls);
     }
 
     /// mirrors alloc_flags_nofragment(), decided per zone at boot.
@@ -305,19 +335,19 @@ impl<L: LockFamily> PageAllocator<L> {
     fn zone_watermark_passes(
         &self,
         zone: ZoneIdx,
+        slot: &ZoneSlot<L>,
         order: Order,
         highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
-        let slot = &self.zones[zone.index()];
-        if !slot.below_high.load(Ordering::Relaxed) {
+        if !slot.flags.below_high() {
             let high = slot.watermarks.high + slot.watermark_boost.get();
-            if self.zone_watermark_ok(zone, order, high, highest_zone, flags) {
+            if self.zone_watermark_ok(zone, slot, order, high, highest_zone, flags) {
                 return true;
             }
-            slot.below_high.store(true, Ordering::Relaxed);
+            slot.flags.set_below_high(true);
         }
-        self.zone_watermark_fast(zone, order, 0, highest_zone, flags)
+        self.zone_watermark_fast(zone, slot, order, 0, highest_zone, flags)
     }
 
     /// zone_watermark_fast() at the watermark `flags` name as wmark_pages()
@@ -328,23 +358,23 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn zone_watermark_fast(
         &self,
         zone: ZoneIdx,
+        slot: &ZoneSlot<L>,
         order: Order,
         extra: u64,
         highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
-        let slot = &self.zones[zone.index()];
         let index = flags.watermark_index();
         let mark = slot.watermarks.get(index) + extra;
         let boost = slot.watermark_boost.get();
-        if self.zone_watermark_ok(zone, order, mark + boost, highest_zone, flags) {
+        if self.zone_watermark_ok(zone, slot, order, mark + boost, highest_zone, flags) {
             return true;
         }
         order == Order(0)
             && boost > 0
             && index == 0
             && flags.contains(AllocFlags::MIN_RESERVE)
-            && self.zone_watermark_ok(zone, order, mark, highest_zone, flags)
+            && self.zone_watermark_ok(zone, slot, order, mark, highest_zone, flags)
     }
 
     /// mirrors zone_watermark_fast() at a given mark: for order 0, free
@@ -354,12 +384,12 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn zone_watermark_ok(
         &self,
         zone: ZoneIdx,
+        slot: &ZoneSlot<L>,
         order: Order,
         mark: u64,
         highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
-        let slot = &self.zones[zone.index()];
         let free_pages = slot.free_pages.get();
         let reserved_highatomic = slot.reserved_highatomic.get();
         let lowmem_reserve = slot.lowmem_reserve[highest_zone.index()];
@@ -430,7 +460,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     flags.remove(AllocFlags::NOFRAGMENT);
                     continue 'retry;
                 }
-                if !self.zone_watermark_passes(zone, order, ac.highest_zone, flags)
+                if !self.zone_watermark_passes(zone, slot, order, ac.highest_zone, flags)
                     && !flags.contains(AllocFlags::NO_WATERMARKS)
                 {
                     continue;
@@ -495,7 +525,7 @@ impl<L: LockFamily> PageAllocator<L> {
         list: PcpList,
         flags: AllocFlags,
     ) -> Option<FrameIdx> {
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].zones[zone.index()].pcp) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };
@@ -535,7 +565,7 @@ impl<L: LockFamily> PageAllocator<L> {
             recorded,
             ..
         } = list;
-        let below_high = self.zones[zone.index()].below_high.load(Ordering::Relaxed);
+        let below_high = self.zones[zone.index()].flags.below_high();
         let batch = pcp.refill_count(order, below_high);
         let mut buddy = self.lock_zone(zone);
         let mut mode = RmqueueMode::Normal;
@@ -660,17 +690,16 @@ fn local_or_other<L: LockFamily>(cpu_slot: &CpuSlot<L>, node: NodeId) -> VmEvent
 }
 
 /// The events of an allocation from a zone of the preferred node (a NUMA
-/// hit): `pgalloc`, `numa_hit` and local/other, on `cpu_slot`'s counters of
-/// `zone`, whose node is `node`.
+/// hit): `pgalloc`, `numa_hit` and local/other, on `counters`, `cpu_slot`'s
+/// counters of a zone whose node is `node`.
 #[inline(always)]
 fn count_alloc_events<L: LockFamily>(
     cpu_slot: &CpuSlot<L>,
-    zone: ZoneIdx,
+    counters: &ZoneCounters,
     node: NodeId,
     pages: u64,
     calls: u64,
 ) {
-    let counters = cpu_slot.events.zone(zone);
     counters.add(VmEvent::Pgalloc, pages);
     counters.add(VmEvent::NumaHit, calls);
     counters.add(local_or_other(cpu_slot, node), calls);

@@ -5,8 +5,9 @@
 //! memblock_free_all()/__free_pages_memory().
 
 use super::error::BootError;
-use super::events::CpuEvents;
-use super::{AllocOptions, CpuSlot, PageAllocator, ZoneSlot};
+use super::events::ZoneCounters;
+use super::zone_flags::ZoneFlags;
+use super::{AllocOptions, CpuSlot, CpuZone, PageAllocator, ZoneSlot};
 use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
 use crate::frames::Frames;
 use crate::machine::DescError;
@@ -194,8 +195,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     reserved_highatomic: StatCounter::default(),
                     lock_acquired: StatCounter::default(),
                     lock_contended: StatCounter::default(),
-                    below_high: AtomicBool::new(false),
-                    reclaim_active: AtomicBool::new(false),
+                    flags: ZoneFlags::default(),
                 });
             }
         }
@@ -206,11 +206,13 @@ impl<L: LockFamily> PageAllocator<L> {
             .map(|&node| CpuSlot {
                 node,
                 // High and batch are set by recompute_zone_limits() below.
-                pcp: zones
+                zones: zones
                     .iter()
-                    .map(|_| L::new(PerCpuPages::new(layout.pageblock_order)))
+                    .map(|_| CpuZone {
+                        pcp: L::new(PerCpuPages::new(layout.pageblock_order)),
+                        events: ZoneCounters::default(),
+                    })
                     .collect(),
-                events: CpuEvents::new(zones.len()),
                 registered: AtomicBool::new(false),
             })
             .collect();

@@ -109,19 +109,19 @@ impl<L: LockFamily> PageAllocator<L> {
         let preferred_node = self.zones[preferred_zone.index()].node;
         let mut chosen = None;
         for zone in ac.eligible(&self.zones) {
-            if self.layout.nodes.len() > 1
-                && zone != preferred_zone
-                && self.zones[zone.index()].node != preferred_node
+            let slot = &self.zones[zone.index()];
+            if self.layout.nodes.len() > 1 && zone != preferred_zone && slot.node != preferred_node
             {
                 break;
             }
-            if self.zone_watermark_fast(zone, Order(0), nr_pages as u64, ac.highest_zone, flags) {
+            let extra = nr_pages as u64;
+            if self.zone_watermark_fast(zone, slot, Order(0), extra, ac.highest_zone, flags) {
                 chosen = Some(zone);
                 break;
             }
         }
         let zone = chosen?;
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].pcp[zone.index()]) else {
+        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].zones[zone.index()].pcp) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };

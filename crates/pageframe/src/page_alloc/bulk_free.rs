@@ -335,17 +335,17 @@ impl<L: LockFamily> PageAllocator<L> {
             locked.release(self, cpu);
             locked.held = Some((
                 key.zone,
-                L::lock(&self.cpus[cpu.index()].pcp[key.zone.index()]).0,
+                L::lock(&self.cpus[cpu.index()].zones[key.zone.index()].pcp).0,
             ));
         }
         let (_, pcp) = locked.held.as_mut().expect("locked above");
         locked.pages += pfns.len() as u64;
         let slot = &self.zones[key.zone.index()];
         while !pfns.is_empty() {
-            pfns = pcp.push_order0_run(list, pfns, slot.pressure());
+            pfns = pcp.push_order0_run(list, pfns, slot.flags.pressure());
             if let Some((&pfn, rest)) = pfns.split_first() {
                 pcp.push(list, pfn);
-                if let Some(nr) = pcp.after_free(Order(0), slot.pressure()) {
+                if let Some(nr) = pcp.after_free(Order(0), slot.flags.pressure()) {
                     self.drain_after_free(pcp, key.zone, nr, list.pindex);
                 }
                 pfns = rest;

@@ -3,7 +3,6 @@
 //! Each CPU's counters have one writer: the owner of the CPU.
 
 use crate::sync::StatCounter;
-use crate::types::ZoneIdx;
 
 /// An event counted per CPU and zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,34 +72,9 @@ impl ZoneCounters {
     pub(crate) fn add(&self, event: VmEvent, delta: u64) {
         self.0[event as usize].add(delta);
     }
-}
-
-/// One CPU's counters, `[zone.index()][event]`.
-pub(crate) struct CpuEvents {
-    counters: Box<[ZoneCounters]>,
-}
-
-impl CpuEvents {
-    pub(crate) fn new(nr_zones: usize) -> CpuEvents {
-        CpuEvents {
-            counters: (0..nr_zones).map(|_| Default::default()).collect(),
-        }
-    }
-
-    /// The counters of one zone.
-    #[inline]
-    pub(crate) fn zone(&self, zone: ZoneIdx) -> &ZoneCounters {
-        &self.counters[zone.index()]
-    }
-
-    /// Adds to a counter. Only the CPU's owner calls this.
-    #[inline]
-    pub(crate) fn add(&self, zone: ZoneIdx, event: VmEvent, delta: u64) {
-        self.counters[zone.index()].add(event, delta);
-    }
 
     /// Reads a counter.
-    pub(crate) fn get(&self, zone: ZoneIdx, event: VmEvent) -> u64 {
-        self.counters[zone.index()].0[event as usize].get()
+    pub(crate) fn get(&self, event: VmEvent) -> u64 {
+        self.0[event as usize].get()
     }
 }

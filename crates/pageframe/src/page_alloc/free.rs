@@ -6,18 +6,19 @@
 
 use super::error::FreeError;
 use super::events::VmEvent;
-use super::{CpuSlot, PageAllocator};
+use super::{PageAllocator, ZoneOnCpu};
+use crate::freetype::FreeType;
 use crate::gfp::AllocFlags;
 use crate::memmap::{FrameIdx, PageInfo, PageRecord, PageState};
 use crate::pageblock::BlockInfo;
 use crate::pcp::{PcpIndex, PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn, ZoneIdx, ZoneType};
-use std::sync::atomic::Ordering;
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees a block of `order` on `cpu` (`__free_pages()`): the checks, then
-    /// the per-CPU lists or the buddy lists. Nothing changes on error.
+    /// the per-CPU lists or the buddy lists. Nothing changes on error. Order
+    /// 0 gets its own copy of the path, as in [`Self::alloc_pages_on`].
     #[inline(always)]
     pub(crate) fn free_pages_on(
         &self,
@@ -25,6 +26,16 @@ impl<L: LockFamily> PageAllocator<L> {
         pfn: Pfn,
         order: Order,
     ) -> Result<(), FreeError> {
+        if order == Order(0) {
+            self.free_pages_of(cpu, pfn, Order(0))
+        } else {
+            self.free_pages_of(cpu, pfn, order)
+        }
+    }
+
+    /// The body of [`Self::free_pages_on`].
+    #[inline(always)]
+    fn free_pages_of(&self, cpu: CpuId, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let (block, record) = self.claim_for_free(pfn, order, false)?;
         self.free_claimed(cpu, pfn, order, block, record);
         Ok(())
@@ -171,15 +182,14 @@ impl<L: LockFamily> PageAllocator<L> {
         block: BlockInfo,
         record: &PageRecord,
     ) {
-        let cpu_slot = &self.cpus[cpu.index()];
+        // SAFETY: `block.zone` comes from a pageblock word.
+        let zone = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], block.zone) };
         if self.options.vm_events {
-            cpu_slot
-                .events
-                .add(block.zone, VmEvent::Pgfree, order.nr_pages());
+            zone.cpu.events.add(VmEvent::Pgfree, order.nr_pages());
         }
         if PerCpuPages::allowed_order(order, self.layout.pageblock_order) {
             let pfn = FrameIdx::covered(pfn);
-            self.free_unref_page(cpu, cpu_slot, block, pfn, record, order);
+            self.free_unref_page(cpu, zone, block.freetype, pfn, record, order);
         } else {
             self.free_one_page(block.zone, FrameIdx::covered(pfn), order);
         }
@@ -197,25 +207,25 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// mirrors free_unref_page(): a contended pcp lock, or a pageblock
-    /// whose freetype has no per-CPU list, sends the page to the buddy lists.
+    /// whose freetype (`block_freetype`) has no per-CPU list, sends the page
+    /// to the buddy lists.
     #[inline(always)]
     fn free_unref_page(
         &self,
         cpu: CpuId,
-        cpu_slot: &CpuSlot<L>,
-        block: BlockInfo,
+        zone: ZoneOnCpu<'_, L>,
+        block_freetype: FreeType,
         pfn: FrameIdx,
         record: &PageRecord,
         order: Order,
     ) {
-        let zone = block.zone;
-        let Some(list) = PcpList::for_free(block.freetype, order) else {
-            self.free_one_page(zone, pfn, order);
+        let Some(list) = PcpList::for_free(block_freetype, order) else {
+            self.free_one_page(zone.index, pfn, order);
             return;
         };
-        let Some(mut pcp) = L::try_lock(&cpu_slot.pcp[zone.index()]) else {
-            self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
-            self.free_one_page(zone, pfn, order);
+        let Some(mut pcp) = L::try_lock(&zone.cpu.pcp) else {
+            self.count_event(cpu, zone.index, VmEvent::PcpTrylockFail, 1);
+            self.free_one_page(zone.index, pfn, order);
             return;
         };
         self.free_unref_page_commit(&mut pcp, zone, pfn, record, order, list);
@@ -229,7 +239,7 @@ impl<L: LockFamily> PageAllocator<L> {
     fn free_unref_page_commit(
         &self,
         pcp: &mut PerCpuPages,
-        zone: ZoneIdx,
+        zone: ZoneOnCpu<'_, L>,
         pfn: FrameIdx,
         record: &PageRecord,
         order: Order,
@@ -237,8 +247,8 @@ impl<L: LockFamily> PageAllocator<L> {
     ) {
         record.set_info(PageInfo::new(PageState::Pcp, order, list.recorded));
         pcp.push(list, pfn);
-        if let Some(nr) = pcp.after_free(order, self.zones[zone.index()].pressure()) {
-            self.drain_after_free(pcp, zone, nr, list.pindex);
+        if let Some(nr) = pcp.after_free(order, zone.slot.flags.pressure()) {
+            self.drain_after_free(pcp, zone.index, nr, list.pindex);
         }
     }
 
@@ -255,16 +265,17 @@ impl<L: LockFamily> PageAllocator<L> {
     ) {
         self.free_pcppages_bulk(pcp, zone, nr, pindex);
         let slot = &self.zones[zone.index()];
-        if slot.below_high.load(Ordering::Relaxed)
+        if slot.flags.below_high()
             && self.zone_watermark_ok(
                 zone,
+                slot,
                 Order(0),
                 slot.watermarks.high,
                 ZoneType::Movable,
                 AllocFlags::empty(),
             )
         {
-            slot.below_high.store(false, Ordering::Relaxed);
+            slot.flags.set_below_high(false);
         }
     }
 
@@ -276,7 +287,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(crate) fn decay_cpu_pcp_high(&self, cpu: usize) -> bool {
         let mut more = false;
         for zone in self.zone_ids() {
-            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone.index()]);
+            let (mut pcp, _) = L::lock(&self.cpus[cpu].zones[zone.index()].pcp);
             let (mut to_drain, decaying) = pcp.decay_high();
             more |= decaying || to_drain > 0;
             let batch = pcp.sizing().batch();
@@ -312,7 +323,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Empties one CPU's lists of every zone. mirrors drain_local_pages().
     pub(crate) fn drain_cpu(&self, cpu: usize) {
         for zone in self.zone_ids() {
-            let (mut pcp, _) = L::lock(&self.cpus[cpu].pcp[zone.index()]);
+            let (mut pcp, _) = L::lock(&self.cpus[cpu].zones[zone.index()].pcp);
             if pcp.count() > 0 {
                 let count = pcp.count();
                 self.free_pcppages_bulk(&mut pcp, zone, count, PcpIndex::FIRST);

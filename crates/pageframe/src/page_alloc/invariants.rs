@@ -16,7 +16,7 @@ impl<L: LockFamily> PageAllocator<L> {
         for (index, zone) in self.zone_ids().zip(self.layout.zones()) {
             let mut pcp_pages = 0u64;
             for cpu in self.cpus.iter() {
-                let (pcp, _) = L::lock(&cpu.pcp[index.index()]);
+                let (pcp, _) = L::lock(&cpu.zones[index.index()].pcp);
                 pcp_pages += pcp.check_invariants(&self.frames)?;
             }
             let (buddy, _) = L::lock(&self.zones[index.index()].buddy);
@@ -80,7 +80,50 @@ impl<L: LockFamily> PageAllocator<L> {
                 )));
             }
         }
+        self.check_zone_indices()?;
         self.check_direct_map()
+    }
+
+    /// Every zone index in a zonelist or a pageblock word names a zone of
+    /// the machine, and every CPU has a state for each zone: what
+    /// [`PageAllocator::zone_on_cpu`] relies on.
+    fn check_zone_indices(&self) -> Result<(), InvariantError> {
+        let nr_zones = self.zones.len();
+        if let Some(cpu) = self.cpus.iter().position(|cpu| cpu.zones.len() != nr_zones) {
+            return Err(InvariantError(format!(
+                "CPU {cpu} has state for {} zones, the machine has {nr_zones}",
+                self.cpus[cpu].zones.len()
+            )));
+        }
+        if self.zonelists.len() != self.layout.nodes.len() {
+            return Err(InvariantError(format!(
+                "{} zonelists for {} nodes",
+                self.zonelists.len(),
+                self.layout.nodes.len()
+            )));
+        }
+        if let Some(zone) = self
+            .zonelists
+            .iter()
+            .flat_map(|lists| lists.indices())
+            .find(|zone| zone.index() >= nr_zones)
+        {
+            return Err(InvariantError(format!(
+                "a zonelist names zone {zone}, the machine has {nr_zones}"
+            )));
+        }
+        let block_order = self.layout.pageblock_order.0;
+        for block in 0..self.frames.blocks.len() as u64 {
+            let pfn = Pfn(block << block_order);
+            if let Some(zone) = self.frames.blocks.zone(pfn) {
+                if zone.index() >= nr_zones {
+                    return Err(InvariantError(format!(
+                        "the pageblock at PFN {pfn} names zone {zone}, the machine has {nr_zones}"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Every page of an unmapped pageblock is absent from the direct map,

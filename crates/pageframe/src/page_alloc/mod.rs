@@ -29,6 +29,7 @@ mod invariants;
 mod resize;
 mod shuffle;
 mod snapshot;
+mod zone_flags;
 mod zonelist;
 
 pub(crate) use boot::nofragment;
@@ -46,14 +47,15 @@ use crate::backing::Backing;
 use crate::frames::{Frames, MetadataCost};
 use crate::freetype::MigrateType;
 use crate::machine::MachineLayout;
-use crate::pcp::{PerCpuPages, ZonePressure};
+use crate::pcp::PerCpuPages;
 use crate::sync::{Local, LockFamily, Shared, StatCounter};
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::watermark::Watermarks;
 use crate::zone::Zone;
-use events::CpuEvents;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use events::ZoneCounters;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
+use zone_flags::ZoneFlags;
 use zonelist::Zonelists;
 
 /// A single-threaded page allocator (a simulated machine).
@@ -127,31 +129,34 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     /// Zone lock acquisitions and how many had to wait, written under the lock.
     pub(crate) lock_acquired: StatCounter,
     pub(crate) lock_contended: StatCounter,
-    /// `ZONE_BELOW_HIGH`: an allocation found the zone below its high
-    /// watermark; per-CPU frees then shrink `high`. Cleared by a pcp drain
-    /// that finds the zone above it again.
-    pub(crate) below_high: AtomicBool,
-    /// `ZONE_RECLAIM_ACTIVE`: kswapd is balancing the zone's node.
-    pub(crate) reclaim_active: AtomicBool,
+    /// `ZONE_BELOW_HIGH` and `ZONE_RECLAIM_ACTIVE`.
+    pub(crate) flags: ZoneFlags,
 }
 
-impl<L: LockFamily> ZoneSlot<L> {
-    /// The zone flags the per-CPU sizing reads.
-    #[inline]
-    pub(crate) fn pressure(&self) -> ZonePressure {
-        ZonePressure {
-            below_high: self.below_high.load(Ordering::Relaxed),
-            reclaim_active: self.reclaim_active.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// One CPU: its node, its per-CPU lists (one per zone) and its counters.
+/// One CPU: its node and its state for each zone.
 pub(crate) struct CpuSlot<L: LockFamily> {
     pub(crate) node: NodeId,
-    pub(crate) pcp: Box<[L::Lock<PerCpuPages>]>,
-    pub(crate) events: CpuEvents,
+    /// By zone index.
+    pub(crate) zones: Box<[CpuZone<L>]>,
     pub(crate) registered: AtomicBool,
+}
+
+/// A zone as a fast path on one CPU uses it: its index, its slot and the
+/// CPU's state for it ([`PageAllocator::zone_on_cpu`]).
+#[derive(Clone, Copy)]
+pub(crate) struct ZoneOnCpu<'a, L: LockFamily> {
+    pub(crate) index: ZoneIdx,
+    pub(crate) slot: &'a ZoneSlot<L>,
+    pub(crate) cpu: &'a CpuZone<L>,
+}
+
+/// One CPU's state for one zone: its per-CPU lists and its event counters
+/// (the kernel's `zone->per_cpu_pageset` and `per_cpu_zonestats` plus the
+/// CPU's vm events of the zone), side by side so that an allocation or a
+/// free finds both with one index.
+pub(crate) struct CpuZone<L: LockFamily> {
+    pub(crate) pcp: L::Lock<PerCpuPages>,
+    pub(crate) events: ZoneCounters,
 }
 
 /// The page allocator of one machine.
@@ -262,7 +267,44 @@ impl<L: LockFamily> PageAllocator<L> {
         for slot in self.zones.iter().filter(|slot| {
             slot.node == node && slot.zone_type <= highest_zone && slot.present_pages > 0
         }) {
-            slot.reclaim_active.store(active, Ordering::Relaxed);
+            slot.flags.set_reclaim_active(active);
+        }
+    }
+
+    /// A zone's slot and `cpu_slot`'s state for it, without bounds checks:
+    /// the fast paths' per-zone lookups, which in the kernel are pointers
+    /// (page_zone(), this_cpu_ptr(zone->per_cpu_pageset)). Checked
+    /// indexing there cost about 17 instructions per order-0 pair.
+    ///
+    /// # Safety
+    ///
+    /// `zone` must have been read from one of this allocator's zonelists or
+    /// pageblock words. Those hold only indices of the machine's zones:
+    /// boot and hotplug store no other (hotplug adds memory to existing
+    /// zones), the zone table never changes length after boot, and each
+    /// CPU's table is built with the same length. `check_invariants`
+    /// verifies all three.
+    #[inline(always)]
+    pub(crate) unsafe fn zone_on_cpu<'a>(
+        &'a self,
+        cpu_slot: &'a CpuSlot<L>,
+        zone: ZoneIdx,
+    ) -> ZoneOnCpu<'a, L> {
+        let at = zone.index();
+        debug_assert!(at < self.zones.len() && at < cpu_slot.zones.len());
+        // SAFETY: by the caller's contract `at` names one of the machine's
+        // zones, so it is below the length of the zone table and of every
+        // CPU's table.
+        let (slot, cpu) = unsafe {
+            (
+                self.zones.get_unchecked(at),
+                cpu_slot.zones.get_unchecked(at),
+            )
+        };
+        ZoneOnCpu {
+            index: zone,
+            slot,
+            cpu,
         }
     }
 

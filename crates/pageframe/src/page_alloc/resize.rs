@@ -92,7 +92,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Returns every CPU's per-CPU pages of `zone` to the buddy lists.
     pub(super) fn drain_zone_pcp(&self, zone: ZoneIdx) {
         for cpu in self.cpus.iter() {
-            let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
+            let (mut pcp, _) = L::lock(&cpu.zones[zone.index()].pcp);
             if pcp.count() > 0 {
                 let count = pcp.count();
                 self.free_pcppages_bulk(&mut pcp, zone, count, PcpIndex::FIRST);
@@ -227,7 +227,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 (high_min, high_max, batch)
             };
             for cpu in self.cpus.iter() {
-                let (mut pcp, _) = L::lock(&cpu.pcp[zone.index()]);
+                let (mut pcp, _) = L::lock(&cpu.zones[zone.index()].pcp);
                 pcp.set_high_and_batch(high_min, high_max, batch);
             }
             self.drain_zone_pcp(zone);

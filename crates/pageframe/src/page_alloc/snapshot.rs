@@ -107,7 +107,7 @@ impl<L: LockFamily> PageAllocator<L> {
             .cpus
             .iter()
             .map(|cpu| {
-                let (pcp, _) = L::lock(&cpu.pcp[index]);
+                let (pcp, _) = L::lock(&cpu.zones[index].pcp);
                 PcpSnapshot {
                     count: pcp.count(),
                     high: pcp.sizing().high(),
@@ -122,7 +122,7 @@ impl<L: LockFamily> PageAllocator<L> {
         let mut vm_events = [0u64; VmEvent::COUNT];
         for cpu in self.cpus.iter() {
             for event in VmEvent::ALL {
-                vm_events[event as usize] += cpu.events.get(zone, event);
+                vm_events[event as usize] += cpu.zones[zone.index()].events.get(event);
             }
         }
         let (buddy, _) = L::lock(&slot.buddy);

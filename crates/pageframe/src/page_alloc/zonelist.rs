@@ -24,6 +24,16 @@ pub(crate) struct Zonelists {
 }
 
 impl Zonelists {
+    /// Every zone index the lists hold.
+    pub(crate) fn indices(&self) -> impl Iterator<Item = ZoneIdx> + '_ {
+        let firsts = self.first_eligible.iter().flatten().flatten();
+        self.fallback
+            .iter()
+            .chain(self.this_node.iter())
+            .chain(firsts)
+            .copied()
+    }
+
     /// The preferred zone of an allocation without a nodemask.
     #[inline]
     pub(crate) fn first_eligible(

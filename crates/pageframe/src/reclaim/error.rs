@@ -1,10 +1,11 @@
 //! Errors of the page cache, process and reclaim calls, each with the errno
 //! Linux returns for the same call (open(2), read(2), write(2),
 //! ftruncate(2), unlink(2), kill(2) on a gone process, and ENOMEM when the
-//! allocation slow path gives up).
+//! allocation slow path gives up), and EINVAL for an aging workload's
+//! config that cannot run.
 
 use crate::page_alloc::{AllocError, CpuError, FreeError};
-use crate::reclaim::{FileId, Owner, Pid};
+use crate::reclaim::{AgingConfigError, FileId, Owner, Pid};
 use crate::types::NodeId;
 
 /// An error of the reclaim layer's calls. Bad input leaves all state unchanged.
@@ -56,6 +57,9 @@ pub enum MmError {
     /// A free the allocator refused.
     #[error("{0}")]
     Free(FreeError),
+    /// An aging workload's config that cannot run: EINVAL.
+    #[error("EINVAL: {0}")]
+    InvalidAgingConfig(AgingConfigError),
 }
 
 impl MmError {
@@ -64,9 +68,11 @@ impl MmError {
         match self {
             MmError::BadFile(_) => 9,
             MmError::NoSuchFile(_) => 2,
-            MmError::InvalidLength(_) | MmError::Alloc(_) | MmError::Cpu(_) | MmError::Free(_) => {
-                22
-            }
+            MmError::InvalidLength(_)
+            | MmError::Alloc(_)
+            | MmError::Cpu(_)
+            | MmError::Free(_)
+            | MmError::InvalidAgingConfig(_) => 22,
             MmError::FileTooBig { .. } => 27,
             MmError::NoSuchProcess(_) => 3,
             MmError::NoMemory(_) => 12,
@@ -102,5 +108,11 @@ impl From<AllocError> for MmError {
 impl From<CpuError> for MmError {
     fn from(err: CpuError) -> MmError {
         MmError::Cpu(err)
+    }
+}
+
+impl From<AgingConfigError> for MmError {
+    fn from(err: AgingConfigError) -> MmError {
+        MmError::InvalidAgingConfig(err)
     }
 }

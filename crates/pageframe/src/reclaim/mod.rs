@@ -42,7 +42,7 @@ mod slowpath;
 mod vmscan;
 mod vmstat;
 
-pub use aging::{AgingConfig, AgingWorkload};
+pub use aging::{AgingConfig, AgingConfigError, AgingWorkload};
 pub use error::MmError;
 pub use kswapd::{KswapdState, KswapdStep};
 pub use lru::{LruList, Owner};
