@@ -3,8 +3,9 @@
 //! pageframe zram served as a block device (zsmalloc chain 8, lz4; its
 //! block trace recorded) and on a real /dev/zram (lz4; this kernel's
 //! zsmalloc) — with the real device's mm_stat written into the trace at
-//! every step. [`kernel_runs`] (`kernel_runs`) runs it alone on a fresh
-//! real /dev/zram, several times, for the kernel's band. Per round: `tar x`
+//! every step. [`kernel_runs`] (`kernel_runs`) runs it on a fresh real
+//! /dev/zram several times, for the kernel's band: each run beside a fresh
+//! served device as in the recording, or alone. Per round: `tar x`
 //! of the tarball, then `rm -r` of each removed directory, a `sync` after
 //! each and a wait until the devices are quiet (ext4's discards trail the
 //! commit).
