@@ -329,8 +329,9 @@ pub struct RunArgs {
     ))]
     pub corpus: Option<PathBuf>,
     /// zram-untar: run the workload for real on this file system (ext4;
-    /// root): on a served pageframe zram and a real /dev/zram at once,
-    /// recording the block trace (see --trace), then replay it.
+    /// root): on a served pageframe zram alone (or with a real /dev/zram
+    /// beside it at once: `record_beside = "kernel"`), recording the block
+    /// trace (see --trace), then replay it.
     #[arg(long, value_name = "FS")]
     pub fs: Option<String>,
     /// zram-untar: the block trace to replay (default: the shipped

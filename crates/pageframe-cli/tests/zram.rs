@@ -41,6 +41,18 @@ fn kernel_runs_out_of_range_is_a_one_line_error() {
 }
 
 #[test]
+fn record_beside_takes_none_or_kernel_else_a_one_line_error() {
+    let config = temp_path("record-beside.toml");
+    for bad in ["\"both\"", "\"Kernel\"", "1"] {
+        std::fs::write(&config, format!("[zram-untar]\nrecord_beside = {bad}\n")).unwrap();
+        let err = error_of(&["run", "zram-untar", "--config", config.to_str().unwrap()]);
+        assert!(err.contains("zram-untar.record_beside"), "{err}");
+        assert!(err.contains("\"none\", \"kernel\""), "{err}");
+    }
+    std::fs::remove_file(config).unwrap();
+}
+
+#[test]
 fn foreign_and_truncated_traces_are_one_line_errors_naming_the_offset() {
     let foreign = temp_path("foreign.pfzt");
     std::fs::write(&foreign, b"PGFTRACE and something else").unwrap();

@@ -41,11 +41,17 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
             rounds,
             trace: trace.clone(),
             disk_bytes: LIVE_DISK_BYTES,
+            kernel_beside: params.choice("record_beside") == "kernel",
         };
         served = Some(live::record(&live, &tar)?);
         let records = read_trace(&trace).map_err(ExperimentError::failed)?;
         notes.push(format!(
-            "recorded now: ext4 (mount -o discard) on a served pageframe zram and on a real /dev/zram (lz4), {} of {}; block trace written to {}",
+            "recorded now: ext4 (mount -o discard) on a served pageframe zram{}, {} of {}; block trace written to {}",
+            if live.kernel_beside {
+                " and on a real /dev/zram (lz4) at the same time"
+            } else {
+                " alone (kernel_* columns empty)"
+            },
             live.rounds,
             live.tarball.display(),
             trace.display()
@@ -169,7 +175,7 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
         TRACE_CODECS[codec].name(),
         if codec == 2 { "level 3" } else { "as recorded" }
     ));
-    notes.push("kernel_*: the real /dev/zram (lz4, this kernel's zsmalloc, chain size of its build) measured in the same run as the trace; reference_*: the afmalloc document's overhead ratios (Linux 3.17, lzo, zsmalloc of 2014) for rounds 1, 2, 9 and 10".into());
+    notes.push("kernel_*: the real /dev/zram (lz4, this kernel's zsmalloc, chain size of its build) measured beside the served device while the trace was recorded (empty when it was recorded alone); reference_*: the afmalloc document's overhead ratios (Linux 3.17, lzo, zsmalloc of 2014) for rounds 1, 2, 9 and 10".into());
     if kernel_band_runs.is_some() {
         let judges = ["zsmalloc-chain8", "the kernel given the same stream"];
         for (judged, judge) in judged.into_iter().zip(judges) {

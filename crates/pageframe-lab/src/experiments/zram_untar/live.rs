@@ -1,9 +1,9 @@
 //! The live runs of `zram-untar` (root): the series' workload on the
-//! kernel's own ext4. [`record`] (`--fs ext4`) runs it twice at once — on a
-//! pageframe zram served as a block device (zsmalloc chain 8, lz4; its
-//! block trace recorded) and on a real /dev/zram (lz4; this kernel's
-//! zsmalloc) — with the real device's mm_stat written into the trace at
-//! every step. [`kernel_runs`] (`kernel_runs`) runs it on a fresh real
+//! kernel's own ext4. [`record`] (`--fs ext4`) runs it on a pageframe zram
+//! served as a block device (zsmalloc chain 8, lz4; its block trace
+//! recorded), either alone (one untar, the document's conditions) or at
+//! the same time on a real /dev/zram beside it (lz4; this kernel's
+//! zsmalloc), whose mm_stat is then written into the trace at every step. [`kernel_runs`] (`kernel_runs`) runs it on a fresh real
 //! /dev/zram several times, for the kernel's band: each run beside a fresh
 //! served device as in the recording, or alone. Per round: `tar x`
 //! of the tarball, then `rm -r` of each removed directory, a `sync` after
@@ -37,6 +37,10 @@ pub struct LiveOptions {
     pub trace: PathBuf,
     /// Size of each device.
     pub disk_bytes: u64,
+    /// Whether a real /dev/zram receives the same workload at the same
+    /// time (two untars at once); without it the served device runs alone
+    /// and the trace's steps carry no kernel figures.
+    pub kernel_beside: bool,
 }
 
 fn failed(what: impl std::fmt::Display) -> ExperimentError {
@@ -290,30 +294,44 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Vec<MmStat>, Experime
     let signals = SignalFlag::install();
     let scratch = Scratch::new("pageframe-zram-untar");
     let server = serve(options.disk_bytes, scratch.0.join("fuse"))?;
-    let real = RealZram::create(options.disk_bytes, "lz4").map_err(failed)?;
+    let real = match options.kernel_beside {
+        true => Some(RealZram::create(options.disk_bytes, "lz4").map_err(failed)?),
+        false => None,
+    };
     let writer = TraceWriter::create(&options.trace, TRACE_LEVEL)
         .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
     server.device().set_trace(Some(writer));
     let ours = Ext4Mount::make(server.block_device(), scratch.0.join("pageframe"))?;
-    let theirs = Ext4Mount::make(&real.device(), scratch.0.join("kernel"))?;
-    let dirs = [ours.dir.as_path(), theirs.dir.as_path()];
+    let theirs = match &real {
+        Some(real) => Some(Ext4Mount::make(&real.device(), scratch.0.join("kernel"))?),
+        None => None,
+    };
+    let dirs: Vec<&Path> = std::iter::once(&ours)
+        .chain(&theirs)
+        .map(|mount| mount.dir.as_path())
+        .collect();
+    let mut devices = vec![server.block_device().to_path_buf()];
+    devices.extend(real.iter().map(RealZram::device));
+    let devices: Vec<&Path> = devices.iter().map(PathBuf::as_path).collect();
     let mut served = Vec::new();
     run_series(tar, &dirs, options.rounds, &signals, |round, label| {
         settle(
-            &[server.block_device(), &real.device()],
+            &devices,
             || {
-                vec![
-                    server.device().mm_stat().orig_data_size,
-                    real.mm_stat().map_or(0, |stat| stat.orig),
-                ]
+                let mut stored = vec![server.device().mm_stat().orig_data_size];
+                stored.extend(
+                    real.iter()
+                        .map(|real| real.mm_stat().map_or(0, |stat| stat.orig)),
+                );
+                stored
             },
             &signals,
         );
-        let step = TraceRecord::Step {
-            round,
-            label,
-            real: Some(real.mm_stat().map_err(failed)?),
+        let real = match &real {
+            Some(real) => Some(real.mm_stat().map_err(failed)?),
+            None => None,
         };
+        let step = TraceRecord::Step { round, label, real };
         server
             .device()
             .trace_record(&step)

@@ -5,9 +5,11 @@
 //!   mounted with `discard` on a zram, the kernel tree untarred, directories
 //!   removed, rounds — replayed on each allocator with the compressed sizes
 //!   of the chosen codec, the real kernel's mm_stat of the same run beside
-//!   (its `replay` module). The quick-scale trace ships in `traces/`; `--fs ext4`
-//!   (root) records a new one at the run's scale (its `live` module) and replays
-//!   it; `--trace FILE` replays another. With `--fs ext4` or `kernel_replay`
+//!   when the trace carries it (its `replay` module). The quick-scale trace
+//!   ships in `traces/`; `--fs ext4` (root) records a new one at the run's
+//!   scale (its `live` module; `record_beside`: a real /dev/zram beside the
+//!   served device at once, or none) and replays it; `--trace FILE`
+//!   replays another. With `--fs ext4` or `kernel_replay`
 //!   (root) the trace is also replayed on a real /dev/zram
 //!   (`zram_serve::kernel_replay`): the kernel's zsmalloc given the same
 //!   stream, a column beside. With `kernel_runs = N` (root) the workload
@@ -491,6 +493,12 @@ impl Experiment for ZramUntar {
                 "What runs beside the real /dev/zram in the kernel_runs: served (a fresh served pageframe zram receiving the same workload at once, the recording's conditions) or alone",
                 "served",
                 &["served", "alone"],
+            ),
+            Param::choice(
+                "record_beside",
+                "What runs beside the served pageframe zram while --fs ext4 records the trace: none (the served device alone, one untar, the document's conditions) or kernel (a real /dev/zram receiving the same workload at once, its mm_stat in the kernel_* columns; two untars at once change ext4's discard timing)",
+                "none",
+                &["none", "kernel"],
             ),
             Param::int(
                 "rounds",

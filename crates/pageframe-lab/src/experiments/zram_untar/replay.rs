@@ -19,7 +19,8 @@ const MIB: f64 = (1u64 << 20) as f64;
 
 /// The trace shipped with the repository: the quick-scale ext4 workload
 /// (the whole linux-source-6.1 tree, three rounds) recorded on a served
-/// pageframe zram beside a real /dev/zram (lz4, zsmalloc chain 8).
+/// pageframe zram (lz4, zsmalloc chain 8) alone: its steps carry no kernel
+/// figures.
 pub const SHIPPED: &[u8] = include_bytes!("../../../../../traces/zram-untar-ext4-quick.pfzt");
 /// Its name in notes.
 pub const SHIPPED_NAME: &str = "traces/zram-untar-ext4-quick.pfzt";

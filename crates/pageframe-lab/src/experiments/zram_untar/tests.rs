@@ -219,7 +219,7 @@ fn replay_is_deterministic_and_accounts_every_write() {
 }
 
 #[test]
-fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
+fn the_default_run_replays_the_shipped_trace_recorded_alone() {
     let list = ZramUntar.params(Scale::Quick);
     let params = Params::defaults(&list);
     let options = RunOptions::new(Scale::Quick, 7);
@@ -230,7 +230,16 @@ fn the_default_run_replays_the_shipped_trace_with_the_kernels_figures() {
     assert_eq!(report.rows.len(), 3 * 3 * 6);
     let rows: Vec<rows::ReplayRow> = report.results_as().collect();
     assert_eq!(rows.len(), report.rows.len());
-    assert!(rows.iter().all(|row| row.kernel_overhead_ratio.is_some()));
+    // Recorded with no real /dev/zram beside it: no kernel figures.
+    assert!(rows.iter().all(|row| row.kernel_overhead_ratio.is_none()));
+    // Chain 8 after the last removal of each round, as the live recording
+    // measured on its served device (the replay equals its mm_stat).
+    let last: Vec<f64> = rows
+        .iter()
+        .filter(|row| row.sizes.allocator == "zsmalloc-chain8" && row.sizes.step == "rm include")
+        .map(|row| row.sizes.overhead_ratio)
+        .collect();
+    assert_eq!(last, [14.5, 20.01, 19.71]);
     assert!(report
         .notes
         .iter()
@@ -321,4 +330,20 @@ fn kernel_runs_are_off_by_default_and_bounded() {
         .iter()
         .any(|column| column.starts_with("kernel_band") || column == "in_kernel_band"));
     assert!(!report.notes.iter().any(|note| note.contains("kernel band")));
+}
+
+#[test]
+fn the_recording_runs_alone_by_default() {
+    let list = ZramUntar.params(Scale::Quick);
+    let beside = list
+        .iter()
+        .find(|param| param.key == "record_beside")
+        .unwrap();
+    assert_eq!(beside.default, crate::params::Value::Choice("none"));
+    assert_eq!(
+        beside.kind,
+        crate::params::Kind::Choice {
+            options: &["none", "kernel"]
+        }
+    );
 }
