@@ -77,7 +77,7 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
             "kernel_band_*: the kernel's overhead ratio over {kernel_runs} fresh runs of the workload on a real /dev/zram (lz4, this kernel's zsmalloc; ext4, mount -o discard; {rounds} rounds of {}), {}, min, max and mean per step; in_kernel_band: the row's overhead_ratio within [min - {tolerance}, max + {tolerance}]; the runs took {} s",
             corpus_path(options).display(),
             if beside {
-                "each beside a fresh served pageframe zram as in the recording"
+                "each beside a fresh served pageframe zram (two untars at once, as a recording with record_beside = kernel)"
             } else {
                 "each alone"
             },

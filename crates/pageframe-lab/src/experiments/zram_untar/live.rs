@@ -5,7 +5,7 @@
 //! the same time on a real /dev/zram beside it (lz4; this kernel's
 //! zsmalloc), whose mm_stat is then written into the trace at every step. [`kernel_runs`] (`kernel_runs`) runs it on a fresh real
 //! /dev/zram several times, for the kernel's band: each run beside a fresh
-//! served device as in the recording, or alone. Per round: `tar x`
+//! served device (as a recording with a kernel beside), or alone. Per round: `tar x`
 //! of the tarball, then `rm -r` of each removed directory, a `sync` after
 //! each and a wait until the devices are quiet (ext4's discards trail the
 //! commit).
@@ -362,7 +362,7 @@ pub struct KernelRun {
 /// Runs the workload `runs` times on a fresh real /dev/zram (lz4) of
 /// `disk_bytes` with a fresh ext4 (`mount -o discard`), the same steps and
 /// settling as [`record`] — `beside` a fresh served pageframe zram at the
-/// same time as [`record`] runs it (the recording's conditions: two
+/// same time as [`record`] runs it with a kernel beside (two
 /// untars at once), or alone; the kernel's overhead ratio after every step
 /// of every run. Each run's devices and mounts are gone before the next
 /// starts, and on error or Ctrl-C.

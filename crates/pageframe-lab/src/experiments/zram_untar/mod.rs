@@ -490,7 +490,7 @@ impl Experiment for ZramUntar {
             ),
             Param::choice(
                 "kernel_runs_with",
-                "What runs beside the real /dev/zram in the kernel_runs: served (a fresh served pageframe zram receiving the same workload at once, the recording's conditions) or alone",
+                "What runs beside the real /dev/zram in the kernel_runs: served (a fresh served pageframe zram receiving the same workload at once: two untars, the conditions of record_beside = kernel) or alone",
                 "served",
                 &["served", "alone"],
             ),
