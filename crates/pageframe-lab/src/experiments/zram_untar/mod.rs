@@ -490,8 +490,8 @@ impl Experiment for ZramUntar {
             ),
             Param::choice(
                 "kernel_runs_with",
-                "What runs beside the real /dev/zram in the kernel_runs: served (a fresh served pageframe zram receiving the same workload at once: two untars, the conditions of record_beside = kernel) or alone",
-                "served",
+                "What runs beside the real /dev/zram in the kernel_runs: alone (nothing: one untar, the document's conditions and those of the default recording, record_beside = none) or served (a fresh served pageframe zram receiving the same workload at once: two untars, the conditions of record_beside = kernel)",
+                "alone",
                 &["served", "alone"],
             ),
             Param::choice(
