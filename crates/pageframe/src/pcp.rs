@@ -249,9 +249,8 @@ impl PerCpuPages {
     /// Removes blocks from `list` into the leading slots of `out` that are
     /// `vacant`, hottest first (the order repeated pops would give), until
     /// a slot is not vacant, `out` ends or the list is empty; `put` stores
-    /// each. Returns how many were taken. Out of line: the caller's loop
-    /// around it keeps more values live than the copy needs registers for.
-    #[inline(never)]
+    /// each. Returns how many were taken.
+    #[inline]
     pub(crate) fn take_hottest_into<T>(
         &mut self,
         list: PcpList,

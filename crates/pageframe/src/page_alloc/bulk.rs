@@ -15,16 +15,15 @@
 
 use std::ops::Range;
 
-use super::alloc::AllocContext;
 use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
-use crate::gfp::{Gfp, GfpRequest};
+use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{FrameIdx, MemMap, PageInfo, PageState};
 use crate::pcp::PcpList;
 use crate::sync::LockFamily;
-use crate::types::{CpuId, NodeId, Nodemask, Order};
+use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx};
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Fills the empty slots of `pages` with order-0 pages. Returns the number
@@ -71,13 +70,24 @@ impl<L: LockFamily> PageAllocator<L> {
             return nr_populated;
         }
         if nr_pages - nr_populated > 1 {
-            let ac = self.prepare_alloc(request, preferred, nodemask);
-            if ac.preferred_zone.is_none() {
-                return nr_populated;
-            }
-            if let Some(populated) = self.bulk_from_pcp(cpu, gfp, request, &ac, pages, nr_populated)
-            {
-                return populated;
+            let flags = gfp.fastpath_alloc_flags();
+            match self.bulk_zone(request, preferred, nodemask, nr_pages as u64, flags) {
+                BulkZone::NoPreferredZone => return nr_populated,
+                BulkZone::BelowWatermark => {}
+                BulkZone::Chosen {
+                    preferred_zone,
+                    zone,
+                } => {
+                    let zones = (preferred_zone, zone);
+                    let populated = if request.zero {
+                        self.bulk_from_pcp::<true>(cpu, flags, request, zones, pages, nr_populated)
+                    } else {
+                        self.bulk_from_pcp::<false>(cpu, flags, request, zones, pages, nr_populated)
+                    };
+                    if let Some(populated) = populated {
+                        return populated;
+                    }
+                }
             }
         }
         let Some(page) = self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask) else {
@@ -87,41 +97,92 @@ impl<L: LockFamily> PageAllocator<L> {
         nr_populated + 1
     }
 
-    /// The bulk fast path: the first zone of the preferred node above its
-    /// watermark plus the request, its per-CPU list under one lock. `None`
-    /// sends the caller to the single-page fallback (no such zone, a
-    /// contended pcp lock, no per-CPU list for the freetype, or not even
-    /// one page allocated).
-    #[inline]
-    fn bulk_from_pcp(
+    /// The zone a bulk allocation of `nr_pages` takes its pages from: the
+    /// first zone of the preferred node above its watermark plus the
+    /// request. Without a nodemask the preferred zone is looked at first,
+    /// inline; the zonelist walk decides the rest (and would decide the
+    /// same for the preferred zone).
+    #[inline(always)]
+    fn bulk_zone(
         &self,
-        cpu: CpuId,
-        gfp: Gfp,
         request: &GfpRequest,
-        ac: &AllocContext,
-        pages: &mut [Option<Page>],
-        mut nr_populated: usize,
-    ) -> Option<usize> {
-        let nr_pages = pages.len();
-        let flags = gfp.fastpath_alloc_flags();
-        let preferred_zone = ac.preferred_zone?;
-        let list = PcpList::of(ac.freetype, Order(0), self.layout.pageblock_order)?;
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+        nr_pages: u64,
+        flags: AllocFlags,
+    ) -> BulkZone {
+        if nodemask.is_none() {
+            let Some(zone) = self.zonelists[preferred.index()]
+                .first_eligible(request.this_node, request.highest_zone)
+            else {
+                return BulkZone::NoPreferredZone;
+            };
+            let slot = &self.zones[zone.index()];
+            if self.zone_watermark_fast(zone, slot, Order(0), nr_pages, request.highest_zone, flags)
+            {
+                return BulkZone::Chosen {
+                    preferred_zone: zone,
+                    zone,
+                };
+            }
+        }
+        self.bulk_zone_walk(request, preferred, nodemask, nr_pages, flags)
+    }
+
+    /// The zonelist walk of [`Self::bulk_zone`]: prepare_alloc_pages(),
+    /// then the zones from the preferred one, stopping at the first zone of
+    /// another node on a NUMA machine.
+    #[inline(never)]
+    fn bulk_zone_walk(
+        &self,
+        request: &GfpRequest,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+        nr_pages: u64,
+        flags: AllocFlags,
+    ) -> BulkZone {
+        let ac = self.prepare_alloc(request, preferred, nodemask);
+        let Some(preferred_zone) = ac.preferred_zone else {
+            return BulkZone::NoPreferredZone;
+        };
         let preferred_node = self.zones[preferred_zone.index()].node;
-        let mut chosen = None;
         for zone in ac.eligible(&self.zones) {
             let slot = &self.zones[zone.index()];
             if self.layout.nodes.len() > 1 && zone != preferred_zone && slot.node != preferred_node
             {
                 break;
             }
-            let extra = nr_pages as u64;
-            if self.zone_watermark_fast(zone, slot, Order(0), extra, ac.highest_zone, flags) {
-                chosen = Some(zone);
-                break;
+            if self.zone_watermark_fast(zone, slot, Order(0), nr_pages, ac.highest_zone, flags) {
+                return BulkZone::Chosen {
+                    preferred_zone,
+                    zone,
+                };
             }
         }
-        let zone = chosen?;
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].zones[zone.index()].pcp) else {
+        BulkZone::BelowWatermark
+    }
+
+    /// The bulk fast path: the per-CPU list of `zone` (the second of
+    /// `zones`, the first being the preferred zone) under one lock. `None`
+    /// sends the caller to the single-page fallback (a contended pcp lock,
+    /// no per-CPU list for the freetype, or not even one page allocated).
+    /// `ZERO` is the request's `__GFP_ZERO`, so that the common call keeps
+    /// no record of the slots it filled.
+    #[inline(always)]
+    fn bulk_from_pcp<const ZERO: bool>(
+        &self,
+        cpu: CpuId,
+        flags: AllocFlags,
+        request: &GfpRequest,
+        (preferred_zone, zone): (ZoneIdx, ZoneIdx),
+        pages: &mut [Option<Page>],
+        mut nr_populated: usize,
+    ) -> Option<usize> {
+        let nr_pages = pages.len();
+        let list = PcpList::of(request.freetype, Order(0), self.layout.pageblock_order)?;
+        // SAFETY: `zone` comes from a zonelist.
+        let on_cpu = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], zone) };
+        let Some(mut pcp) = L::try_lock(&on_cpu.cpu.pcp) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };
@@ -151,7 +212,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     *slot = Some(Page::from_pfn(pfn.pfn()));
                 },
             );
-            if request.zero {
+            if ZERO {
                 filled.push(nr_populated..nr_populated + taken);
             }
             nr_account += taken;
@@ -168,7 +229,7 @@ impl<L: LockFamily> PageAllocator<L> {
             nr_account as u64,
             nr_account as u64,
         );
-        if request.zero {
+        if ZERO {
             return Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated));
         }
         Some(nr_populated)
@@ -227,4 +288,19 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         Some(Page::from_pfn(pfn.pfn()))
     }
+}
+
+/// Where a bulk allocation's pages come from.
+enum BulkZone {
+    /// The request's zonelist has no zone it may use: nothing is allocated.
+    NoPreferredZone,
+    /// No zone of the preferred node is above its watermark plus the
+    /// request: one page through the single allocator.
+    BelowWatermark,
+    /// The per-CPU list of `zone`; `preferred_zone` is the one the NUMA
+    /// counters compare it with.
+    Chosen {
+        preferred_zone: ZoneIdx,
+        zone: ZoneIdx,
+    },
 }
