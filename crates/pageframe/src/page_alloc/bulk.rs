@@ -31,7 +31,9 @@ impl<L: LockFamily> PageAllocator<L> {
     /// it may be fewer than asked; once one page is allocated the call never
     /// fails as a whole. Arguments that are invalid are errors and change nothing.
     /// An array of one slot takes the single allocation's path in the
-    /// caller's frame, so that a batch of one costs what a single page does.
+    /// caller's frame (as __alloc_pages_bulk() sends one page to the
+    /// single-page allocator): a batch of one costs a single page plus the
+    /// slot's handling.
     #[inline(always)]
     pub(crate) fn alloc_pages_bulk_on(
         &self,
@@ -267,9 +269,8 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// The bulk call's `failed:` path: one page through the normal
-    /// allocator, with the request already validated (so that a batch of
-    /// one costs no more than a single allocation); `None` if there is
-    /// none.
+    /// allocator, with the request already validated (not validated
+    /// twice); `None` if there is none.
     #[inline(always)]
     fn bulk_fallback_single(
         &self,

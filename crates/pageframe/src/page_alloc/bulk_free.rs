@@ -34,8 +34,8 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Frees the order-0 pages in `slots` (empty slots are skipped). Every
     /// page is checked first: if any free would fail, none happens and the
     /// error names the first bad page. Returns the number of pages freed.
-    /// One slot takes the single free's path in the caller's frame, so that
-    /// a batch of one costs what a single free does.
+    /// One slot takes the single free's path in the caller's frame: a batch
+    /// of one costs a single free plus the slot's handling.
     #[inline(always)]
     pub(crate) fn free_pages_bulk_on<S: PageSlot>(
         &self,
