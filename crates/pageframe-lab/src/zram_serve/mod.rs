@@ -216,11 +216,6 @@ pub fn serve_until_signalled(
             .map_err(io_error(format!("creating {}", path.display())))?;
         server.device().set_trace(Some(writer));
     }
-    let say = |out: &mut dyn std::io::Write, text: String| {
-        writeln!(out, "{text}")
-            .and_then(|()| out.flush())
-            .map_err(io_error("writing output"))
-    };
     say(
         out,
         format!(
@@ -263,6 +258,14 @@ impl Drop for ZramServer {
     fn drop(&mut self) {
         let _ = self.teardown();
     }
+}
+
+/// Writes one line of a command's output and flushes it, so that a long
+/// run shows each line as it comes.
+pub(crate) fn say(out: &mut dyn std::io::Write, text: String) -> Result<(), ServeError> {
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(io_error("writing output"))
 }
 
 #[cfg(test)]

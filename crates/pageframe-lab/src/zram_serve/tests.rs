@@ -116,20 +116,25 @@ fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
         .exists());
 }
 
-#[test]
-fn the_bench_prints_a_row_per_device_and_leaves_nothing_behind() {
-    if skip() || !Path::new("/sys/class/zram-control").exists() {
-        println!("skipped: needs root, FUSE, loop and zram");
-        return;
-    }
-    let loops_before = std::fs::read_dir("/sys/block")
+/// Loop devices with a backing file attached.
+fn attached_loop_devices() -> usize {
+    std::fs::read_dir("/sys/block")
         .unwrap()
         .filter(|entry| {
             entry
                 .as_ref()
                 .is_ok_and(|entry| entry.path().join("loop/backing_file").exists())
         })
-        .count();
+        .count()
+}
+
+#[test]
+fn the_bench_prints_a_row_per_device_and_leaves_nothing_behind() {
+    if skip() || !Path::new("/sys/class/zram-control").exists() {
+        println!("skipped: needs root, FUSE, loop and zram");
+        return;
+    }
+    let loops_before = attached_loop_devices();
     let bench = throughput::BenchConfig {
         device: config("bench", 1, 0).device,
         fuse_threads: 2,
@@ -156,14 +161,7 @@ fn the_bench_prints_a_row_per_device_and_leaves_nothing_behind() {
         assert!(rates.iter().all(|rate| *rate > 0.0), "{row}");
     }
     assert!(lines[6].starts_with("load average"), "{text}");
-    let loops_after = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .is_ok_and(|entry| entry.path().join("loop/backing_file").exists())
-        })
-        .count();
+    let loops_after = attached_loop_devices();
     assert_eq!(loops_after, loops_before);
     let tag = format!("pageframe-zram-bench-{}", std::process::id());
     assert!(!std::env::temp_dir().join(&tag).exists());

@@ -17,7 +17,7 @@
 //! Ctrl-C (SIGINT and SIGTERM end the run after the current point).
 
 use super::real_zram::RealZram;
-use super::{io_error, DeviceConfig, LoopDevice, LoopIo, ServeConfig, ServeError, ZramServer};
+use super::{io_error, say, DeviceConfig, LoopDevice, LoopIo, ServeConfig, ServeError, ZramServer};
 use crate::signals::SignalFlag;
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
@@ -227,11 +227,6 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> Result<(), ServeError
     let bytes = usize::try_from(config.device.disk_bytes)
         .map_err(|_| ServeError::Unsupported("the size does not fit in memory".into()))?;
     let (data, label) = pages(&config.tarball, bytes);
-    let say = |out: &mut dyn Write, text: String| {
-        writeln!(out, "{text}")
-            .and_then(|()| out.flush())
-            .map_err(io_error("writing output"))
-    };
     say(
         out,
         format!(

@@ -179,6 +179,17 @@ mod tests {
         .unwrap()
     }
 
+    /// A quick-scale report of `rows`.
+    fn report_of(rows: Vec<Row>) -> Report {
+        Report {
+            experiment: "zram-untar".into(),
+            seed: 1,
+            scale: "quick".into(),
+            rows,
+            notes: Vec::new(),
+        }
+    }
+
     #[test]
     fn steps_are_placed_round_after_round() {
         let mut rows = Vec::new();
@@ -188,14 +199,7 @@ mod tests {
             }
         }
         rows.push(step(2, "compact", 1.0, None));
-        let report = Report {
-            experiment: "zram-untar".into(),
-            seed: 1,
-            scale: "quick".into(),
-            rows,
-            notes: Vec::new(),
-        };
-        let plots = plots(&report);
+        let plots = plots(&report_of(rows));
         let PlotKind::Lines {
             series, markers, ..
         } = &plots[0].kind
@@ -225,14 +229,7 @@ mod tests {
             });
             rows.push(Row::from_typed(&row).unwrap());
         }
-        let report = Report {
-            experiment: "zram-untar".into(),
-            seed: 1,
-            scale: "quick".into(),
-            rows,
-            notes: Vec::new(),
-        };
-        let plots = plots(&report);
+        let plots = plots(&report_of(rows));
         let PlotKind::Lines { series, .. } = &plots[0].kind else {
             panic!("lines expected");
         };
