@@ -108,8 +108,11 @@ pub struct ZramBenchArgs {
     #[arg(long, default_value = "1,4,16")]
     pub writers: String,
     /// The kernel tarball whose tar stream gives the pages written.
-    #[arg(long, value_name = "FILE", default_value = pageframe_lab::corpus::DEFAULT_TARBALL)]
-    pub corpus: PathBuf,
+    #[arg(long, value_name = "FILE", help = format!(
+        "The kernel tarball whose tar stream gives the pages written; a file named here must give them all [default: {}, or text-like pages, labelled, when it is not installed]",
+        pageframe_lab::corpus::DEFAULT_TARBALL,
+    ))]
+    pub corpus: Option<PathBuf>,
 }
 
 /// `pageframe zram serve`.
@@ -128,7 +131,8 @@ pub struct ZramServeArgs {
     /// default: the device's size.
     #[arg(long)]
     pub memory: Option<String>,
-    /// Where to mount the FUSE file system (created, removed at exit).
+    /// Where to mount the FUSE file system (a directory; made if missing,
+    /// and then removed at exit; one that exists is left).
     #[arg(long, value_name = "DIR")]
     pub mountpoint: Option<PathBuf>,
     /// FUSE session threads.

@@ -142,19 +142,44 @@ impl LoopDevice {
         &self.path
     }
 
-    /// Sets the queue limits a file system reads that differ between a loop
-    /// device and the kernel's zram and that sysfs lets us change: zram is
-    /// not rotational (zram_add() leaves out `BLK_FEAT_ROTATIONAL`; a loop
-    /// device over a file with no block device under it is rotational, and
-    /// ext4's block allocator scans groups differently on rotational
-    /// devices), and zram keeps the block layer's default largest request
-    /// (`BLK_SAFE_MAX_SECTORS`, 124 KiB in whole pages) where loop allows
-    /// 1280 KiB. Block sizes, minimum I/O and discard granularity (4096)
-    /// already match with 4 KiB logical blocks.
+    /// Sets the queue limits and features a file system sees that differ
+    /// between a loop device and the kernel's zram and that sysfs lets us
+    /// change (zram_add() in Linux 6.12 sets them):
+    /// - zram is not rotational (it leaves out `BLK_FEAT_ROTATIONAL`; a loop
+    ///   device over a file with no block device under it is rotational,
+    ///   and ext4's block allocator scans groups differently on rotational
+    ///   devices);
+    /// - zram has no volatile write cache (no `BLK_FEAT_WRITE_CACHE`), so
+    ///   the block layer drops the flushes and FUA of ext4's journal
+    ///   commits; loop declares one and turns every flush into an fsync of
+    ///   its file, a round trip through FUSE that slows each commit and so
+    ///   moves when freed blocks become reusable;
+    /// - zram asks for stable pages during writeback
+    ///   (`BLK_FEAT_STABLE_WRITES`);
+    /// - zram is bio-based, so the block layer's writeback throttling
+    ///   (blk-wbt, on by default for a request-based device like loop)
+    ///   never limits the writes and discards in flight to it: off
+    ///   (`wbt_lat_usec` 0);
+    /// - zram keeps the block layer's default largest request
+    ///   (`BLK_SAFE_MAX_SECTORS`, 124 KiB in whole pages) where loop allows
+    ///   1280 KiB.
+    ///
+    /// Block sizes, minimum I/O and discard granularity (4096) already
+    /// match with 4 KiB logical blocks. What is left differs only where
+    /// ext4 does not look: loop's `optimal_io_size` is 0, zram's 4096 (the
+    /// block size, which mkfs.ext4 ignores), and loop splits discards at
+    /// 4 GiB.
     pub fn present_as_zram(&self) -> io::Result<()> {
         let name = self.path.file_name().unwrap_or_default();
         let queue = Path::new("/sys/block").join(name).join("queue");
         std::fs::write(queue.join("rotational"), "0")?;
+        std::fs::write(queue.join("write_cache"), "write through")?;
+        std::fs::write(queue.join("stable_writes"), "1")?;
+        // A kernel built without blk-wbt has no such file: nothing to turn off.
+        match std::fs::write(queue.join("wbt_lat_usec"), "0") {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+            _ => {}
+        }
         std::fs::write(queue.join("max_sectors_kb"), ZRAM_MAX_SECTORS_KB)
     }
 }

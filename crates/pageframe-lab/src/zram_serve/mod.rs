@@ -66,7 +66,8 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeErro
 pub struct ServeConfig {
     /// The device.
     pub device: DeviceConfig,
-    /// Where to mount the FUSE file system (created and removed here).
+    /// Where to mount the FUSE file system: a directory, created (and then
+    /// removed at teardown) if it does not exist; one that exists is left.
     pub mountpoint: PathBuf,
     /// How the loop device reaches the file.
     pub io: LoopIo,
@@ -94,6 +95,9 @@ pub struct ZramServer {
     loop_dev: Option<LoopDevice>,
     loop_path: PathBuf,
     mountpoint: PathBuf,
+    /// The mountpoint did not exist before `start` made it: teardown
+    /// removes it.
+    created_mountpoint: bool,
 }
 
 impl ZramServer {
@@ -104,6 +108,7 @@ impl ZramServer {
             return Err(ServeError::Unsupported(reason));
         }
         let device = Arc::new(Device::new(config.device)?);
+        let created_mountpoint = !config.mountpoint.exists();
         std::fs::create_dir_all(&config.mountpoint).map_err(io_error(format!(
             "creating {}",
             config.mountpoint.display()
@@ -123,6 +128,7 @@ impl ZramServer {
             loop_dev: None,
             loop_path: PathBuf::new(),
             mountpoint: config.mountpoint.clone(),
+            created_mountpoint,
         };
         let session = fuser::spawn_mount(
             fs::ZramFs::new(device, config.io == LoopIo::Buffered),
@@ -194,7 +200,9 @@ impl ZramServer {
                 });
             }
         }
-        let _ = std::fs::remove_dir(&self.mountpoint);
+        if self.created_mountpoint {
+            let _ = std::fs::remove_dir(&self.mountpoint);
+        }
         first_error.map_or(Ok(()), Err)
     }
 }

@@ -22,14 +22,22 @@ fn config(name: &str, disk_mib: u64, memory_mib: u64) -> ServeConfig {
     }
 }
 
-fn skip() -> bool {
-    match unsupported_reason() {
-        Some(reason) => {
-            println!("skipped: {reason}");
-            true
-        }
-        None => false,
+/// Held by each test that attaches loop devices: one of them counts the
+/// attached devices before and after its run.
+static LOOP_DEVICES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// For a test that serves a device: `None` (the reason printed) when this
+/// machine cannot, else the loop-device lock, held to the test's end.
+fn serving() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if let Some(reason) = unsupported_reason() {
+        println!("skipped: {reason}");
+        return None;
     }
+    Some(
+        LOOP_DEVICES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    )
 }
 
 fn run(program: &str, args: &[&str]) -> std::process::Output {
@@ -63,9 +71,9 @@ fn device_reads_back_partial_writes_and_punches_whole_pages() {
 
 #[test]
 fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
-    if skip() {
+    let Some(_loops) = serving() else {
         return;
-    }
+    };
     // 64 MiB of disk over 6 MiB of pool memory: random data fills it.
     let server = ZramServer::start(config("ext4", 64, 6)).unwrap();
     let block = server.block_device().to_path_buf();
@@ -116,6 +124,93 @@ fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
         .exists());
 }
 
+#[test]
+fn a_named_tarball_must_give_the_bench_its_pages() {
+    let missing = Path::new("/nonexistent/linux.tar.xz");
+    let err = throughput::pages(Some(missing), 1 << 20).unwrap_err();
+    assert!(
+        err.to_string().contains("/nonexistent/linux.tar.xz"),
+        "{err}"
+    );
+    let not_xz = throughput::pages(Some(Path::new("/dev/null")), 1 << 20).unwrap_err();
+    assert!(not_xz.to_string().contains("/dev/null"), "{not_xz}");
+    let (data, label) = throughput::pages(None, 1 << 20).unwrap();
+    assert_eq!(data.len(), 1 << 20);
+    assert!(!label.is_empty());
+}
+
+/// The queue attributes `present_as_zram` sets, as sysfs shows them.
+const ZRAM_LIKE_QUEUE: [&str; 4] = [
+    "rotational",
+    "write_cache",
+    "stable_writes",
+    "max_sectors_kb",
+];
+
+fn queue_attributes(device: &Path) -> Vec<String> {
+    let queue = Path::new("/sys/block")
+        .join(device.file_name().unwrap())
+        .join("queue");
+    ZRAM_LIKE_QUEUE
+        .iter()
+        .map(|name| {
+            std::fs::read_to_string(queue.join(name))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_served_device_presents_the_queue_of_a_real_zram() {
+    let Some(_loops) = serving() else {
+        return;
+    };
+    let server = ZramServer::start(config("queue", 16, 16)).unwrap();
+    let served = queue_attributes(server.block_device());
+    // The values zram_add() gives every zram device (Linux 6.12).
+    assert_eq!(served, ["0", "write through", "1", "124"]);
+    // A bio-based zram has no writeback throttling; the loop device's is off.
+    let wbt = Path::new("/sys/block")
+        .join(server.block_device().file_name().unwrap())
+        .join("queue/wbt_lat_usec");
+    assert_eq!(std::fs::read_to_string(wbt).unwrap().trim(), "0");
+    // And the running kernel's own zram, when it has one to give.
+    match std::fs::read_to_string("/sys/class/zram-control/hot_add") {
+        Ok(id) => {
+            let id = id.trim();
+            let real = queue_attributes(&PathBuf::from(format!("/dev/zram{id}")));
+            let _ = std::fs::write("/sys/class/zram-control/hot_remove", id);
+            assert_eq!(served, real, "served vs /dev/zram{id}");
+        }
+        Err(err) => println!("no real zram to compare with: {err}"),
+    }
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_mountpoint_that_existed_is_left_and_one_made_is_removed() {
+    let Some(_loops) = serving() else {
+        return;
+    };
+    let existing = config("existing", 16, 16);
+    std::fs::create_dir_all(&existing.mountpoint).unwrap();
+    let server = ZramServer::start(existing.clone()).unwrap();
+    assert!(mounted(&existing.mountpoint));
+    server.stop().unwrap();
+    assert!(!mounted(&existing.mountpoint));
+    assert!(
+        existing.mountpoint.is_dir(),
+        "a directory the user had was removed"
+    );
+    std::fs::remove_dir(&existing.mountpoint).unwrap();
+    let made = config("made", 16, 16);
+    let server = ZramServer::start(made.clone()).unwrap();
+    server.stop().unwrap();
+    assert!(!made.mountpoint.exists());
+}
+
 /// Loop devices with a backing file attached.
 fn attached_loop_devices() -> usize {
     std::fs::read_dir("/sys/block")
@@ -130,22 +225,31 @@ fn attached_loop_devices() -> usize {
 
 #[test]
 fn the_bench_prints_a_row_per_device_and_leaves_nothing_behind() {
-    if skip() || !Path::new("/sys/class/zram-control").exists() {
-        println!("skipped: needs root, FUSE, loop and zram");
+    if !Path::new("/sys/class/zram-control").exists() {
+        println!("skipped: needs zram (/sys/class/zram-control)");
         return;
     }
+    let Some(_loops) = serving() else {
+        return;
+    };
     let loops_before = attached_loop_devices();
     let bench = throughput::BenchConfig {
         device: config("bench", 1, 0).device,
         fuse_threads: 2,
         writers: vec![1, 3],
-        tarball: "/nonexistent/linux.tar.xz".into(),
+        tarball: None,
     };
     let mut out = Vec::new();
     throughput::bench(&bench, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].contains("NOT THE TARBALL"), "{text}");
+    let installed = Path::new(crate::corpus::DEFAULT_TARBALL).exists();
+    let source = if installed {
+        "'s tar stream"
+    } else {
+        "NOT THE TARBALL"
+    };
+    assert!(lines[0].contains(source), "{text}");
     assert_eq!(lines[1], "| device | 1 in flight | 3 in flight |");
     let rows: Vec<&str> = lines[3..6].to_vec();
     assert!(rows[0].starts_with("| served pageframe zram (zsmalloc-chain8, lz4, 2 FUSE threads) |"));

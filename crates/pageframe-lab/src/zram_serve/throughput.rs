@@ -9,8 +9,9 @@
 //! device, [`ZramServer`]); a direct-I/O loop device over a tmpfs file (the
 //! loop driver's own round trip, no FUSE); and a real /dev/zram (lz4). The
 //! pages written are the first bytes of the kernel tarball's tar stream
-//! (real text, some same-filled pages), or, without the tarball,
-//! deterministic text-like pages, labelled as such.
+//! (real text, some same-filled pages), or, when no tarball was named and
+//! the default one is not installed, deterministic text-like pages,
+//! labelled as such. A tarball named but unreadable is an error.
 //!
 //! Owns: one device at a time (served device, loop device and its tmpfs
 //! file, or real zram), given back after its point, on error and on
@@ -36,26 +37,43 @@ pub struct BenchConfig {
     pub fuse_threads: usize,
     /// Writes in flight of each point, in order.
     pub writers: Vec<usize>,
-    /// The kernel tarball whose tar stream gives the pages.
-    pub tarball: PathBuf,
+    /// The kernel tarball whose tar stream gives the pages; `None`: the
+    /// default one ([`crate::corpus::DEFAULT_TARBALL`]) if it is readable,
+    /// else text-like pages.
+    pub tarball: Option<PathBuf>,
 }
 
 /// The pages written: `bytes` of the tarball's tar stream, or text-like
-/// pages; with a label.
-fn pages(tarball: &Path, bytes: usize) -> (Vec<u8>, String) {
+/// pages when no tarball was named and the default one cannot give them;
+/// with a label. A named tarball that cannot is the error.
+pub(super) fn pages(named: Option<&Path>, bytes: usize) -> Result<(Vec<u8>, String), ServeError> {
+    let tarball = named.unwrap_or(Path::new(crate::corpus::DEFAULT_TARBALL));
     let mut data = Vec::with_capacity(bytes);
     let read = std::fs::File::open(tarball).and_then(|file| {
         xz2::read::XzDecoder::new(std::io::BufReader::new(file))
             .take(bytes as u64)
             .read_to_end(&mut data)
     });
-    if matches!(read, Ok(len) if len == bytes) {
-        let label = format!(
-            "the first {} MiB of {}'s tar stream",
-            bytes >> 20,
-            tarball.display()
-        );
-        return (data, label);
+    match (read, named) {
+        (Ok(len), _) if len == bytes => {
+            let label = format!(
+                "the first {} MiB of {}'s tar stream",
+                bytes >> 20,
+                tarball.display()
+            );
+            return Ok((data, label));
+        }
+        (Ok(len), Some(_)) => {
+            return Err(ServeError::Io {
+                what: format!("reading {}", tarball.display()),
+                err: std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("its tar stream has {len} bytes, fewer than the {bytes} to write"),
+                ),
+            })
+        }
+        (Err(err), Some(_)) => return Err(io_error(format!("reading {}", tarball.display()))(err)),
+        (_, None) => {}
     }
     data.clear();
     let mut line = 0u64;
@@ -69,7 +87,7 @@ fn pages(tarball: &Path, bytes: usize) -> (Vec<u8>, String) {
         tarball.display(),
         bytes >> 20
     );
-    (data, label)
+    Ok((data, label))
 }
 
 /// Writes `data` (whole pages) to `device` from `writers` threads, each its
@@ -226,7 +244,7 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> Result<(), ServeError
     let signals = SignalFlag::install();
     let bytes = usize::try_from(config.device.disk_bytes)
         .map_err(|_| ServeError::Unsupported("the size does not fit in memory".into()))?;
-    let (data, label) = pages(&config.tarball, bytes);
+    let (data, label) = pages(config.tarball.as_deref(), bytes)?;
     say(
         out,
         format!(

@@ -358,12 +358,22 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
         if page_size < 8 || page_size % 8 != 0 {
             return Err(ZramError::Config(format!("page size {page_size}")));
         }
+        // The slot table is one allocation, as zram_meta_alloc()'s vzalloc(),
+        // which fails with ENOMEM rather than taking the machine down.
+        let mut table = Vec::new();
+        table.try_reserve_exact(config.nr_slots).map_err(|_| {
+            ZramError::Config(format!(
+                "a table of {} slots does not fit in memory",
+                config.nr_slots
+            ))
+        })?;
+        table.resize(config.nr_slots, Slot::Empty);
         Ok(Zram {
             huge_class_size: pool.huge_class_size(),
             pool,
             config,
             page_size,
-            table: vec![Slot::Empty; config.nr_slots],
+            table,
             stream,
             stats: ZramStats::default(),
             scratch: vec![0; page_size],
