@@ -80,6 +80,21 @@ fn noise_page(seed: u64) -> Vec<u8> {
 }
 
 #[test]
+fn a_slot_table_too_large_for_memory_is_an_error_not_an_abort() {
+    let allocator = &machines()[0];
+    for nr_slots in [0, usize::MAX / 2, usize::MAX] {
+        let pool = Backend::Zsmalloc { chain_size: 8 }
+            .create(CpuPages::new(allocator.cpu(CpuId(0)).unwrap()))
+            .unwrap();
+        let err = Zram::new(pool, ZramConfig::new(nr_slots))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(matches!(err, ZramError::Config(_)), "{nr_slots}: {err}");
+    }
+    allocator.check_invariants().unwrap();
+}
+
+#[test]
 fn same_pages_take_no_memory_and_read_back() {
     for allocator in machines() {
         let mut zram = device(&allocator, BACKENDS[1], Compressor::Lz4, 8);
