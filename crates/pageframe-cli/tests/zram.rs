@@ -75,6 +75,38 @@ fn foreign_and_truncated_traces_are_one_line_errors_naming_the_offset() {
 }
 
 #[test]
+fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
+    use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter, MAX_TRACE_PAGES};
+    let write = |page| TraceRecord::Write {
+        page,
+        sizes: Some([900, 900, 900]),
+    };
+    let step = TraceRecord::Step {
+        round: 1,
+        label: "untar".into(),
+        real: None,
+    };
+    let no_steps = temp_path("no-steps.pfzt");
+    let far = temp_path("far.pfzt");
+    for (path, records) in [
+        (&no_steps, vec![write(0), write(1)]),
+        (&far, vec![write(0), write(MAX_TRACE_PAGES), step]),
+    ] {
+        let mut writer = TraceWriter::create(path, 3).unwrap();
+        for record in &records {
+            writer.record(record).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+    let err = error_of(&["run", "zram-untar", "--trace", no_steps.to_str().unwrap()]);
+    assert!(err.contains("no step marks"), "{err}");
+    let err = error_of(&["run", "zram-untar", "--trace", far.to_str().unwrap()]);
+    assert!(err.contains("a trace may address"), "{err}");
+    std::fs::remove_file(no_steps).unwrap();
+    std::fs::remove_file(far).unwrap();
+}
+
+#[test]
 fn serve_prints_the_device_and_tears_down_on_sigterm() {
     if let Some(reason) = pageframe_lab::zram_serve::unsupported_reason() {
         println!("skipped: {reason}");

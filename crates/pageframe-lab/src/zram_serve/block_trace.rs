@@ -9,7 +9,9 @@
 //! page after the last write) flags [sizes…]; `D` first pages; `S` label-len
 //! label has-real [orig compr used]; `E` ends the trace. A file without the
 //! end record is truncated. Errors name the byte offset: in the file for the
-//! header and the compressed stream, in the record stream for a record.
+//! header and the compressed stream, in the record stream for a record. A
+//! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
+//! sizes its device from the trace) and a record stream over 256 MiB.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
 use std::fs::File;
@@ -24,6 +26,15 @@ pub const TRACE_CODECS: [Compressor; 3] = [
 ];
 
 const MAGIC: &[u8; 8] = b"PFZBLKT1";
+
+/// The most pages a trace may address: a device of 64 GiB in 4 KiB pages
+/// (the live recordings use 4 GiB). A replay sizes its device from the
+/// trace, so a file naming a far page is refused when read.
+pub const MAX_TRACE_PAGES: u64 = 1 << 24;
+
+/// The largest record stream a trace file may decompress to (the shipped
+/// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
+const MAX_RECORD_STREAM: u64 = 256 << 20;
 const TAG_WRITE: u8 = b'W';
 const TAG_DISCARD: u8 = b'D';
 const TAG_STEP: u8 = b'S';
@@ -235,16 +246,46 @@ pub fn parse_trace(bytes: &[u8], path: &Path) -> Result<Vec<TraceRecord>, TraceF
         ));
     }
     let mut stream = Vec::new();
-    let mut decoder = zstd::stream::Decoder::new(&bytes[MAGIC.len()..])
+    let decoder = zstd::stream::Decoder::new(&bytes[MAGIC.len()..])
         .map_err(|err| error(MAGIC.len() as u64, "of the file", err.to_string()))?;
-    if let Err(err) = decoder.read_to_end(&mut stream) {
+    if let Err(err) = decoder.take(MAX_RECORD_STREAM + 1).read_to_end(&mut stream) {
         return Err(error(
             bytes.len() as u64,
             "of the file",
             format!("compressed records end early or are damaged ({err})"),
         ));
     }
+    if stream.len() as u64 > MAX_RECORD_STREAM {
+        return Err(error(
+            MAGIC.len() as u64,
+            "of the file",
+            format!("the records decompress to more than {MAX_RECORD_STREAM} bytes"),
+        ));
+    }
     decode(&stream).map_err(|(offset, what)| error(offset, "of the record stream", what))
+}
+
+/// What a record reaching `page` is told.
+fn beyond_the_device(page: u64) -> String {
+    format!(
+        "page {page} is past the {MAX_TRACE_PAGES} pages ({} GiB) a trace may address",
+        MAX_TRACE_PAGES >> 18
+    )
+}
+
+/// The pages `records` address: one past the highest page written or
+/// discarded, at least 1.
+pub fn addressed_pages(records: &[TraceRecord]) -> u64 {
+    records
+        .iter()
+        .map(|record| match record {
+            TraceRecord::Write { page, .. } => page.saturating_add(1),
+            TraceRecord::Discard { first, pages } => first.saturating_add(*pages),
+            TraceRecord::Step { .. } => 0,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1)
 }
 
 /// Decodes a record stream; an error gives the offset and what is wrong.
@@ -292,11 +333,20 @@ fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
                     }
                     Some(sizes)
                 };
+                if page >= MAX_TRACE_PAGES {
+                    return Err((start as u64, beyond_the_device(page)));
+                }
                 records.push(TraceRecord::Write { page, sizes });
             }
             TAG_DISCARD => {
                 let first = number(&mut at)?;
                 let pages = number(&mut at)?;
+                if first
+                    .checked_add(pages)
+                    .is_none_or(|end| end > MAX_TRACE_PAGES)
+                {
+                    return Err((start as u64, beyond_the_device(first.saturating_add(pages))));
+                }
                 records.push(TraceRecord::Discard { first, pages });
             }
             TAG_STEP => {

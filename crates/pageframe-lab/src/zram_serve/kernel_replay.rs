@@ -17,7 +17,7 @@
 //! Owns: two hot-added zram devices in turn (calibration, then replay),
 //! both removed before returning.
 
-use super::block_trace::{RealStat, TraceRecord};
+use super::block_trace::{addressed_pages, RealStat, TraceRecord};
 use super::real_zram::RealZram;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -163,17 +163,7 @@ fn calibrate(page: &mut AlignedPage) -> Result<Calibration, String> {
 pub fn replay_on_kernel(records: &[TraceRecord]) -> Result<KernelReplay, String> {
     let mut page = AlignedPage::new();
     let calibration = calibrate(&mut page)?;
-    let slots = records
-        .iter()
-        .map(|record| match record {
-            TraceRecord::Write { page, .. } => page.saturating_add(1),
-            TraceRecord::Discard { first, pages } => first.saturating_add(*pages),
-            TraceRecord::Step { .. } => 0,
-        })
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let disk_bytes = slots
+    let disk_bytes = addressed_pages(records)
         .checked_mul(PAGE as u64)
         .ok_or("the trace addresses more pages than a disk can have")?;
     let zram = RealZram::create(disk_bytes, "lz4")?;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// The `ext4-trace` workload: record (with `--fs ext4`) or take a trace,
 /// replay it on every allocator.
 pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-    use crate::zram_serve::block_trace::{parse_trace, read_trace, TRACE_CODECS};
+    use crate::zram_serve::block_trace::{parse_trace, read_trace, TraceRecord, TRACE_CODECS};
     let codec = ["lz4", "lzo", "zstd"]
         .iter()
         .position(|name| *name == params.choice("codec"))
@@ -59,10 +59,19 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
         (records, trace.display().to_string())
     } else {
         match &options.block_trace {
-            Some(path) => (
-                read_trace(path).map_err(ExperimentError::failed)?,
-                path.display().to_string(),
-            ),
+            Some(path) => {
+                let records = read_trace(path).map_err(ExperimentError::failed)?;
+                if !records
+                    .iter()
+                    .any(|record| matches!(record, TraceRecord::Step { .. }))
+                {
+                    return Err(ExperimentError::failed(format!(
+                        "{}: no step marks, so no step to report",
+                        path.display()
+                    )));
+                }
+                (records, path.display().to_string())
+            }
             None => (
                 parse_trace(replay::SHIPPED, Path::new(replay::SHIPPED_NAME))
                     .map_err(ExperimentError::failed)?,

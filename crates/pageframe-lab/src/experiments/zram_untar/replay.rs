@@ -9,7 +9,7 @@ use super::rows::{KernelSizes, ReferenceRatios, ReplayRow, Sizes};
 use super::{reference, REMOVED};
 use crate::experiments::ExperimentError;
 use crate::report::round_to;
-use crate::zram_serve::block_trace::{RealStat, TraceRecord, TRACE_CODECS};
+use crate::zram_serve::block_trace::{addressed_pages, RealStat, TraceRecord, TRACE_CODECS};
 use pageframe::page_source::CpuPages;
 use pageframe::zram::{Backend, Compressor, Prepared, Zram, ZramConfig, KEEP_ORIGINAL_FROM};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
@@ -58,20 +58,6 @@ impl Objects {
     }
 }
 
-/// The pages a trace addresses.
-fn nr_slots(records: &[TraceRecord]) -> usize {
-    records
-        .iter()
-        .map(|record| match record {
-            TraceRecord::Write { page, .. } => page + 1,
-            TraceRecord::Discard { first, pages } => first.saturating_add(*pages),
-            TraceRecord::Step { .. } => 0,
-        })
-        .max()
-        .unwrap_or(0)
-        .max(1) as usize
-}
-
 /// A step's figures (bytes).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepFigures {
@@ -99,8 +85,14 @@ pub fn replay(
     codec: usize,
 ) -> Result<Vec<StepFigures>, ExperimentError> {
     let compressor = TRACE_CODECS[codec];
-    let slots = nr_slots(records);
-    let machine_bytes = ((slots as u64 * PAGE as u64).max(1 << 30)).next_power_of_two();
+    let pages = addressed_pages(records);
+    let machine_bytes = pages
+        .checked_mul(PAGE as u64)
+        .and_then(|bytes| bytes.max(1 << 30).checked_next_power_of_two())
+        .ok_or_else(|| {
+            ExperimentError::failed(format!("the trace addresses {pages} pages: too many"))
+        })?;
+    let slots = usize::try_from(pages).map_err(ExperimentError::failed)?;
     let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(machine_bytes, 1, 1)?)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let pool = backend

@@ -99,3 +99,68 @@ fn truncated_and_foreign_files_name_the_offset() {
     assert!(offset > 0 && offset < stream.len() as u64);
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn records_past_the_largest_device_are_refused_where_they_stand() {
+    let encode = |records: &[TraceRecord]| {
+        let mut stream = Vec::new();
+        let mut encoder = Encoder::default();
+        for record in records {
+            encoder.encode(record, &mut stream);
+        }
+        stream.push(TAG_END);
+        stream
+    };
+    let write = |page| TraceRecord::Write {
+        page,
+        sizes: Some([100, 100, 100]),
+    };
+    let last = MAX_TRACE_PAGES - 1;
+    let fits = encode(&[
+        write(last),
+        TraceRecord::Discard {
+            first: 0,
+            pages: MAX_TRACE_PAGES,
+        },
+    ]);
+    let records = decode(&fits).unwrap();
+    assert_eq!(addressed_pages(&records), MAX_TRACE_PAGES);
+    for (records, at) in [
+        (vec![write(0), write(MAX_TRACE_PAGES)], 1),
+        (vec![write(u64::MAX)], 0),
+        (
+            vec![TraceRecord::Discard {
+                first: last,
+                pages: 2,
+            }],
+            0,
+        ),
+        (
+            vec![TraceRecord::Discard {
+                first: u64::MAX,
+                pages: u64::MAX,
+            }],
+            0,
+        ),
+    ] {
+        let stream = encode(&records);
+        let (offset, what) = decode(&stream).unwrap_err();
+        assert!(what.contains("a trace may address"), "{what}");
+        // The offset is the bad record's own.
+        let before = encode(&records[..at]);
+        assert_eq!(offset, (before.len() - 1) as u64, "{what}");
+    }
+}
+
+#[test]
+fn a_stream_that_decompresses_past_the_limit_is_refused() {
+    let path = scratch("bomb");
+    let mut stream = vec![TAG_WRITE, 0, FLAG_SAME];
+    stream.resize(MAX_RECORD_STREAM as usize + 2, 0);
+    let mut file = MAGIC.to_vec();
+    file.extend(zstd::encode_all(&stream[..], 19).unwrap());
+    std::fs::write(&path, &file).unwrap();
+    let err = read_trace(&path).unwrap_err().to_string();
+    assert!(err.contains("decompress to more than"), "{err}");
+    std::fs::remove_file(&path).unwrap();
+}
