@@ -152,8 +152,7 @@ impl LoopDevice {
     /// - zram has no volatile write cache (no `BLK_FEAT_WRITE_CACHE`), so
     ///   the block layer drops the flushes and FUA of ext4's journal
     ///   commits; loop declares one and turns every flush into an fsync of
-    ///   its file, a round trip through FUSE that slows each commit and so
-    ///   moves when freed blocks become reusable;
+    ///   its file, one more round trip through FUSE per commit;
     /// - zram asks for stable pages during writeback
     ///   (`BLK_FEAT_STABLE_WRITES`);
     /// - zram is bio-based, so the block layer's writeback throttling

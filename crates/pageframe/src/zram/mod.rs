@@ -358,8 +358,9 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
         if page_size < 8 || page_size % 8 != 0 {
             return Err(ZramError::Config(format!("page size {page_size}")));
         }
-        // The slot table is one allocation, as zram_meta_alloc()'s vzalloc(),
-        // which fails with ENOMEM rather than taking the machine down.
+        // The slot table is one allocation, as zram_meta_alloc()'s vzalloc();
+        // one that cannot be reserved is an error (the kernel's ENOMEM), not
+        // an abort. (With overcommit, only sizes far past memory fail here.)
         let mut table = Vec::new();
         table.try_reserve_exact(config.nr_slots).map_err(|_| {
             ZramError::Config(format!(
