@@ -50,6 +50,11 @@ pub struct ConformRow {
     pub pageframe: String,
     /// `Match` when both are equal.
     pub verdict: Verdict,
+    /// Why a DIFF is accepted on this host, when the suite knows it from
+    /// the host itself (a kernel feature pageframe does not model, found
+    /// running); [`suites::LISTED_DIFFS`] holds the reasons that hold on
+    /// every host.
+    pub listed: Option<&'static str>,
 }
 
 impl ConformRow {
@@ -65,6 +70,16 @@ impl ConformRow {
             kernel,
             pageframe,
             verdict,
+            listed: None,
+        }
+    }
+
+    /// The row with `reason` as why its DIFF is accepted, when `applies`
+    /// (a MATCH stays a MATCH).
+    pub fn listed_if(self, applies: bool, reason: &'static str) -> ConformRow {
+        ConformRow {
+            listed: applies.then_some(reason),
+            ..self
         }
     }
 }
@@ -122,7 +137,7 @@ impl SuiteResult {
                     .filter(|row| all || row.verdict == Verdict::Diff)
                 {
                     let listed = match row.verdict {
-                        Verdict::Diff => suites::listed_reason(self.suite, &row.case)
+                        Verdict::Diff => suites::listed_reason(self.suite, row)
                             .map(|reason| format!(" (listed: {reason})"))
                             .unwrap_or_default(),
                         Verdict::Match => String::new(),

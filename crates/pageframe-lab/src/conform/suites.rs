@@ -6,7 +6,7 @@
 //! name is a conformance failure; a listed one is reported with its reason
 //! and does not fail the run.
 
-use super::{ConformError, SuiteOutcome, SuiteResult, Verdict};
+use super::{ConformError, ConformRow, SuiteOutcome, SuiteResult, Verdict};
 use serde_json::{json, Value};
 
 /// A suite's entry point.
@@ -65,19 +65,24 @@ pub fn parse(args: &[String]) -> Result<Vec<(&'static str, SuiteRun)>, String> {
     Ok(chosen)
 }
 
-/// Why a DIFF of `case` in `suite` is accepted, if it is listed.
-pub fn listed_reason(suite: &str, case: &str) -> Option<&'static str> {
-    LISTED_DIFFS
-        .iter()
-        .find(|(listed_suite, listed_case, _)| *listed_suite == suite && *listed_case == case)
-        .map(|(_, _, reason)| *reason)
+/// Why a DIFF `row` of `suite` is accepted, if it is listed: by the suite
+/// for this host, or in [`LISTED_DIFFS`].
+pub fn listed_reason(suite: &str, row: &ConformRow) -> Option<&'static str> {
+    row.listed.or_else(|| {
+        LISTED_DIFFS
+            .iter()
+            .find(|(listed_suite, listed_case, _)| {
+                *listed_suite == suite && *listed_case == row.case
+            })
+            .map(|(_, _, reason)| *reason)
+    })
 }
 
 /// The DIFF rows of `result` that are not listed.
 pub fn unlisted_diffs(result: &SuiteResult) -> usize {
     result
         .diffs()
-        .filter(|row| listed_reason(result.suite, &row.case).is_none())
+        .filter(|row| listed_reason(result.suite, row).is_none())
         .count()
 }
 
@@ -99,7 +104,7 @@ pub fn to_json(results: &[SuiteResult]) -> Value {
                     .iter()
                     .map(|row| {
                         let listed = (row.verdict == Verdict::Diff)
-                            .then(|| listed_reason(result.suite, &row.case))
+                            .then(|| listed_reason(result.suite, row))
                             .flatten();
                         json!({
                             "case": row.case,
@@ -169,5 +174,27 @@ mod tests {
         assert_eq!(value["suites"][0]["rows"][1]["verdict"], "DIFF");
         assert_eq!(value["suites"][1]["status"], "skipped");
         assert_eq!(value["suites"][1]["reason"], "not root");
+    }
+
+    /// A DIFF the suite lists for this host is reported with its reason
+    /// and is not unlisted; a MATCH stays a MATCH whatever it is given.
+    #[test]
+    fn a_row_listed_by_its_suite_is_not_unlisted() {
+        let ran = SuiteResult {
+            suite: "buddy",
+            outcome: SuiteOutcome::Ran(vec![
+                ConformRow::compare("a".into(), "1".into(), "2".into()).listed_if(true, "why"),
+                ConformRow::compare("b".into(), "1".into(), "2".into()).listed_if(false, "why"),
+                ConformRow::compare("c".into(), "1".into(), "1".into()).listed_if(true, "why"),
+            ]),
+        };
+        assert_eq!(unlisted_diffs(&ran), 1);
+        let value = to_json(std::slice::from_ref(&ran));
+        assert_eq!(value["unlisted_diffs"], 1);
+        assert_eq!(value["suites"][0]["rows"][0]["listed"], "why");
+        assert!(value["suites"][0]["rows"][1]["listed"].is_null());
+        assert!(value["suites"][0]["rows"][2]["listed"].is_null());
+        assert_eq!(value["suites"][0]["rows"][2]["verdict"], "MATCH");
+        assert!(ran.render(true).contains("a | 1 | 2 | DIFF (listed: why)"));
     }
 }
