@@ -84,24 +84,27 @@ pub enum TraceRecord {
 impl TraceRecord {
     /// The record of writing `page` to slot `index`.
     pub fn write_of(index: u64, page: &[u8]) -> Result<TraceRecord, ZramError> {
-        if page_same_filled(page).is_some() {
-            return Ok(TraceRecord::Write {
-                page: index,
-                sizes: None,
-            });
-        }
-        let mut sizes = [0u32; 3];
-        for (size, codec) in sizes.iter_mut().zip(TRACE_CODECS) {
-            *size = match Prepared::new(codec, page)? {
-                Prepared::Compressed { bytes, .. } => bytes.len() as u32,
-                Prepared::Same { .. } => 0,
-            };
-        }
         Ok(TraceRecord::Write {
             page: index,
-            sizes: Some(sizes),
+            sizes: sizes_of(page)?,
         })
     }
+}
+
+/// What a write record carries for `page`: `None` when it is same-filled,
+/// else its compressed size with each of [`TRACE_CODECS`].
+pub fn sizes_of(page: &[u8]) -> Result<Option<[u32; 3]>, ZramError> {
+    if page_same_filled(page).is_some() {
+        return Ok(None);
+    }
+    let mut sizes = [0u32; 3];
+    for (size, codec) in sizes.iter_mut().zip(TRACE_CODECS) {
+        *size = match Prepared::new(codec, page)? {
+            Prepared::Compressed { bytes, .. } => bytes.len() as u32,
+            Prepared::Same { .. } => 0,
+        };
+    }
+    Ok(Some(sizes))
 }
 
 fn put(out: &mut Vec<u8>, mut value: u64) {

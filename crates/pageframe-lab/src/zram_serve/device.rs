@@ -1,8 +1,9 @@
 //! The served device: a pageframe [`Zram`] behind a lock, addressed in
 //! bytes as a file is, and the block trace of what reaches it.
 //!
-//! Owns: the zram (its pool over a thread-safe page allocator of its own)
-//! and the optional [`TraceWriter`]. Invariant: every byte range written
+//! Owns: the zram (its pool over a thread-safe page allocator of its own),
+//! the optional [`TraceWriter`] and the optional [`TraceSizes`] its write
+//! records take their sizes from. Invariant: every byte range written
 //! lands in whole-page slots (a partial page is read, patched and written
 //! back, as zram_bvec_write() does for a partial bio); a punched range frees
 //! only the slots it covers whole (zram_bio_discard() skips the partial
@@ -10,12 +11,13 @@
 //! before it is taken.
 
 use super::block_trace::{TraceRecord, TraceWriter};
+use super::trace_sizes::TraceSizes;
 use pageframe::page_source::CpuPages;
 use pageframe::zpool::Zpool;
 use pageframe::zram::{Backend, Compressor, MmStat, Prepared, Zram, ZramConfig, ZramError};
 use pageframe::{CpuId, MachineDesc, SharedPageAllocator};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Bytes per slot.
 pub const PAGE: usize = 4096;
@@ -115,6 +117,8 @@ pub struct Device {
     /// Whether a trace is being recorded (read without the lock, to make
     /// trace records outside it).
     tracing: AtomicBool,
+    /// The sizes of known pages, when given (see [`Device::use_trace_sizes`]).
+    trace_sizes: OnceLock<TraceSizes>,
     config: DeviceConfig,
 }
 
@@ -165,6 +169,7 @@ impl Device {
                 page: vec![0; PAGE],
             }),
             tracing: AtomicBool::new(false),
+            trace_sizes: OnceLock::new(),
             config,
         })
     }
@@ -187,6 +192,18 @@ impl Device {
         let mut state = self.lock();
         self.tracing.store(writer.is_some(), Ordering::Relaxed);
         std::mem::replace(&mut state.trace, writer)
+    }
+
+    /// Makes the write records of whole pages take their sizes from
+    /// `sizes` (a page not in it is compressed as before); a device takes
+    /// one table for its life, a second is given back.
+    pub fn use_trace_sizes(&self, sizes: TraceSizes) -> Result<(), TraceSizes> {
+        self.trace_sizes.set(sizes)
+    }
+
+    /// The table given to [`Device::use_trace_sizes`], if any.
+    pub fn trace_sizes(&self) -> Option<&TraceSizes> {
+        self.trace_sizes.get()
     }
 
     /// Appends a record to the trace (a step mark), if recording.
@@ -263,7 +280,13 @@ impl Device {
                 let whole = &data[done..done + PAGE];
                 let prepared = Prepared::new(self.config.compressor, whole)?;
                 let record = if self.tracing.load(Ordering::Relaxed) {
-                    Some(TraceRecord::write_of(slot as u64, whole)?)
+                    Some(match self.trace_sizes.get() {
+                        Some(table) => TraceRecord::Write {
+                            page: slot as u64,
+                            sizes: table.sizes(whole)?,
+                        },
+                        None => TraceRecord::write_of(slot as u64, whole)?,
+                    })
                 } else {
                     None
                 };

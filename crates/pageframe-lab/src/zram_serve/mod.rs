@@ -19,6 +19,7 @@ pub mod kernel_replay;
 mod loop_dev;
 pub mod real_zram;
 pub mod throughput;
+pub mod trace_sizes;
 
 pub use device::{Device, DeviceConfig, DeviceError};
 pub use fs::{DISK_NAME, MM_STAT_NAME};

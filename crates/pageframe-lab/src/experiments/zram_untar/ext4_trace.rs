@@ -42,8 +42,11 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
             trace: trace.clone(),
             disk_bytes: LIVE_DISK_BYTES,
             kernel_beside: params.choice("record_beside") == "kernel",
+            threads: options.threads,
         };
-        served = Some(live::record(&live, &tar)?);
+        let recording = live::record(&live, &tar)?;
+        served = Some(recording.served);
+        notes.push(recording.note);
         let records = read_trace(&trace).map_err(ExperimentError::failed)?;
         notes.push(format!(
             "recorded now: ext4 (mount -o discard) on a served pageframe zram{}, {} of {}; block trace written to {}",

@@ -17,13 +17,16 @@
 use super::band::KernelStep;
 use super::replay::kernel_ratio;
 use super::REMOVED;
+use crate::corpus::{self, Sampling};
 use crate::experiments::ExperimentError;
 use crate::signals::SignalFlag;
 use crate::zram_serve::block_trace::{TraceRecord, TraceWriter};
 use crate::zram_serve::real_zram::RealZram;
+use crate::zram_serve::trace_sizes::TraceSizes;
 use crate::zram_serve::{self, DeviceConfig, LoopIo, ServeConfig, ZramServer, TRACE_LEVEL};
 use pageframe::zram::{Backend, Compressor, MmStat};
 use std::io::{Read, Write};
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -41,6 +44,18 @@ pub struct LiveOptions {
     /// time (two untars at once); without it the served device runs alone
     /// and the trace's steps carry no kernel figures.
     pub kernel_beside: bool,
+    /// Threads for the trace sizes of the tarball's pages, computed before
+    /// the recording.
+    pub threads: NonZeroUsize,
+}
+
+/// What a recording gave besides its trace file.
+pub struct Recording {
+    /// The served device's own mm_stat at every step (the replay of chain
+    /// 8 with lz4 must give the same).
+    pub served: Vec<MmStat>,
+    /// How the trace's sizes were made, for the report's notes.
+    pub note: String,
 }
 
 fn failed(what: impl std::fmt::Display) -> ExperimentError {
@@ -282,18 +297,40 @@ fn serve(disk_bytes: u64, mountpoint: PathBuf) -> Result<ZramServer, ExperimentE
     .map_err(failed)
 }
 
+/// The trace sizes of every page of every regular file in `tar` (a file's
+/// last page zero-padded, as the page cache writes it back), and how long
+/// they took.
+fn tarball_trace_sizes(
+    tar: &[u8],
+    threads: NonZeroUsize,
+) -> Result<(TraceSizes, f64), ExperimentError> {
+    let started = std::time::Instant::now();
+    let corpus = corpus::from_tar(tar, "tarball", true, Sampling { one_in: 1 }, |_| {})
+        .map_err(|err| failed(format!("the tarball's pages: {err}")))?;
+    let table = TraceSizes::of_pages(&corpus.pages, corpus.page_size, threads).map_err(failed)?;
+    Ok((table, started.elapsed().as_secs_f64()))
+}
+
 /// Runs the workload live and writes the trace; returns the served
 /// device's own mm_stat at every step (the replay of chain 8 with lz4 must
-/// give the same).
-pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Vec<MmStat>, ExperimentError> {
+/// give the same). The trace sizes of the tarball's pages are computed
+/// first, so that the served device's write path only looks them up and
+/// takes the kernel's writeback about as fast as a real zram (see
+/// `zram_serve::trace_sizes`).
+pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Recording, ExperimentError> {
     if let Some(reason) = zram_serve::unsupported_reason() {
         return Err(failed(format!(
             "--fs ext4 runs the workload for real: {reason}"
         )));
     }
+    let (table, table_seconds) = tarball_trace_sizes(tar, options.threads)?;
+    let table_pages = table.len();
     let signals = SignalFlag::install();
     let scratch = Scratch::new("pageframe-zram-untar");
     let server = serve(options.disk_bytes, scratch.0.join("fuse"))?;
+    if server.device().use_trace_sizes(table).is_err() {
+        return Err(failed("the served device already had trace sizes"));
+    }
     let real = match options.kernel_beside {
         true => Some(RealZram::create(options.disk_bytes, "lz4").map_err(failed)?),
         false => None,
@@ -347,8 +384,17 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Vec<MmStat>, Experime
             .finish()
             .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
     }
+    let (found, computed) = server
+        .device()
+        .trace_sizes()
+        .map_or((0, 0), TraceSizes::found_and_computed);
     server.stop().map_err(failed)?;
-    Ok(served)
+    Ok(Recording {
+        served,
+        note: format!(
+            "trace sizes: {found} page writes took theirs from the tarball's {table_pages} distinct pages (hashed and compressed with lz4, lzo and zstd in {table_seconds:.1} s before the recording), {computed} (ext4's metadata and journal) were compressed as they arrived"
+        ),
+    })
 }
 
 /// One kernel run: how long it took and its overhead ratio at every step.
