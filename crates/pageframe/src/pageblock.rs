@@ -126,7 +126,21 @@ impl PageblockTable {
     /// when the block is in no zone.
     #[inline]
     pub fn lookup(&self, pfn: Pfn) -> Option<BlockInfo> {
-        let word = self.words.get(self.block(pfn))?.load(Relaxed);
+        PageblockTable::decode(self.word(pfn)?)
+    }
+
+    /// The word of the block holding `pfn` (its zone and bits), for a
+    /// caller that looks at many blocks: blocks with equal words have the
+    /// same [`Self::decode`]. `None` past the table.
+    #[inline]
+    pub fn word(&self, pfn: Pfn) -> Option<u32> {
+        Some(self.words.get(self.block(pfn))?.load(Relaxed))
+    }
+
+    /// Zone and freetype of a block whose word is `word`; `None` when the
+    /// block is in no zone.
+    #[inline]
+    pub fn decode(word: u32) -> Option<BlockInfo> {
         match (word >> ZONE_SHIFT) as u16 {
             NO_ZONE => None,
             zone => Some(BlockInfo {

@@ -288,7 +288,7 @@ impl PerCpuPages {
     /// hottest, as many as can go before one would reach the `high` in
     /// force, with the sizing updated as freeing them one at a time would
     /// (free_unref_page_commit() for each); returns the pages not pushed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_order0_run<'p>(
         &mut self,
         list: PcpList,

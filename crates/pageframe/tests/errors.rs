@@ -2,9 +2,10 @@
 //! it was: /proc/vmstat, buddyinfo, pagetypeinfo and zoneinfo are compared
 //! byte for byte before and after each refused call. Covered: double frees
 //! (from a per-CPU list, from the buddy lists, after a merge, inside one
-//! bulk free), wrong orders, unaligned PFNs, PFNs in a hole or beyond
-//! memory, orders above MAX_PAGE_ORDER, unknown nodes and CPUs, GFP
-//! combinations the kernel calls bad, and node masks with no usable node.
+//! bulk free, whatever runs of pages it gathered), wrong orders, unaligned
+//! PFNs, PFNs in a hole or beyond memory, orders above MAX_PAGE_ORDER,
+//! unknown nodes and CPUs, GFP combinations the kernel calls bad, and node
+//! masks with no usable node.
 
 mod common;
 
@@ -132,6 +133,65 @@ fn bulk_free_is_all_or_nothing() {
     assert_conserved(&allocator, 0);
     let err = assert_unchanged(&allocator, || cpu.free_pages_bulk(&pages));
     assert_eq!(err, Err(FreeError::DoubleFree(pages[0].pfn())));
+}
+
+#[test]
+fn a_refused_bulk_free_restores_every_run_it_gathered() {
+    // A bulk free gathers the pages from the first on into a run while they
+    // go to one list (64 at most), then checks and marks the rest. A bad
+    // page first, after a full run, or after a run that pages of another
+    // list closed must leave every record as it was, with free checks on
+    // and off.
+    for free_checks in [true, false] {
+        let options = AllocOptions {
+            free_checks,
+            ..AllocOptions::default()
+        };
+        let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
+        let cpu = allocator.cpu(CpuId(0)).unwrap();
+        let alloc = |gfp: Gfp, nr: usize| -> Vec<Page> {
+            (0..nr)
+                .map(|_| cpu.alloc_pages(gfp, Order(0), NodeId(0)).unwrap())
+                .collect()
+        };
+        let movable = alloc(Gfp::MOVABLE, 70);
+        let unmovable = alloc(Gfp::KERNEL, 10);
+        assert_conserved(&allocator, 80);
+        let beyond = Page::from_pfn(Pfn(1 << 30));
+        let not_memory = Err(FreeError::NotMemory(beyond.pfn()));
+        let mixed = [&movable[..5], &unmovable[..5], &movable[5..10]].concat();
+        let mut batches = vec![
+            ([&[beyond], &movable[..3]].concat(), not_memory),
+            ([&[beyond], &movable[..]].concat(), not_memory),
+            ([&movable[..], &[beyond]].concat(), not_memory),
+            ([&mixed[..], &[beyond]].concat(), not_memory),
+        ];
+        if free_checks {
+            let twice = |page: Page| Err(FreeError::DoubleFree(page.pfn()));
+            batches.extend([
+                ([&movable[..], &movable[..1]].concat(), twice(movable[0])),
+                ([&mixed[..], &unmovable[..1]].concat(), twice(unmovable[0])),
+                (
+                    [&movable[..2], &unmovable[..1], &movable[1..2]].concat(),
+                    twice(movable[1]),
+                ),
+            ]);
+        }
+        for (batch, expected) in batches {
+            let err = assert_unchanged(&allocator, || cpu.free_pages_bulk(&batch));
+            assert_eq!(
+                err,
+                expected,
+                "free_checks {free_checks}, {} pages",
+                batch.len()
+            );
+        }
+        assert_conserved(&allocator, 80);
+        cpu.free_pages_bulk(&mixed).unwrap();
+        cpu.free_pages_bulk(&movable[10..]).unwrap();
+        cpu.free_pages_bulk(&unmovable[5..]).unwrap();
+        assert_conserved(&allocator, 0);
+    }
 }
 
 #[test]

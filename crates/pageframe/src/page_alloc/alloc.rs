@@ -693,7 +693,7 @@ fn local_or_other<L: LockFamily>(cpu_slot: &CpuSlot<L>, node: NodeId) -> VmEvent
 /// hit): `pgalloc`, `numa_hit` and local/other, on `counters`, `cpu_slot`'s
 /// counters of a zone whose node is `node`.
 #[inline(always)]
-fn count_alloc_events<L: LockFamily>(
+pub(super) fn count_alloc_events<L: LockFamily>(
     cpu_slot: &CpuSlot<L>,
     counters: &ZoneCounters,
     node: NodeId,

@@ -1,7 +1,10 @@
 //! The bulk API: many order-0 pages under one pcp-lock acquisition.
 //! mirrors __alloc_pages_bulk() (Linux 6.12): the array form here, the
 //! list form with a node mask (`CpuHandle::alloc_pages_bulk_list`) over it;
-//! the bulk free is in bulk_free.rs.
+//! the bulk free is in bulk_free.rs. The common call (no nodemask, no
+//! `__GFP_ZERO`, the preferred zone above its watermark) runs in the
+//! caller's frame, as a single allocation's fast path does; everything
+//! else takes the general path out of line, which decides the same.
 //!
 //! bulk-page-allocator.txt's refcount knob (let callers free pages with
 //! the reference already dropped, or still elevated, to skip the atomic
@@ -15,13 +18,14 @@
 
 use std::ops::Range;
 
+use super::alloc::count_alloc_events;
 use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{FrameIdx, MemMap, PageInfo, PageState};
-use crate::pcp::PcpList;
+use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx};
 
@@ -33,7 +37,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// An array of one slot takes the single allocation's path in the
     /// caller's frame (as __alloc_pages_bulk() sends one page to the
     /// single-page allocator): a batch of one costs a single page plus the
-    /// slot's handling.
+    /// slot's handling. So does the common call for more pages (no
+    /// nodemask, no `__GFP_ZERO`, the preferred zone above its watermark
+    /// plus the request): [`Self::bulk_from_preferred_pcp`]; anything else
+    /// takes the general path out of line, which decides the same.
     #[inline(always)]
     pub(crate) fn alloc_pages_bulk_on(
         &self,
@@ -43,19 +50,59 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
         pages: &mut [Option<Page>],
     ) -> Result<usize, AllocError> {
+        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
         if let [slot] = pages {
-            let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
             if slot.is_none() {
                 *slot = self.bulk_fallback_single(cpu, gfp, &request, preferred, nodemask);
             }
             return Ok(usize::from(slot.is_some()));
         }
-        let request = self.validate_alloc(cpu, gfp, Order(0), preferred)?;
+        if nodemask.is_none() && !request.zero {
+            let populated = self.bulk_from_preferred_pcp(cpu, gfp, &request, preferred, pages);
+            if let Some(populated) = populated {
+                return Ok(populated);
+            }
+        }
         Ok(self.alloc_pages_bulk_slots(cpu, gfp, &request, preferred, nodemask, pages))
     }
 
+    /// The common bulk call, inline: more than one slot to fill and the
+    /// preferred zone above its watermark plus the request, so that its
+    /// per-CPU list serves the call (or the single-page fallback does, as
+    /// in the general path): __alloc_pages_bulk()'s first zone of the
+    /// zonelist walk, taken first. `None` when the call is not that one;
+    /// nothing has changed then, and the general path decides.
+    #[inline(always)]
+    fn bulk_from_preferred_pcp(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        preferred: NodeId,
+        pages: &mut [Option<Page>],
+    ) -> Option<usize> {
+        let nr_pages = pages.len();
+        let nr_populated = pages.iter().take_while(|slot| slot.is_some()).count();
+        if nr_pages - nr_populated <= 1 {
+            return None;
+        }
+        let flags = gfp.fastpath_alloc_flags();
+        let zone = self.zonelists[preferred.index()]
+            .first_eligible(request.this_node, request.highest_zone)?;
+        if !self.bulk_zone_ok(zone, request, nr_pages as u64, flags) {
+            return None;
+        }
+        let zones = (zone, zone);
+        Some(
+            match self.bulk_from_pcp::<false>(cpu, flags, request, zones, pages, nr_populated) {
+                Some(populated) => populated,
+                None => self.bulk_fallback_slot(cpu, gfp, request, preferred, None, pages),
+            },
+        )
+    }
+
     /// [`Self::alloc_pages_bulk_on`] for arrays of any length, the request
-    /// validated.
+    /// validated: the general path.
     #[inline(never)]
     fn alloc_pages_bulk_slots(
         &self,
@@ -92,6 +139,23 @@ impl<L: LockFamily> PageAllocator<L> {
                 }
             }
         }
+        self.bulk_fallback_slot(cpu, gfp, request, preferred, nodemask, pages)
+    }
+
+    /// The bulk call's `failed:` path for an array: one page through the
+    /// single allocator into the first empty slot (the one after the
+    /// populated ones). Returns the slots populated.
+    #[inline(never)]
+    fn bulk_fallback_slot(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        preferred: NodeId,
+        nodemask: Option<&Nodemask>,
+        pages: &mut [Option<Page>],
+    ) -> usize {
+        let nr_populated = pages.iter().take_while(|slot| slot.is_some()).count();
         let Some(page) = self.bulk_fallback_single(cpu, gfp, request, preferred, nodemask) else {
             return nr_populated;
         };
@@ -119,9 +183,7 @@ impl<L: LockFamily> PageAllocator<L> {
             else {
                 return BulkZone::NoPreferredZone;
             };
-            let slot = &self.zones[zone.index()];
-            if self.zone_watermark_fast(zone, slot, Order(0), nr_pages, request.highest_zone, flags)
-            {
+            if self.bulk_zone_ok(zone, request, nr_pages, flags) {
                 return BulkZone::Chosen {
                     preferred_zone: zone,
                     zone,
@@ -129,6 +191,20 @@ impl<L: LockFamily> PageAllocator<L> {
             }
         }
         self.bulk_zone_walk(request, preferred, nodemask, nr_pages, flags)
+    }
+
+    /// Whether `zone` is above its watermark plus `nr_pages`, the test
+    /// __alloc_pages_bulk() makes of each zone (zone_watermark_fast()).
+    #[inline(always)]
+    fn bulk_zone_ok(
+        &self,
+        zone: ZoneIdx,
+        request: &GfpRequest,
+        nr_pages: u64,
+        flags: AllocFlags,
+    ) -> bool {
+        let slot = &self.zones[zone.index()];
+        self.zone_watermark_fast(zone, slot, Order(0), nr_pages, request.highest_zone, flags)
     }
 
     /// The zonelist walk of [`Self::bulk_zone`]: prepare_alloc_pages(),
@@ -169,7 +245,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// sends the caller to the single-page fallback (a contended pcp lock,
     /// no per-CPU list for the freetype, or not even one page allocated).
     /// `ZERO` is the request's `__GFP_ZERO`, so that the common call keeps
-    /// no record of the slots it filled.
+    /// no record of the slots it filled. The common call finds enough pages
+    /// on the list for every slot from the first empty one on and fills
+    /// them in one step; refills and populated slots further on take
+    /// [`Self::bulk_fill_rest`].
     #[inline(always)]
     fn bulk_from_pcp<const ZERO: bool>(
         &self,
@@ -178,29 +257,81 @@ impl<L: LockFamily> PageAllocator<L> {
         request: &GfpRequest,
         (preferred_zone, zone): (ZoneIdx, ZoneIdx),
         pages: &mut [Option<Page>],
-        mut nr_populated: usize,
+        nr_populated: usize,
     ) -> Option<usize> {
-        let nr_pages = pages.len();
         let list = PcpList::of(request.freetype, Order(0), self.layout.pageblock_order)?;
+        let cpu_slot = &self.cpus[cpu.index()];
         // SAFETY: `zone` comes from a zonelist.
-        let on_cpu = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], zone) };
+        let on_cpu = unsafe { self.zone_on_cpu(cpu_slot, zone) };
         let Some(mut pcp) = L::try_lock(&on_cpu.cpu.pcp) else {
             self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
             return None;
         };
+        let records = self.frames.memmap.records();
+        let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
+        let taken = pcp.take_hottest_into(
+            list,
+            &mut pages[nr_populated..],
+            Option::is_none,
+            move |slot, pfn| {
+                MemMap::record_of(records, pfn).set_info(allocated);
+                *slot = Some(Page::from_pfn(pfn.pfn()));
+            },
+        );
+        let mut filled = Vec::new();
+        if ZERO {
+            filled.push(nr_populated..nr_populated + taken);
+        }
+        let (mut nr_account, mut nr_populated) = (taken, nr_populated + taken);
+        if nr_populated < pages.len() {
+            let fill = (&mut *pcp, zone, list, flags);
+            let more = self.bulk_fill_rest::<ZERO>(fill, pages, nr_populated, &mut filled);
+            (nr_account, nr_populated) = (nr_account + more.0, more.1);
+        }
+        drop(pcp);
+        if nr_account == 0 {
+            return None;
+        }
+        if zone == preferred_zone && self.options.vm_events {
+            // The preferred zone itself: a NUMA hit (zone_statistics()).
+            let node = on_cpu.slot.node;
+            let pages = nr_account as u64;
+            count_alloc_events(cpu_slot, &on_cpu.cpu.events, node, pages, pages);
+        } else {
+            let pages = nr_account as u64;
+            self.account_alloc(cpu, preferred_zone, zone, pages, pages);
+        }
+        if ZERO {
+            return Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated));
+        }
+        Some(nr_populated)
+    }
+
+    /// The rest of [`Self::bulk_from_pcp`]'s filling, from slot
+    /// `nr_populated` on, under the pcp lock of `zone`: populated slots
+    /// are skipped (the kernel's page_array check), the empty ones up to
+    /// the next populated slot are filled in one go, and an empty list is
+    /// refilled first, until a refill brings nothing. Returns the pages
+    /// allocated and the slots populated; with `ZERO`, adds the ranges it
+    /// filled to `filled`.
+    #[inline(never)]
+    fn bulk_fill_rest<const ZERO: bool>(
+        &self,
+        (pcp, zone, list, flags): (&mut PerCpuPages, ZoneIdx, PcpList, AllocFlags),
+        pages: &mut [Option<Page>],
+        mut nr_populated: usize,
+        filled: &mut Vec<Range<usize>>,
+    ) -> (usize, usize) {
         let allocated = PageInfo::new(PageState::Allocated, Order(0), list.recorded);
         let records = self.frames.memmap.records();
         let mut nr_account = 0;
-        let mut filled = Vec::new();
-        while nr_populated < nr_pages {
-            // Populated slots are skipped (the kernel's page_array check);
-            // the empty ones up to the next populated slot are filled in one go.
+        while nr_populated < pages.len() {
             if pages[nr_populated].is_some() {
                 nr_populated += 1;
                 continue;
             }
             if pcp.list_is_empty(list) {
-                self.refill_pcp_list(&mut pcp, zone, list, flags);
+                self.refill_pcp_list(pcp, zone, list, flags);
                 if pcp.list_is_empty(list) {
                     break;
                 }
@@ -220,21 +351,7 @@ impl<L: LockFamily> PageAllocator<L> {
             nr_account += taken;
             nr_populated += taken;
         }
-        drop(pcp);
-        if nr_account == 0 {
-            return None;
-        }
-        self.account_alloc(
-            cpu,
-            preferred_zone,
-            zone,
-            nr_account as u64,
-            nr_account as u64,
-        );
-        if ZERO {
-            return Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated));
-        }
-        Some(nr_populated)
+        (nr_account, nr_populated)
     }
 
     /// Zeroes the slots this call filled (`__GFP_ZERO`, outside the pcp

@@ -17,18 +17,28 @@
 //! check per step, not per page), and any pages after it are gathered into
 //! runs the same way from the slots. One pcp-lock acquisition per run of
 //! pages of a zone, as the kernel's `locked_zone`.
+//!
+//! What a call costs besides its pages is kept small, for the small
+//! batches of a page pool: a call of a few slots sets up a run of a few
+//! pages on the stack; the first page's pageblock word sets the run's list
+//! once, and pages of blocks with the same word join it on one compare; a
+//! call whose pages all joined the run commits it inline under one lock.
 
 use super::error::FreeError;
 use super::events::VmEvent;
 use super::handle::Page;
 use super::PageAllocator;
 use crate::memmap::{FrameIdx, MemMap, PageInfo, PageState};
-use crate::pcp::{PcpList, PerCpuPages};
+use crate::pageblock::{BlockInfo, PageblockTable};
+use crate::pcp::{PcpList, PerCpuPages, ZonePressure};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
 /// Pages gathered into a run before it goes onto its list.
 const RUN_CAPACITY: usize = 64;
+/// The run capacity of a call of at most this many slots: a small call
+/// sets up a small run on the stack, not a full one it cannot fill.
+const SMALL_RUN_CAPACITY: usize = 8;
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Frees the order-0 pages in `slots` (empty slots are skipped). Every
@@ -51,21 +61,25 @@ impl<L: LockFamily> PageAllocator<L> {
                 None => Ok(0),
             };
         }
-        self.free_pages_bulk_slots(cpu, slots)
+        if slots.len() <= SMALL_RUN_CAPACITY {
+            self.free_pages_bulk_slots::<S, SMALL_RUN_CAPACITY>(cpu, slots)
+        } else {
+            self.free_pages_bulk_slots::<S, RUN_CAPACITY>(cpu, slots)
+        }
     }
 
     /// [`Self::free_pages_bulk_on`] for any number of slots, the CPU
-    /// checked: the two passes.
+    /// checked: the two passes, with a run of `N` pages at most.
     #[inline(never)]
-    fn free_pages_bulk_slots<S: PageSlot>(
+    fn free_pages_bulk_slots<S: PageSlot, const N: usize>(
         &self,
         cpu: CpuId,
         slots: &[S],
     ) -> Result<usize, FreeError> {
         let mut run = PreparedRun {
             key: RunKey::NONE,
-            pfns: [FrameIdx::NIL; RUN_CAPACITY],
-            saved: [PageInfo::UNTRACKED; RUN_CAPACITY],
+            pfns: [FrameIdx::NIL; N],
+            saved: [PageInfo::UNTRACKED; N],
             len: 0,
             rest: slots.len(),
         };
@@ -83,15 +97,15 @@ impl<L: LockFamily> PageAllocator<L> {
     /// zone and list are looked up once per run of pages in it. Returns the
     /// pages claimed.
     #[inline(always)]
-    fn prepare_bulk<S: PageSlot>(
+    fn prepare_bulk<S: PageSlot, const N: usize>(
         &self,
         slots: &[S],
-        run: &mut PreparedRun,
+        run: &mut PreparedRun<N>,
     ) -> Result<usize, FreeError> {
         if self.options.free_checks {
-            self.prepare_bulk_pages::<S, true>(slots, run)
+            self.prepare_bulk_pages::<S, N, true>(slots, run)
         } else {
-            self.prepare_bulk_pages::<S, false>(slots, run)
+            self.prepare_bulk_pages::<S, N, false>(slots, run)
         }
     }
 
@@ -99,19 +113,39 @@ impl<L: LockFamily> PageAllocator<L> {
     /// pages that go into the run are checked in one loop and given their
     /// listed state at once (their old words kept for an undo), so that the
     /// commit does not write their records again; the rest (if any) are
-    /// checked and marked Freeing in a second.
+    /// checked and marked Freeing in a second. A page of another pageblock
+    /// than the last looks its block up; only a block other than the run's
+    /// (the first page's) needs its list worked out.
     #[inline(always)]
-    fn prepare_bulk_pages<S: PageSlot, const CHECKS: bool>(
+    fn prepare_bulk_pages<S: PageSlot, const N: usize, const CHECKS: bool>(
         &self,
         slots: &[S],
-        run: &mut PreparedRun,
+        run: &mut PreparedRun<N>,
     ) -> Result<usize, FreeError> {
         let block_shift = self.layout.pageblock_order.0;
         let records = self.frames.memmap.records();
         let mut cached_block = u64::MAX;
+        // The pageblock word of the run's first page (a u32; none while
+        // there is no run): pages of blocks with that word need no look at
+        // their list. The first page sets the run's list, outside the loop.
+        let mut run_word = u64::MAX;
         let mut listed = PageInfo::UNTRACKED;
+        let first = slots.iter().position(|slot| slot.page().is_some());
+        if let Some(page) = first.and_then(|at| slots[at].page()) {
+            let word = self.block_word_of(page.pfn());
+            let Some(key) = RunKey::of_word(word) else {
+                let err = FreeError::NotMemory(page.pfn());
+                return Err(self.undo_prepared(slots, run.gathered(0), run.rest, 0, err));
+            };
+            if let Some(list) = key.list {
+                run.key = key;
+                run_word = word;
+                listed = PageInfo::new(PageState::Pcp, Order(0), list.recorded);
+                cached_block = page.pfn().0 >> block_shift;
+            }
+        }
         let mut len = 0;
-        let mut at = 0;
+        let mut at = first.unwrap_or(slots.len());
         while at < slots.len() {
             let Some(page) = slots[at].page() else {
                 at += 1;
@@ -119,31 +153,40 @@ impl<L: LockFamily> PageAllocator<L> {
             };
             let pfn = page.pfn();
             if pfn.0 >> block_shift != cached_block {
-                match self.enter_block(pfn, len, &mut run.key) {
-                    BlockStep::Gather(info) => {
-                        cached_block = pfn.0 >> block_shift;
-                        listed = info;
-                    }
-                    BlockStep::Close => break,
-                    BlockStep::NotMemory => {
-                        let err = FreeError::NotMemory(pfn);
-                        return Err(self.undo_prepared(slots, run, len, at, err));
+                let word = self.block_word_of(pfn);
+                if word != run_word {
+                    match run.key.joined_by(word) {
+                        Some(true) => {}
+                        Some(false) => break,
+                        None => {
+                            let err = FreeError::NotMemory(pfn);
+                            return Err(self.undo_prepared(
+                                slots,
+                                run.gathered(len),
+                                run.rest,
+                                at,
+                                err,
+                            ));
+                        }
                     }
                 }
+                cached_block = pfn.0 >> block_shift;
             }
-            if len == RUN_CAPACITY {
+            if len == N {
                 break;
             }
             // Order 0 is always a valid, aligned order: only the record is
             // left to check.
             let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at)) else {
                 let err = FreeError::NotMemory(pfn);
-                return Err(self.undo_prepared(slots, run, len, at, err));
+                return Err(self.undo_prepared(slots, run.gathered(len), run.rest, at, err));
             };
             run.saved[len] = if CHECKS {
                 match self.check_and_claim(record, pfn, Order(0), true, |_| listed) {
                     Ok(info) => info,
-                    Err(err) => return Err(self.undo_prepared(slots, run, len, at, err)),
+                    Err(err) => {
+                        return Err(self.undo_prepared(slots, run.gathered(len), run.rest, at, err))
+                    }
                 }
             } else {
                 let info = record.info();
@@ -165,17 +208,17 @@ impl<L: LockFamily> PageAllocator<L> {
             if pfn.0 >> block_shift != cached_block {
                 if self.block_of(pfn).is_none() {
                     let err = FreeError::NotMemory(pfn);
-                    return Err(self.undo_prepared(slots, run, len, at, err));
+                    return Err(self.undo_prepared(slots, run.gathered(len), run.rest, at, err));
                 }
                 cached_block = pfn.0 >> block_shift;
             }
             let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at)) else {
                 let err = FreeError::NotMemory(pfn);
-                return Err(self.undo_prepared(slots, run, len, at, err));
+                return Err(self.undo_prepared(slots, run.gathered(len), run.rest, at, err));
             };
             if CHECKS {
                 if let Err(err) = self.check_and_mark(record, pfn, Order(0), true) {
-                    return Err(self.undo_prepared(slots, run, len, at, err));
+                    return Err(self.undo_prepared(slots, run.gathered(len), run.rest, at, err));
                 }
             }
             claimed += 1;
@@ -183,78 +226,93 @@ impl<L: LockFamily> PageAllocator<L> {
         Ok(claimed)
     }
 
-    /// Undoes pass 1 up to slot `at`: the first `gathered` pages of `run`
-    /// get their old words back, the pages of the slots from `run.rest`
-    /// (when the run was closed before `at`) lose their Freeing marks.
-    /// Returns `err`.
+    /// Undoes pass 1 up to slot `at`: the pages of `gathered` (the run's
+    /// PFNs and the words they had) get their old words back, the pages of
+    /// the slots from `rest` (when the run was closed before `at`) lose
+    /// their Freeing marks. Returns `err`.
     #[cold]
     #[inline(never)]
     fn undo_prepared<S: PageSlot>(
         &self,
         slots: &[S],
-        run: &PreparedRun,
-        gathered: usize,
+        (pfns, saved): (&[FrameIdx], &[PageInfo]),
+        rest: usize,
         at: usize,
         err: FreeError,
     ) -> FreeError {
         let records = self.frames.memmap.records();
-        for (&pfn, &info) in run.pfns[..gathered].iter().zip(&run.saved) {
+        for (&pfn, &info) in pfns.iter().zip(saved) {
             MemMap::record_of(records, pfn).set_info(info);
         }
-        if run.rest < at {
-            for undo in slots[run.rest..at].iter().filter_map(|slot| slot.page()) {
+        if rest < at {
+            for undo in slots[rest..at].iter().filter_map(|slot| slot.page()) {
                 self.unclaim(undo.pfn(), Order(0));
             }
         }
         err
     }
 
-    /// The gathering loop of pass 1 reaches a page of another pageblock
-    /// than the last, having gathered `gathered` pages for `key`: the run
-    /// goes on, with the listed state of its pages, if the block's pages go
-    /// to the list the run's do (the first page sets which that is). Pages
-    /// bound for the buddy lists are left to the second loop. Out of line,
-    /// so that the loop keeps no key in registers.
-    #[inline(never)]
-    fn enter_block(&self, pfn: Pfn, gathered: usize, key: &mut RunKey) -> BlockStep {
-        let Some(block_key) = self.run_key(pfn) else {
-            return BlockStep::NotMemory;
-        };
-        let Some(list) = block_key.list else {
-            return BlockStep::Close;
-        };
-        if gathered == 0 {
-            *key = block_key;
-        } else if block_key != *key {
-            return BlockStep::Close;
-        }
-        BlockStep::Gather(PageInfo::new(PageState::Pcp, Order(0), list.recorded))
+    /// The pageblock word of `pfn` as pass 1 compares it: a PFN past the
+    /// table has a word no block has either.
+    #[inline(always)]
+    fn block_word_of(&self, pfn: Pfn) -> u64 {
+        self.block_word(pfn).map_or(u64::MAX - 1, u64::from)
     }
 
     /// Where the free of an order-0 page of the pageblock holding `pfn`
     /// goes; `None` when the block is not memory of a zone.
     #[inline]
     fn run_key(&self, pfn: Pfn) -> Option<RunKey> {
-        let block = self.block_of(pfn)?;
-        Some(RunKey {
-            zone: block.zone,
-            list: PcpList::for_free(block.freetype, Order(0)),
-        })
+        self.block_of(pfn).map(RunKey::of)
     }
 
-    /// Pass 2: the claimed pages onto this CPU's lists: the prepared run,
-    /// then the pages of the slots from `run.rest`, gathered into runs
-    /// bound for one (zone, list) the same way. Pages of a pageblock whose
-    /// freetype has no per-CPU list go to the buddy lists.
-    #[inline]
-    fn commit_bulk<S: PageSlot>(&self, cpu: CpuId, slots: &[S], run: &PreparedRun) {
+    /// Pass 2 (free_unref_folios()'s second loop): the claimed pages onto
+    /// this CPU's lists: the prepared run, then the pages of the slots from
+    /// `run.rest`, gathered into runs bound for one (zone, list) the same
+    /// way. Pages of a pageblock whose freetype has no per-CPU list go to
+    /// the buddy lists. A call whose pages all went into the run (a page
+    /// pool's batch of one zone) takes one lock and puts the run on its
+    /// list inline.
+    #[inline(always)]
+    fn commit_bulk<S: PageSlot, const N: usize>(
+        &self,
+        cpu: CpuId,
+        slots: &[S],
+        run: &PreparedRun<N>,
+    ) {
+        let pfns = &run.pfns[..run.len];
+        if let (true, Some(list)) = (run.rest == slots.len(), run.key.list) {
+            // SAFETY: the run's zone comes from a pageblock word.
+            let zone = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], run.key.zone) };
+            let (mut pcp, _) = L::lock(&zone.cpu.pcp);
+            self.push_listed_run(&mut pcp, zone.index, zone.slot.flags.pressure(), list, pfns);
+            drop(pcp);
+            if self.options.vm_events {
+                zone.cpu.events.add(VmEvent::Pgfree, pfns.len() as u64);
+            }
+            return;
+        }
+        self.commit_runs(cpu, slots, run.key, pfns, run.rest);
+    }
+
+    /// [`Self::commit_bulk`] with pages after the prepared run (`pfns`,
+    /// bound for `key`): those of the slots from `rest`.
+    #[inline(never)]
+    fn commit_runs<S: PageSlot>(
+        &self,
+        cpu: CpuId,
+        slots: &[S],
+        key: RunKey,
+        pfns: &[FrameIdx],
+        rest: usize,
+    ) {
         let mut locked = LockedPcp::<L> {
             held: None,
             pages: 0,
         };
-        self.commit_run(cpu, &mut locked, run.key, &run.pfns[..run.len], true);
-        if run.rest < slots.len() {
-            self.commit_rest(cpu, &mut locked, &slots[run.rest..]);
+        self.commit_run(cpu, &mut locked, key, pfns, true);
+        if rest < slots.len() {
+            self.commit_rest(cpu, &mut locked, &slots[rest..]);
         }
         locked.release(self, cpu);
     }
@@ -262,7 +320,6 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The pages of `slots`, claimed, gathered into runs bound for one
     /// (zone, list) (looked up once per pageblock) and committed run by
     /// run.
-    #[inline(never)]
     fn commit_rest<'a, S: PageSlot>(
         &'a self,
         cpu: CpuId,
@@ -298,16 +355,13 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Adds a run of claimed pages to its per-CPU list (taking that zone's
     /// pcp lock if it is not the one held), or frees them to the buddy
     /// lists. Their records take the listed state unless `already_listed`
-    /// (pass 1 gave it). Pages go on the list in steps that stop exactly
-    /// where adding them one at a time would have made the count reach
-    /// `high`, and drain there (free_unref_page_commit() for each page, a
-    /// step at a time).
+    /// (pass 1 gave it).
     fn commit_run<'a>(
         &'a self,
         cpu: CpuId,
         locked: &mut LockedPcp<'a, L>,
         key: RunKey,
-        mut pfns: &[FrameIdx],
+        pfns: &[FrameIdx],
         already_listed: bool,
     ) {
         if pfns.is_empty() {
@@ -340,41 +394,74 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         let (_, pcp) = locked.held.as_mut().expect("locked above");
         locked.pages += pfns.len() as u64;
-        let slot = &self.zones[key.zone.index()];
-        while !pfns.is_empty() {
-            pfns = pcp.push_order0_run(list, pfns, slot.flags.pressure());
-            if let Some((&pfn, rest)) = pfns.split_first() {
-                pcp.push(list, pfn);
-                if let Some(nr) = pcp.after_free(Order(0), slot.flags.pressure()) {
-                    self.drain_after_free(pcp, key.zone, nr, list.pindex);
-                }
-                pfns = rest;
+        let pressure = self.zones[key.zone.index()].flags.pressure();
+        self.push_listed_run(pcp, key.zone, pressure, list, pfns);
+    }
+
+    /// Puts listed pages of `zone` on `list`, under its pcp lock, in steps
+    /// that stop exactly where adding them one at a time would have made
+    /// the count reach `high`, and drains there (free_unref_page_commit()
+    /// for each page, a step at a time). `pressure` is the zone's flags as
+    /// the first free reads them; a drain that changes them ends the step.
+    #[inline(always)]
+    fn push_listed_run(
+        &self,
+        pcp: &mut PerCpuPages,
+        zone: ZoneIdx,
+        pressure: ZonePressure,
+        list: PcpList,
+        mut pfns: &[FrameIdx],
+    ) {
+        pfns = pcp.push_order0_run(list, pfns, pressure);
+        if !pfns.is_empty() {
+            self.push_listed_slowly(pcp, zone, list, pfns);
+        }
+    }
+
+    /// The rest of [`Self::push_listed_run`] once a page reaches `high`:
+    /// that page alone with the drain it makes, then steps again.
+    #[inline(never)]
+    fn push_listed_slowly(
+        &self,
+        pcp: &mut PerCpuPages,
+        zone: ZoneIdx,
+        list: PcpList,
+        mut pfns: &[FrameIdx],
+    ) {
+        let flags = &self.zones[zone.index()].flags;
+        while let Some((&pfn, rest)) = pfns.split_first() {
+            pcp.push(list, pfn);
+            if let Some(nr) = pcp.after_free(Order(0), flags.pressure()) {
+                self.drain_after_free(pcp, zone, nr, list.pindex);
+            }
+            pfns = rest;
+            if !pfns.is_empty() {
+                pfns = pcp.push_order0_run(list, pfns, flags.pressure());
             }
         }
     }
 }
 
-/// What pass 1 gathered: the first pages of the call, all bound for `key`,
-/// and the slot of the first page after them (the slice's length when
-/// there is none).
-struct PreparedRun {
+/// What pass 1 gathered: the first pages of the call (`N` at most), all
+/// bound for `key`, and the slot of the first page after them (the slice's
+/// length when there is none).
+struct PreparedRun<const N: usize> {
     key: RunKey,
-    pfns: [FrameIdx; RUN_CAPACITY],
+    pfns: [FrameIdx; N],
     /// The words the run's records had before pass 1 listed them.
-    saved: [PageInfo; RUN_CAPACITY],
+    saved: [PageInfo; N],
     len: usize,
     rest: usize,
 }
 
-/// What pass 1's gathering loop does at a page of a new pageblock.
-enum BlockStep {
-    /// Check the page and add it to the run, whose pages' records take
-    /// this listed state.
-    Gather(PageInfo),
-    /// The run ends before the page (it goes elsewhere).
-    Close,
-    /// The page is not memory of a zone.
-    NotMemory,
+impl<const N: usize> PreparedRun<N> {
+    /// The PFNs of the first `len` pages gathered and their old words,
+    /// which an undo needs (and only those: the rest of the run may stay
+    /// in registers).
+    #[inline(always)]
+    fn gathered(&self, len: usize) -> (&[FrameIdx], &[PageInfo]) {
+        (&self.pfns[..len], &self.saved[..len])
+    }
 }
 
 /// The pcp lock a bulk free holds, and the pages freed under it.
@@ -403,6 +490,33 @@ struct RunKey {
 }
 
 impl RunKey {
+    /// Where the free of an order-0 page of pageblock `block` goes.
+    #[inline]
+    fn of(block: BlockInfo) -> RunKey {
+        RunKey {
+            zone: block.zone,
+            list: PcpList::for_free(block.freetype, Order(0)),
+        }
+    }
+
+    /// [`Self::of`] the pageblock whose word is `word`; `None` when that is
+    /// no block's word or the block is in no zone.
+    #[inline]
+    fn of_word(word: u64) -> Option<RunKey> {
+        let block = PageblockTable::decode(u32::try_from(word).ok()?)?;
+        Some(RunKey::of(block))
+    }
+
+    /// Whether pages of the pageblock whose word is `word` join a run bound
+    /// for `self` (the pages of a block bound for the buddy lists or
+    /// another list close it); `None` when the block is not memory. Out of
+    /// line: pass 1 calls it only at a block whose word is not the run's.
+    #[inline(never)]
+    fn joined_by(&self, word: u64) -> Option<bool> {
+        let key = RunKey::of_word(word)?;
+        Some(key.list.is_some() && key == *self)
+    }
+
     /// The key of no run yet (no zone).
     const NONE: RunKey = RunKey {
         zone: ZoneIdx(crate::pageblock::NO_ZONE),

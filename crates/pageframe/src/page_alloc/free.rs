@@ -10,7 +10,7 @@ use super::{PageAllocator, ZoneOnCpu};
 use crate::freetype::FreeType;
 use crate::gfp::AllocFlags;
 use crate::memmap::{FrameIdx, PageInfo, PageRecord, PageState};
-use crate::pageblock::BlockInfo;
+use crate::pageblock::{BlockInfo, PageblockTable};
 use crate::pcp::{PcpIndex, PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Order, Pfn, ZoneIdx, ZoneType};
@@ -165,10 +165,18 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Zone and pageblock freetype of a PFN, if it is memory of this machine.
     #[inline]
     pub(crate) fn block_of(&self, pfn: Pfn) -> Option<BlockInfo> {
+        self.block_word(pfn).and_then(PageblockTable::decode)
+    }
+
+    /// The pageblock word of a PFN (see [`PageblockTable::word`]); `None`
+    /// when the memmap does not cover it. A PFN in a hole has a word of no
+    /// zone.
+    #[inline]
+    pub(crate) fn block_word(&self, pfn: Pfn) -> Option<u32> {
         if !self.frames.memmap.covers(pfn) {
             return None;
         }
-        self.frames.blocks.lookup(pfn)
+        self.frames.blocks.word(pfn)
     }
 
     /// Frees a claimed block of pageblock `block` on `cpu`; `record` is

@@ -138,7 +138,9 @@ impl PcpHigh {
     /// nr_pcp_high() and nr_pcp_alloc()).
     #[inline(always)]
     pub(crate) fn clamped_high(&mut self) -> u32 {
-        self.high = self.high.clamp(self.high_min, self.high_max);
+        // `clamp` without its check of the limits, which `high_min <=
+        // high_max` (an invariant) makes a branch never taken.
+        self.high = self.high.max(self.high_min).min(self.high_max);
         self.high
     }
 
