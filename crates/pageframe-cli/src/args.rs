@@ -144,6 +144,11 @@ pub struct ZramServeArgs {
     /// Record a block trace of the device's writes and discards here.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// With --trace: a .tar.xz whose files' pages get their trace sizes
+    /// computed before serving, so that recording does not slow the
+    /// device (other pages are compressed as they arrive).
+    #[arg(long, value_name = "TAR.XZ")]
+    pub trace_corpus: Option<PathBuf>,
     /// Seconds between mm_stat lines (printed when changed; 0: never).
     #[arg(long, default_value_t = 5)]
     pub interval: u64,

@@ -6,6 +6,7 @@ use crate::args::{ZramBenchArgs, ZramCommand, ZramServeArgs};
 use crate::error::CliError;
 use pageframe::zram::{Backend, Compressor};
 use pageframe_lab::zram_serve::throughput::{self, BenchConfig};
+use pageframe_lab::zram_serve::trace_sizes::TraceSizes;
 use pageframe_lab::zram_serve::{self, DeviceConfig, LoopIo, ServeConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +21,8 @@ pub enum ZramPlan {
         config: ServeConfig,
         /// Where to write the block trace.
         trace: Option<PathBuf>,
+        /// The tarball whose pages' trace sizes are computed first.
+        trace_corpus: Option<PathBuf>,
         /// Between mm_stat lines.
         interval: Duration,
     },
@@ -77,6 +80,11 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
         None => 0,
     };
     let threads = fuse_threads(args.threads)?;
+    if args.trace_corpus.is_some() && args.trace.is_none() {
+        return Err(CliError::Invalid(
+            "--trace-corpus: only with --trace (it sizes the trace's pages)".into(),
+        ));
+    }
     let mountpoint = args.mountpoint.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pageframe-zram-{}", std::process::id()))
     });
@@ -97,6 +105,7 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
             threads,
         },
         trace: args.trace,
+        trace_corpus: args.trace_corpus,
         interval: Duration::from_secs(args.interval),
     })
 }
@@ -144,8 +153,21 @@ pub fn execute(plan: ZramPlan, out: &mut dyn Write) -> Result<(), CliError> {
         ZramPlan::Serve {
             config,
             trace,
+            trace_corpus,
             interval,
-        } => zram_serve::serve_until_signalled(config, trace.as_deref(), interval, out),
+        } => {
+            // Before anything is mounted: a tarball that cannot be read is
+            // a one-line error.
+            let trace_sizes = match trace_corpus {
+                Some(path) => {
+                    let threads =
+                        std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+                    Some(TraceSizes::of_tarball(&path, threads).map_err(CliError::Invalid)?)
+                }
+                None => None,
+            };
+            zram_serve::serve_until_signalled(config, trace.as_deref(), trace_sizes, interval, out)
+        }
         ZramPlan::Bench(config) => throughput::bench(&config, out),
     }
     .map_err(|err| CliError::Invalid(err.to_string()))

@@ -28,6 +28,41 @@ fn bad_serve_arguments_are_one_line_errors() {
     assert!(err.contains("--fs xfs"), "{err}");
 }
 
+/// `--trace-corpus` sizes a trace's pages: alone it is an error, and a
+/// tarball that cannot be read is one before anything is served.
+#[test]
+fn a_trace_corpus_needs_a_trace_and_a_readable_tarball() {
+    let err = error_of(&["zram", "serve", "--trace-corpus", "linux.tar.xz"]);
+    assert!(err.contains("only with --trace"), "{err}");
+    let trace = temp_path("corpus-trace.pfzt");
+    let missing = temp_path("no-such-tarball.tar.xz");
+    let err = error_of(&[
+        "zram",
+        "serve",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-corpus",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(err.contains("no-such-tarball.tar.xz"), "{err}");
+    assert!(
+        !trace.exists(),
+        "nothing was served, so no trace was written"
+    );
+    let not_xz = temp_path("not-xz.tar.xz");
+    std::fs::write(&not_xz, b"plain text, not xz").unwrap();
+    let err = error_of(&[
+        "zram",
+        "serve",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-corpus",
+        not_xz.to_str().unwrap(),
+    ]);
+    assert!(err.contains("not-xz.tar.xz"), "{err}");
+    let _ = std::fs::remove_file(not_xz);
+}
+
 #[test]
 fn kernel_runs_out_of_range_is_a_one_line_error() {
     let config = temp_path("kernel-runs.toml");

@@ -31,6 +31,7 @@ use fuser::{BackgroundSession, Config, MountOption, SessionACL};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use trace_sizes::TraceSizes;
 
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
@@ -210,16 +211,22 @@ impl ZramServer {
 
 /// Serves until SIGINT or SIGTERM: says where the device is, then prints
 /// the mm_stat line every `interval` when it changed (never when zero), and
-/// writes the block trace to `trace` if given. Tears down before returning.
+/// writes the block trace to `trace` if given, its write records taking
+/// their sizes from `trace_sizes` when given. Tears down before returning.
 pub fn serve_until_signalled(
     config: ServeConfig,
     trace: Option<&Path>,
+    trace_sizes: Option<TraceSizes>,
     interval: Duration,
     out: &mut dyn std::io::Write,
 ) -> Result<(), ServeError> {
     let signals = SignalFlag::install();
     let device = config.device;
     let server = ZramServer::start(config)?;
+    if let Some(table) = trace_sizes {
+        // A fresh device has no table yet.
+        let _ = server.device().use_trace_sizes(table);
+    }
     if let Some(path) = trace {
         let writer = TraceWriter::create(path, TRACE_LEVEL)
             .map_err(io_error(format!("creating {}", path.display())))?;

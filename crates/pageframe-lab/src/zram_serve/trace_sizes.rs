@@ -19,9 +19,11 @@
 //! 2^-80, and it would change one record's sizes, not the stream.
 
 use super::block_trace::sizes_of;
+use crate::corpus::{self, Corpus, Sampling};
 use pageframe::zram::ZramError;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -36,6 +38,20 @@ pub struct TraceSizes {
 }
 
 impl TraceSizes {
+    /// The sizes of every page of every regular file of a .tar.xz (a
+    /// file's last page zero-padded, as the page cache writes it back);
+    /// the error names the file.
+    pub fn of_tarball(path: &Path, threads: NonZeroUsize) -> Result<TraceSizes, String> {
+        let corpus = corpus::from_tar_xz(path, Sampling { one_in: 1 }, |_| {})
+            .map_err(|err| format!("{}: {err}", path.display()))?;
+        TraceSizes::of_corpus(&corpus, threads).map_err(|err| err.to_string())
+    }
+
+    /// The sizes of every page of `corpus`.
+    pub fn of_corpus(corpus: &Corpus, threads: NonZeroUsize) -> Result<TraceSizes, ZramError> {
+        TraceSizes::of_pages(&corpus.pages, corpus.page_size, threads)
+    }
+
     /// The sizes of every `page_size` page of `pages`, computed on up to
     /// `threads` threads (at most 16). A trailing part shorter than a page
     /// is left out.

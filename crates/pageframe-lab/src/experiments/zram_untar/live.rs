@@ -307,7 +307,7 @@ fn tarball_trace_sizes(
     let started = std::time::Instant::now();
     let corpus = corpus::from_tar(tar, "tarball", true, Sampling { one_in: 1 }, |_| {})
         .map_err(|err| failed(format!("the tarball's pages: {err}")))?;
-    let table = TraceSizes::of_pages(&corpus.pages, corpus.page_size, threads).map_err(failed)?;
+    let table = TraceSizes::of_corpus(&corpus, threads).map_err(failed)?;
     Ok((table, started.elapsed().as_secs_f64()))
 }
 
