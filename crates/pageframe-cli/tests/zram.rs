@@ -35,15 +35,17 @@ fn a_trace_corpus_needs_a_trace_and_a_readable_tarball() {
     let err = error_of(&["zram", "serve", "--trace-corpus", "linux.tar.xz"]);
     assert!(err.contains("only with --trace"), "{err}");
     let trace = temp_path("corpus-trace.pfzt");
-    let missing = temp_path("no-such-tarball.tar.xz");
-    let err = error_of(&[
-        "zram",
-        "serve",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--trace-corpus",
-        missing.to_str().unwrap(),
-    ]);
+    let serve_with = |corpus: &PathBuf| {
+        error_of(&[
+            "zram",
+            "serve",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--trace-corpus",
+            corpus.to_str().unwrap(),
+        ])
+    };
+    let err = serve_with(&temp_path("no-such-tarball.tar.xz"));
     assert!(err.contains("no-such-tarball.tar.xz"), "{err}");
     assert!(
         !trace.exists(),
@@ -51,14 +53,7 @@ fn a_trace_corpus_needs_a_trace_and_a_readable_tarball() {
     );
     let not_xz = temp_path("not-xz.tar.xz");
     std::fs::write(&not_xz, b"plain text, not xz").unwrap();
-    let err = error_of(&[
-        "zram",
-        "serve",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--trace-corpus",
-        not_xz.to_str().unwrap(),
-    ]);
+    let err = serve_with(&not_xz);
     assert!(err.contains("not-xz.tar.xz"), "{err}");
     let _ = std::fs::remove_file(not_xz);
 }
