@@ -69,6 +69,58 @@ fn device_reads_back_partial_writes_and_punches_whole_pages() {
     device.check_invariants().unwrap();
 }
 
+/// A device whose trace takes its sizes from a table records the same
+/// trace as one that compresses every page as it arrives: pages in the
+/// table, pages not in it, a same-filled page, a partial write and a
+/// discard.
+#[test]
+fn a_trace_with_sizes_from_a_table_is_the_trace_without() {
+    let page = |seed: usize, text: usize| -> Vec<u8> {
+        let mut page = vec![0u8; 4096];
+        for (at, byte) in page.iter_mut().take(text).enumerate() {
+            *byte = b'a' + ((at * 31 + seed * 17) % 26) as u8;
+        }
+        page
+    };
+    let known: Vec<Vec<u8>> = (0..4).map(|seed| page(seed, 700 + 900 * seed)).collect();
+    let table =
+        trace_sizes::TraceSizes::of_pages(&known.concat(), 4096, std::num::NonZeroUsize::MIN)
+            .unwrap();
+    let record = |table: Option<trace_sizes::TraceSizes>, name: &str| {
+        let device = Device::new(config(name, 4, 0).device).unwrap();
+        if let Some(table) = table {
+            assert!(device.use_trace_sizes(table).is_ok());
+        }
+        let path =
+            std::env::temp_dir().join(format!("pageframe-{name}-{}.pfzt", std::process::id()));
+        device.set_trace(Some(TraceWriter::create(&path, TRACE_LEVEL).unwrap()));
+        let mut writes = known.concat();
+        writes.extend(page(9, 3000));
+        writes.extend(vec![5u8; 4096]);
+        device.write(0, &writes).unwrap();
+        device.write(10 * 4096 + 100, &known[1][..500]).unwrap();
+        device.punch_hole(4096, 2 * 4096).unwrap();
+        device.write(4096, &known[3]).unwrap();
+        device.set_trace(None).unwrap().finish().unwrap();
+        device.check_invariants().unwrap();
+        let records = block_trace::read_trace(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        (
+            records,
+            device
+                .trace_sizes()
+                .map(trace_sizes::TraceSizes::found_and_computed),
+        )
+    };
+    let (with_table, counts) = record(Some(table), "table");
+    let (without, no_table) = record(None, "no-table");
+    assert_eq!(with_table, without);
+    assert_eq!(no_table, None);
+    // Five known pages written whole, the unknown and the same-filled one
+    // computed (the partial write is made under the lock, as before).
+    assert_eq!(counts, Some((5, 2)));
+}
+
 #[test]
 fn ext4_on_the_served_device_mounts_fills_and_tears_down() {
     let Some(_loops) = serving() else {
