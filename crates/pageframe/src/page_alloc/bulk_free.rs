@@ -19,10 +19,17 @@
 //! pages of a zone, as the kernel's `locked_zone`.
 //!
 //! What a call costs besides its pages is kept small, for the small
-//! batches of a page pool: a call of a few slots sets up a run of a few
-//! pages on the stack; the first page's pageblock word sets the run's list
-//! once, and pages of blocks with the same word join it on one compare; a
-//! call whose pages all joined the run commits it inline under one lock.
+//! batches of a page pool. A call of a few slots whose pages all lie in
+//! pageblocks with the first page's word, bound for a per-CPU list (a
+//! pool's batch of one zone), is both passes in one: a single loop checks
+//! and claims each page into a run of a few on the stack, and the run goes
+//! onto its list under one lock with a copy of a known size. Any other
+//! call of a few slots (a page of another word, a bad page) has those
+//! claims undone and takes the two passes from the start, which decide it
+//! and name its first bad page as they always do. In the two passes the
+//! first page's pageblock word sets the run's list once, pages of blocks
+//! with the same word join it on one compare, and a call whose pages all
+//! joined the run commits it inline under one lock.
 
 use super::error::FreeError;
 use super::events::VmEvent;
@@ -45,7 +52,8 @@ impl<L: LockFamily> PageAllocator<L> {
     /// page is checked first: if any free would fail, none happens and the
     /// error names the first bad page. Returns the number of pages freed.
     /// One slot takes the single free's path in the caller's frame: a batch
-    /// of one costs a single free plus the slot's handling.
+    /// of one costs a single free plus the slot's handling. A few slots try
+    /// [`Self::free_pages_bulk_small`] first.
     #[inline(always)]
     pub(crate) fn free_pages_bulk_on<S: PageSlot>(
         &self,
@@ -62,10 +70,93 @@ impl<L: LockFamily> PageAllocator<L> {
             };
         }
         if slots.len() <= SMALL_RUN_CAPACITY {
-            self.free_pages_bulk_slots::<S, SMALL_RUN_CAPACITY>(cpu, slots)
+            match self.free_pages_bulk_small(cpu, slots) {
+                Some(freed) => Ok(freed),
+                None => self.free_pages_bulk_few(cpu, slots),
+            }
         } else {
             self.free_pages_bulk_slots::<S, RUN_CAPACITY>(cpu, slots)
         }
+    }
+
+    /// [`Self::free_pages_bulk_on`] for a few slots that are not the
+    /// common call: the two passes (out of line and cold, so that the
+    /// caller's frame is laid out for the common call).
+    #[cold]
+    #[inline(never)]
+    fn free_pages_bulk_few<S: PageSlot>(
+        &self,
+        cpu: CpuId,
+        slots: &[S],
+    ) -> Result<usize, FreeError> {
+        self.free_pages_bulk_slots::<S, SMALL_RUN_CAPACITY>(cpu, slots)
+    }
+
+    /// [`Self::free_pages_bulk_on`] for a few slots (a page pool's small
+    /// batch), the CPU checked, when it is the common call: every page
+    /// lies in a pageblock with the first page's word, bound for a per-CPU
+    /// list, and passes the free checks. Its pages are claimed in one loop
+    /// (as the first pass claims the pages of its run) and put on the list
+    /// under one lock; returns the pages freed. Any other call is `None`,
+    /// with the claims made so far undone: nothing has changed, and the
+    /// two passes decide it (and name its first bad page) from the start.
+    #[inline(never)]
+    fn free_pages_bulk_small<S: PageSlot>(&self, cpu: CpuId, slots: &[S]) -> Option<usize> {
+        let first = slots.iter().find_map(|slot| slot.page())?.pfn();
+        let word = self.block_word(first)?;
+        let (key, list) = small_run_list(word)?;
+        let block_pages = self.layout.pageblock_order.nr_pages();
+        let records = self.frames.memmap.records();
+        let listed = PageInfo::new(PageState::Pcp, Order(0), list.recorded);
+        let checks = self.options.free_checks;
+        let mut run = [FrameIdx::NIL; SMALL_RUN_CAPACITY];
+        let mut saved = [PageInfo::UNTRACKED; SMALL_RUN_CAPACITY];
+        let mut len = 0;
+        for page in slots.iter().filter_map(|slot| slot.page()) {
+            let pfn = page.pfn();
+            let claimed = 'claim: {
+                // Same pageblock as the first page: `pfn` and `first`
+                // differ only in the bits below the pageblock order.
+                if (pfn.0 ^ first.0) >= block_pages && self.block_word(pfn) != Some(word) {
+                    break 'claim None;
+                }
+                let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at))
+                else {
+                    break 'claim None;
+                };
+                if len == SMALL_RUN_CAPACITY {
+                    break 'claim None;
+                }
+                if checks {
+                    break 'claim self
+                        .check_and_claim(record, pfn, Order(0), true, |_| listed)
+                        .ok();
+                }
+                let info = record.info();
+                record.set_info(listed);
+                Some(info)
+            };
+            let Some(info) = claimed else {
+                self.restore_words(&run[..len], &saved[..len]);
+                return None;
+            };
+            saved[len] = info;
+            run[len] = FrameIdx::covered(pfn);
+            len += 1;
+        }
+        // SAFETY: the run's zone comes from a pageblock word.
+        let zone = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], key.zone) };
+        let (mut pcp, _) = L::lock(&zone.cpu.pcp);
+        let pressure = zone.slot.flags.pressure();
+        let pushed = pcp.push_order0_array(list, &run, len, pressure);
+        if pushed < len {
+            self.push_listed_slowly(&mut pcp, zone.index, list, &run[pushed..len]);
+        }
+        drop(pcp);
+        if self.options.vm_events {
+            zone.cpu.events.add(VmEvent::Pgfree, len as u64);
+        }
+        Some(len)
     }
 
     /// [`Self::free_pages_bulk_on`] for any number of slots, the CPU
@@ -240,16 +331,23 @@ impl<L: LockFamily> PageAllocator<L> {
         at: usize,
         err: FreeError,
     ) -> FreeError {
-        let records = self.frames.memmap.records();
-        for (&pfn, &info) in pfns.iter().zip(saved) {
-            MemMap::record_of(records, pfn).set_info(info);
-        }
+        self.restore_words(pfns, saved);
         if rest < at {
             for undo in slots[rest..at].iter().filter_map(|slot| slot.page()) {
                 self.unclaim(undo.pfn(), Order(0));
             }
         }
         err
+    }
+
+    /// Gives the records of `pfns` back the words `saved` (the words they
+    /// had before a bulk free claimed them).
+    #[cold]
+    fn restore_words(&self, pfns: &[FrameIdx], saved: &[PageInfo]) {
+        let records = self.frames.memmap.records();
+        for (&pfn, &info) in pfns.iter().zip(saved) {
+            MemMap::record_of(records, pfn).set_info(info);
+        }
     }
 
     /// The pageblock word of `pfn` as pass 1 compares it: a PFN past the
@@ -462,6 +560,15 @@ impl<const N: usize> PreparedRun<N> {
     fn gathered(&self, len: usize) -> (&[FrameIdx], &[PageInfo]) {
         (&self.pfns[..len], &self.saved[..len])
     }
+}
+
+/// The run key and per-CPU list of a small bulk free whose pages lie in
+/// pageblocks of word `word`; `None` when the word is no zone's or its
+/// pages go to the buddy lists.
+#[inline(always)]
+fn small_run_list(word: u32) -> Option<(RunKey, PcpList)> {
+    let key = RunKey::of(PageblockTable::decode(word)?);
+    Some((key, key.list?))
 }
 
 /// The pcp lock a bulk free holds, and the pages freed under it.
