@@ -246,13 +246,26 @@ fn a_refused_small_bulk_free_changes_nothing() {
                         batch[at] = page;
                         let err = assert_unchanged(&allocator, || cpu.free_pages_bulk(&batch));
                         assert_eq!(err, Err(expected), "{len} pages, bad at {at}");
+                        // The array form empties slots as it claims their
+                        // pages: a refusal refills them.
+                        let array: Vec<Option<Page>> = batch.iter().copied().map(Some).collect();
+                        let mut slots = array.clone();
+                        let err =
+                            assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut slots));
+                        assert_eq!(err, Err(expected), "{len} slots, bad at {at}");
+                        assert_eq!(slots, array);
                     }
                 }
             }
         }
         assert_conserved(&allocator, 11);
         if free_checks {
-            // The array form: no slot changes on error, all empty after.
+            // One slot, and slots with a hole: no slot changes on error,
+            // all are empty after.
+            let mut one = [Some(freed)];
+            let err = assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut one));
+            assert_eq!(err, Err(FreeError::DoubleFree(freed.pfn())));
+            assert_eq!(one, [Some(freed)]);
             let mut slots = vec![Some(movable[0]), None, Some(movable[1]), Some(freed)];
             let before = slots.clone();
             let err = assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut slots));

@@ -19,17 +19,21 @@
 //! pages of a zone, as the kernel's `locked_zone`.
 //!
 //! What a call costs besides its pages is kept small, for the small
-//! batches of a page pool. A call of a few slots whose pages all lie in
-//! pageblocks with the first page's word, bound for a per-CPU list (a
-//! pool's batch of one zone), is both passes in one: a single loop checks
-//! and claims each page into a run of a few on the stack, and the run goes
-//! onto its list under one lock with a copy of a known size. Any other
-//! call of a few slots (a page of another word, a bad page) has those
-//! claims undone and takes the two passes from the start, which decide it
-//! and name its first bad page as they always do. In the two passes the
+//! batches of a page pool. A call of a few slots, none empty, whose pages
+//! all lie in pageblocks with the first page's word, bound for a per-CPU
+//! list (a pool's batch of one zone), is both passes in one: a single loop
+//! checks and claims each page into a run of a few on the stack, emptying
+//! a page array's slot as it goes (so that a freed array needs no second
+//! walk), and the run goes onto its list under one lock with a copy of a
+//! known size. Any other call of a few slots (an empty slot, a page of
+//! another word, a bad page) has those claims undone and its slots
+//! refilled, and takes the two passes from the start, which decide it and
+//! name its first bad page as they always do. In the two passes the
 //! first page's pageblock word sets the run's list once, pages of blocks
 //! with the same word join it on one compare, and a call whose pages all
 //! joined the run commits it inline under one lock.
+
+use std::cell::Cell;
 
 use super::error::FreeError;
 use super::events::VmEvent;
@@ -48,35 +52,72 @@ const RUN_CAPACITY: usize = 64;
 const SMALL_RUN_CAPACITY: usize = 8;
 
 impl<L: LockFamily> PageAllocator<L> {
-    /// Frees the order-0 pages in `slots` (empty slots are skipped). Every
-    /// page is checked first: if any free would fail, none happens and the
-    /// error names the first bad page. Returns the number of pages freed.
-    /// One slot takes the single free's path in the caller's frame: a batch
-    /// of one costs a single free plus the slot's handling. A few slots try
-    /// [`Self::free_pages_bulk_small`] first.
+    /// Frees the order-0 pages of `pages`. Every page is checked first: if
+    /// any free would fail, none happens and the error names the first bad
+    /// page. Returns the number of pages freed. One page takes the single
+    /// free's path in the caller's frame: a batch of one costs a single
+    /// free. A few pages try [`Self::free_pages_bulk_small`] first.
     #[inline(always)]
-    pub(crate) fn free_pages_bulk_on<S: PageSlot>(
+    pub(crate) fn free_pages_bulk_on(
         &self,
         cpu: CpuId,
-        slots: &[S],
+        pages: &[Page],
     ) -> Result<usize, FreeError> {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
         }
-        if let [slot] = slots {
-            return match slot.page() {
-                Some(page) => self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1),
-                None => Ok(0),
-            };
+        if let [page] = pages {
+            return self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1);
         }
-        if slots.len() <= SMALL_RUN_CAPACITY {
-            match self.free_pages_bulk_small(cpu, slots) {
+        if pages.len() <= SMALL_RUN_CAPACITY {
+            match self.free_pages_bulk_small(cpu, pages) {
                 Some(freed) => Ok(freed),
-                None => self.free_pages_bulk_few(cpu, slots),
+                None => self.free_pages_bulk_few(cpu, pages),
             }
         } else {
-            self.free_pages_bulk_slots::<S, RUN_CAPACITY>(cpu, slots)
+            self.free_pages_bulk_slots::<Page, RUN_CAPACITY>(cpu, pages)
         }
+    }
+
+    /// [`Self::free_pages_bulk_on`] for a page array, whose empty slots are
+    /// skipped and whose slots are all empty once it succeeds (none changes
+    /// on error). A few slots try [`Self::free_pages_bulk_small`] first,
+    /// which empties each slot as it claims its page; anything else takes
+    /// one call out of line.
+    #[inline(always)]
+    pub(crate) fn free_pages_bulk_array_on(
+        &self,
+        cpu: CpuId,
+        slots: &mut [Option<Page>],
+    ) -> Result<usize, FreeError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(FreeError::NoSuchCpu(cpu));
+        }
+        if slots.len() <= SMALL_RUN_CAPACITY {
+            let cells = Cell::from_mut(&mut *slots).as_slice_of_cells();
+            match self.free_pages_bulk_small(cpu, cells) {
+                Some(freed) => Ok(freed),
+                None => self.free_pages_bulk_array_few(cpu, slots),
+            }
+        } else {
+            let freed = self.free_pages_bulk_slots::<Option<Page>, RUN_CAPACITY>(cpu, slots)?;
+            slots.fill(None);
+            Ok(freed)
+        }
+    }
+
+    /// [`Self::free_pages_bulk_array_on`] for a few slots that are not the
+    /// common call: [`Self::free_pages_bulk_few`], then the slots emptied.
+    #[cold]
+    #[inline(never)]
+    fn free_pages_bulk_array_few(
+        &self,
+        cpu: CpuId,
+        slots: &mut [Option<Page>],
+    ) -> Result<usize, FreeError> {
+        let freed = self.free_pages_bulk_few(cpu, slots)?;
+        slots.fill(None);
+        Ok(freed)
     }
 
     /// [`Self::free_pages_bulk_on`] for a few slots that are not the
@@ -93,16 +134,21 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// [`Self::free_pages_bulk_on`] for a few slots (a page pool's small
-    /// batch), the CPU checked, when it is the common call: every page
-    /// lies in a pageblock with the first page's word, bound for a per-CPU
-    /// list, and passes the free checks. Its pages are claimed in one loop
-    /// (as the first pass claims the pages of its run) and put on the list
-    /// under one lock; returns the pages freed. Any other call is `None`,
-    /// with the claims made so far undone: nothing has changed, and the
-    /// two passes decide it (and name its first bad page) from the start.
+    /// batch), the CPU checked, when it is the common call: no slot is
+    /// empty, every page lies in a pageblock with the first page's word,
+    /// bound for a per-CPU list, and passes the free checks. Its pages are
+    /// claimed in one loop (as the first pass claims the pages of its run),
+    /// each slot emptied as its page is, and put on the list under one
+    /// lock; returns the pages freed. Any other call is `None`, with the
+    /// claims made so far undone and the slots refilled: nothing has
+    /// changed, and the two passes decide it (and name its first bad page)
+    /// from the start.
     #[inline(never)]
-    fn free_pages_bulk_small<S: PageSlot>(&self, cpu: CpuId, slots: &[S]) -> Option<usize> {
-        let first = slots.iter().find_map(|slot| slot.page())?.pfn();
+    fn free_pages_bulk_small<S: FreedSlot>(&self, cpu: CpuId, slots: &[S]) -> Option<usize> {
+        if slots.len() > SMALL_RUN_CAPACITY {
+            return None;
+        }
+        let first = slots.first()?.page()?.pfn();
         let word = self.block_word(first)?;
         let (key, list) = small_run_list(word)?;
         let block_pages = self.layout.pageblock_order.nr_pages();
@@ -111,10 +157,12 @@ impl<L: LockFamily> PageAllocator<L> {
         let checks = self.options.free_checks;
         let mut run = [FrameIdx::NIL; SMALL_RUN_CAPACITY];
         let mut saved = [PageInfo::UNTRACKED; SMALL_RUN_CAPACITY];
-        let mut len = 0;
-        for page in slots.iter().filter_map(|slot| slot.page()) {
-            let pfn = page.pfn();
+        for (at, slot) in slots.iter().enumerate() {
             let claimed = 'claim: {
+                let Some(page) = slot.page() else {
+                    break 'claim None;
+                };
+                let pfn = page.pfn();
                 // Same pageblock as the first page: `pfn` and `first`
                 // differ only in the bits below the pageblock order.
                 if (pfn.0 ^ first.0) >= block_pages && self.block_word(pfn) != Some(word) {
@@ -124,26 +172,27 @@ impl<L: LockFamily> PageAllocator<L> {
                 else {
                     break 'claim None;
                 };
-                if len == SMALL_RUN_CAPACITY {
-                    break 'claim None;
-                }
-                if checks {
-                    break 'claim self
-                        .check_and_claim(record, pfn, Order(0), true, |_| listed)
-                        .ok();
-                }
-                let info = record.info();
-                record.set_info(listed);
-                Some(info)
+                let info = if checks {
+                    match self.check_and_claim(record, pfn, Order(0), true, |_| listed) {
+                        Ok(info) => info,
+                        Err(_) => break 'claim None,
+                    }
+                } else {
+                    let info = record.info();
+                    record.set_info(listed);
+                    info
+                };
+                Some((FrameIdx::covered(pfn), info))
             };
-            let Some(info) = claimed else {
-                self.restore_words(&run[..len], &saved[..len]);
+            let Some((pfn, info)) = claimed else {
+                self.undo_small(&slots[..at], &run[..at], &saved[..at]);
                 return None;
             };
-            saved[len] = info;
-            run[len] = FrameIdx::covered(pfn);
-            len += 1;
+            slot.empty();
+            run[at] = pfn;
+            saved[at] = info;
         }
+        let len = slots.len();
         // SAFETY: the run's zone comes from a pageblock word.
         let zone = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], key.zone) };
         let (mut pcp, _) = L::lock(&zone.cpu.pcp);
@@ -340,9 +389,19 @@ impl<L: LockFamily> PageAllocator<L> {
         err
     }
 
+    /// Undoes [`Self::free_pages_bulk_small`] up to a slot: the pages of
+    /// `pfns` (those of `slots`) go back into their slots, and their records
+    /// get back the words `saved`.
+    #[cold]
+    fn undo_small<S: FreedSlot>(&self, slots: &[S], pfns: &[FrameIdx], saved: &[PageInfo]) {
+        for (slot, pfn) in slots.iter().zip(pfns) {
+            slot.put_back(Page::from_pfn(pfn.pfn()));
+        }
+        self.restore_words(pfns, saved);
+    }
+
     /// Gives the records of `pfns` back the words `saved` (the words they
     /// had before a bulk free claimed them).
-    #[cold]
     fn restore_words(&self, pfns: &[FrameIdx], saved: &[PageInfo]) {
         let records = self.frames.memmap.records();
         for (&pfn, &info) in pfns.iter().zip(saved) {
@@ -649,5 +708,48 @@ impl PageSlot for Option<Page> {
     #[inline]
     fn page(self) -> Option<Page> {
         self
+    }
+}
+
+/// An element of a small bulk free's input (see
+/// [`PageAllocator::free_pages_bulk_small`]): a page of a list, or a page
+/// array slot, which the small path empties as it claims the slot's page
+/// and refills if it undoes the claim.
+pub(crate) trait FreedSlot {
+    /// The page in the slot, if any.
+    fn page(&self) -> Option<Page>;
+    /// Empties the slot (a page of a list stays).
+    fn empty(&self);
+    /// Puts `page`, which [`Self::empty`] took out, back into the slot.
+    fn put_back(&self, page: Page);
+}
+
+impl FreedSlot for Page {
+    #[inline]
+    fn page(&self) -> Option<Page> {
+        Some(*self)
+    }
+
+    #[inline]
+    fn empty(&self) {}
+
+    #[inline]
+    fn put_back(&self, _page: Page) {}
+}
+
+impl FreedSlot for Cell<Option<Page>> {
+    #[inline]
+    fn page(&self) -> Option<Page> {
+        self.get()
+    }
+
+    #[inline]
+    fn empty(&self) {
+        self.set(None);
+    }
+
+    #[inline]
+    fn put_back(&self, page: Page) {
+        self.set(Some(page));
     }
 }
