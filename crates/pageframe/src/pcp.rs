@@ -304,6 +304,29 @@ impl PerCpuPages {
         later
     }
 
+    /// [`Self::push_order0_run`] for the first `len` pages of `run`, an
+    /// array of a few: the whole array is copied to the list's end (a copy
+    /// of a known size, without a call) and the list then cut back to the
+    /// pages pushed. Returns how many were pushed, from the first.
+    #[inline(always)]
+    pub(crate) fn push_order0_array<const N: usize>(
+        &mut self,
+        list: PcpList,
+        run: &[FrameIdx; N],
+        len: usize,
+        zone: ZonePressure,
+    ) -> usize {
+        debug_assert_eq!(list.order, Order(0));
+        let room = (self.sizing.order0_room(self.count, zone) as usize).min(len);
+        self.sizing.note_order0_frees(room as u32);
+        let blocks = &mut self.lists[list.pindex.index()];
+        let end = blocks.len() + room;
+        blocks.extend_from_slice(run);
+        blocks.truncate(end);
+        self.count += room as u32;
+        room
+    }
+
     /// Fills an empty list with a refill batch, in the order the buddy
     /// lists gave the blocks: the first one goes out first (rmqueue_bulk()
     /// adds each at the list tail).

@@ -2,10 +2,10 @@
 //! it was: /proc/vmstat, buddyinfo, pagetypeinfo and zoneinfo are compared
 //! byte for byte before and after each refused call. Covered: double frees
 //! (from a per-CPU list, from the buddy lists, after a merge, inside one
-//! bulk free, whatever runs of pages it gathered), wrong orders, unaligned
-//! PFNs, PFNs in a hole or beyond memory, orders above MAX_PAGE_ORDER,
-//! unknown nodes and CPUs, GFP combinations the kernel calls bad, and node
-//! masks with no usable node.
+//! bulk free, whatever runs of pages it gathered, at every slot of a call
+//! of a few), wrong orders, unaligned PFNs, PFNs in a hole or beyond
+//! memory, orders above MAX_PAGE_ORDER, unknown nodes and CPUs, GFP
+//! combinations the kernel calls bad, and node masks with no usable node.
 
 mod common;
 
@@ -190,6 +190,96 @@ fn a_refused_bulk_free_restores_every_run_it_gathered() {
         cpu.free_pages_bulk(&mixed).unwrap();
         cpu.free_pages_bulk(&movable[10..]).unwrap();
         cpu.free_pages_bulk(&unmovable[5..]).unwrap();
+        assert_conserved(&allocator, 0);
+    }
+}
+
+#[test]
+fn a_refused_small_bulk_free_changes_nothing() {
+    // A bulk free of 2 to 8 slots whose pages all go to one per-CPU list
+    // claims them as it checks them, and hands any other call to the two
+    // passes. A bad page at any slot, after pages of the first page's
+    // pageblock or after a first page of another freetype, must leave
+    // every record, list and slot as it was and be named as the two passes
+    // name it, with free checks on and off.
+    for free_checks in [true, false] {
+        let options = AllocOptions {
+            free_checks,
+            ..AllocOptions::default()
+        };
+        let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
+        let cpu = allocator.cpu(CpuId(0)).unwrap();
+        let alloc = |gfp: Gfp, order: u8| cpu.alloc_pages(gfp, Order(order), NodeId(0)).unwrap();
+        let movable: Vec<Page> = (0..8).map(|_| alloc(Gfp::MOVABLE, 0)).collect();
+        let unmovable = alloc(Gfp::KERNEL, 0);
+        let pair = alloc(Gfp::MOVABLE, 1);
+        let freed = alloc(Gfp::MOVABLE, 0);
+        cpu.free_pages(freed, Order(0)).unwrap();
+        assert_conserved(&allocator, 11);
+        let beyond = Page::from_pfn(Pfn(1 << 30));
+        for len in 2..=8 {
+            for at in 0..len {
+                for other_first in [false, true] {
+                    let mut batch = movable[..len].to_vec();
+                    if other_first {
+                        if at == 0 {
+                            continue;
+                        }
+                        batch[0] = unmovable;
+                    }
+                    let mut bad = vec![(beyond, FreeError::NotMemory(beyond.pfn()))];
+                    if free_checks {
+                        bad.push((freed, FreeError::DoubleFree(freed.pfn())));
+                        bad.push((
+                            pair,
+                            FreeError::WrongOrder {
+                                pfn: pair.pfn(),
+                                allocated: Order(1),
+                                freed: Order(0),
+                            },
+                        ));
+                        if at > 0 {
+                            bad.push((batch[0], FreeError::DoubleFree(batch[0].pfn())));
+                        }
+                    }
+                    for (page, expected) in bad {
+                        batch[at] = page;
+                        let err = assert_unchanged(&allocator, || cpu.free_pages_bulk(&batch));
+                        assert_eq!(err, Err(expected), "{len} pages, bad at {at}");
+                        // The array form empties slots as it claims their
+                        // pages: a refusal refills them.
+                        let array: Vec<Option<Page>> = batch.iter().copied().map(Some).collect();
+                        let mut slots = array.clone();
+                        let err =
+                            assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut slots));
+                        assert_eq!(err, Err(expected), "{len} slots, bad at {at}");
+                        assert_eq!(slots, array);
+                    }
+                }
+            }
+        }
+        assert_conserved(&allocator, 11);
+        if free_checks {
+            // One slot, and slots with a hole: no slot changes on error,
+            // all are empty after.
+            let mut one = [Some(freed)];
+            let err = assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut one));
+            assert_eq!(err, Err(FreeError::DoubleFree(freed.pfn())));
+            assert_eq!(one, [Some(freed)]);
+            let mut slots = vec![Some(movable[0]), None, Some(movable[1]), Some(freed)];
+            let before = slots.clone();
+            let err = assert_unchanged(&allocator, || cpu.free_pages_bulk_array(&mut slots));
+            assert_eq!(err, Err(FreeError::DoubleFree(freed.pfn())));
+            assert_eq!(slots, before);
+            slots[3] = None;
+            assert_eq!(cpu.free_pages_bulk_array(&mut slots), Ok(2));
+            assert!(slots.iter().all(Option::is_none));
+            cpu.free_pages_bulk(&movable[2..]).unwrap();
+        } else {
+            cpu.free_pages_bulk(&movable).unwrap();
+        }
+        cpu.free_pages_bulk(&[unmovable]).unwrap();
+        cpu.free_pages(pair, Order(1)).unwrap();
         assert_conserved(&allocator, 0);
     }
 }

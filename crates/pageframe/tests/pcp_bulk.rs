@@ -381,30 +381,67 @@ fn a_page_array_is_freed_whole_and_emptied_or_not_at_all() {
 fn a_bulk_free_drains_where_frees_one_at_a_time_drain() {
     // Past high_max, so that high stops growing and frees drain.
     let high_max = pcp_of(&boot(&one_node(256, 2)), 0).high_max as usize;
-    let pcp = bulk_and_single_frees_agree(&one_node(256, 2), 4 * high_max + 7, 2 * high_max);
+    let desc = one_node(256, 2);
+    let pcp = bulk_and_single_frees_agree(
+        &desc,
+        &[Gfp::KERNEL],
+        4 * high_max + 7,
+        usize::MAX,
+        2 * high_max,
+    );
     assert_eq!(pcp.high as usize, high_max);
+}
+
+#[test]
+fn small_bulk_frees_drain_and_list_as_frees_one_at_a_time() {
+    // Calls of 2 to 8 pages take their own path when every page goes to
+    // one per-CPU list; pages of two freetypes (alternating, or in runs of
+    // three) make some calls take the two passes. Either way the lists,
+    // the sizing, the drains and the views are those of single frees.
+    let desc = one_node(256, 2);
+    let high_max = pcp_of(&boot(&desc), 0).high_max as usize;
+    let alternating = [Gfp::KERNEL, Gfp::MOVABLE];
+    let in_threes = [Gfp::MOVABLE, Gfp::MOVABLE, Gfp::MOVABLE, Gfp::KERNEL];
+    for chunk in 2..=8 {
+        for gfps in [&[Gfp::KERNEL][..], &alternating, &in_threes] {
+            let pcp = bulk_and_single_frees_agree(&desc, gfps, 4 * high_max + 7, chunk, high_max);
+            assert_eq!(pcp.high as usize, high_max, "chunks of {chunk}");
+        }
+    }
 }
 
 #[test]
 fn a_bulk_free_below_the_high_watermark_sizes_high_as_single_frees_do() {
     // 16 MiB, 3 900 of 4 096 pages held: the zone is below its high
     // watermark (ZONE_BELOW_HIGH), where every free lowers high.
-    let pcp = bulk_and_single_frees_agree(&one_node(16, 2), 3940, 64);
-    assert_eq!(pcp.high, pcp.high_min);
+    for chunk in [usize::MAX, 2, 5] {
+        let pcp = bulk_and_single_frees_agree(&one_node(16, 2), &[Gfp::KERNEL], 3940, chunk, 64);
+        assert_eq!(pcp.high, pcp.high_min);
+    }
 }
 
-/// Allocates `held` pages on two identical machines, frees them one at a
-/// time on one and in one bulk call on the other, and checks that every
-/// view, the per-CPU sizing included, and the next `next` allocations
-/// agree. Returns CPU 0's lists after the frees.
-fn bulk_and_single_frees_agree(desc: &MachineDesc, held: usize, next: usize) -> PcpSnapshot {
+/// Allocates `held` pages on two identical machines (page `i` with
+/// `gfps[i % gfps.len()]`), frees them one at a time on one and in bulk
+/// calls of `chunk` pages on the other, and checks that every view, the
+/// per-CPU sizing included, and the next `next` allocations agree. Returns
+/// CPU 0's lists after the frees.
+fn bulk_and_single_frees_agree(
+    desc: &MachineDesc,
+    gfps: &[Gfp],
+    held: usize,
+    chunk: usize,
+    next: usize,
+) -> PcpSnapshot {
     let one_by_one = boot(desc);
     let in_bulk = boot(desc);
     let mut pages = Vec::new();
     for allocator in [&one_by_one, &in_bulk] {
         let cpu = allocator.cpu(CpuId(0)).unwrap();
         let allocated: Vec<Page> = (0..held)
-            .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
+            .map(|i| {
+                cpu.alloc_pages(gfps[i % gfps.len()], Order(0), NodeId(0))
+                    .unwrap()
+            })
             .collect();
         pages.push(allocated);
     }
@@ -413,11 +450,10 @@ fn bulk_and_single_frees_agree(desc: &MachineDesc, held: usize, next: usize) -> 
     for &page in &pages[0] {
         cpu.free_pages(page, Order(0)).unwrap();
     }
-    in_bulk
-        .cpu(CpuId(0))
-        .unwrap()
-        .free_pages_bulk(&pages[1])
-        .unwrap();
+    let cpu = in_bulk.cpu(CpuId(0)).unwrap();
+    for batch in pages[1].chunks(chunk) {
+        assert_eq!(cpu.free_pages_bulk(batch), Ok(()));
+    }
     in_bulk.check_invariants().unwrap();
     assert!(vmstat_value(&in_bulk, "pcp_drain_pages") > 0, "no drain");
     assert_eq!(one_by_one.zone_snapshots(), in_bulk.zone_snapshots());

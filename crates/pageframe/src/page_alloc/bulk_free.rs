@@ -19,10 +19,21 @@
 //! pages of a zone, as the kernel's `locked_zone`.
 //!
 //! What a call costs besides its pages is kept small, for the small
-//! batches of a page pool: a call of a few slots sets up a run of a few
-//! pages on the stack; the first page's pageblock word sets the run's list
-//! once, and pages of blocks with the same word join it on one compare; a
-//! call whose pages all joined the run commits it inline under one lock.
+//! batches of a page pool. A call of a few slots, none empty, whose pages
+//! all lie in pageblocks with the first page's word, bound for a per-CPU
+//! list (a pool's batch of one zone), is both passes in one: a single loop
+//! checks and claims each page into a run of a few on the stack, emptying
+//! a page array's slot as it goes (so that a freed array needs no second
+//! walk), and the run goes onto its list under one lock with a copy of a
+//! known size. Any other call of a few slots (an empty slot, a page of
+//! another word, a bad page) has those claims undone and its slots
+//! refilled, and takes the two passes from the start, which decide it and
+//! name its first bad page as they always do. In the two passes the
+//! first page's pageblock word sets the run's list once, pages of blocks
+//! with the same word join it on one compare, and a call whose pages all
+//! joined the run commits it inline under one lock.
+
+use std::cell::Cell;
 
 use super::error::FreeError;
 use super::events::VmEvent;
@@ -41,31 +52,160 @@ const RUN_CAPACITY: usize = 64;
 const SMALL_RUN_CAPACITY: usize = 8;
 
 impl<L: LockFamily> PageAllocator<L> {
-    /// Frees the order-0 pages in `slots` (empty slots are skipped). Every
-    /// page is checked first: if any free would fail, none happens and the
-    /// error names the first bad page. Returns the number of pages freed.
-    /// One slot takes the single free's path in the caller's frame: a batch
-    /// of one costs a single free plus the slot's handling.
+    /// Frees the order-0 pages of `pages`. Every page is checked first: if
+    /// any free would fail, none happens and the error names the first bad
+    /// page. Returns the number of pages freed. One page takes the single
+    /// free's path in the caller's frame: a batch of one costs a single
+    /// free. A few pages try [`Self::free_pages_bulk_small`] first.
     #[inline(always)]
-    pub(crate) fn free_pages_bulk_on<S: PageSlot>(
+    pub(crate) fn free_pages_bulk_on(
         &self,
         cpu: CpuId,
-        slots: &[S],
+        pages: &[Page],
     ) -> Result<usize, FreeError> {
         if cpu.index() >= self.cpus.len() {
             return Err(FreeError::NoSuchCpu(cpu));
         }
-        if let [slot] = slots {
-            return match slot.page() {
-                Some(page) => self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1),
-                None => Ok(0),
-            };
+        if let [page] = pages {
+            return self.free_pages_on(cpu, page.pfn(), Order(0)).map(|()| 1);
+        }
+        if pages.len() <= SMALL_RUN_CAPACITY {
+            match self.free_pages_bulk_small(cpu, pages) {
+                Some(freed) => Ok(freed),
+                None => self.free_pages_bulk_few(cpu, pages),
+            }
+        } else {
+            self.free_pages_bulk_slots::<Page, RUN_CAPACITY>(cpu, pages)
+        }
+    }
+
+    /// [`Self::free_pages_bulk_on`] for a page array, whose empty slots are
+    /// skipped and whose slots are all empty once it succeeds (none changes
+    /// on error). A few slots try [`Self::free_pages_bulk_small`] first,
+    /// which empties each slot as it claims its page; anything else takes
+    /// one call out of line.
+    #[inline(always)]
+    pub(crate) fn free_pages_bulk_array_on(
+        &self,
+        cpu: CpuId,
+        slots: &mut [Option<Page>],
+    ) -> Result<usize, FreeError> {
+        if cpu.index() >= self.cpus.len() {
+            return Err(FreeError::NoSuchCpu(cpu));
         }
         if slots.len() <= SMALL_RUN_CAPACITY {
-            self.free_pages_bulk_slots::<S, SMALL_RUN_CAPACITY>(cpu, slots)
+            let cells = Cell::from_mut(&mut *slots).as_slice_of_cells();
+            match self.free_pages_bulk_small(cpu, cells) {
+                Some(freed) => Ok(freed),
+                None => self.free_pages_bulk_array_few(cpu, slots),
+            }
         } else {
-            self.free_pages_bulk_slots::<S, RUN_CAPACITY>(cpu, slots)
+            let freed = self.free_pages_bulk_slots::<Option<Page>, RUN_CAPACITY>(cpu, slots)?;
+            slots.fill(None);
+            Ok(freed)
         }
+    }
+
+    /// [`Self::free_pages_bulk_array_on`] for a few slots that are not the
+    /// common call: [`Self::free_pages_bulk_few`], then the slots emptied.
+    #[cold]
+    #[inline(never)]
+    fn free_pages_bulk_array_few(
+        &self,
+        cpu: CpuId,
+        slots: &mut [Option<Page>],
+    ) -> Result<usize, FreeError> {
+        let freed = self.free_pages_bulk_few(cpu, slots)?;
+        slots.fill(None);
+        Ok(freed)
+    }
+
+    /// [`Self::free_pages_bulk_on`] for a few slots that are not the
+    /// common call: the two passes (out of line and cold, so that the
+    /// caller's frame is laid out for the common call).
+    #[cold]
+    #[inline(never)]
+    fn free_pages_bulk_few<S: PageSlot>(
+        &self,
+        cpu: CpuId,
+        slots: &[S],
+    ) -> Result<usize, FreeError> {
+        self.free_pages_bulk_slots::<S, SMALL_RUN_CAPACITY>(cpu, slots)
+    }
+
+    /// [`Self::free_pages_bulk_on`] for a few slots (a page pool's small
+    /// batch), the CPU checked, when it is the common call: no slot is
+    /// empty, every page lies in a pageblock with the first page's word,
+    /// bound for a per-CPU list, and passes the free checks. Its pages are
+    /// claimed in one loop (as the first pass claims the pages of its run),
+    /// each slot emptied as its page is, and put on the list under one
+    /// lock; returns the pages freed. Any other call is `None`, with the
+    /// claims made so far undone and the slots refilled: nothing has
+    /// changed, and the two passes decide it (and name its first bad page)
+    /// from the start.
+    #[inline(never)]
+    fn free_pages_bulk_small<S: FreedSlot>(&self, cpu: CpuId, slots: &[S]) -> Option<usize> {
+        if slots.len() > SMALL_RUN_CAPACITY {
+            return None;
+        }
+        let first = slots.first()?.page()?.pfn();
+        let word = self.block_word(first)?;
+        let (key, list) = small_run_list(word)?;
+        let block_pages = self.layout.pageblock_order.nr_pages();
+        let records = self.frames.memmap.records();
+        let listed = PageInfo::new(PageState::Pcp, Order(0), list.recorded);
+        let checks = self.options.free_checks;
+        let mut run = [FrameIdx::NIL; SMALL_RUN_CAPACITY];
+        let mut saved = [PageInfo::UNTRACKED; SMALL_RUN_CAPACITY];
+        for (at, slot) in slots.iter().enumerate() {
+            let claimed = 'claim: {
+                let Some(page) = slot.page() else {
+                    break 'claim None;
+                };
+                let pfn = page.pfn();
+                // Same pageblock as the first page: `pfn` and `first`
+                // differ only in the bits below the pageblock order.
+                if (pfn.0 ^ first.0) >= block_pages && self.block_word(pfn) != Some(word) {
+                    break 'claim None;
+                }
+                let Some(record) = usize::try_from(pfn.0).ok().and_then(|at| records.get(at))
+                else {
+                    break 'claim None;
+                };
+                let info = if checks {
+                    match self.check_and_claim(record, pfn, Order(0), true, |_| listed) {
+                        Ok(info) => info,
+                        Err(_) => break 'claim None,
+                    }
+                } else {
+                    let info = record.info();
+                    record.set_info(listed);
+                    info
+                };
+                Some((FrameIdx::covered(pfn), info))
+            };
+            let Some((pfn, info)) = claimed else {
+                self.undo_small(&slots[..at], &run[..at], &saved[..at]);
+                return None;
+            };
+            slot.empty();
+            run[at] = pfn;
+            saved[at] = info;
+        }
+        let len = slots.len();
+        // SAFETY: the run's zone comes from a pageblock word.
+        let zone = unsafe { self.zone_on_cpu(&self.cpus[cpu.index()], key.zone) };
+        let (mut pcp, _) = L::lock(&zone.cpu.pcp);
+        let pressure = zone.slot.flags.pressure();
+        let pushed = pcp.push_order0_array(list, &run, len, pressure);
+        if pushed < len {
+            self.push_listed_slowly(&mut pcp, zone.index, list, &run[pushed..len]);
+        }
+        drop(pcp);
+        if self.options.vm_events {
+            zone.cpu.events.add(VmEvent::Pgfree, len as u64);
+        }
+        Some(len)
     }
 
     /// [`Self::free_pages_bulk_on`] for any number of slots, the CPU
@@ -240,16 +380,33 @@ impl<L: LockFamily> PageAllocator<L> {
         at: usize,
         err: FreeError,
     ) -> FreeError {
-        let records = self.frames.memmap.records();
-        for (&pfn, &info) in pfns.iter().zip(saved) {
-            MemMap::record_of(records, pfn).set_info(info);
-        }
+        self.restore_words(pfns, saved);
         if rest < at {
             for undo in slots[rest..at].iter().filter_map(|slot| slot.page()) {
                 self.unclaim(undo.pfn(), Order(0));
             }
         }
         err
+    }
+
+    /// Undoes [`Self::free_pages_bulk_small`] up to a slot: the pages of
+    /// `pfns` (those of `slots`) go back into their slots, and their records
+    /// get back the words `saved`.
+    #[cold]
+    fn undo_small<S: FreedSlot>(&self, slots: &[S], pfns: &[FrameIdx], saved: &[PageInfo]) {
+        for (slot, pfn) in slots.iter().zip(pfns) {
+            slot.put_back(Page::from_pfn(pfn.pfn()));
+        }
+        self.restore_words(pfns, saved);
+    }
+
+    /// Gives the records of `pfns` back the words `saved` (the words they
+    /// had before a bulk free claimed them).
+    fn restore_words(&self, pfns: &[FrameIdx], saved: &[PageInfo]) {
+        let records = self.frames.memmap.records();
+        for (&pfn, &info) in pfns.iter().zip(saved) {
+            MemMap::record_of(records, pfn).set_info(info);
+        }
     }
 
     /// The pageblock word of `pfn` as pass 1 compares it: a PFN past the
@@ -464,6 +621,15 @@ impl<const N: usize> PreparedRun<N> {
     }
 }
 
+/// The run key and per-CPU list of a small bulk free whose pages lie in
+/// pageblocks of word `word`; `None` when the word is no zone's or its
+/// pages go to the buddy lists.
+#[inline(always)]
+fn small_run_list(word: u32) -> Option<(RunKey, PcpList)> {
+    let key = RunKey::of(PageblockTable::decode(word)?);
+    Some((key, key.list?))
+}
+
 /// The pcp lock a bulk free holds, and the pages freed under it.
 struct LockedPcp<'a, L: LockFamily> {
     held: Option<(ZoneIdx, L::Guard<'a, PerCpuPages>)>,
@@ -542,5 +708,48 @@ impl PageSlot for Option<Page> {
     #[inline]
     fn page(self) -> Option<Page> {
         self
+    }
+}
+
+/// An element of a small bulk free's input (see
+/// [`PageAllocator::free_pages_bulk_small`]): a page of a list, or a page
+/// array slot, which the small path empties as it claims the slot's page
+/// and refills if it undoes the claim.
+pub(crate) trait FreedSlot {
+    /// The page in the slot, if any.
+    fn page(&self) -> Option<Page>;
+    /// Empties the slot (a page of a list stays).
+    fn empty(&self);
+    /// Puts `page`, which [`Self::empty`] took out, back into the slot.
+    fn put_back(&self, page: Page);
+}
+
+impl FreedSlot for Page {
+    #[inline]
+    fn page(&self) -> Option<Page> {
+        Some(*self)
+    }
+
+    #[inline]
+    fn empty(&self) {}
+
+    #[inline]
+    fn put_back(&self, _page: Page) {}
+}
+
+impl FreedSlot for Cell<Option<Page>> {
+    #[inline]
+    fn page(&self) -> Option<Page> {
+        self.get()
+    }
+
+    #[inline]
+    fn empty(&self) {
+        self.set(None);
+    }
+
+    #[inline]
+    fn put_back(&self, page: Page) {
+        self.set(Some(page));
     }
 }

@@ -264,16 +264,21 @@ where
     #[inline(always)]
     pub fn free_pages_bulk_array(&self, pages: &mut [Option<Page>]) -> Result<usize, FreeError> {
         // One slot: exactly the single free, without emptying a slice of
-        // unknown length.
+        // unknown length. The slot is emptied first and refilled if the
+        // free fails, so that the free need not keep it at hand.
         if let [slot] = pages {
-            let Some(page) = *slot else { return Ok(0) };
-            self.free_pages(page, Order(0))?;
-            *slot = None;
-            return Ok(1);
+            let Some(page) = slot.take() else {
+                return Ok(0);
+            };
+            return match self.free_pages(page, Order(0)) {
+                Ok(()) => Ok(1),
+                Err(err) => {
+                    *slot = Some(page);
+                    Err(err)
+                }
+            };
         }
-        let freed = self.allocator.free_pages_bulk_on(self.cpu, pages)?;
-        pages.fill(None);
-        Ok(freed)
+        self.allocator.free_pages_bulk_array_on(self.cpu, pages)
     }
 
     /// Empties this CPU's per-CPU lists.
