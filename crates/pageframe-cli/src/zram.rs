@@ -157,9 +157,15 @@ pub fn execute(plan: ZramPlan, out: &mut dyn Write) -> Result<(), CliError> {
             interval,
         } => {
             // Before anything is mounted: a tarball that cannot be read is
-            // a one-line error.
+            // a one-line error; a machine that cannot serve says so before
+            // the tarball is read.
             let trace_sizes = match trace_corpus {
                 Some(path) => {
+                    if let Some(reason) = zram_serve::unsupported_reason() {
+                        return Err(CliError::Invalid(format!(
+                            "cannot serve a block device here: {reason}"
+                        )));
+                    }
                     let threads =
                         std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
                     Some(TraceSizes::of_tarball(&path, threads).map_err(CliError::Invalid)?)

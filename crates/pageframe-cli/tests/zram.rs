@@ -46,6 +46,11 @@ fn a_trace_corpus_needs_a_trace_and_a_readable_tarball() {
         ])
     };
     let err = serve_with(&temp_path("no-such-tarball.tar.xz"));
+    if err.contains("cannot serve a block device here") {
+        // Not root, or no FUSE or loop: said before the tarball is read.
+        println!("skipped the tarball cases: {err}");
+        return;
+    }
     assert!(err.contains("no-such-tarball.tar.xz"), "{err}");
     assert!(
         !trace.exists(),

@@ -8,7 +8,8 @@
 //! jbd2's five-second commits fell inside the `sync` and wrote journal
 //! blocks among the data, which a real zram, done within one commit
 //! interval, does not see. This table holds the sizes of every page of the
-//! corpus, computed on all cores before the recording, keyed by the xxh3
+//! corpus, computed on the threads it is given (up to 16) before the
+//! recording, keyed by the xxh3
 //! 128-bit hash of the page's bytes; the write path hashes the page and
 //! looks it up. A page that is not in it (ext4's metadata, the journal) is
 //! compressed there as before.

@@ -83,7 +83,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// skipped and whose slots are all empty once it succeeds (none changes
     /// on error). A few slots try [`Self::free_pages_bulk_small`] first,
     /// which empties each slot as it claims its page; anything else takes
-    /// one call out of line.
+    /// one call out of line. The caller sends an array of one slot to the
+    /// single free (as `CpuHandle::free_pages_bulk_array` does), whose
+    /// contended pcp lock falls back to the zone; here the lock is waited
+    /// for, as the two passes wait for it.
     #[inline(always)]
     pub(crate) fn free_pages_bulk_array_on(
         &self,
@@ -401,10 +404,12 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// Gives the records of `pfns` back the words `saved` (the words they
-    /// had before a bulk free claimed them).
+    /// had before a bulk free claimed them), last claim first: with the
+    /// free checks off a page listed twice was claimed twice, and its
+    /// first saved word is the one it had before the call.
     fn restore_words(&self, pfns: &[FrameIdx], saved: &[PageInfo]) {
         let records = self.frames.memmap.records();
-        for (&pfn, &info) in pfns.iter().zip(saved) {
+        for (&pfn, &info) in pfns.iter().zip(saved).rev() {
             MemMap::record_of(records, pfn).set_info(info);
         }
     }

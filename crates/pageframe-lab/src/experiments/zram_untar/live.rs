@@ -392,7 +392,7 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Recording, Experiment
     Ok(Recording {
         served,
         note: format!(
-            "trace sizes: {found} page writes took theirs from the tarball's {table_pages} distinct pages (hashed and compressed with lz4, lzo and zstd in {table_seconds:.1} s before the recording), {computed} (ext4's metadata and journal) were compressed as they arrived"
+            "trace sizes: {found} page writes took theirs from the tarball's {table_pages} distinct pages (hashed and compressed with lz4, lzo and zstd in {table_seconds:.1} s before the recording), {computed} (ext4's metadata and journal) were compressed as they arrived; partial-page writes, patched under the device lock, are compressed there and not counted"
         ),
     })
 }
