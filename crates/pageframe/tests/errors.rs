@@ -135,6 +135,37 @@ fn bulk_free_is_all_or_nothing() {
     assert_eq!(err, Err(FreeError::DoubleFree(pages[0].pfn())));
 }
 
+/// With the free checks off the bulk free trusts its caller, so a page
+/// listed twice is claimed twice; when a later page is refused, the undo
+/// still gives that page the word it had before the call (regression: the
+/// undo restored the saved words first claim first, leaving it listed).
+#[test]
+fn a_refused_unchecked_bulk_free_restores_a_page_listed_twice() {
+    let options = AllocOptions {
+        free_checks: false,
+        ..AllocOptions::default()
+    };
+    let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let pages: Vec<Page> = (0..3)
+        .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
+        .collect();
+    let beyond = Page::from_pfn(Pfn(1 << 30));
+    for batch in [
+        vec![pages[0], pages[0], beyond],
+        vec![pages[1], pages[2], pages[1], pages[2], beyond],
+        [vec![pages[0]; 70], vec![beyond]].concat(),
+    ] {
+        let err = assert_unchanged(&allocator, || cpu.free_pages_bulk(&batch));
+        assert_eq!(err, Err(FreeError::NotMemory(beyond.pfn())));
+        assert_conserved(&allocator, 3);
+    }
+    for page in pages {
+        cpu.free_pages(page, Order(0)).unwrap();
+    }
+    assert_conserved(&allocator, 0);
+}
+
 #[test]
 fn a_refused_bulk_free_restores_every_run_it_gathered() {
     // A bulk free gathers the pages from the first on into a run while they
