@@ -135,17 +135,22 @@ fn bulk_free_is_all_or_nothing() {
     assert_eq!(err, Err(FreeError::DoubleFree(pages[0].pfn())));
 }
 
+/// A 32 MiB one-node machine with one CPU, its free checks on or off.
+fn small_machine(free_checks: bool) -> LocalPageAllocator {
+    let options = AllocOptions {
+        free_checks,
+        ..AllocOptions::default()
+    };
+    LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap()
+}
+
 /// With the free checks off the bulk free trusts its caller, so a page
 /// listed twice is claimed twice; when a later page is refused, the undo
 /// still gives that page the word it had before the call (regression: the
 /// undo restored the saved words first claim first, leaving it listed).
 #[test]
 fn a_refused_unchecked_bulk_free_restores_a_page_listed_twice() {
-    let options = AllocOptions {
-        free_checks: false,
-        ..AllocOptions::default()
-    };
-    let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
+    let allocator = small_machine(false);
     let cpu = allocator.cpu(CpuId(0)).unwrap();
     let pages: Vec<Page> = (0..3)
         .map(|_| cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap())
@@ -174,11 +179,7 @@ fn a_refused_bulk_free_restores_every_run_it_gathered() {
     // list closed must leave every record as it was, with free checks on
     // and off.
     for free_checks in [true, false] {
-        let options = AllocOptions {
-            free_checks,
-            ..AllocOptions::default()
-        };
-        let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
+        let allocator = small_machine(free_checks);
         let cpu = allocator.cpu(CpuId(0)).unwrap();
         let alloc = |gfp: Gfp, nr: usize| -> Vec<Page> {
             (0..nr)
@@ -234,11 +235,7 @@ fn a_refused_small_bulk_free_changes_nothing() {
     // every record, list and slot as it was and be named as the two passes
     // name it, with free checks on and off.
     for free_checks in [true, false] {
-        let options = AllocOptions {
-            free_checks,
-            ..AllocOptions::default()
-        };
-        let allocator = LocalPageAllocator::boot_with(&one_node(32, 1), options).unwrap();
+        let allocator = small_machine(free_checks);
         let cpu = allocator.cpu(CpuId(0)).unwrap();
         let alloc = |gfp: Gfp, order: u8| cpu.alloc_pages(gfp, Order(order), NodeId(0)).unwrap();
         let movable: Vec<Page> = (0..8).map(|_| alloc(Gfp::MOVABLE, 0)).collect();
