@@ -11,7 +11,8 @@
 //! end record is truncated. Errors name the byte offset: in the file for the
 //! header and the compressed stream, in the record stream for a record. A
 //! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
-//! sizes its device from the trace) and a record stream over 256 MiB.
+//! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`] and a
+//! record stream over 256 MiB.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
 use std::fs::File;
@@ -31,6 +32,11 @@ const MAGIC: &[u8; 8] = b"PFZBLKT1";
 /// (the live recordings use 4 GiB). A replay sizes its device from the
 /// trace, so a file naming a far page is refused when read.
 pub const MAX_TRACE_PAGES: u64 = 1 << 24;
+
+/// The largest compressed size a write record may give: zcomp's buffer of
+/// two pages (a compressor's output for a 4 KiB page never exceeds it). A
+/// replay builds a stand-in object of each size it meets.
+pub const MAX_OBJECT_SIZE: u32 = 2 * 4096;
 
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
@@ -332,7 +338,9 @@ fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
                     let mut sizes = [0u32; 3];
                     for size in &mut sizes {
                         *size = u32::try_from(number(&mut at)?)
-                            .map_err(|_| (start as u64, "size out of range".to_string()))?;
+                            .ok()
+                            .filter(|size| *size <= MAX_OBJECT_SIZE)
+                            .ok_or_else(|| (start as u64, "size out of range".to_string()))?;
                     }
                     Some(sizes)
                 };
