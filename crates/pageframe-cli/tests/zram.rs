@@ -143,11 +143,24 @@ fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
 
 #[test]
 fn serve_prints_the_device_and_tears_down_on_sigterm() {
+    serve_then_sigterm("serve", "0");
+}
+
+/// Regression: an interval past what a clock can add (u64::MAX seconds)
+/// panicked once the device was up; it means "never", as 0 does.
+#[test]
+fn serve_takes_an_interval_longer_than_the_clock_reaches() {
+    serve_then_sigterm("serve-forever", &u64::MAX.to_string());
+}
+
+/// Serves with `--interval interval`, reads mm_stat, stops with SIGTERM and
+/// checks the teardown (skipped, with the reason, where serving cannot be).
+fn serve_then_sigterm(name: &str, interval: &str) {
     if let Some(reason) = pageframe_lab::zram_serve::unsupported_reason() {
         println!("skipped: {reason}");
         return;
     }
-    let mountpoint = temp_path("serve");
+    let mountpoint = temp_path(name);
     let mut child = Command::new(common::BINARY)
         .args([
             "zram",
@@ -155,7 +168,7 @@ fn serve_prints_the_device_and_tears_down_on_sigterm() {
             "--size",
             "64M",
             "--interval",
-            "0",
+            interval,
             "--mountpoint",
         ])
         .arg(&mountpoint)
