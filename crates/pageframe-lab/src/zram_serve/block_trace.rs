@@ -11,8 +11,9 @@
 //! end record is truncated. Errors name the byte offset: in the file for the
 //! header and the compressed stream, in the record stream for a record. A
 //! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
-//! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`] and a
-//! record stream over 256 MiB.
+//! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`], a
+//! record stream over 256 MiB and a file longer than such a stream
+//! compresses to.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
 use std::fs::File;
@@ -41,6 +42,10 @@ pub const MAX_OBJECT_SIZE: u32 = 2 * 4096;
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
 const MAX_RECORD_STREAM: u64 = 256 << 20;
+/// The largest trace file read: the magic and the most that zstd can make
+/// of the largest record stream (its bound is the input plus 1/256 and a
+/// few bytes). A longer file (`/dev/zero`) is refused before it fills memory.
+const MAX_FILE_BYTES: u64 = MAGIC.len() as u64 + MAX_RECORD_STREAM + (MAX_RECORD_STREAM >> 7);
 const TAG_WRITE: u8 = b'W';
 const TAG_DISCARD: u8 = b'D';
 const TAG_STEP: u8 = b'S';
@@ -230,12 +235,20 @@ pub struct TraceFileError {
 
 /// Reads the records of a trace file.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, TraceFileError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceFileError {
+    let error = |offset: u64, what: String| TraceFileError {
         path: path.to_path_buf(),
-        offset: 0,
+        offset,
         place: "of the file",
-        what: err.to_string(),
-    })?;
+        what,
+    };
+    let bytes = crate::files::read_bytes(path, MAX_FILE_BYTES)
+        .map_err(|err| error(0, err.to_string()))?
+        .ok_or_else(|| {
+            error(
+                MAX_FILE_BYTES,
+                format!("larger than any trace ({MAX_FILE_BYTES} bytes)"),
+            )
+        })?;
     parse_trace(&bytes, path)
 }
 

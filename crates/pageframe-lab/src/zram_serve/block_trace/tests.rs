@@ -192,3 +192,11 @@ fn a_write_size_beyond_the_compression_buffer_is_refused_where_it_stands() {
         assert_eq!(offset, (encode(&records[..1]).len() - 1) as u64, "{what}");
     }
 }
+
+#[test]
+fn a_file_larger_than_any_trace_is_refused_before_it_fills_memory() {
+    // Regression: `--trace /dev/zero` read zeros until memory ran out.
+    let err = read_trace(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(err.offset, MAX_FILE_BYTES, "{err}");
+    assert!(err.to_string().contains("larger than"), "{err}");
+}
