@@ -95,6 +95,15 @@ impl Plan {
                         )));
                     }
                 }
+                // Without --fs the trace is read (with it, written).
+                if let Some(trace) = options.block_trace.as_ref().filter(|_| !fs_ext4) {
+                    if !trace.is_file() {
+                        return Err(CliError::Invalid(format!(
+                            "--trace {}: not a file",
+                            trace.display()
+                        )));
+                    }
+                }
                 Ok(Plan::Run(RunPlan {
                     experiments,
                     options,

@@ -109,6 +109,22 @@ fn foreign_and_truncated_traces_are_one_line_errors_naming_the_offset() {
     std::fs::remove_file(cut).unwrap();
 }
 
+/// Regression: a `--trace` to replay that is not a file was found only
+/// when zram-untar's turn came, after the experiments before it had run
+/// and printed their reports.
+#[test]
+fn a_trace_to_replay_that_is_not_a_file_fails_before_anything_runs() {
+    let missing = temp_path("missing.pfzt");
+    let missing = missing.to_str().unwrap();
+    let err = error_of(&["run", "shuffle-cache,zram-untar", "--trace", missing]);
+    assert!(
+        err.contains(&format!("--trace {missing}: not a file")),
+        "{err}"
+    );
+    let err = error_of(&["run", "zram-untar", "--trace", "/"]);
+    assert!(err.contains("--trace /: not a file"), "{err}");
+}
+
 #[test]
 fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
     use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter, MAX_TRACE_PAGES};
