@@ -79,19 +79,21 @@ impl Plan {
                     Some(text) => run::parse_machine_views(text)?,
                     None => Vec::new(),
                 };
-                if let Some(dir) = &args.out {
-                    if dir.exists() && !dir.is_dir() {
-                        return Err(CliError::Invalid(format!(
-                            "--out {}: not a directory",
-                            dir.display()
-                        )));
-                    }
-                }
+                check_out_dir(args.out.as_deref())?;
                 if let Some(corpus) = &options.corpus {
                     if !corpus.is_file() {
                         return Err(CliError::Invalid(format!(
                             "--corpus {}: not a file",
                             corpus.display()
+                        )));
+                    }
+                }
+                // Without --fs the trace is read (with it, written).
+                if let Some(trace) = options.block_trace.as_ref().filter(|_| !fs_ext4) {
+                    if !trace.is_file() {
+                        return Err(CliError::Invalid(format!(
+                            "--trace {}: not a file",
+                            trace.display()
                         )));
                     }
                 }
@@ -137,6 +139,7 @@ impl Plan {
                         )))
                     }
                 };
+                check_out_dir(args.out.as_deref())?;
                 Ok(Plan::Conform(ConformPlan {
                     suites: suites::parse(&args.suites).map_err(CliError::Invalid)?,
                     json,
@@ -292,6 +295,18 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                 plot: args.plot,
             })
         }
+    }
+}
+
+/// An `--out DIR` that exists must be a directory (one that does not is
+/// made when the results are written).
+fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
+    match dir {
+        Some(dir) if dir.exists() && !dir.is_dir() => Err(CliError::Invalid(format!(
+            "--out {}: not a directory",
+            dir.display()
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -150,6 +150,21 @@ fn a_truncated_trace_is_one_line_naming_the_offset() {
     assert!(message.contains("byte offset "), "{message}");
 }
 
+/// Regression: `--out` naming a file was found only when the results were
+/// written, after every suite had run and printed its rows.
+#[test]
+fn conform_out_that_is_not_a_directory_fails_before_any_suite_runs() {
+    let file = temp_path("conform-out-file");
+    std::fs::write(&file, "a file").unwrap();
+    let name = file.to_str().unwrap();
+    let err = error_of(&["conform", "zoneinfo", "--out", name]);
+    assert!(
+        err.contains(&format!("--out {name}: not a directory")),
+        "{err}"
+    );
+    std::fs::remove_file(file).unwrap();
+}
+
 #[test]
 fn trace_bad_input_is_exit_2() {
     error_of(&["trace", "replay", &shipped_trace(), "--format", "xml"]);

@@ -46,3 +46,40 @@ fn unmapped_populate_reports_every_variant_with_its_flushes() {
     }
     assert_eq!(rows.len(), 8);
 }
+
+/// Regression: the simulation's prices come from a calibration file anyone
+/// can edit. Prices of u64::MAX overflowed the charge (a panic with
+/// overflow checks, wrapped figures in release); the modelled time
+/// saturates instead: at least u64::MAX picoseconds on every sim row.
+#[test]
+fn absurd_calibration_prices_saturate_the_modelled_time() {
+    let config = common::temp_file(
+        "unmapped-populate-absurd.toml",
+        "[unmapped-populate]\nregion_mib = 2\nsamples = 1\nsim_region_gib = 1\n",
+    );
+    let prices: String = pageframe::backing::SimCosts::FILE_KEYS
+        .iter()
+        .map(|key| format!("{key} = {}\n", u64::MAX))
+        .collect();
+    let costs = common::temp_file("absurd-sim-costs.toml", &prices);
+    let output = Command::new(common::BINARY)
+        .args(["run", "unmapped-populate", "--format", "json", "--config"])
+        .arg(&config)
+        .env(pageframe::backing::SIM_COSTS_ENV, &costs)
+        .output()
+        .expect("the pageframe binary runs");
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_file(&costs);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    let rows = json["rows"].as_array().expect("rows");
+    let saturated_ms = u64::MAX as f64 / 1e9;
+    for row in rows.iter().filter(|row| row["backing"] == "sim") {
+        let modelled = row["modelled_ms"].as_f64().expect("a modelled time");
+        assert!(modelled >= saturated_ms * 0.999, "{row}");
+    }
+}

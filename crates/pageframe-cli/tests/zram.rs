@@ -28,6 +28,17 @@ fn bad_serve_arguments_are_one_line_errors() {
     assert!(err.contains("--fs xfs"), "{err}");
 }
 
+/// Regression: `zram bench` holds the bytes it writes; a size past memory
+/// (1P) aborted on the allocation instead of saying so.
+#[test]
+fn a_bench_size_past_memory_is_a_one_line_error() {
+    let err = error_of(&["zram", "bench", "--size", "1P", "--writers", "1"]);
+    assert!(
+        err.contains("out of memory") || err.contains("cannot serve a block device here"),
+        "{err}"
+    );
+}
+
 /// `--trace-corpus` sizes a trace's pages: alone it is an error, and a
 /// tarball that cannot be read is one before anything is served.
 #[test]
@@ -109,6 +120,22 @@ fn foreign_and_truncated_traces_are_one_line_errors_naming_the_offset() {
     std::fs::remove_file(cut).unwrap();
 }
 
+/// Regression: a `--trace` to replay that is not a file was found only
+/// when zram-untar's turn came, after the experiments before it had run
+/// and printed their reports.
+#[test]
+fn a_trace_to_replay_that_is_not_a_file_fails_before_anything_runs() {
+    let missing = temp_path("missing.pfzt");
+    let missing = missing.to_str().unwrap();
+    let err = error_of(&["run", "shuffle-cache,zram-untar", "--trace", missing]);
+    assert!(
+        err.contains(&format!("--trace {missing}: not a file")),
+        "{err}"
+    );
+    let err = error_of(&["run", "zram-untar", "--trace", "/"]);
+    assert!(err.contains("--trace /: not a file"), "{err}");
+}
+
 #[test]
 fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
     use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter, MAX_TRACE_PAGES};
@@ -143,11 +170,24 @@ fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
 
 #[test]
 fn serve_prints_the_device_and_tears_down_on_sigterm() {
+    serve_then_sigterm("serve", "0");
+}
+
+/// Regression: an interval past what a clock can add (u64::MAX seconds)
+/// panicked once the device was up; it means "never", as 0 does.
+#[test]
+fn serve_takes_an_interval_longer_than_the_clock_reaches() {
+    serve_then_sigterm("serve-forever", &u64::MAX.to_string());
+}
+
+/// Serves with `--interval interval`, reads mm_stat, stops with SIGTERM and
+/// checks the teardown (skipped, with the reason, where serving cannot be).
+fn serve_then_sigterm(name: &str, interval: &str) {
     if let Some(reason) = pageframe_lab::zram_serve::unsupported_reason() {
         println!("skipped: {reason}");
         return;
     }
-    let mountpoint = temp_path("serve");
+    let mountpoint = temp_path(name);
     let mut child = Command::new(common::BINARY)
         .args([
             "zram",
@@ -155,7 +195,7 @@ fn serve_prints_the_device_and_tears_down_on_sigterm() {
             "--size",
             "64M",
             "--interval",
-            "0",
+            interval,
             "--mountpoint",
         ])
         .arg(&mountpoint)

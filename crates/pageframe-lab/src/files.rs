@@ -1,6 +1,6 @@
-//! Files in and out. Input text files (machine descriptions, config files)
-//! are read up to a stated size ([`read_text`]), so that `/dev/zero` or a
-//! huge file is a one-line error, not a full memory.
+//! Files in and out. Input files (machine descriptions, config files,
+//! traces) are read up to a stated size ([`read_text`], [`read_bytes`]), so
+//! that `/dev/zero` or a huge file is a one-line error, not a full memory.
 //!
 //! Output files are complete or absent: each is written to a
 //! temporary file in its own directory (`.<name>.<pid>.tmp<.ext>`, hidden,
@@ -22,19 +22,26 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// file is an error naming the limit.
 pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, String> {
     let cannot = |err: &dyn std::fmt::Display| format!("cannot read {}: {err}", path.display());
-    let file = fs::File::open(path).map_err(|err| cannot(&err))?;
-    let mut bytes = Vec::new();
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|err| cannot(&err))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!(
-            "{} is over the limit of {} KiB for this file",
-            path.display(),
-            max_bytes >> 10
-        ));
-    }
+    let bytes = read_bytes(path, max_bytes)
+        .map_err(|err| cannot(&err))?
+        .ok_or_else(|| {
+            format!(
+                "{} is over the limit of {} KiB for this file",
+                path.display(),
+                max_bytes >> 10
+            )
+        })?;
     String::from_utf8(bytes).map_err(|err| cannot(&err))
+}
+
+/// Reads the bytes of `path`, at most `max_bytes` of them: `None` when the
+/// file is longer (reading stops one byte past the limit).
+pub fn read_bytes(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    fs::File::open(path)?
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
 }
 
 /// The temporary beside `target`.

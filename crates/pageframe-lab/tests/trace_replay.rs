@@ -319,3 +319,57 @@ fn pcp_sizing_changes_the_refills_of_the_same_workload() {
     let fallbacks: u64 = kernel.counts.fallbacks.iter().map(|(_, count)| count).sum();
     assert_eq!(fallbacks, kernel.extfrag_claim + kernel.extfrag_steal);
 }
+
+/// Regression: a trace's saved host files are input. A buddyinfo line with
+/// orders past 63 (or 127) shifted a page count out of its word, and two
+/// pagetypeinfo zones near u64::MAX overflowed their sum: a panic with
+/// overflow checks, a wrong figure without them. Both saturate now.
+#[test]
+fn host_files_with_absurd_orders_and_counts_saturate() {
+    // One page at order 0, one block at order 64: nearly all the memory is
+    // usable at order 64 (the exact index is 1000 / (2^64 + 1), so 0).
+    let mut far = vec![0u64; 65];
+    far[0] = 1;
+    far[64] = 1;
+    assert_eq!(unusable_free_index(&far, 64), 0);
+    // A single page asked as an order-129 block: fails for lack of memory.
+    let mut single = vec![0u64; 130];
+    single[0] = 1;
+    assert_eq!(fragmentation_index(&single, 129), 0);
+    assert_eq!(unusable_free_index(&single, 129), 1000);
+
+    let columns = |count: usize| vec!["1"; count].join(" ");
+    let mut trace = Trace {
+        events: vec![alloc(0, 0, 0x10, 0, pageframe::Gfp::KERNEL.bits())],
+        ..Trace::default()
+    };
+    trace.set_meta(
+        "host.end.buddyinfo",
+        format!("Node 0, zone   Normal {}\n", columns(130)),
+    );
+    let max = u64::MAX;
+    trace.set_meta(
+        "host.end.pagetypeinfo",
+        format!(
+            "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate\n\
+             Node 0, zone   Normal {max} 1 1 0 0\n\
+             Node 0, zone    DMA32 {max} 1 1 0 0\n"
+        ),
+    );
+    let report = run_replay(&trace, &small_machine()).unwrap();
+    let kernel_of = |section: &str, key: &str| {
+        report
+            .rows
+            .iter()
+            .find(|row| row.section == section && row.key == key)
+            .and_then(|row| row.kernel)
+    };
+    assert_eq!(
+        kernel_of("pageblocks", "Unmovable at end"),
+        Some(max as f64)
+    );
+    assert_eq!(kernel_of("pageblocks", "Movable at end"), Some(2.0));
+    // Blocks of every order up to 129: almost all of the memory is in the
+    // highest ones, so little is unusable at order 10.
+    assert_eq!(kernel_of("unusable_index", "order 10 at end"), Some(0.0));
+}

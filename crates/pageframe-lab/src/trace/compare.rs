@@ -96,7 +96,7 @@ fn host_pageblocks(pagetypeinfo: &str) -> Vec<(String, u64)> {
             .skip(4)
             .filter_map(|word| word.parse::<u64>().ok());
         for (total, count) in totals.iter_mut().zip(counts) {
-            *total += count;
+            *total = total.saturating_add(count);
         }
     }
     names.into_iter().map(str::to_string).zip(totals).collect()

@@ -1,7 +1,14 @@
 //! The kernel's two fragmentation measures per order, from a zone's free
 //! block counts per order (`free_area[order].nr_free`), as debugfs
 //! `extfrag/unusable_index` and `extfrag/extfrag_index` print them: both
-//! in thousandths.
+//! in thousandths. The counts may come from a trace's saved host files, so
+//! every sum, product and shift saturates (an order past 63 is a block of
+//! more pages than a u64 counts).
+
+/// Pages in a block of `order`, saturated.
+fn pages_of(order: u32) -> u64 {
+    1u64.checked_shl(order).unwrap_or(u64::MAX)
+}
 
 /// `struct contig_page_info`: mirrors fill_contig_page_info() (mm/vmstat.c).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -23,11 +30,11 @@ impl ContigPageInfo {
             info.free_blocks_total = info.free_blocks_total.saturating_add(blocks);
             info.free_pages = info
                 .free_pages
-                .saturating_add(blocks.saturating_mul(1 << block_order));
+                .saturating_add(blocks.saturating_mul(pages_of(block_order)));
             if block_order >= order {
                 info.free_blocks_suitable = info
                     .free_blocks_suitable
-                    .saturating_add(blocks.saturating_mul(1 << (block_order - order)));
+                    .saturating_add(blocks.saturating_mul(pages_of(block_order - order)));
             }
         }
         info
@@ -41,7 +48,7 @@ pub fn unusable_free_index(nr_free: &[u64], order: u32) -> i64 {
     if info.free_pages == 0 {
         return 1000;
     }
-    let suitable_pages = info.free_blocks_suitable.saturating_mul(1 << order);
+    let suitable_pages = info.free_blocks_suitable.saturating_mul(pages_of(order));
     (info.free_pages.saturating_sub(suitable_pages) as u128 * 1000 / info.free_pages as u128) as i64
 }
 
@@ -56,7 +63,7 @@ pub fn fragmentation_index(nr_free: &[u64], order: u32) -> i64 {
     if info.free_blocks_suitable > 0 {
         return -1000;
     }
-    let requested = 1u128 << order;
+    let requested = 1u128.checked_shl(order).unwrap_or(u128::MAX);
     let scaled = 1000 + info.free_pages as u128 * 1000 / requested;
     1000 - (scaled / info.free_blocks_total as u128) as i64
 }

@@ -11,7 +11,9 @@
 //! end record is truncated. Errors name the byte offset: in the file for the
 //! header and the compressed stream, in the record stream for a record. A
 //! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
-//! sizes its device from the trace) and a record stream over 256 MiB.
+//! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`], a
+//! record stream over 256 MiB and a file longer than such a stream
+//! compresses to.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
 use std::fs::File;
@@ -32,9 +34,18 @@ const MAGIC: &[u8; 8] = b"PFZBLKT1";
 /// trace, so a file naming a far page is refused when read.
 pub const MAX_TRACE_PAGES: u64 = 1 << 24;
 
+/// The largest compressed size a write record may give: zcomp's buffer of
+/// two pages (a compressor's output for a 4 KiB page never exceeds it). A
+/// replay builds a stand-in object of each size it meets.
+pub const MAX_OBJECT_SIZE: u32 = 2 * 4096;
+
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
 const MAX_RECORD_STREAM: u64 = 256 << 20;
+/// The largest trace file read: the magic and the most that zstd can make
+/// of the largest record stream (its bound is the input plus 1/256 and a
+/// few bytes). A longer file (`/dev/zero`) is refused before it fills memory.
+const MAX_FILE_BYTES: u64 = MAGIC.len() as u64 + MAX_RECORD_STREAM + (MAX_RECORD_STREAM >> 7);
 const TAG_WRITE: u8 = b'W';
 const TAG_DISCARD: u8 = b'D';
 const TAG_STEP: u8 = b'S';
@@ -224,12 +235,20 @@ pub struct TraceFileError {
 
 /// Reads the records of a trace file.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, TraceFileError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceFileError {
+    let error = |offset: u64, what: String| TraceFileError {
         path: path.to_path_buf(),
-        offset: 0,
+        offset,
         place: "of the file",
-        what: err.to_string(),
-    })?;
+        what,
+    };
+    let bytes = crate::files::read_bytes(path, MAX_FILE_BYTES)
+        .map_err(|err| error(0, err.to_string()))?
+        .ok_or_else(|| {
+            error(
+                MAX_FILE_BYTES,
+                format!("larger than any trace ({MAX_FILE_BYTES} bytes)"),
+            )
+        })?;
     parse_trace(&bytes, path)
 }
 
@@ -332,7 +351,9 @@ fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
                     let mut sizes = [0u32; 3];
                     for size in &mut sizes {
                         *size = u32::try_from(number(&mut at)?)
-                            .map_err(|_| (start as u64, "size out of range".to_string()))?;
+                            .ok()
+                            .filter(|size| *size <= MAX_OBJECT_SIZE)
+                            .ok_or_else(|| (start as u64, "size out of range".to_string()))?;
                     }
                     Some(sizes)
                 };

@@ -244,11 +244,14 @@ pub fn serve_until_signalled(
         ),
     )?;
     let mut last = None;
-    let mut next = Instant::now() + interval;
+    // An interval past what the clock can add never comes, as 0 never does.
+    let mut next = Instant::now()
+        .checked_add(interval)
+        .filter(|_| !interval.is_zero());
     while !signals.raised() {
         std::thread::sleep(Duration::from_millis(50));
-        if !interval.is_zero() && Instant::now() >= next {
-            next += interval;
+        if next.is_some_and(|at| Instant::now() >= at) {
+            next = next.and_then(|at| at.checked_add(interval));
             let stat = server.device().mm_stat();
             if last != Some(stat) {
                 last = Some(stat);

@@ -48,7 +48,12 @@ pub struct BenchConfig {
 /// with a label. A named tarball that cannot is the error.
 pub(super) fn pages(named: Option<&Path>, bytes: usize) -> Result<(Vec<u8>, String), ServeError> {
     let tarball = named.unwrap_or(Path::new(crate::corpus::DEFAULT_TARBALL));
-    let mut data = Vec::with_capacity(bytes);
+    // The bytes are held whole: a size past memory is an error, not an abort.
+    let mut data = Vec::new();
+    data.try_reserve_exact(bytes).map_err(|_| ServeError::Io {
+        what: format!("holding the {} MiB to write", bytes >> 20),
+        err: std::io::ErrorKind::OutOfMemory.into(),
+    })?;
     let read = std::fs::File::open(tarball).and_then(|file| {
         xz2::read::XzDecoder::new(std::io::BufReader::new(file))
             .take(bytes as u64)

@@ -10,7 +10,7 @@
 //! `tlb_flush_global == direct_map_unmaps`,
 //! `tlb_flush_local == mermap_wraps + mermap_fallbacks`, and
 //! `sim_ns == floor(sim_ps / 1000)` where `sim_ps` sums, per event, its
-//! [`SimCosts`] price (all zero for a real arena).
+//! [`SimCosts`] price (all zero for a real arena), saturating at u64::MAX.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -87,6 +87,15 @@ fn add(counter: &AtomicU64, amount: u64) {
     counter.fetch_add(amount, Ordering::Relaxed);
 }
 
+/// Adds `ps` to the charged time, saturating: prices come from a file, and
+/// an absurd one must give a huge figure, not a wrapped small one.
+fn charge_ps(sim_ps: &AtomicU64, ps: u64) {
+    // The closure always returns Some: the update cannot fail.
+    let _ = sim_ps.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |total| {
+        Some(total.saturating_add(ps))
+    });
+}
+
 impl EventCounters {
     /// Zeroed counters charging `costs` per event.
     pub(crate) fn new(costs: SimCosts) -> EventCounters {
@@ -109,7 +118,7 @@ impl EventCounters {
     }
 
     fn charge_ns(&self, ns: u64) {
-        add(&self.sim_ps, ns.saturating_mul(1000));
+        charge_ps(&self.sim_ps, ns.saturating_mul(1000));
     }
 
     /// One protection change removing `nr_pages` pages, then its global flush.
@@ -117,7 +126,11 @@ impl EventCounters {
         add(&self.direct_map_unmaps, 1);
         add(&self.pages_unmapped, nr_pages);
         add(&self.tlb_flush_global, 1);
-        self.charge_ns(self.costs.protection_change + self.costs.global_flush);
+        self.charge_ns(
+            self.costs
+                .protection_change
+                .saturating_add(self.costs.global_flush),
+        );
     }
 
     /// One protection change putting `nr_pages` pages back (no flush).
@@ -156,7 +169,7 @@ impl EventCounters {
     /// `bytes` copied into a page through the mermap.
     pub(crate) fn bytes_written(&self, bytes: usize) {
         add(&self.mermap_bytes_written, bytes as u64);
-        add(
+        charge_ps(
             &self.sim_ps,
             self.costs.copy_byte_ps.saturating_mul(bytes as u64),
         );
@@ -165,7 +178,7 @@ impl EventCounters {
     /// `bytes` copied out of a page through the mermap.
     pub(crate) fn bytes_read(&self, bytes: usize) {
         add(&self.mermap_bytes_read, bytes as u64);
-        add(
+        charge_ps(
             &self.sim_ps,
             self.costs.copy_byte_ps.saturating_mul(bytes as u64),
         );

@@ -241,6 +241,27 @@ impl Backing for SimBacking {
 mod tests {
     use super::*;
 
+    /// Regression: prices come from a calibration file anyone can edit.
+    /// Prices near u64::MAX overflowed the sum of a protection change and
+    /// its flush (a panic with overflow checks) and wrapped the running
+    /// total (a small figure in release); the charge saturates now.
+    #[test]
+    fn absurd_prices_saturate_the_charge() {
+        let costs = SimCosts {
+            protection_change: u64::MAX,
+            global_flush: u64::MAX,
+            local_flush: u64::MAX,
+            zero_page: u64::MAX,
+            mermap_map: u64::MAX,
+            copy_byte_ps: u64::MAX,
+        };
+        let backing = SimBacking::new(1024, 4096, 2, costs, MermapConfig::default()).unwrap();
+        backing.unmap_direct(Pfn(0), 512).unwrap();
+        backing.remap_direct(Pfn(0), 512).unwrap();
+        backing.zero_mapped(Pfn(0), 4).unwrap();
+        assert_eq!(backing.counters().sim_ns, u64::MAX / 1000);
+    }
+
     #[test]
     fn sim_charges_each_event_its_price() {
         let costs = SimCosts::default();

@@ -446,7 +446,11 @@ pub fn on_sim(
     let after = backing.counters();
     let mut modelled_ns = (after.sim_ns - before.sim_ns) as f64;
     if !variant.is_unmapped() {
-        modelled_ns += (pages * PAGE_SIZE * costs.copy_byte_ps) as f64 / 1000.0;
+        // Saturating, as the backing's own charge: the price is from a file.
+        let copy_ps = pages
+            .saturating_mul(PAGE_SIZE)
+            .saturating_mul(costs.copy_byte_ps);
+        modelled_ns += copy_ps as f64 / 1000.0;
     }
     release(&allocator, &cpu, variant, &mut held)?;
     allocator

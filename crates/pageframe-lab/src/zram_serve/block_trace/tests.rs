@@ -164,3 +164,39 @@ fn a_stream_that_decompresses_past_the_limit_is_refused() {
     assert!(err.contains("decompress to more than"), "{err}");
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn a_write_size_beyond_the_compression_buffer_is_refused_where_it_stands() {
+    // Regression: a record claiming a 4 GiB object made the replay allocate
+    // a stand-in of that size (and a table of every size below it), and the
+    // run died of a failed allocation instead of an error.
+    let write = |size| TraceRecord::Write {
+        page: 0,
+        sizes: Some([size, 100, 100]),
+    };
+    let encode = |records: &[TraceRecord]| {
+        let mut stream = Vec::new();
+        let mut encoder = Encoder::default();
+        for record in records {
+            encoder.encode(record, &mut stream);
+        }
+        stream.push(TAG_END);
+        stream
+    };
+    let largest = MAX_OBJECT_SIZE;
+    assert!(decode(&encode(&[write(largest)])).is_ok());
+    for size in [largest + 1, u32::MAX] {
+        let records = [write(100), write(size)];
+        let (offset, what) = decode(&encode(&records)).unwrap_err();
+        assert!(what.contains("size out of range"), "{what}");
+        assert_eq!(offset, (encode(&records[..1]).len() - 1) as u64, "{what}");
+    }
+}
+
+#[test]
+fn a_file_larger_than_any_trace_is_refused_before_it_fills_memory() {
+    // Regression: `--trace /dev/zero` read zeros until memory ran out.
+    let err = read_trace(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(err.offset, MAX_FILE_BYTES, "{err}");
+    assert!(err.to_string().contains("larger than"), "{err}");
+}
