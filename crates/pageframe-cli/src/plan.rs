@@ -298,14 +298,23 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
     }
 }
 
-/// An `--out DIR` that exists must be a directory (one that does not is
-/// made when the results are written).
+/// An `--out DIR` that exists must be a directory, and so must the nearest
+/// of its ancestors that exists (the rest are made when the results are
+/// written).
 fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
-    match dir {
-        Some(dir) if dir.exists() && !dir.is_dir() => Err(CliError::Invalid(format!(
-            "--out {}: not a directory",
-            dir.display()
-        ))),
+    let Some(dir) = dir else { return Ok(()) };
+    match dir.ancestors().find(|path| path.exists()) {
+        Some(existing) if !existing.is_dir() => {
+            let what = if existing == dir {
+                "not a directory".to_string()
+            } else {
+                format!("{} is not a directory", existing.display())
+            };
+            Err(CliError::Invalid(format!(
+                "--out {}: {what}",
+                dir.display()
+            )))
+        }
         _ => Ok(()),
     }
 }

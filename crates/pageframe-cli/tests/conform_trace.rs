@@ -162,6 +162,13 @@ fn conform_out_that_is_not_a_directory_fails_before_any_suite_runs() {
         err.contains(&format!("--out {name}: not a directory")),
         "{err}"
     );
+    // A directory to be made under a file cannot be made either.
+    let under = format!("{name}/site");
+    let err = error_of(&["conform", "zoneinfo", "--out", &under]);
+    assert!(
+        err.contains(&format!("--out {under}: {name} is not a directory")),
+        "{err}"
+    );
     std::fs::remove_file(file).unwrap();
 }
 

@@ -6,7 +6,8 @@
 //!
 //! File layout: the magic `PFZBLKT1`, then a zstd stream of records. Each
 //! record is a tag byte and LEB128 numbers: `W` page-delta (zigzag, from the
-//! page after the last write) flags [sizes…]; `D` first pages; `S` label-len
+//! page after the last write) flags (1: same-filled, no sizes; 0: three
+//! sizes follow; any other value is refused) [sizes…]; `D` first pages; `S` label-len
 //! label has-real [orig compr used]; `E` ends the trace. A file without the
 //! end record is truncated. Errors name the byte offset: in the file for the
 //! header and the compressed stream, in the record stream for a record. A
@@ -345,7 +346,10 @@ fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
                 next_page = page.wrapping_add(1);
                 let flags = *stream.get(at).ok_or_else(|| truncated(start))?;
                 at += 1;
-                let sizes = if flags & FLAG_SAME != 0 {
+                if flags & !FLAG_SAME != 0 {
+                    return Err((start as u64, format!("unknown write flags {flags:#04x}")));
+                }
+                let sizes = if flags == FLAG_SAME {
                     None
                 } else {
                     let mut sizes = [0u32; 3];

@@ -200,3 +200,23 @@ fn a_file_larger_than_any_trace_is_refused_before_it_fills_memory() {
     assert_eq!(err.offset, MAX_FILE_BYTES, "{err}");
     assert!(err.to_string().contains("larger than"), "{err}");
 }
+
+#[test]
+fn a_write_with_unknown_flags_is_refused_where_it_stands() {
+    // Only bit 0 (same-filled) means anything: a record with another bit
+    // set comes from another format or a damaged file, and its sizes
+    // cannot be read as this format's.
+    let mut stream = Vec::new();
+    Encoder::default().encode(
+        &TraceRecord::Write {
+            page: 0,
+            sizes: None,
+        },
+        &mut stream,
+    );
+    let first = stream.len() as u64;
+    stream.extend_from_slice(&[TAG_WRITE, 0, 0xfe, TAG_END]);
+    let (offset, what) = decode(&stream).unwrap_err();
+    assert_eq!(offset, first, "{what}");
+    assert!(what.contains("unknown write flags 0xfe"), "{what}");
+}
