@@ -449,3 +449,38 @@ fn dma_zone_and_thp_raise_min_free_kbytes_as_the_kernel() {
         "an empty ZONE_MOVABLE keeps SWAP_CLUSTER_MAX"
     );
 }
+
+/// Once Normal is below its low watermark, GFP_KERNEL pairs of every order
+/// the per-CPU lists serve come from DMA32 (its per-CPU lists after the
+/// first refill), each counted once as a NUMA hit, and Normal keeps its
+/// pages: the walk past a preferred zone below its watermark decides as
+/// get_page_from_freelist() does.
+#[test]
+fn pairs_below_the_preferred_zones_low_watermark_fall_back_to_dma32() {
+    let allocator = straddling_4g();
+    let below_4g = |page: &Page| page.pfn().0 < (1 << 20);
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut held = Vec::new();
+    loop {
+        let page = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)).unwrap();
+        if below_4g(&page) {
+            cpu.free_pages(page, Order(0)).unwrap();
+            break;
+        }
+        held.push((page, Order(0)));
+    }
+    let normal = zone_of_type(&allocator, NodeId(0), ZoneType::Normal);
+    assert!(normal.free <= normal.watermarks.low);
+    for order in [Order(0), Order(3), Order(9)] {
+        for _ in 0..4 {
+            let hits = vmstat_value(&allocator, "numa_hit");
+            let page = cpu.alloc_pages(Gfp::KERNEL, order, NodeId(0)).unwrap();
+            assert!(below_4g(&page), "order {order} came from Normal");
+            assert_eq!(vmstat_value(&allocator, "numa_hit"), hits + 1);
+            assert_conserved(&allocator, pages_held(&held) + order.nr_pages());
+            cpu.free_pages(page, order).unwrap();
+        }
+    }
+    let normal_after = zone_of_type(&allocator, NodeId(0), ZoneType::Normal);
+    assert_eq!(normal_after.free, normal.free);
+}

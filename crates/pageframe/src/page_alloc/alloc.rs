@@ -1,8 +1,15 @@
 //! The allocation paths: fast path at the low watermark, slow path at the min
 //! watermark with reserves, per-CPU lists for small orders, the buddy lists
 //! for the rest. mirrors __alloc_pages(), get_page_from_freelist(),
-//! zone_watermark_fast(), rmqueue(), rmqueue_pcplist(), rmqueue_bulk(),
-//! rmqueue_buddy() and __alloc_pages_slowpath().
+//! rmqueue(), rmqueue_pcplist(), rmqueue_bulk(), rmqueue_buddy() and
+//! __alloc_pages_slowpath(); the watermark checks are in `watermark`.
+//!
+//! The fast path tries the preferred zone's per-CPU list inline; when that
+//! zone is below its watermark, an out-of-line walk goes on along the
+//! zonelist to the first zone that passes and takes its per-CPU list, with
+//! the same walk (eligibility, `ALLOC_NOFRAGMENT` retry, watermarks) as
+//! get_page_from_freelist(). Anything else falls to the general walk, which
+//! decides as the kernel's single walk would.
 //!
 //! pageframe has no reclaim, compaction or OOM killer: where the kernel would
 //! reclaim, the slow path does what the kernel does after reclaim made no
@@ -11,15 +18,15 @@
 
 use super::error::AllocError;
 use super::events::{VmEvent, ZoneCounters};
-use super::{CpuSlot, PageAllocator, ZoneOnCpu, ZoneSlot};
+use super::{CpuSlot, CpuZone, PageAllocator, ZoneOnCpu, ZoneSlot};
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::pcp::{PcpList, PerCpuPages};
 use crate::sync::LockFamily;
 use crate::types::{CpuId, NodeId, Nodemask, Order, ZoneIdx, ZoneType};
-use crate::zone::watermark::{watermark_free_ok, ZoneFree};
 use crate::zone::RmqueueMode;
+use std::ops::ControlFlow;
 
 /// What one allocation call works with (`struct alloc_context`).
 pub(crate) struct AllocContext<'a> {
@@ -38,11 +45,17 @@ impl AllocContext<'_> {
         &'z self,
         zones: &'z [ZoneSlot<L>],
     ) -> impl Iterator<Item = ZoneIdx> + 'z {
-        self.zonelist.iter().copied().filter(move |&zone| {
-            let slot = &zones[zone.index()];
-            slot.zone_type <= self.highest_zone
-                && self.nodemask.is_none_or(|mask| mask.contains(slot.node))
-        })
+        self.zonelist
+            .iter()
+            .copied()
+            .filter(move |&zone| self.allows(&zones[zone.index()]))
+    }
+
+    /// True when this allocation may use the zone of `slot`.
+    #[inline(always)]
+    pub(crate) fn allows<L: LockFamily>(&self, slot: &ZoneSlot<L>) -> bool {
+        slot.zone_type <= self.highest_zone
+            && self.nodemask.is_none_or(|mask| mask.contains(slot.node))
     }
 }
 
@@ -162,17 +175,35 @@ impl<L: LockFamily> PageAllocator<L> {
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
     ) -> Result<FrameIdx, AllocError> {
-        if nodemask.is_none() {
-            if let Some(pfn) = self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
-                return Ok(pfn);
-            }
-        }
-        self.alloc_block_general(cpu, gfp, request, order, preferred, nodemask)
+        let preferred_checked = nodemask.is_none()
+            && match self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
+                PreferredPcp::Served(pfn) => return Ok(pfn),
+                PreferredPcp::BelowWatermark => {
+                    if let Some(pfn) =
+                        self.get_page_from_pcp_lists(cpu, gfp, request, order, preferred)
+                    {
+                        return Ok(pfn);
+                    }
+                    true
+                }
+                PreferredPcp::Missed => false,
+            };
+        self.alloc_block_general(
+            cpu,
+            gfp,
+            request,
+            order,
+            preferred,
+            nodemask,
+            preferred_checked,
+        )
     }
 
     /// The rest of [`Self::alloc_block`]: get_page_from_freelist() over
-    /// the zonelist, then the slow path.
+    /// the zonelist, then the slow path. `preferred_checked`: the fast path
+    /// found the preferred zone below its watermark.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn alloc_block_general(
         &self,
         cpu: CpuId,
@@ -181,10 +212,11 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
+        preferred_checked: bool,
     ) -> Result<FrameIdx, AllocError> {
         let ac = self.prepare_alloc(request, preferred, nodemask);
-        if let Some(pfn) = self.get_page_from_freelist(cpu, order, gfp.fastpath_alloc_flags(), &ac)
-        {
+        let flags = gfp.fastpath_alloc_flags();
+        if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, &ac, preferred_checked) {
             return Ok(pfn);
         }
         match self.alloc_slowpath(cpu, gfp, order, &ac) {
@@ -221,8 +253,10 @@ impl<L: LockFamily> PageAllocator<L> {
     /// The first step of get_page_from_freelist() in its most common case,
     /// without the general loop: no nodemask, an order the per-CPU lists
     /// serve, the preferred zone above its low watermark and its list not
-    /// empty. Anything else returns `None` having changed nothing, and the
-    /// general path takes over (and decides exactly as it would have).
+    /// empty. Anything else changes nothing but the zone's `ZONE_BELOW_HIGH`
+    /// (as the walk would set it), and the general path takes over and
+    /// decides exactly as it would have; when the preferred zone failed its
+    /// watermark, the walk starts after it rather than check it again.
     #[inline(always)]
     fn alloc_from_preferred_pcp(
         &self,
@@ -231,10 +265,15 @@ impl<L: LockFamily> PageAllocator<L> {
         request: &GfpRequest,
         order: Order,
         preferred: NodeId,
-    ) -> Option<FrameIdx> {
-        let list = PcpList::of(request.freetype, order, self.layout.pageblock_order)?;
-        let zone = self.zonelists[preferred.index()]
-            .first_eligible(request.this_node, request.highest_zone)?;
+    ) -> PreferredPcp {
+        let Some(list) = PcpList::of(request.freetype, order, self.layout.pageblock_order) else {
+            return PreferredPcp::Missed;
+        };
+        let Some(zone) = self.zonelists[preferred.index()]
+            .first_eligible(request.this_node, request.highest_zone)
+        else {
+            return PreferredPcp::Missed;
+        };
         let cpu_slot = &self.cpus[cpu.index()];
         // SAFETY: `zone` comes from a zonelist.
         let ZoneOnCpu {
@@ -243,9 +282,24 @@ impl<L: LockFamily> PageAllocator<L> {
             ..
         } = unsafe { self.zone_on_cpu(cpu_slot, zone) };
         let flags = gfp.fastpath_alloc_flags() | nofragment_flag(slot);
-        if !self.zone_watermark_passes(zone, slot, order, request.highest_zone, flags) {
-            return None;
+        if !self.zone_watermark_passes(slot, order, request.highest_zone, flags) {
+            return PreferredPcp::BelowWatermark;
         }
+        let Some(pfn) = self.pop_pcp_list(cpu_zone, list, order) else {
+            return PreferredPcp::Missed;
+        };
+        if self.options.vm_events {
+            // The preferred zone itself: a NUMA hit (zone_statistics()).
+            count_alloc_events(cpu_slot, &cpu_zone.events, slot.node, order.nr_pages(), 1);
+        }
+        PreferredPcp::Served(pfn)
+    }
+
+    /// Pops a block from a per-CPU list that has one, without refilling
+    /// it: `None`, having changed nothing, when the lock is contended or the
+    /// list is empty. The common case of rmqueue_pcplist().
+    #[inline(always)]
+    fn pop_pcp_list(&self, cpu_zone: &CpuZone<L>, list: PcpList, order: Order) -> Option<FrameIdx> {
         let mut pcp = L::try_lock(&cpu_zone.pcp)?;
         if pcp.list_is_empty(list) {
             return None;
@@ -257,227 +311,163 @@ impl<L: LockFamily> PageAllocator<L> {
             pfn,
             PageInfo::new(PageState::Allocated, order, list.recorded),
         );
-        if self.options.vm_events {
-            // The preferred zone itself: a NUMA hit (zone_statistics()).
-            count_alloc_events(cpu_slot, &cpu_zone.events, slot.node, order.nr_pages(), 1);
-        }
         Some(pfn)
     }
 
     #[inline]
     pub(crate) fn count_event(&self, cpu: CpuId, zone: ZoneIdx, event: VmEvent, delta: u64) {
+        self.count_cpu_zone_event(&self.cpus[cpu.index()].zones[zone.index()], event, delta);
+    }
+
+    /// [`Self::count_event`] on a CPU's state for a zone already at hand.
+    #[inline]
+    fn count_cpu_zone_event(&self, cpu_zone: &CpuZone<L>, event: VmEvent, delta: u64) {
         if self.options.vm_events {
-            self.cpus[cpu.index()].zones[zone.index()]
-                .events
-                .add(event, delta);
+            cpu_zone.events.add(event, delta);
         }
     }
 
     /// Counts an allocation of `pages` pages in `calls` calls: `pgalloc` and,
     /// as zone_statistics() does, NUMA hit/miss/foreign and local/other.
+    /// `cpu_slot` is the allocating CPU, `preferred` and `zone` its state
+    /// for the preferred zone and for the zone allocated from.
     #[inline(always)]
     pub(crate) fn account_alloc(
         &self,
-        cpu: CpuId,
-        preferred_zone: ZoneIdx,
-        zone: ZoneIdx,
+        cpu_slot: &CpuSlot<L>,
+        preferred: ZoneOnCpu<'_, L>,
+        zone: ZoneOnCpu<'_, L>,
         pages: u64,
         calls: u64,
     ) {
         if !self.options.vm_events {
             return;
         }
-        let cpu_slot = &self.cpus[cpu.index()];
-        let node = self.zones[zone.index()].node;
-        if zone == preferred_zone || node == self.zones[preferred_zone.index()].node {
-            let counters = &cpu_slot.zones[zone.index()].events;
-            count_alloc_events(cpu_slot, counters, node, pages, calls);
+        let node = zone.slot.node;
+        if zone.index == preferred.index || node == preferred.slot.node {
+            count_alloc_events(cpu_slot, &zone.cpu.events, node, pages, calls);
         } else {
-            self.account_numa_miss(cpu, preferred_zone, zone, pages, calls);
+            account_numa_miss(cpu_slot, preferred, zone, pages, calls);
         }
-    }
-
-    /// The NUMA miss side of [`Self::account_alloc`]: `pgalloc`, `numa_miss`
-    /// and local/other on the zone allocated from, `numa_foreign` on the
-    /// preferred one.
-    #[cold]
-    fn account_numa_miss(
-        &self,
-        cpu: CpuId,
-        preferred_zone: ZoneIdx,
-        zone: ZoneIdx,
-        pages: u64,
-        calls: u64,
-    ) {
-        let cpu_slot = &self.cpus[cpu.index()];
-        let node = self.zones[zone.index()].node;
-        let counters = &cpu_slot.zones[zone.index()].events;
-        counters.add(VmEvent::Pgalloc, pages);
-        counters.add(VmEvent::NumaMiss, calls);
-        counters.add(local_or_other(cpu_slot, node), calls);
-        cpu_slot.zones[preferred_zone.index()]
-            .events
-            .add(VmEvent::NumaForeign, calls);
-    }
-
-    /// mirrors alloc_flags_nofragment(), decided per zone at boot.
-    #[inline]
-    fn alloc_flags_nofragment(&self, preferred_zone: ZoneIdx) -> AllocFlags {
-        nofragment_flag(&self.zones[preferred_zone.index()])
-    }
-
-    /// The watermark step of get_page_from_freelist() for one zone: above
-    /// the high watermark (boost included, as high_wmark_pages() reads it)
-    /// passes at once; an allocation that finds the zone below it sets
-    /// `ZONE_BELOW_HIGH` (which shrinks the per-CPU lists' `high` on later
-    /// frees); then the allocation's own watermark decides.
-    #[inline(always)]
-    fn zone_watermark_passes(
-        &self,
-        zone: ZoneIdx,
-        slot: &ZoneSlot<L>,
-        order: Order,
-        highest_zone: ZoneType,
-        flags: AllocFlags,
-    ) -> bool {
-        if !slot.flags.below_high() {
-            let high = slot.watermarks.high + slot.watermark_boost.get();
-            if self.zone_watermark_ok(zone, slot, order, high, highest_zone, flags) {
-                return true;
-            }
-            slot.flags.set_below_high(true);
-        }
-        self.zone_watermark_fast(zone, slot, order, 0, highest_zone, flags)
-    }
-
-    /// zone_watermark_fast() at the watermark `flags` name as wmark_pages()
-    /// reads it (the zone's mark plus its boost) plus `extra` pages; an
-    /// order-0 `__GFP_HIGH` request at the min watermark ignores the boost,
-    /// so that kswapd is woken only below the low watermark.
-    #[inline]
-    pub(crate) fn zone_watermark_fast(
-        &self,
-        zone: ZoneIdx,
-        slot: &ZoneSlot<L>,
-        order: Order,
-        extra: u64,
-        highest_zone: ZoneType,
-        flags: AllocFlags,
-    ) -> bool {
-        let index = flags.watermark_index();
-        let mark = slot.watermarks.get(index) + extra;
-        let boost = slot.watermark_boost.get();
-        if self.zone_watermark_ok(zone, slot, order, mark + boost, highest_zone, flags) {
-            return true;
-        }
-        order == Order(0)
-            && boost > 0
-            && index == 0
-            && flags.contains(AllocFlags::MIN_RESERVE)
-            && self.zone_watermark_ok(zone, slot, order, mark, highest_zone, flags)
-    }
-
-    /// mirrors zone_watermark_fast() at a given mark: for order 0, free
-    /// pages above the mark (HIGHATOMIC reserves excluded unless the caller
-    /// may use them) pass at once; everything else takes __zone_watermark_ok().
-    #[inline]
-    pub(crate) fn zone_watermark_ok(
-        &self,
-        zone: ZoneIdx,
-        slot: &ZoneSlot<L>,
-        order: Order,
-        mark: u64,
-        highest_zone: ZoneType,
-        flags: AllocFlags,
-    ) -> bool {
-        let free_pages = slot.free_pages.get();
-        let reserved_highatomic = slot.reserved_highatomic.get();
-        let lowmem_reserve = slot.lowmem_reserve[highest_zone.index()];
-        if order == Order(0) {
-            let reserved = if flags.intersects(AllocFlags::RESERVES) {
-                0
-            } else {
-                reserved_highatomic
-            };
-            let usable = free_pages - free_pages.min(reserved);
-            if usable > mark + lowmem_reserve {
-                return true;
-            }
-        }
-        // Built here, not before the order-0 test, so that the common case
-        // keeps the counts in registers.
-        let free = ZoneFree {
-            free_pages,
-            reserved_highatomic,
-            lowmem_reserve,
-        };
-        self.zone_watermark_slow(zone, order, free, mark, flags)
-    }
-
-    /// The rest of [`Self::zone_watermark_ok`]: __zone_watermark_ok(), and
-    /// for higher orders a free block of at least the order.
-    #[inline(never)]
-    fn zone_watermark_slow(
-        &self,
-        zone: ZoneIdx,
-        order: Order,
-        free: ZoneFree,
-        mark: u64,
-        flags: AllocFlags,
-    ) -> bool {
-        if !watermark_free_ok(free, order, mark, flags) {
-            return false;
-        }
-        if order == Order(0) {
-            return true;
-        }
-        let highatomic = flags.intersects(AllocFlags::HIGHATOMIC | AllocFlags::OOM);
-        self.lock_zone(zone)
-            .has_block_at_or_above(order, highatomic)
     }
 
     /// Walks the zonelist for a zone above its watermark and takes a block
-    /// from it. mirrors get_page_from_freelist().
+    /// from it. `preferred_checked`: the fast path has just found the
+    /// preferred zone (the walk's first) below its watermark with these
+    /// flags, so the first walk starts after it (the kernel checks each
+    /// zone once per walk). mirrors get_page_from_freelist().
     pub(crate) fn get_page_from_freelist(
         &self,
         cpu: CpuId,
         order: Order,
         alloc_flags: AllocFlags,
         ac: &AllocContext,
+        preferred_checked: bool,
     ) -> Option<FrameIdx> {
-        let preferred_zone = ac.preferred_zone?;
-        let mut flags = alloc_flags | self.alloc_flags_nofragment(preferred_zone);
-        let preferred_node = self.zones[preferred_zone.index()].node;
+        let cpu_slot = &self.cpus[cpu.index()];
+        // SAFETY: the preferred zone comes from a zonelist.
+        let preferred = unsafe { self.zone_on_cpu(cpu_slot, ac.preferred_zone?) };
+        let start = (cpu_slot, preferred, preferred_checked);
+        self.walk_zonelist(start, order, alloc_flags, ac, |zone, flags| {
+            let from = (cpu_slot, preferred, zone);
+            let Some(pfn) = self.rmqueue(from, order, flags, ac.freetype) else {
+                return ControlFlow::Continue(());
+            };
+            if flags.contains(AllocFlags::HIGHATOMIC) {
+                let mut buddy = self.lock_zone(zone.index);
+                buddy.reserve_highatomic_pageblock(&self.frames, pfn, order);
+                self.publish(zone.index, &buddy);
+            }
+            ControlFlow::Break(Some(pfn))
+        })
+    }
+
+    /// get_page_from_freelist() at the fast path's flags after the fast
+    /// path found the preferred zone below its watermark, as far as the
+    /// first zone that passes its own: a block from that zone's per-CPU
+    /// list when the list has one. `None` (having changed nothing but
+    /// `ZONE_BELOW_HIGH`, as the walk sets it) when that list is empty or
+    /// locked, or no zone passes: [`Self::get_page_from_freelist`] then
+    /// walks again, refilling lists and taking the buddy lists, and decides
+    /// as it would have alone.
+    #[inline(never)]
+    fn get_page_from_pcp_lists(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        request: &GfpRequest,
+        order: Order,
+        preferred: NodeId,
+    ) -> Option<FrameIdx> {
+        let ac = self.prepare_alloc(request, preferred, None);
+        let list = PcpList::of(ac.freetype, order, self.layout.pageblock_order)?;
+        let cpu_slot = &self.cpus[cpu.index()];
+        // SAFETY: the preferred zone comes from a zonelist.
+        let preferred = unsafe { self.zone_on_cpu(cpu_slot, ac.preferred_zone?) };
+        let start = (cpu_slot, preferred, true);
+        let flags = gfp.fastpath_alloc_flags();
+        self.walk_zonelist(start, order, flags, &ac, |zone, _| {
+            let pfn = self.pop_pcp_list(zone.cpu, list, order);
+            if pfn.is_some() {
+                self.account_alloc(cpu_slot, preferred, zone, order.nr_pages(), 1);
+            }
+            ControlFlow::Break(pfn)
+        })
+    }
+
+    /// The zonelist walk of get_page_from_freelist(): each eligible zone
+    /// in turn, the retry without `ALLOC_NOFRAGMENT` when the walk reaches
+    /// another node or its end, and the watermark check; `take` gets each
+    /// zone that passes (or any zone, with `ALLOC_NO_WATERMARKS`) and the
+    /// walk's flags, and either moves on or ends the walk with its answer.
+    /// `start` is the allocating CPU, its state for the preferred zone, and
+    /// whether the fast path has just found that zone below its watermark:
+    /// the first walk then skips it.
+    #[inline(always)]
+    fn walk_zonelist(
+        &self,
+        start: (&CpuSlot<L>, ZoneOnCpu<'_, L>, bool),
+        order: Order,
+        alloc_flags: AllocFlags,
+        ac: &AllocContext,
+        mut take: impl FnMut(ZoneOnCpu<'_, L>, AllocFlags) -> ControlFlow<Option<FrameIdx>>,
+    ) -> Option<FrameIdx> {
+        let (cpu_slot, preferred, preferred_checked) = start;
+        debug_assert!(
+            !preferred_checked || ac.eligible(&self.zones).next() == Some(preferred.index)
+        );
+        let mut flags = alloc_flags | nofragment_flag(preferred.slot);
+        let mut skip = preferred_checked.then_some(preferred.index);
         'retry: loop {
             let no_fallback = flags.contains(AllocFlags::NOFRAGMENT);
-            for zone in ac.eligible(&self.zones) {
-                let slot = &self.zones[zone.index()];
+            for &zone in ac.zonelist {
+                // SAFETY: `zone` comes from a zonelist.
+                let on_cpu = unsafe { self.zone_on_cpu(cpu_slot, zone) };
+                let slot = on_cpu.slot;
+                if !ac.allows(slot) || skip == Some(zone) {
+                    continue;
+                }
                 if no_fallback
                     && self.layout.nodes.len() > 1
-                    && zone != preferred_zone
-                    && slot.node != preferred_node
+                    && zone != preferred.index
+                    && slot.node != preferred.slot.node
                 {
                     flags.remove(AllocFlags::NOFRAGMENT);
+                    skip = None;
                     continue 'retry;
                 }
-                if !self.zone_watermark_passes(zone, slot, order, ac.highest_zone, flags)
+                if !self.zone_watermark_passes(slot, order, ac.highest_zone, flags)
                     && !flags.contains(AllocFlags::NO_WATERMARKS)
                 {
                     continue;
                 }
-                if let Some(pfn) =
-                    self.rmqueue(cpu, preferred_zone, zone, order, flags, ac.freetype)
-                {
-                    if flags.contains(AllocFlags::HIGHATOMIC) {
-                        let mut buddy = self.lock_zone(zone);
-                        buddy.reserve_highatomic_pageblock(&self.frames, pfn, order);
-                        self.publish(zone, &buddy);
-                    }
-                    return Some(pfn);
+                if let ControlFlow::Break(pfn) = take(on_cpu, flags) {
+                    return pfn;
                 }
             }
             if no_fallback {
                 flags.remove(AllocFlags::NOFRAGMENT);
+                skip = None;
                 continue 'retry;
             }
             return None;
@@ -486,21 +476,23 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// Takes a block from one zone: its per-CPU list for small orders, else
     /// the buddy lists, else a pageblock converted to or from the direct
-    /// map. mirrors rmqueue().
-    #[inline]
+    /// map. `from` is the allocating CPU, its state for the preferred zone
+    /// and for this one. mirrors rmqueue().
+    #[inline(always)]
     fn rmqueue(
         &self,
-        cpu: CpuId,
-        preferred_zone: ZoneIdx,
-        zone: ZoneIdx,
+        from: (&CpuSlot<L>, ZoneOnCpu<'_, L>, ZoneOnCpu<'_, L>),
         order: Order,
         flags: AllocFlags,
         freetype: FreeType,
     ) -> Option<FrameIdx> {
-        let pfn = PcpList::of(freetype, order, self.layout.pageblock_order)
-            .and_then(|list| self.rmqueue_pcplist(cpu, zone, list, flags))
-            .or_else(|| self.rmqueue_buddy(zone, order, flags, freetype))
-            .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))?;
+        let (cpu_slot, preferred, zone) = from;
+        let from_pcp = PcpList::of(freetype, order, self.layout.pageblock_order)
+            .and_then(|list| self.rmqueue_pcplist(zone, list, flags));
+        let pfn = match from_pcp {
+            Some(pfn) => pfn,
+            None => self.rmqueue_zone(zone.index, order, flags, freetype)?,
+        };
         self.frames.memmap.set_info(
             pfn,
             PageInfo::new(
@@ -511,26 +503,25 @@ impl<L: LockFamily> PageAllocator<L> {
                     .unwrap_or(FreeTypeIdx::of(MigrateType::Unmovable)),
             ),
         );
-        self.account_alloc(cpu, preferred_zone, zone, order.nr_pages(), 1);
+        self.account_alloc(cpu_slot, preferred, zone, order.nr_pages(), 1);
         Some(pfn)
     }
 
     /// mirrors rmqueue_pcplist(): try-lock this CPU's lists; a contended lock
     /// sends the caller to the buddy lists.
-    #[inline]
+    #[inline(always)]
     fn rmqueue_pcplist(
         &self,
-        cpu: CpuId,
-        zone: ZoneIdx,
+        zone: ZoneOnCpu<'_, L>,
         list: PcpList,
         flags: AllocFlags,
     ) -> Option<FrameIdx> {
-        let Some(mut pcp) = L::try_lock(&self.cpus[cpu.index()].zones[zone.index()].pcp) else {
-            self.count_event(cpu, zone, VmEvent::PcpTrylockFail, 1);
+        let Some(mut pcp) = L::try_lock(&zone.cpu.pcp) else {
+            self.count_cpu_zone_event(zone.cpu, VmEvent::PcpTrylockFail, 1);
             return None;
         };
         pcp.note_alloc();
-        self.take_from_pcp_list(&mut pcp, zone, list, flags)
+        self.take_from_pcp_list(&mut pcp, zone.index, list, flags)
     }
 
     /// Pops a page from a per-CPU list, refilling it first when it is empty.
@@ -580,6 +571,21 @@ impl<L: LockFamily> PageAllocator<L> {
         self.publish(zone, &buddy);
     }
 
+    /// The zone-locked part of [`Self::rmqueue`]: the buddy lists, else a
+    /// pageblock converted to or from the direct map. Out of line, so that
+    /// a walk served by a per-CPU list carries none of it.
+    #[inline(never)]
+    fn rmqueue_zone(
+        &self,
+        zone: ZoneIdx,
+        order: Order,
+        flags: AllocFlags,
+        freetype: FreeType,
+    ) -> Option<FrameIdx> {
+        self.rmqueue_buddy(zone, order, flags, freetype)
+            .or_else(|| self.rmqueue_direct_map(zone, order, flags, freetype))
+    }
+
     /// mirrors rmqueue_buddy(): the zone lock, the HIGHATOMIC reserve first
     /// for high-order atomic requests, and as a last resort for non-blocking ones.
     fn rmqueue_buddy(
@@ -627,12 +633,12 @@ impl<L: LockFamily> PageAllocator<L> {
         // `if (!ac->preferred_zoneref->zone) goto nopage;` does.
         ac.preferred_zone?;
         let flags = gfp.slowpath_alloc_flags(order);
-        if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, ac) {
+        if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, ac, false) {
             return Some(pfn);
         }
         if gfp.contains(Gfp::MEMALLOC) && !gfp.contains(Gfp::NOMEMALLOC) {
             let reserve = flags | AllocFlags::NO_WATERMARKS;
-            if let Some(pfn) = self.get_page_from_freelist(cpu, order, reserve, ac) {
+            if let Some(pfn) = self.get_page_from_freelist(cpu, order, reserve, ac, false) {
                 return Some(pfn);
             }
         }
@@ -645,7 +651,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 self.drain_all_pages();
             }
             if !force || released {
-                if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, ac) {
+                if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, ac, false) {
                     return Some(pfn);
                 }
             }
@@ -668,6 +674,18 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 }
 
+/// What the preferred-zone fast path ([`PageAllocator::alloc_from_preferred_pcp`])
+/// found.
+enum PreferredPcp {
+    /// A block from the preferred zone's per-CPU list.
+    Served(FrameIdx),
+    /// The preferred zone is below its watermark.
+    BelowWatermark,
+    /// No per-CPU list for the order, no eligible zone, a contended lock
+    /// or an empty list.
+    Missed,
+}
+
 /// `ALLOC_NOFRAGMENT` if allocations preferring this zone avoid fallbacks
 /// that fragment (alloc_flags_nofragment(), decided per zone at boot).
 #[inline(always)]
@@ -677,6 +695,24 @@ fn nofragment_flag<L: LockFamily>(slot: &ZoneSlot<L>) -> AllocFlags {
     } else {
         AllocFlags::empty()
     }
+}
+
+/// The NUMA miss side of [`PageAllocator::account_alloc`]: `pgalloc`,
+/// `numa_miss` and local/other on the zone allocated from, `numa_foreign`
+/// on the preferred one.
+#[cold]
+fn account_numa_miss<L: LockFamily>(
+    cpu_slot: &CpuSlot<L>,
+    preferred: ZoneOnCpu<'_, L>,
+    zone: ZoneOnCpu<'_, L>,
+    pages: u64,
+    calls: u64,
+) {
+    let counters = &zone.cpu.events;
+    counters.add(VmEvent::Pgalloc, pages);
+    counters.add(VmEvent::NumaMiss, calls);
+    counters.add(local_or_other(cpu_slot, zone.slot.node), calls);
+    preferred.cpu.events.add(VmEvent::NumaForeign, calls);
 }
 
 /// `numa_local` when the zone's node is the CPU's, else `numa_other`.

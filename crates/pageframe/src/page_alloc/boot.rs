@@ -193,6 +193,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     free_pages: StatCounter::default(),
                     watermark_boost: StatCounter::default(),
                     reserved_highatomic: StatCounter::default(),
+                    block_orders: StatCounter::default(),
                     lock_acquired: StatCounter::default(),
                     lock_contended: StatCounter::default(),
                     flags: ZoneFlags::default(),

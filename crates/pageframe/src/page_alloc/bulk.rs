@@ -204,7 +204,7 @@ impl<L: LockFamily> PageAllocator<L> {
         flags: AllocFlags,
     ) -> bool {
         let slot = &self.zones[zone.index()];
-        self.zone_watermark_fast(zone, slot, Order(0), nr_pages, request.highest_zone, flags)
+        self.zone_watermark_fast(slot, Order(0), nr_pages, request.highest_zone, flags)
     }
 
     /// The zonelist walk of [`Self::bulk_zone`]: prepare_alloc_pages(),
@@ -230,7 +230,7 @@ impl<L: LockFamily> PageAllocator<L> {
             {
                 break;
             }
-            if self.zone_watermark_fast(zone, slot, Order(0), nr_pages, ac.highest_zone, flags) {
+            if self.zone_watermark_fast(slot, Order(0), nr_pages, ac.highest_zone, flags) {
                 return BulkZone::Chosen {
                     preferred_zone,
                     zone,
@@ -299,7 +299,9 @@ impl<L: LockFamily> PageAllocator<L> {
             count_alloc_events(cpu_slot, &on_cpu.cpu.events, node, pages, pages);
         } else {
             let pages = nr_account as u64;
-            self.account_alloc(cpu, preferred_zone, zone, pages, pages);
+            // SAFETY: the preferred zone comes from a zonelist.
+            let preferred = unsafe { self.zone_on_cpu(cpu_slot, preferred_zone) };
+            self.account_alloc(cpu_slot, preferred, on_cpu, pages, pages);
         }
         if ZERO {
             return Some(self.zero_bulk(cpu, request, pages, &filled, nr_populated));

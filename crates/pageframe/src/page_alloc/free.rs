@@ -275,7 +275,6 @@ impl<L: LockFamily> PageAllocator<L> {
         let slot = &self.zones[zone.index()];
         if slot.flags.below_high()
             && self.zone_watermark_ok(
-                zone,
                 slot,
                 Order(0),
                 slot.watermarks.high,

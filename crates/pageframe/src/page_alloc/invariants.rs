@@ -1,7 +1,8 @@
 //! The allocator's invariants as code: each zone's lists, each CPU's lists,
 //! and a walk of the memmap proving that every present page belongs to
 //! exactly one block (free, on a per-CPU list, or allocated), so that
-//! `free + isolated + pcp + allocated == managed` per zone.
+//! `free + isolated + pcp + allocated == managed` per zone; and what each
+//! zone publishes for lockless readers equals what its lists hold.
 
 use super::PageAllocator;
 use crate::error::InvariantError;
@@ -26,6 +27,13 @@ impl<L: LockFamily> PageAllocator<L> {
                     "zone {index}: published free pages {} but the zone has {}",
                     self.zones[index.index()].free_pages.get(),
                     buddy.nr_free()
+                )));
+            }
+            let published = self.zones[index.index()].block_orders.get();
+            if published != buddy.block_orders().0 {
+                return Err(InvariantError(format!(
+                    "zone {index}: published block orders {published:#x} but the lists give {:#x}",
+                    buddy.block_orders().0
                 )));
             }
             let mut walked = [0u64; 4];

@@ -29,6 +29,7 @@ mod invariants;
 mod resize;
 mod shuffle;
 mod snapshot;
+mod watermark;
 mod zone_flags;
 mod zonelist;
 
@@ -126,6 +127,9 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     pub(crate) watermark_boost: StatCounter,
     /// `nr_reserved_highatomic`, published likewise.
     pub(crate) reserved_highatomic: StatCounter,
+    /// The orders with a listed block ([`crate::zone::BlockOrders`]),
+    /// published likewise: the high-order half of the watermark check.
+    pub(crate) block_orders: StatCounter,
     /// Zone lock acquisitions and how many had to wait, written under the lock.
     pub(crate) lock_acquired: StatCounter,
     pub(crate) lock_contended: StatCounter,
@@ -143,12 +147,20 @@ pub(crate) struct CpuSlot<L: LockFamily> {
 
 /// A zone as a fast path on one CPU uses it: its index, its slot and the
 /// CPU's state for it ([`PageAllocator::zone_on_cpu`]).
-#[derive(Clone, Copy)]
 pub(crate) struct ZoneOnCpu<'a, L: LockFamily> {
     pub(crate) index: ZoneIdx,
     pub(crate) slot: &'a ZoneSlot<L>,
     pub(crate) cpu: &'a CpuZone<L>,
 }
+
+// Not derived: a derive would ask `L: Copy`, and only references are copied.
+impl<L: LockFamily> Clone for ZoneOnCpu<'_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L: LockFamily> Copy for ZoneOnCpu<'_, L> {}
 
 /// One CPU's state for one zone: its per-CPU lists and its event counters
 /// (the kernel's `zone->per_cpu_pageset` and `per_cpu_zonestats` plus the
@@ -327,5 +339,6 @@ impl<L: LockFamily> PageAllocator<L> {
         slot.free_pages.set(buddy.nr_free());
         slot.reserved_highatomic.set(buddy.nr_reserved_highatomic());
         slot.watermark_boost.set(buddy.watermark_boost());
+        slot.block_orders.set(buddy.block_orders().0);
     }
 }

@@ -57,6 +57,7 @@ impl Zone {
             list.head = pfn;
         }
         self.free_area[order.index()].nr_free += 1;
+        self.listed_orders[freetype.index()] |= 1 << order.0;
         self.account(freetype, order.nr_pages(), true);
     }
 
@@ -71,7 +72,11 @@ impl Zone {
     ) {
         self.unlink(frames, pfn, order, freetype);
         frames.memmap.set_info(pfn, PageInfo::UNTRACKED);
-        self.free_area[order.index()].nr_free -= 1;
+        let area = &mut self.free_area[order.index()];
+        area.nr_free -= 1;
+        if area.lists[freetype.index()].is_empty() {
+            self.listed_orders[freetype.index()] &= !(1 << order.0);
+        }
         self.account(freetype, order.nr_pages(), false);
     }
 

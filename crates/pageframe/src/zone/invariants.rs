@@ -75,6 +75,13 @@ impl Zone {
                         "order {order} type {freetype}: tail is not the last entry"
                     ));
                 }
+                let listed = self.listed_orders[freetype.index()] >> order.0 & 1 == 1;
+                if listed == list.is_empty() {
+                    return fail(format!(
+                        "order {order} type {freetype}: listed-orders bit {listed} but the list is {}",
+                        if list.is_empty() { "empty" } else { "not empty" }
+                    ));
+                }
             }
             if blocks != area.nr_free {
                 return fail(format!(

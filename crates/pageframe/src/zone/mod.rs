@@ -13,7 +13,9 @@
 //!   pageblock's freetype;
 //! - no two free buddies of the same order (below MAX_PAGE_ORDER) are both on
 //!   mergeable lists unmerged;
-//! - `nr_free` equals the pages on all lists but ISOLATE's.
+//! - `nr_free` equals the pages on all lists but ISOLATE's;
+//! - bit `o` of `listed_orders[t]` is set exactly when the order-`o` list
+//!   of freetype `t` is not empty.
 
 pub mod boost;
 mod buddy;
@@ -31,7 +33,7 @@ pub use pick_tail::PickTail;
 
 use crate::alloc_policy::FallbackOrder;
 use crate::frames::Frames;
-use crate::freetype::{FreeType, FreeTypeIdx, MigrateType, NR_FREETYPES};
+use crate::freetype::{FreeTypeIdx, MigrateType, NR_FREETYPES};
 use crate::machine::PfnRange;
 use crate::memmap::FrameIdx;
 use crate::types::{Order, ZoneIdx};
@@ -93,6 +95,9 @@ pub struct Zone {
     nr_free: u64,
     nr_isolated_free: u64,
     nr_reserved_highatomic: u64,
+    /// Per freetype, a bit per order whose list is not empty: what
+    /// [`Zone::block_orders`] summarises for lockless watermark checks.
+    listed_orders: [u32; NR_FREETYPES],
     managed: u64,
     events: ZoneEvents,
     /// Blocks of this order or above are freed to a random end of their
@@ -131,6 +136,7 @@ impl Zone {
             nr_free: 0,
             nr_isolated_free: 0,
             nr_reserved_highatomic: 0,
+            listed_orders: [0; NR_FREETYPES],
             managed: 0,
             events: ZoneEvents::default(),
             shuffle_order: Order(u8::MAX),
@@ -237,20 +243,45 @@ impl Zone {
         self.pageblock_order.nr_pages()
     }
 
-    /// True when any list of a pcp migratetype, mapped or unmapped (or
-    /// HIGHATOMIC, if allowed) at `order` or above has a block: the second
-    /// half of __zone_watermark_ok() over every freetype.
-    pub(crate) fn has_block_at_or_above(&self, order: Order, highatomic_allowed: bool) -> bool {
-        self.free_area[order.index()..].iter().any(|area| {
-            area.nr_free > 0
-                && area.lists.iter().enumerate().any(|(index, list)| {
-                    let Some(freetype) = FreeType::from_index(index) else {
-                        return false;
-                    };
-                    let usable = freetype.migratetype.is_pcptype()
-                        || (highatomic_allowed && freetype.migratetype == MigrateType::HighAtomic);
-                    usable && !list.is_empty()
-                })
-        })
+    /// The orders at which blocks are listed, for the second half of
+    /// __zone_watermark_ok() without the lock ([`BlockOrders`]).
+    pub(crate) fn block_orders(&self) -> BlockOrders {
+        let mut pcptypes = 0u32;
+        for index in FreeTypeIdx::all() {
+            if index.freetype().migratetype.is_pcptype() {
+                pcptypes |= self.listed_orders[index.index()];
+            }
+        }
+        let highatomic = self.listed_orders[FreeTypeIdx::of(MigrateType::HighAtomic).index()];
+        BlockOrders(u64::from(highatomic) << 32 | u64::from(pcptypes))
+    }
+}
+
+/// Which orders have a free block, in one word that the zone lock's holder
+/// publishes after each change (`ZoneSlot::block_orders`) and watermark
+/// checks read without the lock: bit `o` of the low half is set when a list
+/// of a pcp migratetype (mapped or unmapped) holds an order-`o` block, bit
+/// `o` of the high half when the HIGHATOMIC list does (MAX_PAGE_ORDER is at
+/// most 20, so each half has room). The kernel's __zone_watermark_ok() reads
+/// `free_area[o].nr_free` and the list heads racily in the same way; a stale
+/// word only sends an allocation to a zone whose lists turn out empty under
+/// the lock, or past one that has just gained a block, as a stale read does
+/// there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BlockOrders(pub(crate) u64);
+
+impl BlockOrders {
+    /// True when a block of `order` or above is listed on a pcp
+    /// migratetype's list, or on HIGHATOMIC's if `highatomic_allowed`: the
+    /// second half of __zone_watermark_ok() over every freetype.
+    #[inline]
+    pub(crate) fn has_block_at_or_above(self, order: Order, highatomic_allowed: bool) -> bool {
+        let pcptypes = self.0 as u32;
+        let highatomic = if highatomic_allowed {
+            (self.0 >> 32) as u32
+        } else {
+            0
+        };
+        (pcptypes | highatomic) >> order.0 != 0
     }
 }
