@@ -36,6 +36,9 @@ pub struct SweepPlan {
     pub progress: bool,
 }
 
+/// The most points `--jobs` may run at once: one thread each.
+const MAX_JOBS: usize = 1024;
+
 impl SweepPlan {
     /// Reads and checks the spec.
     pub fn from_args(args: SweepArgs) -> Result<SweepPlan, CliError> {
@@ -45,6 +48,9 @@ impl SweepPlan {
             .map_err(CliError::Invalid)?;
         let jobs = match args.jobs {
             Some(0) => return Err(CliError::Invalid("--jobs: at least 1".into())),
+            Some(jobs) if jobs > MAX_JOBS => {
+                return Err(CliError::Invalid(format!("--jobs: at most {MAX_JOBS}")))
+            }
             Some(jobs) => jobs,
             None => std::thread::available_parallelism().map_or(1, usize::from),
         };

@@ -155,5 +155,22 @@ fn bad_specs_are_one_line_errors_with_status_2() {
     }
     let missing = pageframe(&["sweep", dir.join("missing.toml").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
+    // A thread per job: a number of jobs no machine runs is refused before
+    // anything starts.
+    let spec = dir.join("spec.toml");
+    std::fs::write(&spec, "experiment = \"numa-balancing\"").unwrap();
+    let out = dir.join("out");
+    let many = pageframe(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--jobs",
+        "1000000",
+    ]);
+    let stderr = String::from_utf8(many.stderr).unwrap();
+    assert_eq!(many.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--jobs: at most 1024"), "{stderr}");
+    assert!(!out.exists(), "refused jobs created the results directory");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -157,9 +157,11 @@ pub fn run_local(
         NonZeroUsize::new(host_threads().get() / jobs.max(1)).unwrap_or(NonZeroUsize::MIN);
     let next = AtomicUsize::new(0);
     let done = Mutex::new((0usize, 0usize, None::<String>));
+    let mut workers = 0usize;
+    let mut spawn_error = None;
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, pending.len().max(1)) {
-            scope.spawn(|| loop {
+            let worker = || loop {
                 let at = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&index) = pending.get(at) else {
                     break;
@@ -174,9 +176,21 @@ pub fn run_local(
                     next.store(pending.len(), Ordering::Relaxed);
                 }
                 on_done(&record, state.0, pending.len());
-            });
+            };
+            // A thread the system refuses leaves the points to the
+            // workers already running.
+            match std::thread::Builder::new().spawn_scoped(scope, worker) {
+                Ok(_) => workers += 1,
+                Err(err) => {
+                    spawn_error = Some(err);
+                    break;
+                }
+            }
         }
     });
+    if let (0, Some(err)) = (workers, spawn_error) {
+        return Err(format!("cannot start a worker thread: {err}"));
+    }
     let (ran, failed, write_error) = done.into_inner().unwrap_or_else(|p| p.into_inner());
     match write_error {
         Some(err) => Err(err),
