@@ -12,8 +12,8 @@
 //! end record is truncated. Errors name the byte offset: in the file for the
 //! header and the compressed stream, in the record stream for a record. A
 //! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
-//! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`], a
-//! record stream over 256 MiB and a file longer than such a stream
+//! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`],
+//! more than 2^24 records, a record stream over 256 MiB and a file longer than such a stream
 //! compresses to.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
@@ -39,6 +39,12 @@ pub const MAX_TRACE_PAGES: u64 = 1 << 24;
 /// two pages (a compressor's output for a 4 KiB page never exceeds it). A
 /// replay builds a stand-in object of each size it meets.
 pub const MAX_OBJECT_SIZE: u32 = 2 * 4096;
+
+/// The most records a trace may hold: 13 times the shipped quick-scale
+/// trace's 1.23 million, and about 1 GiB in memory. Without it, a small
+/// file of three-byte records within [`MAX_RECORD_STREAM`] would take
+/// some 6 GiB.
+const MAX_TRACE_RECORDS: usize = 1 << 24;
 
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
@@ -313,6 +319,11 @@ pub fn addressed_pages(records: &[TraceRecord]) -> u64 {
 
 /// Decodes a record stream; an error gives the offset and what is wrong.
 fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
+    decode_at_most(stream, MAX_TRACE_RECORDS)
+}
+
+/// [`decode`], refusing a stream of more than `limit` records.
+fn decode_at_most(stream: &[u8], limit: usize) -> Result<Vec<TraceRecord>, (u64, String)> {
     let mut at = 0usize;
     let truncated = |at: usize| (at as u64, "truncated record".to_string());
     let number = |at: &mut usize| -> Result<u64, (u64, String)> {
@@ -339,6 +350,9 @@ fn decode(stream: &[u8]) -> Result<Vec<TraceRecord>, (u64, String)> {
             )
         })?;
         at += 1;
+        if tag != TAG_END && records.len() == limit {
+            return Err((start as u64, format!("more than {limit} records")));
+        }
         match tag {
             TAG_WRITE => {
                 let delta = unzigzag(number(&mut at)?);

@@ -220,3 +220,20 @@ fn a_write_with_unknown_flags_is_refused_where_it_stands() {
     assert_eq!(offset, first, "{what}");
     assert!(what.contains("unknown write flags 0xfe"), "{what}");
 }
+
+#[test]
+fn a_stream_of_more_records_than_the_limit_is_refused_where_it_passes_it() {
+    // Each record costs tens of bytes in memory against as few as three in
+    // the stream: the count, not only the stream's size, is bounded.
+    let mut stream = Vec::new();
+    let mut encoder = Encoder::default();
+    let discard = TraceRecord::Discard { first: 0, pages: 1 };
+    for _ in 0..4 {
+        encoder.encode(&discard, &mut stream);
+    }
+    stream.push(TAG_END);
+    assert_eq!(decode_at_most(&stream, 4).unwrap().len(), 4);
+    let (offset, what) = decode_at_most(&stream, 3).unwrap_err();
+    assert_eq!(offset, 9, "{what}");
+    assert!(what.contains("more than 3 records"), "{what}");
+}
