@@ -200,10 +200,18 @@ fn serve_then_sigterm(name: &str, interval: &str) {
         ])
         .arg(&mountpoint)
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+    let Some(first) = lines.next() else {
+        let output = child.wait_with_output().unwrap();
+        panic!(
+            "zram serve printed nothing: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let first = first.unwrap();
     let device = first
         .split_whitespace()
         .find(|word| word.starts_with("/dev/loop"))

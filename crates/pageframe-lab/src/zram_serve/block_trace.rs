@@ -13,7 +13,7 @@
 //! header and the compressed stream, in the record stream for a record. A
 //! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
 //! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`],
-//! more than 2^24 records, a record stream over 256 MiB and a file longer than such a stream
+//! more than 2^25 records, a record stream over 256 MiB and a file longer than such a stream
 //! compresses to.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
@@ -40,18 +40,20 @@ pub const MAX_TRACE_PAGES: u64 = 1 << 24;
 /// replay builds a stand-in object of each size it meets.
 pub const MAX_OBJECT_SIZE: u32 = 2 * 4096;
 
-/// The most records a trace may hold: 13 times the shipped quick-scale
-/// trace's 1.23 million, and about 1 GiB in memory. Without it, a small
-/// file of three-byte records within [`MAX_RECORD_STREAM`] would take
-/// some 6 GiB.
-const MAX_TRACE_RECORDS: usize = 1 << 24;
+/// The most records a trace may hold: about 2 GiB in memory, and as many
+/// as a real trace within [`MAX_RECORD_STREAM`] holds (the shipped
+/// quick-scale trace takes 8.9 bytes a record: 30 million records, some
+/// 70 rounds of the whole tree, in 256 MiB). Without it, a small file of
+/// three-byte records within that stream would take some 6 GiB.
+const MAX_TRACE_RECORDS: usize = 1 << 25;
 
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
 const MAX_RECORD_STREAM: u64 = 256 << 20;
 /// The largest trace file read: the magic and the most that zstd can make
 /// of the largest record stream (its bound is the input plus 1/256 and a
-/// few bytes). A longer file (`/dev/zero`) is refused before it fills memory.
+/// few bytes; 1/128 is allowed). A longer file (`/dev/zero`) is refused
+/// before it fills memory.
 const MAX_FILE_BYTES: u64 = MAGIC.len() as u64 + MAX_RECORD_STREAM + (MAX_RECORD_STREAM >> 7);
 const TAG_WRITE: u8 = b'W';
 const TAG_DISCARD: u8 = b'D';

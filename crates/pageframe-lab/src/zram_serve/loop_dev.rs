@@ -71,19 +71,17 @@ pub struct LoopDevice {
 
 impl LoopDevice {
     /// Attaches a free loop device to `backing` with `block_size`-byte
-    /// logical blocks.
+    /// logical blocks. Another process may take the device that
+    /// `LOOP_CTL_GET_FREE` named before this one configures it (two serves
+    /// starting at once): `EBUSY` then moves on to the next free device, as
+    /// losetup does.
     pub fn attach(backing: &Path, block_size: u32, io: LoopIo) -> io::Result<LoopDevice> {
+        /// Devices tried before a race is given up as an error.
+        const ATTEMPTS: usize = 16;
         let control = OpenOptions::new()
             .read(true)
             .write(true)
             .open("/dev/loop-control")?;
-        // SAFETY: LOOP_CTL_GET_FREE takes no argument and returns a number.
-        let number = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
-        if number < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let path = PathBuf::from(format!("/dev/loop{number}"));
-        let device = OpenOptions::new().read(true).write(true).open(&path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -120,18 +118,33 @@ impl LoopDevice {
             info,
             reserved: [0; 8],
         };
-        // SAFETY: LOOP_CONFIGURE reads one `struct loop_config`, which
-        // `config` is (repr(C), the uapi layout) and outlives the call.
-        let result = unsafe {
-            libc::ioctl(
-                device.as_raw_fd(),
-                LOOP_CONFIGURE,
-                &config as *const LoopConfig,
-            )
+        let mut attempt = 0;
+        let (device, path) = loop {
+            // SAFETY: LOOP_CTL_GET_FREE takes no argument and returns a number.
+            let number = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
+            if number < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let path = PathBuf::from(format!("/dev/loop{number}"));
+            let device = OpenOptions::new().read(true).write(true).open(&path)?;
+            // SAFETY: LOOP_CONFIGURE reads one `struct loop_config`, which
+            // `config` is (repr(C), the uapi layout) and outlives the call.
+            let result = unsafe {
+                libc::ioctl(
+                    device.as_raw_fd(),
+                    LOOP_CONFIGURE,
+                    &config as *const LoopConfig,
+                )
+            };
+            if result >= 0 {
+                break (device, path);
+            }
+            let err = io::Error::last_os_error();
+            attempt += 1;
+            if err.raw_os_error() != Some(libc::EBUSY) || attempt == ATTEMPTS {
+                return Err(err);
+            }
         };
-        if result < 0 {
-            return Err(io::Error::last_os_error());
-        }
         // The loop driver holds its own reference to the file now.
         drop(file);
         Ok(LoopDevice { device, path })

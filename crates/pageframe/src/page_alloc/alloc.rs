@@ -175,33 +175,29 @@ impl<L: LockFamily> PageAllocator<L> {
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
     ) -> Result<FrameIdx, AllocError> {
-        let preferred_checked = nodemask.is_none()
-            && match self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
+        let fast = if nodemask.is_none() {
+            match self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
                 PreferredPcp::Served(pfn) => return Ok(pfn),
                 PreferredPcp::BelowWatermark => {
-                    if let Some(pfn) =
-                        self.get_page_from_pcp_lists(cpu, gfp, request, order, preferred)
-                    {
-                        return Ok(pfn);
+                    match self.get_page_from_pcp_lists(cpu, gfp, request, order, preferred) {
+                        PcpWalk::Served(pfn) => return Ok(pfn),
+                        PcpWalk::ListMissed => FastWalk::PreferredBelowWatermark,
+                        PcpWalk::NoZonePassed => FastWalk::NoZonePassed,
                     }
-                    true
                 }
-                PreferredPcp::Missed => false,
-            };
-        self.alloc_block_general(
-            cpu,
-            gfp,
-            request,
-            order,
-            preferred,
-            nodemask,
-            preferred_checked,
-        )
+                PreferredPcp::Missed => FastWalk::Untried,
+            }
+        } else {
+            FastWalk::Untried
+        };
+        self.alloc_block_general(cpu, gfp, request, order, preferred, nodemask, fast)
     }
 
     /// The rest of [`Self::alloc_block`]: get_page_from_freelist() over
-    /// the zonelist, then the slow path. `preferred_checked`: the fast path
-    /// found the preferred zone below its watermark.
+    /// the zonelist, then the slow path. `fast` is what the fast path
+    /// found: the first walk skips a preferred zone already found below its
+    /// watermark, and when no zone passed at all the walk is not made again
+    /// (6.12 makes one fast walk before its slow path).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn alloc_block_general(
@@ -212,12 +208,17 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
-        preferred_checked: bool,
+        fast: FastWalk,
     ) -> Result<FrameIdx, AllocError> {
         let ac = self.prepare_alloc(request, preferred, nodemask);
-        let flags = gfp.fastpath_alloc_flags();
-        if let Some(pfn) = self.get_page_from_freelist(cpu, order, flags, &ac, preferred_checked) {
-            return Ok(pfn);
+        if fast != FastWalk::NoZonePassed {
+            let flags = gfp.fastpath_alloc_flags();
+            let preferred_checked = fast == FastWalk::PreferredBelowWatermark;
+            if let Some(pfn) =
+                self.get_page_from_freelist(cpu, order, flags, &ac, preferred_checked)
+            {
+                return Ok(pfn);
+            }
         }
         match self.alloc_slowpath(cpu, gfp, order, &ac) {
             Some(pfn) => Ok(pfn),
@@ -385,11 +386,11 @@ impl<L: LockFamily> PageAllocator<L> {
     /// get_page_from_freelist() at the fast path's flags after the fast
     /// path found the preferred zone below its watermark, as far as the
     /// first zone that passes its own: a block from that zone's per-CPU
-    /// list when the list has one. `None` (having changed nothing but
-    /// `ZONE_BELOW_HIGH`, as the walk sets it) when that list is empty or
-    /// locked, or no zone passes: [`Self::get_page_from_freelist`] then
-    /// walks again, refilling lists and taking the buddy lists, and decides
-    /// as it would have alone.
+    /// list when the list has one. Otherwise nothing has changed but
+    /// `ZONE_BELOW_HIGH` (as the walk sets it), and the answer says whether
+    /// a zone passed: when one did, its list was empty or locked, and
+    /// [`Self::get_page_from_freelist`] walks again, refilling lists and
+    /// taking the buddy lists, and decides as it would have alone.
     #[inline(never)]
     fn get_page_from_pcp_lists(
         &self,
@@ -398,21 +399,33 @@ impl<L: LockFamily> PageAllocator<L> {
         request: &GfpRequest,
         order: Order,
         preferred: NodeId,
-    ) -> Option<FrameIdx> {
+    ) -> PcpWalk {
         let ac = self.prepare_alloc(request, preferred, None);
-        let list = PcpList::of(ac.freetype, order, self.layout.pageblock_order)?;
+        let (Some(list), Some(preferred_zone)) = (
+            PcpList::of(ac.freetype, order, self.layout.pageblock_order),
+            ac.preferred_zone,
+        ) else {
+            return PcpWalk::ListMissed;
+        };
         let cpu_slot = &self.cpus[cpu.index()];
         // SAFETY: the preferred zone comes from a zonelist.
-        let preferred = unsafe { self.zone_on_cpu(cpu_slot, ac.preferred_zone?) };
+        let preferred = unsafe { self.zone_on_cpu(cpu_slot, preferred_zone) };
         let start = (cpu_slot, preferred, true);
         let flags = gfp.fastpath_alloc_flags();
-        self.walk_zonelist(start, order, flags, &ac, |zone, _| {
+        let mut passed = false;
+        let pfn = self.walk_zonelist(start, order, flags, &ac, |zone, _| {
+            passed = true;
             let pfn = self.pop_pcp_list(zone.cpu, list, order);
             if pfn.is_some() {
                 self.account_alloc(cpu_slot, preferred, zone, order.nr_pages(), 1);
             }
             ControlFlow::Break(pfn)
-        })
+        });
+        match (pfn, passed) {
+            (Some(pfn), _) => PcpWalk::Served(pfn),
+            (None, true) => PcpWalk::ListMissed,
+            (None, false) => PcpWalk::NoZonePassed,
+        }
     }
 
     /// The zonelist walk of get_page_from_freelist(): each eligible zone
@@ -684,6 +697,29 @@ enum PreferredPcp {
     /// No per-CPU list for the order, no eligible zone, a contended lock
     /// or an empty list.
     Missed,
+}
+
+/// What the walk after a preferred zone below its watermark found.
+enum PcpWalk {
+    /// A block from the per-CPU list of the first zone that passed.
+    Served(FrameIdx),
+    /// A zone passed but its list was empty or locked (or the request has
+    /// no per-CPU list): the general walk decides.
+    ListMissed,
+    /// No zone passed its watermark: the fast walk has failed.
+    NoZonePassed,
+}
+
+/// What the fast path tells the general path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FastWalk {
+    /// The fast path decided nothing (a nodemask, no per-CPU list, an
+    /// empty or locked list at the preferred zone).
+    Untried,
+    /// The preferred zone failed its watermark; a zone after it passed.
+    PreferredBelowWatermark,
+    /// No zone passed its watermark at the fast path's flags.
+    NoZonePassed,
 }
 
 /// `ALLOC_NOFRAGMENT` if allocations preferring this zone avoid fallbacks

@@ -169,7 +169,8 @@ pub struct ZoneFree {
 
 /// The first half of __zone_watermark_ok(): is there enough free memory above
 /// `mark` once the unusable pages are taken away? The second half (a block of
-/// the order exists) needs the free lists and is `Zone::has_block_at_or_above`.
+/// the order exists) reads the zone's published `BlockOrders` word, without
+/// the zone lock (`BlockOrders::has_block_at_or_above`).
 pub fn watermark_free_ok(zone: ZoneFree, order: Order, mark: u64, alloc_flags: AllocFlags) -> bool {
     let mut unusable = (1i64 << order.0) - 1;
     if !alloc_flags.intersects(AllocFlags::RESERVES) {
