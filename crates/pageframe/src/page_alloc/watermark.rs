@@ -28,7 +28,7 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> bool {
         if !slot.flags.below_high() {
             let high = slot.watermarks.high + slot.watermark_boost.get();
-            if self.zone_watermark_ok(slot, order, high, highest_zone, flags) {
+            if self.zone_watermark_fast_at(slot, order, high, highest_zone, flags) {
                 return true;
             }
             slot.flags.set_below_high(true);
@@ -37,9 +37,7 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 
     /// zone_watermark_fast() at the watermark `flags` name as wmark_pages()
-    /// reads it (the zone's mark plus its boost) plus `extra` pages; an
-    /// order-0 `__GFP_HIGH` request at the min watermark ignores the boost,
-    /// so that kswapd is woken only below the low watermark.
+    /// reads it (the zone's mark plus its boost) plus `extra` pages.
     #[inline]
     pub(crate) fn zone_watermark_fast(
         &self,
@@ -49,17 +47,48 @@ impl<L: LockFamily> PageAllocator<L> {
         highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
-        let index = flags.watermark_index();
-        let mark = slot.watermarks.get(index) + extra;
+        let mark = slot.watermarks.get(flags.watermark_index()) + extra;
         let boost = slot.watermark_boost.get();
-        if self.zone_watermark_ok(slot, order, mark + boost, highest_zone, flags) {
+        self.zone_watermark_fast_at(slot, order, mark + boost, highest_zone, flags)
+    }
+
+    /// mirrors zone_watermark_fast() at a given mark: an order-0
+    /// `__GFP_HIGH` request at the min watermark that fails it on a boosted
+    /// zone is checked again at the plain min watermark, which boosting
+    /// never raises, so that kswapd is woken only below the low watermark.
+    #[inline(always)]
+    fn zone_watermark_fast_at(
+        &self,
+        slot: &ZoneSlot<L>,
+        order: Order,
+        mark: u64,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
+        if self.zone_watermark_ok(slot, order, mark, highest_zone, flags) {
             return true;
         }
+        // Tested here so that a caller whose flags name another watermark
+        // (the fast paths: the low one) compiles no retry at all.
+        flags.watermark_index() == 0 && self.min_reserve_retry(slot, order, highest_zone, flags)
+    }
+
+    /// The retry of [`Self::zone_watermark_fast_at`] at the plain min
+    /// mark, for a request at the min watermark; out of line, as it is rare
+    /// (a boosted zone, an order-0 `__GFP_HIGH` request).
+    #[cold]
+    #[inline(never)]
+    fn min_reserve_retry(
+        &self,
+        slot: &ZoneSlot<L>,
+        order: Order,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
         order == Order(0)
-            && boost > 0
-            && index == 0
+            && slot.watermark_boost.get() > 0
             && flags.contains(AllocFlags::MIN_RESERVE)
-            && self.zone_watermark_ok(slot, order, mark, highest_zone, flags)
+            && self.zone_watermark_ok(slot, order, slot.watermarks.min, highest_zone, flags)
     }
 
     /// mirrors zone_watermark_fast() at a given mark: for order 0, free
@@ -121,5 +150,55 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         let highatomic = flags.intersects(AllocFlags::HIGHATOMIC | AllocFlags::OOM);
         BlockOrders(slot.block_orders.get()).has_block_at_or_above(order, highatomic)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gfp::AllocFlags;
+    use crate::machine::MachineDesc;
+    use crate::page_alloc::LocalPageAllocator;
+    use crate::types::Order;
+
+    /// get_page_from_freelist() tests the high mark with
+    /// zone_watermark_fast(), whose retry at the plain min mark lets an
+    /// order-0 `__GFP_HIGH` request at the min watermark pass a boosted
+    /// zone without setting `ZONE_BELOW_HIGH`; at any other watermark, or
+    /// without `ALLOC_MIN_RESERVE`, the same zone sets it.
+    #[test]
+    fn a_min_reserve_request_on_a_boosted_zone_passes_the_high_step_at_min() {
+        let desc = MachineDesc::uniform(64 << 20, 1, 2).expect("machine");
+        let cases = [
+            (AllocFlags::MIN_RESERVE, Order(0), true),
+            (
+                AllocFlags::MIN_RESERVE | AllocFlags::WMARK_LOW,
+                Order(0),
+                false,
+            ),
+            (AllocFlags::empty(), Order(0), false),
+            (AllocFlags::MIN_RESERVE, Order(1), false),
+        ];
+        for (flags, order, passes_without_flag) in cases {
+            let allocator = LocalPageAllocator::boot(&desc).expect("boot");
+            let slot = allocator
+                .zones
+                .iter()
+                .find(|slot| slot.free_pages.get() > 0)
+                .expect("a populated zone");
+            let marks = slot.watermarks;
+            // Boosted far above its high mark, with free pages just above
+            // the plain min mark.
+            slot.watermark_boost.set(2 * marks.high);
+            slot.free_pages.set(marks.min + 1);
+            let passes = allocator.zone_watermark_passes(slot, order, slot.zone_type, flags);
+            assert_eq!(
+                !slot.flags.below_high(),
+                passes_without_flag,
+                "{flags:?} order {order:?}"
+            );
+            if passes_without_flag {
+                assert!(passes, "{flags:?}");
+            }
+        }
     }
 }
