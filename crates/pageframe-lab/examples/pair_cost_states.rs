@@ -18,7 +18,9 @@
 //! an allocated page; node 0's Normal zone filled until an allocation
 //! falls back to another zone (DMA32) or node, whose memory is untouched.
 
-use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page, ZoneType};
+use pageframe::{
+    CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page, Watermarks, ZoneType,
+};
 use pageframe_lab::callgrind;
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -97,15 +99,7 @@ const STATES: &[State] = &[
         machine: Machine::OneNode,
         orders: &[0, 3, 9],
         reach: |allocator, cpu| {
-            let zone = zone_of(allocator, NodeId(0), ZoneType::Normal);
-            let marks = allocator.zone_free_pages(zone).expect("zone").1;
-            hold_until_free_below(
-                allocator,
-                cpu,
-                zone,
-                (marks.low + marks.high) / 2,
-                Gfp::KERNEL,
-            )
+            hold_normal_until(allocator, cpu, |marks| (marks.low + marks.high) / 2)
         },
     },
     State {
@@ -113,15 +107,7 @@ const STATES: &[State] = &[
         machine: Machine::OneNode,
         orders: &[0, 3, 9],
         reach: |allocator, cpu| {
-            let zone = zone_of(allocator, NodeId(0), ZoneType::Normal);
-            let marks = allocator.zone_free_pages(zone).expect("zone").1;
-            hold_until_free_below(
-                allocator,
-                cpu,
-                zone,
-                (marks.min + marks.low) / 2,
-                Gfp::KERNEL,
-            )
+            hold_normal_until(allocator, cpu, |marks| (marks.min + marks.low) / 2)
         },
     },
     State {
@@ -183,17 +169,17 @@ fn zone_of(allocator: &LocalPageAllocator, node: NodeId, zone_type: ZoneType) ->
         .expect("zone")
 }
 
-/// Holds order-0 pages until the zone's free pages are at most `target`
-/// with the per-CPU lists drained: the pages a list holds are not free
-/// pages (the kernel's `NR_FREE_PAGES` leaves them out too), so the zone
-/// sits between `target` and `target` plus one batch.
-fn hold_until_free_below(
+/// Holds order-0 pages until node 0's Normal zone has at most
+/// `target(marks)` free pages with the per-CPU lists drained: the pages a
+/// list holds are not free pages (the kernel's `NR_FREE_PAGES` leaves them
+/// out too), so the zone sits between the target and one batch above it.
+fn hold_normal_until(
     allocator: &LocalPageAllocator,
     cpu: &Cpu<'_>,
-    zone: usize,
-    target: u64,
-    gfp: Gfp,
+    target: fn(Watermarks) -> u64,
 ) -> Vec<Page> {
+    let zone = zone_of(allocator, NodeId(0), ZoneType::Normal);
+    let target = target(allocator.zone_free_pages(zone).expect("zone").1);
     let mut held = Vec::new();
     loop {
         let free = allocator.zone_free_pages(zone).expect("zone").0;
@@ -206,7 +192,7 @@ fn hold_until_free_below(
             continue;
         }
         let chunk = (free - target).min(4096) as usize;
-        held.extend(hold(cpu, gfp, chunk));
+        held.extend(hold(cpu, Gfp::KERNEL, chunk));
     }
 }
 

@@ -41,6 +41,17 @@ fn scratch(name: &str) -> PathBuf {
     ))
 }
 
+/// The record stream of `records` and an end record.
+fn encode(records: &[TraceRecord]) -> Vec<u8> {
+    let mut stream = Vec::new();
+    let mut encoder = Encoder::default();
+    for record in records {
+        encoder.encode(record, &mut stream);
+    }
+    stream.push(TAG_END);
+    stream
+}
+
 #[test]
 fn records_round_trip() {
     let path = scratch("round-trip");
@@ -102,15 +113,6 @@ fn truncated_and_foreign_files_name_the_offset() {
 
 #[test]
 fn records_past_the_largest_device_are_refused_where_they_stand() {
-    let encode = |records: &[TraceRecord]| {
-        let mut stream = Vec::new();
-        let mut encoder = Encoder::default();
-        for record in records {
-            encoder.encode(record, &mut stream);
-        }
-        stream.push(TAG_END);
-        stream
-    };
     let write = |page| TraceRecord::Write {
         page,
         sizes: Some([100, 100, 100]),
@@ -174,15 +176,6 @@ fn a_write_size_beyond_the_compression_buffer_is_refused_where_it_stands() {
         page: 0,
         sizes: Some([size, 100, 100]),
     };
-    let encode = |records: &[TraceRecord]| {
-        let mut stream = Vec::new();
-        let mut encoder = Encoder::default();
-        for record in records {
-            encoder.encode(record, &mut stream);
-        }
-        stream.push(TAG_END);
-        stream
-    };
     let largest = MAX_OBJECT_SIZE;
     assert!(decode(&encode(&[write(largest)])).is_ok());
     for size in [largest + 1, u32::MAX] {
@@ -225,13 +218,7 @@ fn a_write_with_unknown_flags_is_refused_where_it_stands() {
 fn a_stream_of_more_records_than_the_limit_is_refused_where_it_passes_it() {
     // Each record costs tens of bytes in memory against as few as three in
     // the stream: the count, not only the stream's size, is bounded.
-    let mut stream = Vec::new();
-    let mut encoder = Encoder::default();
-    let discard = TraceRecord::Discard { first: 0, pages: 1 };
-    for _ in 0..4 {
-        encoder.encode(&discard, &mut stream);
-    }
-    stream.push(TAG_END);
+    let stream = encode(&vec![TraceRecord::Discard { first: 0, pages: 1 }; 4]);
     assert_eq!(decode_at_most(&stream, 4).unwrap().len(), 4);
     let (offset, what) = decode_at_most(&stream, 3).unwrap_err();
     assert_eq!(offset, 9, "{what}");
