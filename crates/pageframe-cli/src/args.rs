@@ -217,7 +217,7 @@ pub struct TraceRecordArgs {
     /// Record for this many seconds instead of while a command runs.
     #[arg(long, value_name = "SECS", conflicts_with = "command")]
     pub duration: Option<f64>,
-    /// Stop after this many events.
+    /// Keep the first N events (1 to 33554432, the most a trace holds).
     #[arg(long, value_name = "N")]
     pub max_events: Option<usize>,
     /// The command to trace, after `--`.

@@ -89,8 +89,10 @@ impl Plan {
                     }
                 }
                 // Without --fs the trace is read (with it, written).
-                if let Some(trace) = options.block_trace.as_ref().filter(|_| !fs_ext4) {
-                    if !trace.is_file() {
+                if let Some(trace) = &options.block_trace {
+                    if fs_ext4 {
+                        check_out_file("--trace", trace)?;
+                    } else if !trace.is_file() {
                         return Err(CliError::Invalid(format!(
                             "--trace {}: not a file",
                             trace.display()
@@ -234,16 +236,30 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     ))
                 }
             };
+            if let Some(max_events) = args.max_events {
+                if max_events == 0 || max_events > pageframe_lab::trace::MAX_TRACE_EVENTS {
+                    return Err(CliError::Invalid(format!(
+                        "--max-events {max_events}: between 1 and {} (the most a trace holds)",
+                        pageframe_lab::trace::MAX_TRACE_EVENTS
+                    )));
+                }
+            }
+            check_out_file("-o", &args.output)?;
             Ok(TracePlan::Record {
                 target,
                 max_events: args.max_events,
                 output: args.output,
             })
         }
-        TraceCommand::Import(args) => Ok(TracePlan::Import {
-            file: args.file,
-            output: args.output,
-        }),
+        TraceCommand::Import(args) => {
+            if let Some(output) = &args.output {
+                check_out_file("-o", output)?;
+            }
+            Ok(TracePlan::Import {
+                file: args.file,
+                output: args.output,
+            })
+        }
         TraceCommand::Replay(args) => {
             let format = Format::parse(&args.format).ok_or_else(|| {
                 CliError::Invalid(format!(
@@ -317,6 +333,23 @@ fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
         }
         _ => Ok(()),
     }
+}
+
+/// An output file is checked before any work that produces it: it must
+/// not be a directory, and the directory it goes in must exist.
+pub(crate) fn check_out_file(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    let invalid = |what: String| CliError::Invalid(format!("{flag} {}: {what}", path.display()));
+    if path.is_dir() {
+        return Err(invalid("is a directory".into()));
+    }
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(invalid(format!("{} is not a directory", parent.display())));
+    }
+    Ok(())
 }
 
 /// `quick` or `full`.

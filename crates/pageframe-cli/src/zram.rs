@@ -85,6 +85,19 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
             "--trace-corpus: only with --trace (it sizes the trace's pages)".into(),
         ));
     }
+    if let Some(trace) = &args.trace {
+        crate::plan::check_out_file("--trace", trace)?;
+    }
+    if let Some(corpus) = args
+        .trace_corpus
+        .as_ref()
+        .filter(|corpus| !corpus.is_file())
+    {
+        return Err(CliError::Invalid(format!(
+            "--trace-corpus {}: not a file",
+            corpus.display()
+        )));
+    }
     let mountpoint = args.mountpoint.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pageframe-zram-{}", std::process::id()))
     });

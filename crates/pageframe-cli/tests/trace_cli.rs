@@ -81,6 +81,49 @@ fn bad_trace_files_are_one_line_errors_naming_the_offset() {
 }
 
 #[test]
+fn endless_or_oversized_trace_input_is_refused_without_reading_it_whole() {
+    // /dev/zero: binary and not ours, refused from its first bytes.
+    for command in ["import", "replay"] {
+        let message = error_of(&["trace", command, "/dev/zero"]);
+        assert!(message.contains("not a pageframe trace"), "{message}");
+    }
+    // A text file with no line breaks.
+    let endless_line = temp_path("endless-line.txt");
+    std::fs::write(&endless_line, "x".repeat(100 << 10)).unwrap();
+    let message = error_of(&["trace", "import", endless_line.to_str().unwrap()]);
+    assert!(message.contains("line 1: longer than 64 KiB"), "{message}");
+    // A .pftrace header claiming more events than a trace may hold.
+    let mut bytes = std::fs::read(trace::shipped_trace_path()).unwrap();
+    let meta_end = {
+        let decoded = trace::decode(&bytes).unwrap();
+        let encoded_meta: usize = decoded
+            .meta
+            .iter()
+            .map(|(key, value)| 8 + key.len() + value.len())
+            .sum();
+        20 + encoded_meta
+    };
+    let claimed = (trace::MAX_TRACE_EVENTS as u64 + 1).to_le_bytes();
+    bytes[meta_end..meta_end + 8].copy_from_slice(&claimed);
+    let huge = temp_path("huge-count.pftrace");
+    std::fs::write(&huge, &bytes).unwrap();
+    let message = error_of(&["trace", "replay", huge.to_str().unwrap()]);
+    assert!(message.contains("over the limit of 33554432"), "{message}");
+    // An output that cannot be written is refused before recording.
+    let dir = std::env::temp_dir();
+    let message = error_of(&["trace", "record", "-o", dir.to_str().unwrap(), "--", "true"]);
+    assert!(message.contains("is a directory"), "{message}");
+    let message = error_of(&["trace", "import", "/dev/null", "-o", "/no-such-dir/t"]);
+    assert!(
+        message.contains("/no-such-dir is not a directory"),
+        "{message}"
+    );
+    for file in [endless_line, huge] {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+#[test]
 fn a_host_bigger_than_the_machine_is_a_mismatch_unless_fitted() {
     let mut prefix = trace::read_file(&trace::shipped_trace_path()).unwrap();
     prefix.events.truncate(20_000);

@@ -26,6 +26,15 @@ fn bad_serve_arguments_are_one_line_errors() {
     assert!(err.contains("--backend zsmalloc-chain3"), "{err}");
     let err = error_of(&["run", "zram-untar", "--fs", "xfs"]);
     assert!(err.contains("--fs xfs"), "{err}");
+    // A trace to write that cannot be: said before anything is mounted.
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    let err = error_of(&["zram", "serve", "--trace", dir]);
+    assert!(err.contains("is a directory"), "{err}");
+    let err = error_of(&["run", "zram-untar", "--fs", "ext4", "--trace", dir]);
+    assert!(err.contains("is a directory"), "{err}");
+    let err = error_of(&["zram", "serve", "--trace", "/no-such-dir/t.pfzt"]);
+    assert!(err.contains("/no-such-dir is not a directory"), "{err}");
 }
 
 /// Regression: `zram bench` holds the bytes it writes; a size past memory

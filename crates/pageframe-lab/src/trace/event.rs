@@ -165,8 +165,16 @@ impl Trace {
         }
     }
 
-    /// Checks that events are in timestamp order and orders are plausible.
+    /// Checks that events are in timestamp order, orders are plausible and
+    /// there are at most [`super::MAX_TRACE_EVENTS`] of them.
     pub fn check_invariants(&self) -> Result<(), TraceError> {
+        if self.events.len() > super::MAX_TRACE_EVENTS {
+            return Err(TraceError::Invariant(format!(
+                "{} events, over the limit of {}",
+                self.events.len(),
+                super::MAX_TRACE_EVENTS
+            )));
+        }
         for (index, pair) in self.events.windows(2).enumerate() {
             if pair[1].timestamp_ns < pair[0].timestamp_ns {
                 return Err(TraceError::Invariant(format!(

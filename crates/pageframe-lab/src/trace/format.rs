@@ -24,7 +24,7 @@
 //! offset where the file stopped making sense.
 
 use super::event::{EventKind, Trace, TraceEvent};
-use super::TraceError;
+use super::{TraceError, MAX_TRACE_EVENTS, MAX_TRACE_FILE_BYTES};
 
 /// The first 8 bytes of every trace file.
 pub const MAGIC: &[u8; 8] = b"PGFTRACE";
@@ -234,7 +234,14 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
         let value = reader.string("metadata value")?;
         meta.push((key, value));
     }
+    let event_count_offset = reader.offset as u64;
     let event_count = reader.u64("event count")?;
+    if event_count > MAX_TRACE_EVENTS as u64 {
+        return Err(TraceError::Corrupt {
+            offset: event_count_offset,
+            reason: format!("{event_count} events, over the limit of {MAX_TRACE_EVENTS}"),
+        });
+    }
     let payload_len_offset = reader.offset;
     let payload_len =
         usize::try_from(reader.u64("payload length")?).map_err(|_| TraceError::Corrupt {
@@ -342,8 +349,17 @@ fn decode_events(
 }
 
 /// Reads a trace file.
+/// A file over [`MAX_TRACE_FILE_BYTES`] is refused before it is read whole.
 pub fn read_file(path: &std::path::Path) -> Result<Trace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceError::io(path, err))?;
+    let bytes = crate::files::read_bytes(path, MAX_TRACE_FILE_BYTES)
+        .map_err(|err| TraceError::io(path, err))?
+        .ok_or_else(|| {
+            TraceError::Invalid(format!(
+                "{} is over the limit of {} MiB for a trace file",
+                path.display(),
+                MAX_TRACE_FILE_BYTES >> 20
+            ))
+        })?;
     decode(&bytes)
 }
 

@@ -70,6 +70,16 @@ use std::path::{Path, PathBuf};
 /// Largest order a trace event may carry.
 pub const MAX_TRACE_ORDER: u8 = 20;
 
+/// The most events a trace may hold (1 GiB of events in memory; a busy
+/// host's kmem tracepoints fire about a million times a second, so this is
+/// half a minute of the busiest recording).
+pub const MAX_TRACE_EVENTS: usize = 1 << 25;
+
+/// The largest `.pftrace` file read: [`MAX_TRACE_EVENTS`] events take at
+/// most 31 bytes each encoded (tag, order, three varints, the alloc's
+/// migratetype and gfp), plus a MiB for the metadata.
+pub const MAX_TRACE_FILE_BYTES: u64 = (MAX_TRACE_EVENTS as u64) * 32 + (1 << 20);
+
 /// What can go wrong with a trace. `Display` is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -143,15 +153,18 @@ impl TraceError {
 /// Reads a trace file of any supported kind: a `.pftrace` file (by its
 /// magic) or text output of tracefs, `trace-cmd report` or `perf script`.
 pub fn import(path: &Path) -> Result<Trace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceError::io(path, err))?;
-    if bytes.starts_with(format::MAGIC) {
-        return decode(&bytes);
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|err| TraceError::io(path, err))?;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file);
+    let head = reader.fill_buf().map_err(|err| TraceError::io(path, err))?;
+    if head.starts_with(format::MAGIC) {
+        return read_file(path);
     }
-    if bytes.contains(&0) {
-        // Binary but not ours: decoding names the foreign magic.
-        return decode(&bytes);
+    if head.contains(&0) {
+        // Binary but not ours: decoding the head names the foreign magic.
+        return decode(head);
     }
-    let trace = text_import::import_text(&String::from_utf8_lossy(&bytes))?;
+    let trace = text_import::import_reader(reader)?;
     trace.check_invariants()?;
     Ok(trace)
 }

@@ -12,7 +12,7 @@
 use super::event::{EventKind, Trace, TraceEvent};
 use super::host::{count_cpu_list, snapshot_into, Moment};
 use super::tracefs::{EventFormat, RecordDecoder};
-use super::TraceError;
+use super::{TraceError, MAX_TRACE_EVENTS};
 use crate::signals::SignalFlag;
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
@@ -43,7 +43,8 @@ pub struct RecordOptions {
     pub buffer_kb_per_cpu: u64,
     /// Keep at most this many events (the earliest, after merging the CPUs
     /// by time); later ones are counted in the `events_over_cap` metadata.
-    /// `None` keeps all.
+    /// `None` keeps all up to [`MAX_TRACE_EVENTS`], where the recording
+    /// stops.
     pub max_events: Option<usize>,
 }
 
@@ -291,16 +292,20 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
                 }
             }
         }
-        let done = match (&mut child, &options.target) {
-            (Some(child), _) => {
-                exit_status = child
-                    .try_wait()
-                    .map_err(|err| TraceError::Invalid(err.to_string()))?;
-                exit_status.is_some()
-            }
-            (None, RecordTarget::Duration(duration)) => started.elapsed() >= *duration,
-            (None, RecordTarget::Command(_)) => true,
-        };
+        // A trace holds at most MAX_TRACE_EVENTS: the recording ends there
+        // (a command is still waited for below).
+        let full = collector.events.len() >= MAX_TRACE_EVENTS;
+        let done = full
+            || match (&mut child, &options.target) {
+                (Some(child), _) => {
+                    exit_status = child
+                        .try_wait()
+                        .map_err(|err| TraceError::Invalid(err.to_string()))?;
+                    exit_status.is_some()
+                }
+                (None, RecordTarget::Duration(duration)) => started.elapsed() >= *duration,
+                (None, RecordTarget::Command(_)) => true,
+            };
         if signals.raised() {
             if let Some(child) = &mut child {
                 let _ = child.kill();
@@ -322,6 +327,13 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
         while collector.drain(pipe)? > 0 {}
     }
     drop(signals);
+    if let (Some(child), None) = (&mut child, exit_status) {
+        exit_status = Some(
+            child
+                .wait()
+                .map_err(|err| TraceError::Invalid(err.to_string()))?,
+        );
+    }
     snapshot_into(&mut trace, Moment::End);
     let dropped = stats_total(&instance, &cpus, "dropped events:");
     let overrun = stats_total(&instance, &cpus, "overrun:");
@@ -339,7 +351,11 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
     }
     trace.events = collector.events;
     trace.normalize();
-    if let Some(cap) = options.max_events {
+    let cap = options
+        .max_events
+        .unwrap_or(MAX_TRACE_EVENTS)
+        .min(MAX_TRACE_EVENTS);
+    if options.max_events.is_some() || trace.events.len() > cap {
         let over_cap = trace.events.len().saturating_sub(cap);
         trace.events.truncate(cap);
         trace.set_meta("event_cap", cap.to_string());

@@ -11,13 +11,75 @@
 
 use super::event::{EventKind, Trace, TraceEvent};
 use super::gfp_names::parse_gfp;
-use super::{TraceError, MAX_TRACE_ORDER};
+use super::{TraceError, MAX_TRACE_EVENTS, MAX_TRACE_ORDER};
+
+/// The longest line a text trace may have (tracefs lines are under 300
+/// bytes).
+pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// Imports text trace output.
 pub fn import_text(text: &str) -> Result<Trace, TraceError> {
+    import_lines(text.lines().map(|line| Ok(line.to_string())))
+}
+
+/// Imports a text trace read from `reader` line by line, so the file is
+/// never held whole: a line over [`MAX_LINE_BYTES`] (a file with no line
+/// breaks, such as `/dev/zero`) or more than [`MAX_TRACE_EVENTS`] events is
+/// an error naming the limit, not a full memory. Bytes that are not UTF-8
+/// are read lossily, as tracefs may print a task name cut mid-character.
+pub fn import_reader(reader: impl std::io::BufRead) -> Result<Trace, TraceError> {
+    import_lines(BoundedLines {
+        reader,
+        line_no: 0,
+        buffer: Vec::new(),
+    })
+}
+
+/// Lines of a reader, each at most [`MAX_LINE_BYTES`] long.
+struct BoundedLines<R> {
+    reader: R,
+    line_no: usize,
+    buffer: Vec<u8>,
+}
+
+impl<R: std::io::BufRead> Iterator for BoundedLines<R> {
+    type Item = Result<String, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::{BufRead, Read};
+        self.buffer.clear();
+        self.line_no = self.line_no.saturating_add(1);
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        match (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut self.buffer)
+        {
+            Ok(0) => None,
+            Ok(_) if self.buffer.len() > MAX_LINE_BYTES => Some(Err(TraceError::Text {
+                line: self.line_no,
+                reason: format!("longer than {} KiB: not a text trace", MAX_LINE_BYTES >> 10),
+            })),
+            Ok(_) => {
+                let line = self.buffer.strip_suffix(b"\n").unwrap_or(&self.buffer);
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                Some(Ok(String::from_utf8_lossy(line).into_owned()))
+            }
+            Err(err) => Some(Err(TraceError::Text {
+                line: self.line_no,
+                reason: err.to_string(),
+            })),
+        }
+    }
+}
+
+/// Imports the lines of a text trace.
+fn import_lines(
+    lines: impl Iterator<Item = Result<String, TraceError>>,
+) -> Result<Trace, TraceError> {
     let mut trace = Trace::default();
     let mut lost = 0u64;
-    for (index, line) in text.lines().enumerate() {
+    for (index, line) in lines.enumerate() {
+        let line = line?;
         let line_no = index + 1;
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -40,6 +102,14 @@ pub fn import_text(text: &str) -> Result<Trace, TraceError> {
             continue;
         }
         if let Some(event) = parse_line(trimmed, line_no)? {
+            if trace.events.len() >= MAX_TRACE_EVENTS {
+                return Err(TraceError::Text {
+                    line: line_no,
+                    reason: format!(
+                        "more than {MAX_TRACE_EVENTS} events, the most a trace may hold; record a shorter window"
+                    ),
+                });
+            }
             trace.events.push(event);
         }
     }
@@ -176,11 +246,4 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
         }
     }
     Ok(Some(event))
-}
-
-/// Reads and imports a text trace file.
-pub fn import_file(path: &std::path::Path) -> Result<Trace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceError::io(path, err))?;
-    let text = String::from_utf8_lossy(&bytes);
-    import_text(&text)
 }

@@ -50,6 +50,19 @@ const MAX_TRACE_RECORDS: usize = 1 << 25;
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
 const MAX_RECORD_STREAM: u64 = 256 << 20;
+
+/// How many untar rounds of a tarball with `data_pages` pages of file data
+/// a recording may take and still be readable. A round records about 1.1
+/// records a data page (the shipped trace: 1 231 265 records for 3 rounds
+/// of 362 606 data pages; the rest is ext4's metadata and journal), taking
+/// 8.9 bytes each; 1.5 records of 12 bytes are allowed, so a recording that
+/// this allows is always within [`MAX_TRACE_RECORDS`] and
+/// [`MAX_RECORD_STREAM`].
+pub fn rounds_that_fit(data_pages: u64) -> u64 {
+    const RECORD_BYTES: u64 = 12;
+    let records = (MAX_TRACE_RECORDS as u64).min(MAX_RECORD_STREAM / RECORD_BYTES);
+    records / data_pages.saturating_mul(3).div_ceil(2).max(1)
+}
 /// The largest trace file read: the magic and the most that zstd can make
 /// of the largest record stream (its bound is the input plus 1/256 and a
 /// few bytes; 1/128 is allowed). A longer file (`/dev/zero`) is refused
@@ -196,35 +209,74 @@ impl Encoder {
 
 /// Writes a trace file; [`TraceWriter::finish`] ends it (a writer dropped
 /// without it leaves a truncated trace, which readers refuse).
+///
+/// Invariant: what it writes stays within what [`read_trace`] accepts,
+/// [`MAX_TRACE_RECORDS`] records in [`MAX_RECORD_STREAM`] bytes; records
+/// past that are counted, not written, so the device being traced never
+/// fails a write because its trace is full.
 pub struct TraceWriter {
     stream: zstd::stream::Encoder<'static, BufWriter<File>>,
     encoder: Encoder,
     buffer: Vec<u8>,
+    records: usize,
+    stream_bytes: u64,
+    not_recorded: u64,
+    max_records: usize,
+    max_stream: u64,
 }
 
 impl TraceWriter {
     /// Creates `path` with zstd at `level`.
     pub fn create(path: &Path, level: i32) -> io::Result<TraceWriter> {
+        TraceWriter::create_within(path, level, MAX_TRACE_RECORDS, MAX_RECORD_STREAM)
+    }
+
+    /// Creates `path`, full at `max_records` or `max_stream` bytes.
+    fn create_within(
+        path: &Path,
+        level: i32,
+        max_records: usize,
+        max_stream: u64,
+    ) -> io::Result<TraceWriter> {
         let mut file = BufWriter::new(File::create(path)?);
         file.write_all(MAGIC)?;
         Ok(TraceWriter {
             stream: zstd::stream::Encoder::new(file, level)?,
             encoder: Encoder::default(),
             buffer: Vec::with_capacity(64),
+            records: 0,
+            stream_bytes: 0,
+            not_recorded: 0,
+            max_records,
+            max_stream,
         })
     }
 
-    /// Appends a record.
+    /// Appends a record, or counts it when the trace is full.
     pub fn record(&mut self, record: &TraceRecord) -> io::Result<()> {
+        if self.not_recorded > 0 {
+            self.not_recorded += 1;
+            return Ok(());
+        }
         self.buffer.clear();
         self.encoder.encode(record, &mut self.buffer);
+        // One byte is kept for the end record.
+        let stream_bytes = self.stream_bytes + self.buffer.len() as u64;
+        if self.records == self.max_records || stream_bytes + 1 > self.max_stream {
+            self.not_recorded = 1;
+            return Ok(());
+        }
+        self.records += 1;
+        self.stream_bytes = stream_bytes;
         self.stream.write_all(&self.buffer)
     }
 
-    /// Writes the end record and closes the file.
-    pub fn finish(mut self) -> io::Result<()> {
+    /// Writes the end record and closes the file; returns how many records
+    /// came after the trace was full and were not written.
+    pub fn finish(mut self) -> io::Result<u64> {
         self.stream.write_all(&[TAG_END])?;
-        self.stream.finish()?.flush()
+        self.stream.finish()?.flush()?;
+        Ok(self.not_recorded)
     }
 }
 

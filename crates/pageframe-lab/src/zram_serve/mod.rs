@@ -262,9 +262,18 @@ pub fn serve_until_signalled(
     let writer = server.device().set_trace(None);
     let stopped = server.stop();
     if let (Some(writer), Some(path)) = (writer, trace) {
-        writer
+        let not_recorded = writer
             .finish()
             .map_err(io_error(format!("writing {}", path.display())))?;
+        if not_recorded > 0 {
+            say(
+                out,
+                format!(
+                    "{} is full: it ends where it reached the most a trace holds; {not_recorded} later records were not written",
+                    path.display()
+                ),
+            )?;
+        }
     }
     stopped?;
     say(out, "stopped: loop device detached, FUSE unmounted".into())

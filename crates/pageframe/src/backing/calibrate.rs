@@ -29,6 +29,26 @@ pub const SIM_COSTS_FILE: &str = "pageframe-sim-costs.toml";
 /// The environment variable naming a calibration file.
 pub const SIM_COSTS_ENV: &str = "PAGEFRAME_SIM_COSTS";
 
+/// The largest cost file read (a written one is under 2 KiB), so a path
+/// such as `/dev/zero` is an error rather than a full memory.
+const MAX_SIM_COSTS_BYTES: u64 = 64 << 10;
+
+/// The text of a cost file, at most [`MAX_SIM_COSTS_BYTES`] of it.
+fn read_costs_file(path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_SIM_COSTS_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|err| err.to_string())?;
+    if bytes.len() as u64 > MAX_SIM_COSTS_BYTES {
+        return Err(format!(
+            "over the limit of {} KiB for a cost file",
+            MAX_SIM_COSTS_BYTES >> 10
+        ));
+    }
+    String::from_utf8(bytes).map_err(|err| err.to_string())
+}
+
 /// Where a simulation's prices came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CostSource {
@@ -119,8 +139,7 @@ impl SimCosts {
         match path {
             None => Ok((SimCosts::default(), CostSource::Defaults)),
             Some(path) => {
-                let text =
-                    std::fs::read_to_string(&path).map_err(|err| format!("{path}: {err}"))?;
+                let text = read_costs_file(&path).map_err(|err| format!("{path}: {err}"))?;
                 let costs =
                     SimCosts::from_file_text(&text).map_err(|err| format!("{path}: {err}"))?;
                 Ok((costs, CostSource::File(path)))
@@ -283,6 +302,16 @@ fn measure(nr_pages: u64, rounds: u32, spinner: &Spinner) -> Result<SimCosts, Ba
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endless_cost_file_is_refused_at_the_limit() {
+        assert_eq!(
+            read_costs_file("/dev/zero"),
+            Err("over the limit of 64 KiB for a cost file".into())
+        );
+        let text = SimCosts::default().to_file_text(&[]);
+        assert!((text.len() as u64) < MAX_SIM_COSTS_BYTES / 16);
+    }
 
     #[test]
     fn the_file_round_trips_and_bad_files_name_their_line() {

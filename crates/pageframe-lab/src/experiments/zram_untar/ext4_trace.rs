@@ -33,6 +33,14 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
         Vec::new()
     };
     let (records, name) = if options.fs_ext4 {
+        let data_pages = live::data_pages(&tar)?;
+        let fit = crate::zram_serve::block_trace::rounds_that_fit(data_pages);
+        if u64::from(rounds) > fit {
+            return Err(ExperimentError::failed(format!(
+                "rounds = {rounds} with --fs ext4: the block trace of {} ({data_pages} data pages a round) holds at most {fit} rounds",
+                corpus_path(options).display()
+            )));
+        }
         let trace = options.block_trace.clone().unwrap_or_else(|| {
             PathBuf::from(format!("zram-untar-ext4-{}.pfzt", options.scale.name()))
         });

@@ -227,6 +227,23 @@ pub fn load_tarball(path: &Path) -> Result<Vec<u8>, ExperimentError> {
     Ok(tar)
 }
 
+/// Pages of file data in the tarball `tar` (each file rounded up to whole
+/// 4 KiB pages): what one untar round writes, besides ext4's own blocks.
+pub fn data_pages(tar: &[u8]) -> Result<u64, ExperimentError> {
+    let mut pages = 0u64;
+    let mut archive = tar::Archive::new(tar);
+    let entries = archive
+        .entries()
+        .map_err(|err| failed(format!("the tarball: {err}")))?;
+    for entry in entries {
+        let entry = entry.map_err(|err| failed(format!("the tarball: {err}")))?;
+        if entry.header().entry_type().is_file() {
+            pages = pages.saturating_add(entry.size().div_ceil(4096));
+        }
+    }
+    Ok(pages)
+}
+
 /// The series' steps on the mounts `dirs`, `rounds` times: after each
 /// step `after(round, label)` (which settles and reads the devices).
 /// Stops with an error on Ctrl-C.
@@ -380,9 +397,16 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Recording, Experiment
     drop(theirs);
     drop(real);
     if let Some(writer) = server.device().set_trace(None) {
-        writer
+        let not_recorded = writer
             .finish()
             .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
+        if not_recorded > 0 {
+            // The rounds check (rounds_that_fit) keeps a recording short of this.
+            return Err(failed(format!(
+                "{}: the trace filled up; {not_recorded} records were not written",
+                options.trace.display()
+            )));
+        }
     }
     let (found, computed) = server
         .device()

@@ -224,3 +224,47 @@ fn a_stream_of_more_records_than_the_limit_is_refused_where_it_passes_it() {
     assert_eq!(offset, 9, "{what}");
     assert!(what.contains("more than 3 records"), "{what}");
 }
+
+/// A recording the rounds check allows stays readable: the shipped trace's
+/// records a round, scaled to the allowed rounds, fit both limits. The
+/// shipped trace is 3 rounds of linux-source-6.1, whose files hold 362 606
+/// data pages (counted with `live::data_pages`).
+#[test]
+fn the_rounds_a_recording_may_take_keep_its_trace_readable() {
+    const DATA_PAGES: u64 = 362_606;
+    let shipped = read_trace(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/zram-untar-ext4-quick.pfzt"),
+    )
+    .unwrap();
+    let per_round = shipped.len() as u64 / 3;
+    let fit = rounds_that_fit(DATA_PAGES);
+    assert!(fit >= 10, "the document's 10 rounds fit: {fit}");
+    assert!(fit * per_round <= MAX_TRACE_RECORDS as u64);
+    let stream = encode(&shipped).len() as u64;
+    assert!(fit * stream.div_ceil(3) <= MAX_RECORD_STREAM, "{stream}");
+    assert!(rounds_that_fit(0) > 0);
+    assert_eq!(rounds_that_fit(u64::MAX), 0);
+}
+
+/// A full writer counts what comes after instead of failing the device's
+/// write, and the trace it leaves is readable up to where it filled.
+#[test]
+fn a_full_writer_ends_a_readable_trace_and_counts_the_rest() {
+    let records = records();
+    let path = scratch("full-writer.pfzt");
+    let mut writer = TraceWriter::create_within(&path, 3, 2, MAX_RECORD_STREAM).unwrap();
+    for record in &records {
+        writer.record(record).unwrap();
+    }
+    let not_recorded = writer.finish().unwrap();
+    assert_eq!(not_recorded, records.len() as u64 - 2);
+    assert_eq!(read_trace(&path).unwrap(), records[..2]);
+    let stream_of_two = encode(&records[..2]).len() as u64;
+    let mut writer = TraceWriter::create_within(&path, 3, usize::MAX, stream_of_two).unwrap();
+    for record in &records {
+        writer.record(record).unwrap();
+    }
+    assert_eq!(writer.finish().unwrap(), records.len() as u64 - 2);
+    assert_eq!(read_trace(&path).unwrap(), records[..2]);
+    let _ = std::fs::remove_file(path);
+}
