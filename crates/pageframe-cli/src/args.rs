@@ -251,6 +251,10 @@ pub struct TraceReplayArgs {
     /// allocations counted).
     #[arg(long)]
     pub fit: bool,
+    /// Skip the frees of blocks allocated before the trace began, instead
+    /// of holding a stand-in for each from the start.
+    #[arg(long)]
+    pub skip_pretrace_frees: bool,
     /// The fallback table a request walks when its migratetype's lists are
     /// empty: kernel (Linux's `fallbacks[]`) or reversed (each type tries
     /// the kernel's second choice first).

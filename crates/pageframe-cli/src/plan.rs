@@ -305,6 +305,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     },
                     seed: args.seed,
                     fit: args.fit,
+                    hold_pretrace: !args.skip_pretrace_frees,
                     ..ReplayOptions::default()
                 }),
                 format,

@@ -1,5 +1,5 @@
-//! Replay: determinism, the mapping of host blocks to ours, frees of blocks
-//! from before the trace, size and CPU mismatches, and the kernel's
+//! Replay: determinism, the mapping of host blocks to ours, stand-ins for
+//! blocks from before the trace, batched frees, size and CPU mismatches, and the kernel's
 //! fragmentation formulas.
 
 use pageframe::MachineDesc;
@@ -60,13 +60,18 @@ fn same_seed_same_rows() {
         allocs
     );
     assert_eq!(counts.failed_allocs, 0, "the host-shaped machine has room");
-    // Every free is either ours or from before the trace.
+    // Every free event frees a block of ours (one we allocated or a
+    // stand-in), marks a free as batched, or is unknown.
     let frees =
         trace.counts()[EventKind::Free as usize] + trace.counts()[EventKind::FreeBatched as usize];
-    assert_eq!(counts.frees + counts.frees_unknown, frees);
+    assert_eq!(
+        counts.frees + counts.batched_marks + counts.frees_unknown,
+        frees
+    );
+    assert!(counts.pretrace_held > 0, "the prefix frees earlier blocks");
     assert_eq!(
         counts.live_at_end,
-        counts.allocs - counts.frees - counts.reallocated_live
+        counts.allocs + counts.pretrace_held - counts.frees - counts.reallocated_live
     );
     assert!(first
         .rows
@@ -79,7 +84,7 @@ fn same_seed_same_rows() {
 }
 
 #[test]
-fn host_blocks_map_to_ours_and_early_frees_are_skipped() {
+fn host_blocks_map_to_ours_and_early_frees_free_stand_ins() {
     let kernel = pageframe::Gfp::KERNEL.bits();
     let trace = Trace {
         events: vec![
@@ -94,11 +99,46 @@ fn host_blocks_map_to_ours_and_early_frees_are_skipped() {
     let outcome = trace::replay(&trace, &small_machine()).unwrap();
     let counts = &outcome.counts;
     assert_eq!(counts.allocs, 2);
-    assert_eq!(counts.frees, 1);
-    assert_eq!(counts.frees_unknown, 2);
+    assert_eq!(counts.pretrace_held, 1);
+    assert_eq!(counts.frees, 2, "ours and the stand-in");
+    assert_eq!(counts.frees_unknown, 1);
     assert_eq!(counts.live_at_end, 1);
     assert_eq!(counts.free_errors, 0);
     assert_eq!(outcome.samples.len(), 4, "events 0, 2, 4 and the end");
+    // Without stand-ins, the earlier block's free is skipped.
+    let skipping = ReplayOptions {
+        hold_pretrace: false,
+        ..small_machine()
+    };
+    let counts = trace::replay(&trace, &skipping).unwrap().counts;
+    assert_eq!((counts.pretrace_held, counts.frees), (0, 1));
+    assert_eq!(counts.frees_unknown, 2);
+}
+
+/// The kernel's batched free emits `mm_page_free` then
+/// `mm_page_free_batched` for one page: one free, marked; a batched event
+/// alone (its `mm_page_free` lost) still frees a live block.
+#[test]
+fn a_batched_free_is_one_free_with_a_mark() {
+    let batched = |time, pfn| TraceEvent::new(EventKind::FreeBatched, time, 0, pfn);
+    let movable = pageframe::Gfp::MOVABLE.bits();
+    let trace = Trace {
+        events: vec![
+            alloc(0, 0, 0x100, 0, movable),
+            alloc(1, 0, 0x101, 0, movable),
+            free(2, 0, 0x100, 0),
+            batched(3, 0x100),
+            batched(4, 0x101),
+            free(5, 0, 0x200, 0), // from before the trace ...
+            batched(6, 0x200),    // ... and its mark
+        ],
+        ..Trace::default()
+    };
+    let counts = trace::replay(&trace, &small_machine()).unwrap().counts;
+    assert_eq!(counts.frees, 3);
+    assert_eq!(counts.batched_marks, 2);
+    assert_eq!(counts.pretrace_held, 1);
+    assert_eq!((counts.frees_unknown, counts.live_at_end), (0, 0));
 }
 
 #[test]

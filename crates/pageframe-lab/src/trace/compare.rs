@@ -134,12 +134,24 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
     rows.push(ReplayRow::new(
         "replay",
         "frees",
-        f(kinds[1] + kinds[2]),
+        f(kinds[1]),
         f(counts.frees),
     ));
     rows.push(ReplayRow::new(
         "replay",
-        "frees of pages from before the trace (skipped)",
+        "frees marked batched (mm_page_free_batched)",
+        f(kinds[2]),
+        f(counts.batched_marks),
+    ));
+    rows.push(ReplayRow::new(
+        "replay",
+        "blocks from before the trace (held by stand-ins)",
+        None,
+        f(counts.pretrace_held),
+    ));
+    rows.push(ReplayRow::new(
+        "replay",
+        "frees of unknown blocks (skipped)",
         None,
         f(counts.frees_unknown),
     ));

@@ -144,6 +144,19 @@ impl LiveBlocks {
         }
     }
 
+    /// Whether the replay holds a block for `host_pfn`.
+    #[inline]
+    pub fn contains(&self, host_pfn: u64) -> bool {
+        let entry = match usize::try_from(host_pfn)
+            .ok()
+            .filter(|&index| index < self.flat.len())
+        {
+            Some(index) => self.flat[index],
+            None => self.far.get(&host_pfn).copied().unwrap_or(0),
+        };
+        entry & LIVE != 0
+    }
+
     /// Takes our block for `host_pfn` out, if any.
     #[inline]
     pub fn remove(&mut self, host_pfn: u64) -> Option<(u64, u8)> {

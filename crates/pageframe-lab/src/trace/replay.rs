@@ -1,7 +1,17 @@
 //! Replaying a trace on a simulated machine: each `mm_page_alloc` becomes
 //! an `alloc_pages()` on the same CPU with the same GFP flags and order,
-//! each free of a block the replay allocated frees our block, and frees of
-//! blocks allocated before the trace began are counted and skipped.
+//! and each `mm_page_free` of a block frees our block for it. A block the
+//! trace frees before it allocates it was allocated before the trace
+//! began: the replay holds a stand-in of the same order for it from the
+//! start (see [`ReplayOptions::hold_pretrace`]), so that its free reaches
+//! our per-CPU lists as the kernel's did.
+//!
+//! `mm_page_free_batched` is not a second free: the kernel's batched free
+//! (free_unref_folios()) prepares each page first, which emits
+//! `mm_page_free` (free_pages_prepare()), then emits `mm_page_free_batched`
+//! for the same page as it puts it on a per-CPU list. So a batched event
+//! frees only a block still live (its `mm_page_free` was lost); otherwise
+//! it is counted as the mark it is.
 //!
 //! The host's PFNs are only names here: `live` maps a host PFN to the block
 //! our allocator gave for it (our PFN and order), so a host bigger than the
@@ -56,6 +66,10 @@ pub struct ReplayOptions {
     /// memmap: about a fifth of the replay of the shipped trace). Tests
     /// turn it on; an error is [`TraceError::Invariant`].
     pub check_invariants: bool,
+    /// Hold a stand-in for every block the trace frees before it allocates
+    /// it (allocated before the trace began), so that its free reaches our
+    /// per-CPU lists as the kernel's did; off, such frees are skipped.
+    pub hold_pretrace: bool,
 }
 
 impl Default for ReplayOptions {
@@ -68,6 +82,7 @@ impl Default for ReplayOptions {
             fit: false,
             samples: 32,
             check_invariants: false,
+            hold_pretrace: true,
         }
     }
 }
@@ -130,9 +145,16 @@ pub struct ReplayCounts {
     pub unreplayable_allocs: u64,
     /// Frees of our blocks.
     pub frees: u64,
-    /// Frees of blocks allocated before the trace began (or by a failed
-    /// replay), skipped.
+    /// Blocks the trace frees before it allocates them (allocated before
+    /// it began), held from the start by stand-ins of the same order.
+    pub pretrace_held: u64,
+    /// Frees of blocks allocated before the trace began without a stand-in
+    /// (not held, or the stand-in could not be allocated) or by a failed
+    /// replay, skipped.
     pub frees_unknown: u64,
+    /// `mm_page_free_batched` events that followed their page's
+    /// `mm_page_free` (the same free, marked as batched).
+    pub batched_marks: u64,
     /// Frees whose order differed from the allocation's (freed with ours).
     pub free_order_mismatches: u64,
     /// Host PFNs allocated again while we still held them (a free the trace
@@ -272,11 +294,14 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut counts = ReplayCounts::default();
     let mut live = LiveBlocks::with_span(host_pfn_end(trace).unwrap_or(0));
+    let max_order = layout.max_order.0;
+    if options.hold_pretrace {
+        hold_pretrace_blocks(trace, &handles, &targets, max_order, &mut live, &mut counts);
+    }
     let mut samples = Vec::new();
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
-    let max_order = layout.max_order.0;
 
     for (index, event) in trace.events.iter().enumerate() {
         if until_sample == 0 {
@@ -323,6 +348,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                     }
                 }
             }
+            EventKind::FreeBatched if !live.contains(event.pfn) => counts.batched_marks += 1,
             EventKind::Free | EventKind::FreeBatched => match live.remove(event.pfn) {
                 Some((our_pfn, order)) => {
                     if event.kind == EventKind::Free && order != event.order {
@@ -404,4 +430,39 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         pcp_drain_pages: sum(&|zone| zone.zone_events.pcp_drain_pages),
         pageblocks,
     })
+}
+
+/// The stand-ins of blocks allocated before the trace: a pass over the
+/// trace finds every host block whose first event is an `mm_page_free` (a
+/// batched event only marks such a free; a block freed again after the
+/// trace allocated and freed it lost an event, and stays unknown), and
+/// each gets a block of the same order on the freeing CPU before the replay
+/// starts (movable, as most of a running host's memory is: page cache and
+/// user memory), entered in `live` under the host PFN. A stand-in that
+/// cannot be allocated leaves that free to be skipped.
+fn hold_pretrace_blocks<H: std::ops::Deref<Target = LocalPageAllocator>>(
+    trace: &Trace,
+    handles: &[pageframe::CpuHandle<H, pageframe::Local>],
+    targets: &[(usize, NodeId)],
+    max_order: u8,
+    live: &mut LiveBlocks,
+    counts: &mut ReplayCounts,
+) {
+    let mut touched = std::collections::HashSet::new();
+    for event in &trace.events {
+        match event.kind {
+            EventKind::Alloc => {
+                touched.insert(event.pfn);
+            }
+            EventKind::Free if touched.insert(event.pfn) && event.order <= max_order => {
+                let (target, node) = targets[event.cpu as usize];
+                let order = Order(event.order);
+                if let Ok(page) = handles[target].alloc_pages(Gfp::HIGHUSER_MOVABLE, order, node) {
+                    live.insert(event.pfn, page.pfn().0, order.0);
+                    counts.pretrace_held += 1;
+                }
+            }
+            _ => {}
+        }
+    }
 }
