@@ -13,7 +13,7 @@ use pageframe::vm::mempolicy::{
     MPOL_WEIGHTED_INTERLEAVE,
 };
 
-use super::{Addr, Call, Case, MaskArg, PageState, MISSING_PID, PAGE};
+use super::{Addr, Call, Case, MaskArg, PageState, PidArg, MISSING_PID, PAGE};
 use PageState::{Hole, Read, Untouched, Written};
 
 /// The nodemask shapes: NULL, empty, {0}, {0,1}, {0,300}, {0,1023}.
@@ -32,7 +32,7 @@ fn mask_shapes() -> Vec<MaskArg> {
 const MAXNODES: [u64; 6] = [0, 1, 2, 64, 1025, 2000];
 
 /// A mode with its flags, readably.
-fn mode_name(mode: i32) -> String {
+pub(super) fn mode_name(mode: i32) -> String {
     let flags = [
         (MPOL_F_STATIC_NODES, "STATIC"),
         (MPOL_F_RELATIVE_NODES, "RELATIVE"),
@@ -58,7 +58,7 @@ fn mode_name(mode: i32) -> String {
     name
 }
 
-fn mask_name(mask: &MaskArg) -> String {
+pub(super) fn mask_name(mask: &MaskArg) -> String {
     match mask {
         None => "NULL".to_string(),
         Some(nodes) => {
@@ -68,9 +68,10 @@ fn mask_name(mask: &MaskArg) -> String {
     }
 }
 
-fn addr_name(addr: Addr, layout: &[Vec<PageState>]) -> String {
+pub(super) fn addr_name(addr: Addr, layout: &[Vec<PageState>]) -> String {
     match addr {
         Addr::Null => "NULL".to_string(),
+        Addr::Raw(addr) => format!("{addr:#x}"),
         Addr::Page {
             region,
             page,
@@ -336,14 +337,14 @@ fn migrate_pages_cases() -> Vec<Case> {
     let layout = vec![vec![Written, Read, Untouched]];
     let shapes: Vec<MaskArg> = mask_shapes().into_iter().take(5).collect();
     let mut cases = Vec::new();
-    for pid in [0, MISSING_PID] {
+    for pid in [PidArg::Raw(0), PidArg::Raw(MISSING_PID)] {
         for maxnode in MAXNODES {
             for old in &shapes {
                 for new in &shapes {
                     cases.push(Case {
                         name: format!(
                             "migrate_pages(pid={}, maxnode={maxnode}, old={}, new={})",
-                            if pid == 0 { "self" } else { "missing" },
+                            pid.name(),
                             mask_name(old),
                             mask_name(new)
                         ),
@@ -384,12 +385,12 @@ fn move_pages_cases() -> Vec<Case> {
         (1 << 0, "STRICT"),
     ];
     let mut cases = Vec::new();
-    let mut push = |pid: i32, pages: Vec<Addr>, nodes: Option<Vec<i32>>, flags: (u32, &str)| {
+    let mut push = |pid: PidArg, pages: Vec<Addr>, nodes: Option<Vec<i32>>, flags: (u32, &str)| {
         let names: Vec<String> = pages.iter().map(|addr| addr_name(*addr, &layout)).collect();
         cases.push(Case {
             name: format!(
                 "move_pages(pid={}, [{}], nodes={}, {})",
-                if pid == 0 { "self" } else { "missing" },
+                pid.name(),
                 names.join(","),
                 nodes
                     .as_ref()
@@ -415,7 +416,7 @@ fn move_pages_cases() -> Vec<Case> {
             Some(vec![1024]),
         ] {
             for flags in flag_sets {
-                push(0, vec![addr], nodes.clone(), flags);
+                push(PidArg::Raw(0), vec![addr], nodes.clone(), flags);
             }
         }
     }
@@ -428,8 +429,8 @@ fn move_pages_cases() -> Vec<Case> {
         Some(vec![0, 0, 0, -1]),
     ] {
         for flags in [flag_sets[0], flag_sets[2]] {
-            push(0, all.clone(), nodes.clone(), flags);
-            push(MISSING_PID, all.clone(), nodes.clone(), flags);
+            push(PidArg::Raw(0), all.clone(), nodes.clone(), flags);
+            push(PidArg::Raw(MISSING_PID), all.clone(), nodes.clone(), flags);
         }
     }
     cases

@@ -71,6 +71,11 @@ fn ptr_or_null<T>(slice: Option<&[T]>) -> usize {
 struct LiveKernel;
 
 impl Side for LiveKernel {
+    fn own_pid(&self) -> i32 {
+        // SAFETY: getpid has no preconditions.
+        unsafe { libc::getpid() }
+    }
+
     fn map(&mut self, pages: usize) -> Result<u64, String> {
         // SAFETY: a fresh private anonymous mapping; no existing memory is
         // affected.

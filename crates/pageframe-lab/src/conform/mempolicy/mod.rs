@@ -17,9 +17,11 @@
 mod cases;
 mod kernel;
 mod model;
+mod random;
 
 use super::{errno_label, ConformError, ConformRow, SuiteOutcome, SuiteResult};
 pub use cases::all_cases;
+pub use random::random_cases;
 
 /// What pageframe deliberately does not model in this suite, with the
 /// reason (none makes a listed case differ on a host the suite runs on).
@@ -62,6 +64,10 @@ pub enum PageState {
 pub enum Addr {
     /// 0 (NULL).
     Null,
+    /// An address outside every region, as is (a low page below
+    /// `mmap_min_addr`, an address above user space, a non-canonical one):
+    /// no mapping of either side is ever there.
+    Raw(u64),
     /// Byte `offset` into page `page` of region `region`.
     Page {
         /// Index of the region.
@@ -80,6 +86,28 @@ impl Addr {
             region,
             page,
             offset: 0,
+        }
+    }
+}
+
+/// A pid argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidArg {
+    /// This value, as is: 0 (the caller), or a pid that names no process
+    /// ([`MISSING_PID`], negative ones).
+    Raw(i32),
+    /// The caller's own pid, spelled out (not 0).
+    Own,
+}
+
+impl PidArg {
+    /// A readable name.
+    pub fn name(self) -> String {
+        match self {
+            PidArg::Raw(0) => "self".to_string(),
+            PidArg::Raw(MISSING_PID) => "missing".to_string(),
+            PidArg::Raw(pid) => pid.to_string(),
+            PidArg::Own => "own".to_string(),
         }
     }
 }
@@ -129,8 +157,8 @@ pub enum Call {
     },
     /// `migrate_pages(pid, maxnode, old, new)`.
     MigratePages {
-        /// 0 (itself) or 0x3fff_ffff, a pid that names no process.
-        pid: i32,
+        /// The target.
+        pid: PidArg,
         /// `maxnode`.
         maxnode: u64,
         /// Old nodes.
@@ -140,8 +168,8 @@ pub enum Call {
     },
     /// `move_pages(pid, count, pages, nodes, status, flags)`.
     MovePages {
-        /// 0 (itself) or 0x3fff_ffff, a pid that names no process.
-        pid: i32,
+        /// The target.
+        pid: PidArg,
         /// The pages.
         pages: Vec<Addr>,
         /// Target nodes; `None` queries.
@@ -167,6 +195,8 @@ pub struct Case {
 /// The calls of one side (the live kernel or pageframe), in the syscalls'
 /// terms: `Ok(return value)` or `Err(errno)`.
 pub(crate) trait Side {
+    /// The pid of the task making the calls.
+    fn own_pid(&self) -> i32;
     /// Maps `pages` pages of private anonymous memory.
     fn map(&mut self, pages: usize) -> Result<u64, String>;
     /// Unmaps `pages` pages at `addr`.
@@ -215,9 +245,10 @@ pub(crate) trait Side {
     ) -> Result<i64, i32>;
 }
 
-/// Words of every bitmap buffer: 2048 bits, enough for the widest
-/// `maxnode` a case reads (cases above a page of bits fail before reading).
-const MASK_WORDS: usize = 32;
+/// Words of every bitmap buffer: a page of bits, the most either call
+/// reads or writes (get_nodes() and copy_nodes_to_user() fail with EINVAL
+/// above that before touching the buffer), so any `maxnode` is safe.
+pub(crate) const MASK_WORDS: usize = 512;
 /// What an output word holds before the call (to see what was written).
 const WORD_SENTINEL: u64 = 0x5a5a_5a5a_5a5a_5a5a;
 /// What `policy` and each status hold before the call.
@@ -281,6 +312,7 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
     }
     let resolve = |addr: Addr| match addr {
         Addr::Null => 0,
+        Addr::Raw(addr) => addr,
         Addr::Page {
             region,
             page,
@@ -356,7 +388,8 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
         } => {
             let old = old.as_deref().map(mask_buffer);
             let new = new.as_deref().map(mask_buffer);
-            let result = side.migrate_pages(*pid, *maxnode, old.as_deref(), new.as_deref());
+            let pid = pid_value(side, *pid);
+            let result = side.migrate_pages(pid, *maxnode, old.as_deref(), new.as_deref());
             out.push_str(&show_ret(result));
         }
         Call::MovePages {
@@ -367,7 +400,8 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
         } => {
             let addrs: Vec<u64> = pages.iter().map(|addr| resolve(*addr)).collect();
             let mut status = vec![INT_SENTINEL; addrs.len()];
-            let result = side.move_pages(*pid, &addrs, nodes.as_deref(), &mut status, *flags);
+            let pid = pid_value(side, *pid);
+            let result = side.move_pages(pid, &addrs, nodes.as_deref(), &mut status, *flags);
             let shown: Vec<String> = status.iter().map(|value| show_int(*value)).collect();
             out.push_str(&format!(
                 "{} status=[{}]",
@@ -384,6 +418,13 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
     side.set_mempolicy(0, None, 0)
         .map_err(|code| format!("resetting the policy: {}", errno_label(code)))?;
     Ok(out)
+}
+
+fn pid_value(side: &dyn Side, pid: PidArg) -> i32 {
+    match pid {
+        PidArg::Raw(pid) => pid,
+        PidArg::Own => side.own_pid(),
+    }
 }
 
 /// The task policy, each page's policy and each page's `move_pages` status.

@@ -60,6 +60,10 @@ fn pid_arg(pid: i32) -> u32 {
 }
 
 impl Side for Model<'_, '_> {
+    fn own_pid(&self) -> i32 {
+        self.pid.0 as i32
+    }
+
     fn map(&mut self, pages: usize) -> Result<u64, String> {
         self.vm
             .mmap(self.pid, pages as u64 * PAGE)
