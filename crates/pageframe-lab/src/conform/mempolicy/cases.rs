@@ -94,6 +94,7 @@ pub fn all_cases() -> Vec<Case> {
     cases.extend(mbind_cases());
     cases.extend(migrate_pages_cases());
     cases.extend(move_pages_cases());
+    cases.extend(super::edge_cases::edge_cases());
     cases
 }
 
@@ -119,6 +120,7 @@ fn set_mempolicy_cases() -> Vec<Case> {
                         ),
                         layout: vec![],
                         prior: None,
+                        before: vec![],
                         call: Call::SetMempolicy {
                             mode,
                             mask: mask.clone(),
@@ -192,6 +194,7 @@ fn get_mempolicy_cases() -> Vec<Case> {
                         ),
                         layout: layout.clone(),
                         prior: prior.clone(),
+                        before: vec![],
                         call: Call::GetMempolicy {
                             want_policy,
                             want_mask,
@@ -254,6 +257,7 @@ fn mbind_cases() -> Vec<Case> {
                     ),
                     layout: vec![region.clone()],
                     prior: None,
+                    before: vec![],
                     call: Call::Mbind {
                         addr: Addr::page(0, 0),
                         len: region.len() as u64 * PAGE,
@@ -319,6 +323,7 @@ fn mbind_cases() -> Vec<Case> {
                 name: format!("mbind({edge}, {}, {})", mode_name(mode), mask_name(&mask)),
                 layout: vec![mapped.clone()],
                 prior: None,
+                before: vec![],
                 call: Call::Mbind {
                     addr,
                     len,
@@ -350,6 +355,7 @@ fn migrate_pages_cases() -> Vec<Case> {
                         ),
                         layout: layout.clone(),
                         prior: None,
+                        before: vec![],
                         call: Call::MigratePages {
                             pid,
                             maxnode,
@@ -399,6 +405,7 @@ fn move_pages_cases() -> Vec<Case> {
             ),
             layout: layout.clone(),
             prior: None,
+            before: vec![],
             call: Call::MovePages {
                 pid,
                 pages,

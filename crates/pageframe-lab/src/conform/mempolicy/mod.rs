@@ -15,6 +15,7 @@
 //! Differences pageframe keeps on purpose are in [`NOT_MODELLED`].
 
 mod cases;
+mod edge_cases;
 mod kernel;
 mod model;
 mod random;
@@ -188,6 +189,10 @@ pub struct Case {
     pub layout: Vec<Vec<PageState>>,
     /// A task policy set before the call: (mode, nodes).
     pub prior: Option<(i32, Vec<usize>)>,
+    /// Calls made after the prior policy and before the call, each with
+    /// its result shown (state the call then sees: VMA policies, split
+    /// VMAs, moved pages).
+    pub before: Vec<Call>,
     /// The call.
     pub call: Call,
 }
@@ -325,7 +330,25 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
         let result = side.set_mempolicy(*mode, Some(&words), 1025);
         out.push_str(&format!("prior {} ", show_ret(result)));
     }
-    match &case.call {
+    for call in &case.before {
+        out.push_str(&run_call(side, call, &resolve));
+        out.push_str(" ; ");
+    }
+    out.push_str(&run_call(side, &case.call, &resolve));
+    out.push_str(" | after: ");
+    out.push_str(&state_after(side, &case.layout, &bases));
+    for (region, base) in case.layout.iter().zip(&bases) {
+        side.unmap(*base, region.len())?;
+    }
+    side.set_mempolicy(0, None, 0)
+        .map_err(|code| format!("resetting the policy: {}", errno_label(code)))?;
+    Ok(out)
+}
+
+/// Makes `call` on `side`; its result text.
+fn run_call(side: &mut dyn Side, call: &Call, resolve: &dyn Fn(Addr) -> u64) -> String {
+    let mut out = String::new();
+    match call {
         Call::SetMempolicy {
             mode,
             mask,
@@ -410,14 +433,7 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
             ));
         }
     }
-    out.push_str(" | after: ");
-    out.push_str(&state_after(side, &case.layout, &bases));
-    for (region, base) in case.layout.iter().zip(&bases) {
-        side.unmap(*base, region.len())?;
-    }
-    side.set_mempolicy(0, None, 0)
-        .map_err(|code| format!("resetting the policy: {}", errno_label(code)))?;
-    Ok(out)
+    out
 }
 
 fn pid_value(side: &dyn Side, pid: PidArg) -> i32 {

@@ -90,16 +90,37 @@ fn maxnode(rng: &mut Rng) -> u64 {
     if rng.one_in(5) {
         // Anything up to just past a page of bits.
         rng.below(33_000)
+    } else if rng.one_in(5) {
+        // Around MAX_NUMNODES, where get_nodes() changes rule.
+        1000 + rng.below(200)
     } else {
         rng.pick(&MAXNODES)
     }
+}
+
+/// A bitmap, sometimes with bits just below, at and past `maxnode - 1`
+/// (the last bit the kernel reads).
+fn mask_near(rng: &mut Rng, maxnode: u64) -> MaskArg {
+    let mut mask = mask(rng);
+    if let Some(nodes) = mask.as_mut().filter(|_| rng.one_in(3)) {
+        let last = maxnode.wrapping_sub(2);
+        for delta in [0u64, 1, 2, 63, 64] {
+            let node = last.wrapping_add(delta).wrapping_sub(1);
+            if node < (MASK_WORDS * 64) as u64 && rng.one_in(2) {
+                nodes.push(node as usize);
+            }
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+    }
+    mask
 }
 
 fn mask(rng: &mut Rng) -> MaskArg {
     if rng.one_in(6) {
         return None;
     }
-    let count = rng.pick(&[0u64, 1, 1, 1, 2, 2, 3]);
+    let count = rng.pick(&[0u64, 1, 1, 1, 2, 2, 3, 5]);
     let mut nodes: Vec<usize> = (0..count)
         .map(|_| {
             if rng.one_in(8) {
@@ -261,21 +282,85 @@ fn node_value(rng: &mut Rng) -> i32 {
     }
 }
 
+/// A call that most often succeeds and leaves state behind: `mbind` of
+/// a valid policy over part of the region (splitting its VMA), or a move.
+fn setup_call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
+    if rng.one_in(4) {
+        return call(rng, layout);
+    }
+    let pages = layout[0].len();
+    let first = rng.below(pages as u64) as usize;
+    let count = 1 + rng.below((pages - first) as u64);
+    let (mode, nodes) = rng.pick(&[
+        (0, vec![]),
+        (1, vec![0]),
+        (1, vec![]),
+        (2, vec![0]),
+        (2, vec![0, 1]),
+        (3, vec![0, 300]),
+        (4, vec![]),
+        (5, vec![0]),
+        (6, vec![0]),
+        (1 | MPOL_F_STATIC_NODES, vec![0, 5]),
+        (2 | MPOL_F_STATIC_NODES, vec![0, 300]),
+        (2 | MPOL_F_RELATIVE_NODES, vec![1]),
+        (3 | MPOL_F_RELATIVE_NODES, vec![2, 3]),
+        (2 | MPOL_F_NUMA_BALANCING, vec![0]),
+        (5 | MPOL_F_NUMA_BALANCING, vec![0, 64]),
+    ]);
+    Call::Mbind {
+        addr: Addr::page(0, first),
+        len: count * PAGE,
+        mode,
+        mask: Some(nodes),
+        maxnode: 1025,
+        flags: rng.pick(&[0, MPOL_MF_MOVE, MPOL_MF_STRICT | MPOL_MF_MOVE]),
+    }
+}
+
 /// One random case.
 fn case(rng: &mut Rng, index: usize) -> Case {
     let layout = layout(rng);
     let prior = prior(rng);
-    let call = match rng.below(5) {
-        0 => Call::SetMempolicy {
-            mode: mode(rng),
-            mask: mask(rng),
-            maxnode: maxnode(rng),
-        },
+    let before = match rng.below(6) {
+        0 => vec![setup_call(rng, &layout)],
+        1 => vec![setup_call(rng, &layout), setup_call(rng, &layout)],
+        _ => vec![],
+    };
+    let call = call(rng, &layout);
+    let mut steps: Vec<String> = before.iter().map(|call| call_name(call, &layout)).collect();
+    steps.push(call_name(&call, &layout));
+    let name = format!(
+        "random#{index} {} on {:?} after {}",
+        steps.join(" ; "),
+        layout[0],
+        prior_name(&prior)
+    );
+    Case {
+        name,
+        layout,
+        prior,
+        before,
+        call,
+    }
+}
+
+/// One random call over `layout`.
+fn call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
+    match rng.below(5) {
+        0 => {
+            let maxnode = maxnode(rng);
+            Call::SetMempolicy {
+                mode: mode(rng),
+                mask: mask_near(rng, maxnode),
+                maxnode,
+            }
+        }
         1 => Call::GetMempolicy {
             want_policy: !rng.one_in(4),
             want_mask: !rng.one_in(4),
             maxnode: maxnode(rng),
-            addr: addr(rng, &layout),
+            addr: addr(rng, layout),
             flags: if rng.one_in(10) {
                 rng.pick(&[8, 16, 1 << 31, 1 << 32, u64::MAX])
             } else {
@@ -283,27 +368,31 @@ fn case(rng: &mut Rng, index: usize) -> Case {
             },
         },
         2 => {
-            let start = addr(rng, &layout);
+            let start = addr(rng, layout);
+            let maxnode = maxnode(rng);
             Call::Mbind {
                 addr: start,
-                len: length(rng, start, &layout),
+                len: length(rng, start, layout),
                 mode: mode(rng),
-                mask: mask(rng),
-                maxnode: maxnode(rng),
+                mask: mask_near(rng, maxnode),
+                maxnode,
                 flags: mbind_flags(rng),
             }
         }
-        3 => Call::MigratePages {
-            pid: pid(rng),
-            maxnode: maxnode(rng),
-            old: mask(rng),
-            new: mask(rng),
-        },
+        3 => {
+            let maxnode = maxnode(rng);
+            Call::MigratePages {
+                pid: pid(rng),
+                maxnode,
+                old: mask_near(rng, maxnode),
+                new: mask_near(rng, maxnode),
+            }
+        }
         _ => {
-            let count = rng.pick(&[0, 1, 1, 2, 3, 5]);
+            let count = rng.pick(&[0, 1, 1, 2, 3, 5, 17]);
             Call::MovePages {
                 pid: pid(rng),
-                pages: (0..count).map(|_| addr(rng, &layout)).collect(),
+                pages: (0..count).map(|_| addr(rng, layout)).collect(),
                 nodes: if rng.one_in(3) {
                     None
                 } else {
@@ -316,18 +405,6 @@ fn case(rng: &mut Rng, index: usize) -> Case {
                 },
             }
         }
-    };
-    let name = format!(
-        "random#{index} {} on {:?} after {}",
-        call_name(&call, &layout),
-        layout[0],
-        prior_name(&prior)
-    );
-    Case {
-        name,
-        layout,
-        prior,
-        call,
     }
 }
 
