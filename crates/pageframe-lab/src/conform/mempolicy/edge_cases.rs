@@ -4,7 +4,7 @@
 //! EINVAL), raw addresses no mapping uses, the caller's own pid spelled
 //! out, unknown mode flag bits, `move_pages` past its 16-page chunk, and
 //! short sequences whose first calls leave VMA policies for the last one
-//! to see.
+//! to see, `set_mempolicy_home_node` among them.
 
 use pageframe::vm::mempolicy::{
     MPOL_BIND, MPOL_DEFAULT, MPOL_F_ADDR, MPOL_F_NODE, MPOL_F_RELATIVE_NODES, MPOL_F_STATIC_NODES,
@@ -21,6 +21,7 @@ pub(super) fn edge_cases() -> Vec<Case> {
     cases.extend(raw_address_cases());
     cases.extend(pid_and_flag_cases());
     cases.extend(sequence_cases());
+    cases.extend(home_node_cases());
     cases
 }
 
@@ -299,6 +300,68 @@ fn sequence_cases() -> Vec<Case> {
                     MPOL_MF_STRICT,
                 ),
             ));
+        }
+    }
+    cases
+}
+
+fn home_node(first: usize, len: u64, home_node: u64, flags: u64) -> Call {
+    Call::SetMempolicyHomeNode {
+        addr: Addr::page(0, first),
+        len,
+        home_node,
+        flags,
+    }
+}
+
+/// `set_mempolicy_home_node` after no policy, BIND, PREFERRED_MANY and
+/// INTERLEAVE on part of the region: its argument checks in order, ranges
+/// over VMAs with and without a policy, over holes, wrapping and empty.
+fn home_node_cases() -> Vec<Case> {
+    let layout = vec![Written, Untouched, Hole, Written];
+    let setups: [Vec<Call>; 5] = [
+        vec![],
+        vec![mbind(1, 1, MPOL_BIND, vec![0], 0)],
+        vec![mbind(0, 2, MPOL_PREFERRED_MANY, vec![0], 0)],
+        vec![mbind(3, 1, MPOL_INTERLEAVE, vec![0], 0)],
+        vec![
+            mbind(0, 1, MPOL_BIND | MPOL_F_STATIC_NODES, vec![0, 300], 0),
+            mbind(3, 1, MPOL_PREFERRED, vec![0], 0),
+        ],
+    ];
+    let calls = [
+        home_node(0, 4 * PAGE, 0, 0),
+        home_node(0, 2 * PAGE, 0, 0),
+        home_node(1, PAGE, 0, 0),
+        home_node(3, PAGE, 0, 0),
+        home_node(2, PAGE, 0, 0),
+        home_node(0, 4 * PAGE, 1, 0),
+        home_node(0, 4 * PAGE, 1024, 0),
+        home_node(0, 4 * PAGE, 0, 1),
+        home_node(0, 0, 0, 0),
+        home_node(0, u64::MAX - 100, 0, 0),
+        home_node(0, 0u64.wrapping_sub(PAGE), 0, 0),
+        Call::SetMempolicyHomeNode {
+            addr: Addr::Page {
+                region: 0,
+                page: 0,
+                offset: 1,
+            },
+            len: PAGE,
+            home_node: 1,
+            flags: 1,
+        },
+        Call::SetMempolicyHomeNode {
+            addr: Addr::Raw(0x1000),
+            len: PAGE,
+            home_node: 0,
+            flags: 0,
+        },
+    ];
+    let mut cases = Vec::new();
+    for setup in &setups {
+        for call in &calls {
+            cases.push(case(layout.clone(), setup.clone(), call.clone()));
         }
     }
     cases

@@ -1,13 +1,13 @@
 //! The `mempolicy` conformance suite: every case runs on the live kernel
 //! (real `set_mempolicy`, `get_mempolicy`, `mbind`, `migrate_pages`,
-//! `move_pages` in a forked child, so the calling process keeps its own
-//! policy and address space) and on a pageframe machine booted like the
-//! host (its nodes and CPUs from `/sys/devices/system/node`), and the two
-//! results are compared.
+//! `move_pages`, `set_mempolicy_home_node` in a forked child, so the
+//! calling process keeps its own policy and address space) and on a
+//! pageframe machine booted like the host (its nodes and CPUs from
+//! `/sys/devices/system/node`), and the two results are compared.
 //!
 //! A case is a layout of mapped regions (pages untouched, read — the zero
-//! page —, written, or unmapped), an optional task policy set first, and one
-//! call. Its result is the call's return (value or errno), its
+//! page —, written, or unmapped), an optional task policy set first, calls
+//! made before (their results shown too), and one call. Its result is the call's return (value or errno), its
 //! out-parameters, then the state after it: the task policy, the policy of
 //! every page, and the `move_pages` status of every page — so a call that
 //! fails but changed something shows as a DIFF too.
@@ -167,6 +167,17 @@ pub enum Call {
         /// New nodes.
         new: MaskArg,
     },
+    /// `set_mempolicy_home_node(start, len, home_node, flags)`.
+    SetMempolicyHomeNode {
+        /// Start.
+        addr: Addr,
+        /// Length in bytes.
+        len: u64,
+        /// The home node.
+        home_node: u64,
+        /// Flags (none is valid).
+        flags: u64,
+    },
     /// `move_pages(pid, count, pages, nodes, status, flags)`.
     MovePages {
         /// The target.
@@ -238,6 +249,14 @@ pub(crate) trait Side {
         maxnode: u64,
         old: Option<&[u64]>,
         new: Option<&[u64]>,
+    ) -> Result<i64, i32>;
+    /// `set_mempolicy_home_node`.
+    fn set_mempolicy_home_node(
+        &mut self,
+        addr: u64,
+        len: u64,
+        home_node: u64,
+        flags: u64,
     ) -> Result<i64, i32>;
     /// `move_pages`.
     fn move_pages(
@@ -413,6 +432,15 @@ fn run_call(side: &mut dyn Side, call: &Call, resolve: &dyn Fn(Addr) -> u64) -> 
             let new = new.as_deref().map(mask_buffer);
             let pid = pid_value(side, *pid);
             let result = side.migrate_pages(pid, *maxnode, old.as_deref(), new.as_deref());
+            out.push_str(&show_ret(result));
+        }
+        Call::SetMempolicyHomeNode {
+            addr,
+            len,
+            home_node,
+            flags,
+        } => {
+            let result = side.set_mempolicy_home_node(resolve(*addr), *len, *home_node, *flags);
             out.push_str(&show_ret(result));
         }
         Call::MovePages {

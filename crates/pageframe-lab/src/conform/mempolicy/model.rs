@@ -140,6 +140,20 @@ impl Side for Model<'_, '_> {
         )
     }
 
+    fn set_mempolicy_home_node(
+        &mut self,
+        addr: u64,
+        len: u64,
+        home_node: u64,
+        flags: u64,
+    ) -> Result<i64, i32> {
+        code(
+            self.vm
+                .set_mempolicy_home_node(self.pid, addr, len, home_node, flags)
+                .map(|()| 0),
+        )
+    }
+
     fn move_pages(
         &mut self,
         pid: i32,

@@ -3,7 +3,9 @@
 //! enumerate — `maxnode` around word and `MAX_NUMNODES` boundaries and far
 //! past them, bits for nodes that do not exist or lie past `maxnode`,
 //! unknown mode and call flags, unaligned and wrapping ranges, raw
-//! addresses no mapping uses, bad pids and node numbers.
+//! addresses no mapping uses, bad pids and node numbers; and
+//! `set_mempolicy_home_node` over ranges whose VMAs carry each kind of
+//! policy (set by the calls made before).
 //!
 //! Owns only case construction: the cases run through the suite's own
 //! machinery ([`super::run_cases`]). Invariant: every case stays inside
@@ -347,7 +349,7 @@ fn case(rng: &mut Rng, index: usize) -> Case {
 
 /// One random call over `layout`.
 fn call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
-    match rng.below(5) {
+    match rng.below(6) {
         0 => {
             let maxnode = maxnode(rng);
             Call::SetMempolicy {
@@ -377,6 +379,23 @@ fn call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
                 mask: mask_near(rng, maxnode),
                 maxnode,
                 flags: mbind_flags(rng),
+            }
+        }
+        5 => {
+            let start = addr(rng, layout);
+            Call::SetMempolicyHomeNode {
+                addr: start,
+                len: length(rng, start, layout),
+                home_node: if rng.one_in(4) {
+                    rng.pick(&[1, 2, 1023, 1024, 1 << 40, u64::MAX])
+                } else {
+                    0
+                },
+                flags: if rng.one_in(8) {
+                    rng.pick(&[1, 1 << 32, u64::MAX])
+                } else {
+                    0
+                },
             }
         }
         3 => {
@@ -455,6 +474,15 @@ pub(super) fn call_name(call: &Call, layout: &[Vec<PageState>]) -> String {
             pid.name(),
             mask_name(old),
             mask_name(new)
+        ),
+        Call::SetMempolicyHomeNode {
+            addr,
+            len,
+            home_node,
+            flags,
+        } => format!(
+            "set_mempolicy_home_node({}, len={len:#x}, home_node={home_node}, flags={flags:#x})",
+            addr_name(*addr, layout)
         ),
         Call::MovePages {
             pid,
