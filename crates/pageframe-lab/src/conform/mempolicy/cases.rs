@@ -4,7 +4,9 @@
 //! at each kind of address; `mbind` over mapped, unmapped and partly mapped
 //! ranges with STRICT / MOVE / MOVE_ALL, plus its length and address edges;
 //! `migrate_pages` over mask shapes and `maxnode` edges; `move_pages`
-//! queries and moves of every kind of page, with bad nodes first and later.
+//! queries and moves of every kind of page, with bad nodes first and later;
+//! then the edge cases of `edge_cases.rs` (bitmap word edges, raw
+//! addresses, pids, call sequences, `set_mempolicy_home_node`).
 
 use pageframe::vm::mempolicy::{
     MPOL_BIND, MPOL_DEFAULT, MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE, MPOL_F_NUMA_BALANCING,
