@@ -161,8 +161,10 @@ fn mode(rng: &mut Rng) -> i32 {
     base | flags
 }
 
+/// One region, sometimes two (mapped one after the other, so the kernel
+/// may merge them into one VMA where pageframe keeps two: ranges never
+/// cross from one region into the other).
 fn layout(rng: &mut Rng) -> Vec<Vec<PageState>> {
-    let pages = 1 + rng.below(5) as usize;
     let states = [
         PageState::Written,
         PageState::Written,
@@ -170,7 +172,13 @@ fn layout(rng: &mut Rng) -> Vec<Vec<PageState>> {
         PageState::Untouched,
         PageState::Hole,
     ];
-    vec![(0..pages).map(|_| rng.pick(&states)).collect()]
+    let regions = if rng.one_in(4) { 2 } else { 1 };
+    (0..regions)
+        .map(|_| {
+            let pages = 1 + rng.below(5) as usize;
+            (0..pages).map(|_| rng.pick(&states)).collect()
+        })
+        .collect()
 }
 
 /// Raw addresses nothing maps: below `mmap_min_addr` (both sides' mappings
@@ -190,15 +198,18 @@ fn addr(rng: &mut Rng, layout: &[Vec<PageState>]) -> Addr {
     match rng.below(10) {
         0 => Addr::Null,
         1 => Addr::Raw(rng.pick(&RAW_ADDRS)),
-        _ => Addr::Page {
-            region: 0,
-            page: rng.below(layout[0].len() as u64) as usize,
-            offset: if rng.one_in(5) {
-                rng.pick(&[1, 8, 2048, PAGE - 1])
-            } else {
-                0
-            },
-        },
+        _ => {
+            let region = rng.below(layout.len() as u64) as usize;
+            Addr::Page {
+                region,
+                page: rng.below(layout[region].len() as u64) as usize,
+                offset: if rng.one_in(5) {
+                    rng.pick(&[1, 8, 2048, PAGE - 1])
+                } else {
+                    0
+                },
+            }
+        }
     }
 }
 
@@ -206,7 +217,11 @@ fn addr(rng: &mut Rng, layout: &[Vec<PageState>]) -> Addr {
 /// that never reach past it (0, wrapping, aligning to nothing).
 fn length(rng: &mut Rng, addr: Addr, layout: &[Vec<PageState>]) -> u64 {
     let room = match addr {
-        Addr::Page { page, offset, .. } => (layout[0].len() - page) as u64 * PAGE - offset,
+        Addr::Page {
+            region,
+            page,
+            offset,
+        } => (layout[region].len() - page) as u64 * PAGE - offset,
         // Small: [0, huge) would cover the live process's own mappings.
         Addr::Null | Addr::Raw(_) => {
             return rng.pick(&[0, 1, PAGE, 0x4000, u64::MAX, u64::MAX - 100]);
@@ -290,7 +305,8 @@ fn setup_call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
     if rng.one_in(4) {
         return call(rng, layout);
     }
-    let pages = layout[0].len();
+    let region = rng.below(layout.len() as u64) as usize;
+    let pages = layout[region].len();
     let first = rng.below(pages as u64) as usize;
     let count = 1 + rng.below((pages - first) as u64);
     let (mode, nodes) = rng.pick(&[
@@ -311,7 +327,7 @@ fn setup_call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
         (5 | MPOL_F_NUMA_BALANCING, vec![0, 64]),
     ]);
     Call::Mbind {
-        addr: Addr::page(0, first),
+        addr: Addr::page(region, first),
         len: count * PAGE,
         mode,
         mask: Some(nodes),
@@ -335,7 +351,7 @@ fn case(rng: &mut Rng, index: usize) -> Case {
     let name = format!(
         "random#{index} {} on {:?} after {}",
         steps.join(" ; "),
-        layout[0],
+        layout,
         prior_name(&prior)
     );
     Case {
