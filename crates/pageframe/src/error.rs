@@ -53,6 +53,10 @@ pub enum Errno {
     /// Invalid argument.
     #[error("EINVAL: invalid argument")]
     EINVAL = 22,
+    /// Operation not supported (set_mempolicy_home_node on a policy that
+    /// is neither BIND nor PREFERRED_MANY).
+    #[error("EOPNOTSUPP: operation not supported")]
+    EOPNOTSUPP = 95,
 }
 
 impl Errno {
@@ -74,6 +78,7 @@ impl Errno {
             Errno::EBUSY => "EBUSY",
             Errno::ENODEV => "ENODEV",
             Errno::EINVAL => "EINVAL",
+            Errno::EOPNOTSUPP => "EOPNOTSUPP",
         }
     }
 }

@@ -179,7 +179,7 @@ pub enum ConformError {
 
 /// The errno name of a raw error code (`EINVAL`), or `errno N`.
 pub fn errno_label(code: i32) -> String {
-    const KNOWN: [Errno; 10] = [
+    const KNOWN: [Errno; 11] = [
         Errno::EPERM,
         Errno::ENOENT,
         Errno::ESRCH,
@@ -190,6 +190,7 @@ pub fn errno_label(code: i32) -> String {
         Errno::EBUSY,
         Errno::ENODEV,
         Errno::EINVAL,
+        Errno::EOPNOTSUPP,
     ];
     match KNOWN.iter().find(|errno| errno.code() == code) {
         Some(errno) => errno.name().to_string(),

@@ -187,9 +187,10 @@ impl Vm<'_> {
             }
             Mode::PreferredMany => {
                 let first_try = (gfp | Gfp::NOWARN) - Gfp::DIRECT_RECLAIM - Gfp::NOFAIL;
+                let preferred = policy.home_node.unwrap_or(local);
                 handle
-                    .alloc_pages_nodemask(first_try, order, local, &policy.nodes)
-                    .or_else(|_| handle.alloc_pages(gfp, order, local))
+                    .alloc_pages_nodemask(first_try, order, preferred, &policy.nodes)
+                    .or_else(|_| handle.alloc_pages(gfp, order, preferred))
             }
             _ => match mempolicy::policy_target(policy, local) {
                 (node, Some(mask)) => handle.alloc_pages_nodemask(gfp, order, node, &mask),

@@ -125,6 +125,9 @@ pub struct MemPolicy {
     /// What the user passed (with any mode flag; it may name nodes that do
     /// not exist) or the cpuset's mems at the time.
     pub user_nodemask: UserNodemask,
+    /// The node BIND and PREFERRED_MANY allocate from first instead of the
+    /// local one (`set_mempolicy_home_node`); `None` is NUMA_NO_NODE.
+    pub home_node: Option<NodeId>,
 }
 
 impl MemPolicy {
@@ -137,6 +140,7 @@ impl MemPolicy {
             flags: MPOL_F_MOF | MPOL_F_MORON,
             nodes: Nodemask::of(node),
             user_nodemask: UserNodemask::NONE,
+            home_node: None,
         }
     }
 
@@ -213,6 +217,7 @@ pub fn mpol_new(mode: Mode, flags: u16, nodes: &UserNodemask) -> Result<Option<M
         flags,
         nodes: Nodemask::NONE,
         user_nodemask: UserNodemask::NONE,
+        home_node: None,
     }))
 }
 
@@ -311,11 +316,12 @@ pub fn weighted_nth_node(nodes: &Nodemask, weights: &[u8], index: u64) -> Option
 
 /// Where a policy wants a new page: the preferred node and the nodemask to
 /// allocate from (mirrors policy_node() and policy_nodemask(); the interleave
-/// node is chosen by the caller, which knows the offset).
+/// node is chosen by the caller, which knows the offset). BIND and
+/// PREFERRED_MANY start from their home node when they have one.
 pub fn policy_target(policy: &MemPolicy, local: NodeId) -> (NodeId, Option<Nodemask>) {
     match policy.mode {
         Mode::Preferred => (policy.nodes.iter().next().unwrap_or(local), None),
-        Mode::Bind | Mode::PreferredMany => (local, Some(policy.nodes)),
+        Mode::Bind | Mode::PreferredMany => (policy.home_node.unwrap_or(local), Some(policy.nodes)),
         _ => (local, None),
     }
 }

@@ -16,7 +16,8 @@
 //! Every call that fails leaves the vm as it was, except where Linux itself
 //! changes state before failing (a `move_pages` stopped by a bad node has
 //! moved the pages before it; an `mbind` whose migration fails has
-//! installed its policy).
+//! installed its policy; a `set_mempolicy_home_node` stopped by EOPNOTSUPP
+//! keeps the home nodes it set on the VMAs before).
 //!
 //! Invariants (checked by [`Vm::check_invariants`]):
 //! - every present PTE maps a distinct PFN whose memmap record is an
@@ -43,6 +44,7 @@
 //! ```
 
 mod fault;
+mod home_node;
 mod invariants;
 pub mod mempolicy;
 mod migrate;

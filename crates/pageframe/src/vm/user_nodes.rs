@@ -44,6 +44,15 @@ impl UserNodemask {
         mask
     }
 
+    /// The mask with exactly `bits` set (those below `SYSCALL_MAX_NUMNODES`).
+    pub fn from_bits(bits: &[usize]) -> UserNodemask {
+        let mut mask = UserNodemask::NONE;
+        for bit in bits {
+            mask.set(*bit);
+        }
+        mask
+    }
+
     /// The nodes that can exist on a machine (bits below [`MAX_NUMNODES`]).
     pub fn to_nodemask(&self) -> Nodemask {
         let mut nodes = Nodemask::NONE;
@@ -81,12 +90,16 @@ impl UserNodemask {
     }
 }
 
-/// Reads a user bitmap of `maxnode` bits (mirrors get_nodes(), 6.12): the
-/// kernel reads `maxnode - 1` bits, in unsigned arithmetic, so `maxnode = 0`
-/// with a bitmap wraps to a huge count and is EINVAL; `maxnode = 1` or no
-/// bitmap reads nothing; more than a page of bits is EINVAL; bits at or above
-/// `SYSCALL_MAX_NUMNODES` must be zero (EINVAL). `mask` shorter than the
-/// words the kernel reads is the user-copy fault, EFAULT.
+/// Reads a user bitmap of `maxnode` bits (mirrors get_nodes(), 6.12 and
+/// live 6.18): the kernel reads `maxnode - 1` bits, in unsigned arithmetic,
+/// so `maxnode = 0` with a bitmap wraps to a huge count and is EINVAL;
+/// `maxnode = 1` or no bitmap reads nothing; more than a page of bits is
+/// EINVAL. Past `SYSCALL_MAX_NUMNODES` bits the bitmap must be zero, and the
+/// kernel checks that a whole word at a time from the top word down, so a
+/// bit above `maxnode - 1` that shares the top word is EINVAL too (below
+/// `SYSCALL_MAX_NUMNODES`, bits above `maxnode - 1` are masked off).
+/// `mask` shorter than the words the kernel reads is the user-copy fault,
+/// EFAULT.
 pub fn get_nodes(mask: Option<&[u64]>, maxnode: u64) -> Result<UserNodemask, Errno> {
     let bits = maxnode.wrapping_sub(1);
     let mut nodes = UserNodemask::NONE;
@@ -103,13 +116,12 @@ pub fn get_nodes(mask: Option<&[u64]>, maxnode: u64) -> Result<UserNodemask, Err
     if mask.len() < words {
         return Err(Errno::EFAULT);
     }
-    for bit in 0..bits as usize {
-        if mask[bit / 64] >> (bit % 64) & 1 != 0 {
-            if bit >= SYSCALL_MAX_NUMNODES {
-                return Err(Errno::EINVAL);
-            }
-            nodes.set(bit);
-        }
+    if words > WORDS && mask[WORDS..words].iter().any(|word| *word != 0) {
+        return Err(Errno::EINVAL);
+    }
+    let read = (bits as usize).min(SYSCALL_MAX_NUMNODES);
+    for bit in (0..read).filter(|bit| mask[bit / 64] >> (bit % 64) & 1 != 0) {
+        nodes.set(bit);
     }
     Ok(nodes)
 }
@@ -181,6 +193,36 @@ mod tests {
         let top = get_nodes(Some(&high), 2000).unwrap();
         assert_eq!(top.iter().collect::<Vec<_>>(), [1023]);
         assert_eq!(get_nodes(Some(&[0]), 129), Err(Errno::EFAULT));
+    }
+
+    /// Regression: past `SYSCALL_MAX_NUMNODES` Linux checks whole words,
+    /// so a bit above `maxnode - 1` in the top word is EINVAL (the live
+    /// kernel: `migrate_pages(maxnode=2048, new={0,2047})` and
+    /// `mbind(..., {1025}, maxnode=1026)` both fail), while below it such a
+    /// bit is masked off.
+    #[test]
+    fn get_nodes_checks_whole_words_past_max_numnodes() {
+        let mut mask = vec![0u64; 32];
+        mask[31] = 1 << 63;
+        mask[0] = 1;
+        assert_eq!(get_nodes(Some(&mask), 2048), Err(Errno::EINVAL));
+        mask[31] = 0;
+        mask[16] = 1 << 1;
+        assert_eq!(get_nodes(Some(&mask), 1026), Err(Errno::EINVAL));
+        assert_eq!(
+            get_nodes(Some(&mask), 1025),
+            Ok(UserNodemask::from_bits(&[0]))
+        );
+        mask[16] = 0;
+        mask[15] = 1 << 63;
+        assert_eq!(
+            get_nodes(Some(&mask), 1000),
+            Ok(UserNodemask::from_bits(&[0]))
+        );
+        assert_eq!(
+            get_nodes(Some(&mask), 1025),
+            Ok(UserNodemask::from_bits(&[0, 1023]))
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! at each kind of address; `mbind` over mapped, unmapped and partly mapped
 //! ranges with STRICT / MOVE / MOVE_ALL, plus its length and address edges;
 //! `migrate_pages` over mask shapes and `maxnode` edges; `move_pages`
-//! queries and moves of every kind of page, with bad nodes first and later.
+//! queries and moves of every kind of page, with bad nodes first and later;
+//! then the edge cases of `edge_cases.rs` (bitmap word edges, raw
+//! addresses, pids, call sequences, `set_mempolicy_home_node`).
 
 use pageframe::vm::mempolicy::{
     MPOL_BIND, MPOL_DEFAULT, MPOL_F_ADDR, MPOL_F_MEMS_ALLOWED, MPOL_F_NODE, MPOL_F_NUMA_BALANCING,
@@ -13,7 +15,7 @@ use pageframe::vm::mempolicy::{
     MPOL_WEIGHTED_INTERLEAVE,
 };
 
-use super::{Addr, Call, Case, MaskArg, PageState, MISSING_PID, PAGE};
+use super::{Addr, Call, Case, MaskArg, PageState, PidArg, MISSING_PID, PAGE};
 use PageState::{Hole, Read, Untouched, Written};
 
 /// The nodemask shapes: NULL, empty, {0}, {0,1}, {0,300}, {0,1023}.
@@ -32,7 +34,7 @@ fn mask_shapes() -> Vec<MaskArg> {
 const MAXNODES: [u64; 6] = [0, 1, 2, 64, 1025, 2000];
 
 /// A mode with its flags, readably.
-fn mode_name(mode: i32) -> String {
+pub(super) fn mode_name(mode: i32) -> String {
     let flags = [
         (MPOL_F_STATIC_NODES, "STATIC"),
         (MPOL_F_RELATIVE_NODES, "RELATIVE"),
@@ -58,7 +60,7 @@ fn mode_name(mode: i32) -> String {
     name
 }
 
-fn mask_name(mask: &MaskArg) -> String {
+pub(super) fn mask_name(mask: &MaskArg) -> String {
     match mask {
         None => "NULL".to_string(),
         Some(nodes) => {
@@ -68,9 +70,10 @@ fn mask_name(mask: &MaskArg) -> String {
     }
 }
 
-fn addr_name(addr: Addr, layout: &[Vec<PageState>]) -> String {
+pub(super) fn addr_name(addr: Addr, layout: &[Vec<PageState>]) -> String {
     match addr {
         Addr::Null => "NULL".to_string(),
+        Addr::Raw(addr) => format!("{addr:#x}"),
         Addr::Page {
             region,
             page,
@@ -93,6 +96,7 @@ pub fn all_cases() -> Vec<Case> {
     cases.extend(mbind_cases());
     cases.extend(migrate_pages_cases());
     cases.extend(move_pages_cases());
+    cases.extend(super::edge_cases::edge_cases());
     cases
 }
 
@@ -118,6 +122,7 @@ fn set_mempolicy_cases() -> Vec<Case> {
                         ),
                         layout: vec![],
                         prior: None,
+                        before: vec![],
                         call: Call::SetMempolicy {
                             mode,
                             mask: mask.clone(),
@@ -191,6 +196,7 @@ fn get_mempolicy_cases() -> Vec<Case> {
                         ),
                         layout: layout.clone(),
                         prior: prior.clone(),
+                        before: vec![],
                         call: Call::GetMempolicy {
                             want_policy,
                             want_mask,
@@ -253,6 +259,7 @@ fn mbind_cases() -> Vec<Case> {
                     ),
                     layout: vec![region.clone()],
                     prior: None,
+                    before: vec![],
                     call: Call::Mbind {
                         addr: Addr::page(0, 0),
                         len: region.len() as u64 * PAGE,
@@ -318,6 +325,7 @@ fn mbind_cases() -> Vec<Case> {
                 name: format!("mbind({edge}, {}, {})", mode_name(mode), mask_name(&mask)),
                 layout: vec![mapped.clone()],
                 prior: None,
+                before: vec![],
                 call: Call::Mbind {
                     addr,
                     len,
@@ -336,19 +344,20 @@ fn migrate_pages_cases() -> Vec<Case> {
     let layout = vec![vec![Written, Read, Untouched]];
     let shapes: Vec<MaskArg> = mask_shapes().into_iter().take(5).collect();
     let mut cases = Vec::new();
-    for pid in [0, MISSING_PID] {
+    for pid in [PidArg::Raw(0), PidArg::Raw(MISSING_PID)] {
         for maxnode in MAXNODES {
             for old in &shapes {
                 for new in &shapes {
                     cases.push(Case {
                         name: format!(
                             "migrate_pages(pid={}, maxnode={maxnode}, old={}, new={})",
-                            if pid == 0 { "self" } else { "missing" },
+                            pid.name(),
                             mask_name(old),
                             mask_name(new)
                         ),
                         layout: layout.clone(),
                         prior: None,
+                        before: vec![],
                         call: Call::MigratePages {
                             pid,
                             maxnode,
@@ -384,12 +393,12 @@ fn move_pages_cases() -> Vec<Case> {
         (1 << 0, "STRICT"),
     ];
     let mut cases = Vec::new();
-    let mut push = |pid: i32, pages: Vec<Addr>, nodes: Option<Vec<i32>>, flags: (u32, &str)| {
+    let mut push = |pid: PidArg, pages: Vec<Addr>, nodes: Option<Vec<i32>>, flags: (u32, &str)| {
         let names: Vec<String> = pages.iter().map(|addr| addr_name(*addr, &layout)).collect();
         cases.push(Case {
             name: format!(
                 "move_pages(pid={}, [{}], nodes={}, {})",
-                if pid == 0 { "self" } else { "missing" },
+                pid.name(),
                 names.join(","),
                 nodes
                     .as_ref()
@@ -398,6 +407,7 @@ fn move_pages_cases() -> Vec<Case> {
             ),
             layout: layout.clone(),
             prior: None,
+            before: vec![],
             call: Call::MovePages {
                 pid,
                 pages,
@@ -415,7 +425,7 @@ fn move_pages_cases() -> Vec<Case> {
             Some(vec![1024]),
         ] {
             for flags in flag_sets {
-                push(0, vec![addr], nodes.clone(), flags);
+                push(PidArg::Raw(0), vec![addr], nodes.clone(), flags);
             }
         }
     }
@@ -428,8 +438,8 @@ fn move_pages_cases() -> Vec<Case> {
         Some(vec![0, 0, 0, -1]),
     ] {
         for flags in [flag_sets[0], flag_sets[2]] {
-            push(0, all.clone(), nodes.clone(), flags);
-            push(MISSING_PID, all.clone(), nodes.clone(), flags);
+            push(PidArg::Raw(0), all.clone(), nodes.clone(), flags);
+            push(PidArg::Raw(MISSING_PID), all.clone(), nodes.clone(), flags);
         }
     }
     cases

@@ -20,7 +20,7 @@ pub(crate) fn skip_reason() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root (MOVE_ALL and moving pages need CAP_SYS_NICE)".to_string());
     }
-    let probes: [Probe; 3] = [
+    let probes: [Probe; 4] = [
         // SAFETY: NULL out-parameters with flags 0 write nothing.
         ("get_mempolicy", || unsafe {
             libc::syscall(
@@ -40,6 +40,16 @@ pub(crate) fn skip_reason() -> Option<String> {
         // SAFETY: zero pages: nothing is read or written.
         ("move_pages", || unsafe {
             libc::syscall(libc::SYS_move_pages, 0, 0usize, 0usize, 0usize, 0usize, 0)
+        }),
+        // SAFETY: flags 1 is EINVAL before any VMA is looked at (5.17+).
+        ("set_mempolicy_home_node", || unsafe {
+            libc::syscall(
+                libc::SYS_set_mempolicy_home_node,
+                0usize,
+                0usize,
+                0usize,
+                1usize,
+            )
         }),
     ];
     for (name, probe) in probes {
@@ -71,6 +81,11 @@ fn ptr_or_null<T>(slice: Option<&[T]>) -> usize {
 struct LiveKernel;
 
 impl Side for LiveKernel {
+    fn own_pid(&self) -> i32 {
+        // SAFETY: getpid has no preconditions.
+        unsafe { libc::getpid() }
+    }
+
     fn map(&mut self, pages: usize) -> Result<u64, String> {
         // SAFETY: a fresh private anonymous mapping; no existing memory is
         // affected.
@@ -181,6 +196,26 @@ impl Side for LiveKernel {
                 maxnode,
                 ptr_or_null(old),
                 ptr_or_null(new),
+            )
+        })
+    }
+
+    fn set_mempolicy_home_node(
+        &mut self,
+        addr: u64,
+        len: u64,
+        home_node: u64,
+        flags: u64,
+    ) -> Result<i64, i32> {
+        // SAFETY: changes only the policies of the case's own ranges (or
+        // fails); no user memory is read or written.
+        result(unsafe {
+            libc::syscall(
+                libc::SYS_set_mempolicy_home_node,
+                addr,
+                len,
+                home_node,
+                flags,
             )
         })
     }

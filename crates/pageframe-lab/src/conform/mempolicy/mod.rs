@@ -1,13 +1,13 @@
 //! The `mempolicy` conformance suite: every case runs on the live kernel
 //! (real `set_mempolicy`, `get_mempolicy`, `mbind`, `migrate_pages`,
-//! `move_pages` in a forked child, so the calling process keeps its own
-//! policy and address space) and on a pageframe machine booted like the
-//! host (its nodes and CPUs from `/sys/devices/system/node`), and the two
-//! results are compared.
+//! `move_pages`, `set_mempolicy_home_node` in a forked child, so the
+//! calling process keeps its own policy and address space) and on a
+//! pageframe machine booted like the host (its nodes and CPUs from
+//! `/sys/devices/system/node`), and the two results are compared.
 //!
 //! A case is a layout of mapped regions (pages untouched, read — the zero
-//! page —, written, or unmapped), an optional task policy set first, and one
-//! call. Its result is the call's return (value or errno), its
+//! page —, written, or unmapped), an optional task policy set first, calls
+//! made before (their results shown too), and one call. Its result is the call's return (value or errno), its
 //! out-parameters, then the state after it: the task policy, the policy of
 //! every page, and the `move_pages` status of every page — so a call that
 //! fails but changed something shows as a DIFF too.
@@ -15,11 +15,14 @@
 //! Differences pageframe keeps on purpose are in [`NOT_MODELLED`].
 
 mod cases;
+mod edge_cases;
 mod kernel;
 mod model;
+mod random;
 
 use super::{errno_label, ConformError, ConformRow, SuiteOutcome, SuiteResult};
 pub use cases::all_cases;
+pub use random::random_cases;
 
 /// What pageframe deliberately does not model in this suite, with the
 /// reason (none makes a listed case differ on a host the suite runs on).
@@ -62,6 +65,10 @@ pub enum PageState {
 pub enum Addr {
     /// 0 (NULL).
     Null,
+    /// An address outside every region, as is (a low page below
+    /// `mmap_min_addr`, an address above user space, a non-canonical one):
+    /// no mapping of either side is ever there.
+    Raw(u64),
     /// Byte `offset` into page `page` of region `region`.
     Page {
         /// Index of the region.
@@ -80,6 +87,28 @@ impl Addr {
             region,
             page,
             offset: 0,
+        }
+    }
+}
+
+/// A pid argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidArg {
+    /// This value, as is: 0 (the caller), or a pid that names no process
+    /// ([`MISSING_PID`], negative ones).
+    Raw(i32),
+    /// The caller's own pid, spelled out (not 0).
+    Own,
+}
+
+impl PidArg {
+    /// A readable name.
+    pub fn name(self) -> String {
+        match self {
+            PidArg::Raw(0) => "self".to_string(),
+            PidArg::Raw(MISSING_PID) => "missing".to_string(),
+            PidArg::Raw(pid) => pid.to_string(),
+            PidArg::Own => "own".to_string(),
         }
     }
 }
@@ -129,8 +158,8 @@ pub enum Call {
     },
     /// `migrate_pages(pid, maxnode, old, new)`.
     MigratePages {
-        /// 0 (itself) or 0x3fff_ffff, a pid that names no process.
-        pid: i32,
+        /// The target.
+        pid: PidArg,
         /// `maxnode`.
         maxnode: u64,
         /// Old nodes.
@@ -138,10 +167,21 @@ pub enum Call {
         /// New nodes.
         new: MaskArg,
     },
+    /// `set_mempolicy_home_node(start, len, home_node, flags)`.
+    SetMempolicyHomeNode {
+        /// Start.
+        addr: Addr,
+        /// Length in bytes.
+        len: u64,
+        /// The home node.
+        home_node: u64,
+        /// Flags (none is valid).
+        flags: u64,
+    },
     /// `move_pages(pid, count, pages, nodes, status, flags)`.
     MovePages {
-        /// 0 (itself) or 0x3fff_ffff, a pid that names no process.
-        pid: i32,
+        /// The target.
+        pid: PidArg,
         /// The pages.
         pages: Vec<Addr>,
         /// Target nodes; `None` queries.
@@ -160,6 +200,10 @@ pub struct Case {
     pub layout: Vec<Vec<PageState>>,
     /// A task policy set before the call: (mode, nodes).
     pub prior: Option<(i32, Vec<usize>)>,
+    /// Calls made after the prior policy and before the call, each with
+    /// its result shown (state the call then sees: VMA policies, split
+    /// VMAs, moved pages).
+    pub before: Vec<Call>,
     /// The call.
     pub call: Call,
 }
@@ -167,6 +211,8 @@ pub struct Case {
 /// The calls of one side (the live kernel or pageframe), in the syscalls'
 /// terms: `Ok(return value)` or `Err(errno)`.
 pub(crate) trait Side {
+    /// The pid of the task making the calls.
+    fn own_pid(&self) -> i32;
     /// Maps `pages` pages of private anonymous memory.
     fn map(&mut self, pages: usize) -> Result<u64, String>;
     /// Unmaps `pages` pages at `addr`.
@@ -204,6 +250,14 @@ pub(crate) trait Side {
         old: Option<&[u64]>,
         new: Option<&[u64]>,
     ) -> Result<i64, i32>;
+    /// `set_mempolicy_home_node`.
+    fn set_mempolicy_home_node(
+        &mut self,
+        addr: u64,
+        len: u64,
+        home_node: u64,
+        flags: u64,
+    ) -> Result<i64, i32>;
     /// `move_pages`.
     fn move_pages(
         &mut self,
@@ -215,9 +269,10 @@ pub(crate) trait Side {
     ) -> Result<i64, i32>;
 }
 
-/// Words of every bitmap buffer: 2048 bits, enough for the widest
-/// `maxnode` a case reads (cases above a page of bits fail before reading).
-const MASK_WORDS: usize = 32;
+/// Words of every bitmap buffer: a page of bits, the most either call
+/// reads or writes (get_nodes() and copy_nodes_to_user() fail with EINVAL
+/// above that before touching the buffer), so any `maxnode` is safe.
+pub(crate) const MASK_WORDS: usize = 512;
 /// What an output word holds before the call (to see what was written).
 const WORD_SENTINEL: u64 = 0x5a5a_5a5a_5a5a_5a5a;
 /// What `policy` and each status hold before the call.
@@ -281,6 +336,7 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
     }
     let resolve = |addr: Addr| match addr {
         Addr::Null => 0,
+        Addr::Raw(addr) => addr,
         Addr::Page {
             region,
             page,
@@ -293,7 +349,25 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
         let result = side.set_mempolicy(*mode, Some(&words), 1025);
         out.push_str(&format!("prior {} ", show_ret(result)));
     }
-    match &case.call {
+    for call in &case.before {
+        out.push_str(&run_call(side, call, &resolve));
+        out.push_str(" ; ");
+    }
+    out.push_str(&run_call(side, &case.call, &resolve));
+    out.push_str(" | after: ");
+    out.push_str(&state_after(side, &case.layout, &bases));
+    for (region, base) in case.layout.iter().zip(&bases) {
+        side.unmap(*base, region.len())?;
+    }
+    side.set_mempolicy(0, None, 0)
+        .map_err(|code| format!("resetting the policy: {}", errno_label(code)))?;
+    Ok(out)
+}
+
+/// Makes `call` on `side`; its result text.
+fn run_call(side: &mut dyn Side, call: &Call, resolve: &dyn Fn(Addr) -> u64) -> String {
+    let mut out = String::new();
+    match call {
         Call::SetMempolicy {
             mode,
             mask,
@@ -356,7 +430,17 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
         } => {
             let old = old.as_deref().map(mask_buffer);
             let new = new.as_deref().map(mask_buffer);
-            let result = side.migrate_pages(*pid, *maxnode, old.as_deref(), new.as_deref());
+            let pid = pid_value(side, *pid);
+            let result = side.migrate_pages(pid, *maxnode, old.as_deref(), new.as_deref());
+            out.push_str(&show_ret(result));
+        }
+        Call::SetMempolicyHomeNode {
+            addr,
+            len,
+            home_node,
+            flags,
+        } => {
+            let result = side.set_mempolicy_home_node(resolve(*addr), *len, *home_node, *flags);
             out.push_str(&show_ret(result));
         }
         Call::MovePages {
@@ -367,7 +451,8 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
         } => {
             let addrs: Vec<u64> = pages.iter().map(|addr| resolve(*addr)).collect();
             let mut status = vec![INT_SENTINEL; addrs.len()];
-            let result = side.move_pages(*pid, &addrs, nodes.as_deref(), &mut status, *flags);
+            let pid = pid_value(side, *pid);
+            let result = side.move_pages(pid, &addrs, nodes.as_deref(), &mut status, *flags);
             let shown: Vec<String> = status.iter().map(|value| show_int(*value)).collect();
             out.push_str(&format!(
                 "{} status=[{}]",
@@ -376,14 +461,14 @@ pub(crate) fn execute(side: &mut dyn Side, case: &Case) -> Result<String, String
             ));
         }
     }
-    out.push_str(" | after: ");
-    out.push_str(&state_after(side, &case.layout, &bases));
-    for (region, base) in case.layout.iter().zip(&bases) {
-        side.unmap(*base, region.len())?;
+    out
+}
+
+fn pid_value(side: &dyn Side, pid: PidArg) -> i32 {
+    match pid {
+        PidArg::Raw(pid) => pid,
+        PidArg::Own => side.own_pid(),
     }
-    side.set_mempolicy(0, None, 0)
-        .map_err(|code| format!("resetting the policy: {}", errno_label(code)))?;
-    Ok(out)
 }
 
 /// The task policy, each page's policy and each page's `move_pages` status.

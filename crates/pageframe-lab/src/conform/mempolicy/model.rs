@@ -60,6 +60,10 @@ fn pid_arg(pid: i32) -> u32 {
 }
 
 impl Side for Model<'_, '_> {
+    fn own_pid(&self) -> i32 {
+        self.pid.0 as i32
+    }
+
     fn map(&mut self, pages: usize) -> Result<u64, String> {
         self.vm
             .mmap(self.pid, pages as u64 * PAGE)
@@ -133,6 +137,20 @@ impl Side for Model<'_, '_> {
         code(
             self.vm
                 .migrate_pages(self.pid, pid_arg(pid), maxnode, old, new),
+        )
+    }
+
+    fn set_mempolicy_home_node(
+        &mut self,
+        addr: u64,
+        len: u64,
+        home_node: u64,
+        flags: u64,
+    ) -> Result<i64, i32> {
+        code(
+            self.vm
+                .set_mempolicy_home_node(self.pid, addr, len, home_node, flags)
+                .map(|()| 0),
         )
     }
 
