@@ -96,6 +96,14 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
             "set both",
         ),
         ("experiment = [", "s: "),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = [1, 2, 1]",
+            "params.rounds lists 1 twice",
+        ),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = [0x10, 16]",
+            "params.rounds lists 16 twice",
+        ),
     ];
     for (text, expected) in cases {
         let error = Sweep::parse("s", text).unwrap_err();
