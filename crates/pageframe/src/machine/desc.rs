@@ -229,7 +229,7 @@ impl MachineDesc {
             return Err(DescError::new(
                 "page_size",
                 format!(
-                    "{} is not a power of two from 4K to 64K",
+                    "{} is not a page size (a power of two from 4K to 64K)",
                     format_size(self.page_bytes())
                 ),
             ));
