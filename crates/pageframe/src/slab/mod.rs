@@ -250,6 +250,7 @@ impl<P: PageSource> SlabAllocator<P> {
                 params.page_size
             )));
         }
+        let params = params.clamped().map_err(SlabError::Invalid)?;
         let mut slab = SlabAllocator {
             source,
             params,
