@@ -106,11 +106,11 @@ impl Vm<'_> {
     fn task_tick_numa(&mut self, task: &mut Task, now_ms: u64) {
         let runtime = now_ms.saturating_sub(task.start_ms);
         let period = task.numa.scan_period_ms;
-        if runtime > task.numa.node_stamp_ms + period {
+        if runtime > task.numa.node_stamp_ms.saturating_add(period) {
             if task.numa.node_stamp_ms == 0 {
                 task.numa.scan_period_ms = self.task_scan_min(task);
             }
-            task.numa.node_stamp_ms += period;
+            task.numa.node_stamp_ms = task.numa.node_stamp_ms.saturating_add(period);
             if now_ms >= task.mm.numa_next_scan_ms {
                 self.task_numa_work(task, now_ms);
             }
@@ -127,7 +127,7 @@ impl Vm<'_> {
             task.numa.scan_period_max_ms = self.task_scan_max(task);
             task.numa.scan_period_ms = self.task_scan_min(task);
         }
-        task.mm.numa_next_scan_ms = now_ms + task.numa.scan_period_ms;
+        task.mm.numa_next_scan_ms = now_ms.saturating_add(task.numa.scan_period_ms);
         let mut pages = (self.config.scan_size_mb << (20 - self.page_shift())) as i64;
         let mut virtpages = pages * 8;
         let mut start = task.mm.numa_scan_offset;
@@ -280,7 +280,7 @@ impl Vm<'_> {
                 .numa
                 .scan_period_max_ms
                 .min(task.numa.scan_period_ms << 1);
-            task.mm.numa_next_scan_ms = self.now_ms + task.numa.scan_period_ms;
+            task.mm.numa_next_scan_ms = self.now_ms.saturating_add(task.numa.scan_period_ms);
             return;
         }
         let period_slot = task.numa.scan_period_ms.div_ceil(NUMA_PERIOD_SLOTS) as i64;
