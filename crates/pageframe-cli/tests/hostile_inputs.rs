@@ -93,3 +93,25 @@ fn sizes_take_the_exabyte_suffix_and_sixteen_of_them_are_too_large() {
     };
     assert_eq!(present(&limited), present(&whole));
 }
+
+#[test]
+fn slabinfo_on_a_machine_too_small_for_kmalloc_8k_says_why() {
+    // Was "invalid slab argument: object size 8192", naming neither the
+    // view nor the limit.
+    let message = error_of(&[
+        "proc",
+        "slabinfo",
+        "--max-order",
+        "0",
+        "--pageblock-order",
+        "0",
+        "--mem",
+        "64M",
+    ]);
+    assert!(
+        message.contains(
+            "slabinfo: invalid slab argument: object size 8192 is larger than a max_page_order 0 block (4096 bytes)"
+        ),
+        "{message}"
+    );
+}
