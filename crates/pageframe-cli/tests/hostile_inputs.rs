@@ -115,3 +115,15 @@ fn slabinfo_on_a_machine_too_small_for_kmalloc_8k_says_why() {
         "{message}"
     );
 }
+
+#[test]
+fn a_memory_size_below_one_pageblock_says_it_rounds_to_nothing() {
+    // Was "node[0].mem: zero memory" for --mem 4096, which is not zero.
+    let message = error_of(&["info", "--mem", "4096"]);
+    assert!(
+        message.contains(
+            "node[0].mem: no memory (--mem and uniform shares round down to whole pageblocks of 2M"
+        ),
+        "{message}"
+    );
+}
