@@ -127,3 +127,19 @@ fn a_memory_size_below_one_pageblock_says_it_rounds_to_nothing() {
         "{message}"
     );
 }
+
+#[test]
+fn an_experiment_listed_twice_is_refused() {
+    // `run bulk,bulk` ran bulk twice with the same seed into the same files;
+    // `config bulk,bulk` printed two [bulk] tables that --config refuses.
+    let message = error_of(&["run", "shuffle-cache,shuffle-cache"]);
+    assert!(
+        message.contains("experiment 'shuffle-cache' is listed twice"),
+        "{message}"
+    );
+    let message = error_of(&["config", "bulk,bulk"]);
+    assert!(
+        message.contains("experiment 'bulk' is listed twice"),
+        "{message}"
+    );
+}
