@@ -286,8 +286,14 @@ impl<'a> Vm<'a> {
         self.pages_mapped
     }
 
-    /// The node of a CPU.
-    pub fn cpu_node(&self, cpu: CpuId) -> NodeId {
+    /// The node of a CPU; `None` for a CPU the machine does not have.
+    pub fn cpu_node(&self, cpu: CpuId) -> Option<NodeId> {
+        self.allocator.layout().cpu_node.get(cpu.index()).copied()
+    }
+
+    /// The node of a task's CPU (checked when the task was spawned or
+    /// moved: [`Vm::spawn`], [`Vm::set_cpu`]).
+    pub(crate) fn task_cpu_node(&self, cpu: CpuId) -> NodeId {
         self.allocator.layout().cpu_node[cpu.index()]
     }
 

@@ -136,7 +136,7 @@ impl Vm<'_> {
             task.mm.numa_scan_seq += 1;
             start = 0;
         }
-        let this_node = self.cpu_node(task.cpu);
+        let this_node = self.task_cpu_node(task.cpu);
         let vma_starts: Vec<u64> = task
             .mm
             .vmas
@@ -199,7 +199,7 @@ impl Vm<'_> {
         scan_seq: u32,
         pte: &mut Pte,
     ) -> bool {
-        let dst_nid = self.cpu_node(cpu);
+        let dst_nid = self.task_cpu_node(cpu);
         let this_cpupid = cpu_pid_to_cpupid(cpu, pid);
         let last_cpupid = std::mem::replace(&mut pte.last_cpupid, this_cpupid);
         if (preferred_nid.is_none() || scan_seq <= 4)
@@ -209,7 +209,9 @@ impl Vm<'_> {
         }
         if !cpupid_pid_unset(last_cpupid) {
             let last_cpu = CpuId(cpupid_to_cpu(last_cpupid) as u16);
-            if last_cpu.index() < self.allocator.nr_cpus() && self.cpu_node(last_cpu) != dst_nid {
+            if last_cpu.index() < self.allocator.nr_cpus()
+                && self.task_cpu_node(last_cpu) != dst_nid
+            {
                 return false;
             }
         }
