@@ -161,7 +161,8 @@ pub struct CalibrateArgs {
     /// this name in the current directory).
     #[arg(long, value_name = "FILE", default_value = pageframe::backing::SIM_COSTS_FILE)]
     pub out: PathBuf,
-    /// Pages of the arena timed per round (at least 1024).
+    /// Pages of the arena timed per round (at least 1024, at most
+    /// 1048576; pages x (rounds + 1) at most 16777216).
     #[arg(long, default_value_t = 8192)]
     pub pages: u64,
     /// Timed rounds after a warm-up; each price keeps its fastest round.

@@ -153,12 +153,13 @@ impl Plan {
             Command::Sweep(args) => Ok(Plan::Sweep(sweep::SweepPlan::from_args(args)?)),
             Command::Zram(command) => Ok(Plan::Zram(crate::zram::plan(command)?)),
             Command::Calibrate(args) => {
-                if args.pages < 1024 || args.rounds == 0 {
-                    return Err(CliError::Invalid(
-                        "calibrate needs --pages of at least 1024 and --rounds of at least 1"
-                            .into(),
-                    ));
-                }
+                pageframe::backing::calibrate_check(args.pages, args.rounds).map_err(|err| {
+                    CliError::Invalid(format!(
+                        "--pages {} --rounds {}: {err}",
+                        args.pages, args.rounds
+                    ))
+                })?;
+                check_out_file("--out", &args.out)?;
                 Ok(Plan::Calibrate(args))
             }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
@@ -318,7 +319,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
 /// An `--out DIR` that exists must be a directory, and so must the nearest
 /// of its ancestors that exists (the rest are made when the results are
 /// written).
-fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
+pub(crate) fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
     let Some(dir) = dir else { return Ok(()) };
     match dir.ancestors().find(|path| path.exists()) {
         Some(existing) if !existing.is_dir() => {

@@ -77,7 +77,9 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
             None => None,
         };
         texts.push(match rendered {
-            Some(rendered) => rendered.map_err(CliError::Invalid)?,
+            Some(rendered) => {
+                rendered.map_err(|err| CliError::Invalid(format!("{view}: {err}")))?
+            }
             None => pageframe::proc::render(&allocator, view)
                 .ok_or_else(|| CliError::Invalid(format!("unknown view '{view}'")))?,
         });

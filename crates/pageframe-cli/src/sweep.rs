@@ -62,6 +62,16 @@ impl SweepPlan {
                 .unwrap_or_else(|| "sweep".into());
             PathBuf::from(format!("{stem}-results"))
         });
+        crate::plan::check_out_dir(Some(&out))?;
+        if args
+            .ray
+            .as_deref()
+            .is_some_and(|address| address.trim().is_empty())
+        {
+            return Err(CliError::Invalid(
+                "--ray: an empty address (give auto, local or ray://host:port)".into(),
+            ));
+        }
         Ok(SweepPlan {
             spec_path: args.spec,
             spec_text,

@@ -177,7 +177,9 @@ impl Process {
             .mmap(pid, pages << vm.page_shift())
             .map_err(|err| format!("mmap: {err}"))?;
         let task = vm.task(pid).ok_or("no such task")?;
-        let node = vm.cpu_node(task.cpu);
+        let node = vm
+            .cpu_node(task.cpu)
+            .ok_or("the task's CPU is not the machine's")?;
         Ok(Process {
             pid,
             node,

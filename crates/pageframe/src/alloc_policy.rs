@@ -82,13 +82,24 @@ impl PcpSizing {
     /// or at least [`Self::MIN_HIGH_FRACTION`], a batch from 1 to
     /// [`Self::MAX_BATCH`]; EINVAL otherwise.
     pub fn new(high_fraction: u32, batch: Option<u32>) -> Result<PcpSizing, crate::Errno> {
-        let fraction_ok = high_fraction == 0 || high_fraction >= PcpSizing::MIN_HIGH_FRACTION;
-        let batch_ok = batch.is_none_or(|batch| (1..=PcpSizing::MAX_BATCH).contains(&batch));
+        let sizing = PcpSizing {
+            high_fraction,
+            batch,
+        };
+        sizing.check().map(|()| sizing)
+    }
+
+    /// EINVAL unless the fraction is 0 or at least [`Self::MIN_HIGH_FRACTION`]
+    /// and the batch from 1 to [`Self::MAX_BATCH`]: what [`Self::new`]
+    /// accepts, for a sizing written as a literal (the boot checks it).
+    pub fn check(&self) -> Result<(), crate::Errno> {
+        let fraction_ok =
+            self.high_fraction == 0 || self.high_fraction >= PcpSizing::MIN_HIGH_FRACTION;
+        let batch_ok = self
+            .batch
+            .is_none_or(|batch| (1..=PcpSizing::MAX_BATCH).contains(&batch));
         if fraction_ok && batch_ok {
-            Ok(PcpSizing {
-                high_fraction,
-                batch,
-            })
+            Ok(())
         } else {
             Err(crate::Errno::EINVAL)
         }

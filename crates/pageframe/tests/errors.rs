@@ -516,3 +516,32 @@ fn bad_machine_descriptions_are_refused_naming_the_field() {
     assert!(MachineDesc::uniform(32 << 20, 0, 1).is_err());
     assert!(MachineDesc::uniform(32 << 20, 1, 0).is_err());
 }
+
+#[test]
+fn a_pcp_sizing_written_as_a_literal_is_checked_at_boot() {
+    // Regression: PcpSizing { batch: Some(u32::MAX), .. } skipped
+    // PcpSizing::new() and booted; check_invariants() then overflowed
+    // summing the per-CPU bounds (a panic with overflow checks).
+    let desc = MachineDesc::uniform(64 << 20, 1, 2).unwrap();
+    for pcp in [
+        pageframe::PcpSizing {
+            high_fraction: 0,
+            batch: Some(u32::MAX),
+        },
+        pageframe::PcpSizing {
+            high_fraction: 0,
+            batch: Some(0),
+        },
+        pageframe::PcpSizing {
+            high_fraction: 1,
+            batch: None,
+        },
+    ] {
+        let options = pageframe::AllocOptions {
+            pcp,
+            ..pageframe::AllocOptions::KERNEL
+        };
+        let err = LocalPageAllocator::boot_with(&desc, options).err();
+        assert_eq!(err.map(|err| err.field), Some("pcp".to_string()), "{pcp:?}");
+    }
+}

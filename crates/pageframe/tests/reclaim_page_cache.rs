@@ -253,3 +253,27 @@ fn meminfo_has_the_kernel_layout() {
         .iter()
         .all(|line| line.len() == 27 && line.ends_with(" kB")));
 }
+
+#[test]
+fn one_read_or_write_moves_at_most_max_rw_count() {
+    // Regression: a read of an 8 EiB sparse file, or a write as long,
+    // allocated (and reclaimed) page after page for ever; the kernel cuts
+    // every call at MAX_RW_COUNT, INT_MAX rounded down to a page.
+    const MAX_RW_COUNT: u64 = i32::MAX as u64 & !(PAGE - 1);
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = mm.create_file();
+    mm.truncate(CPU, file, i64::MAX).unwrap();
+    let huge = i64::MAX as u64 - PAGE;
+    assert_eq!(mm.read(CPU, file, 0, huge).unwrap(), MAX_RW_COUNT);
+    conserved(&mm);
+    assert_eq!(mm.write(CPU, file, PAGE, huge).unwrap(), MAX_RW_COUNT);
+    conserved(&mm);
+    // Past the end of the file, still EINVAL (rw_verify_area()).
+    assert!(matches!(
+        mm.read(CPU, file, huge + 1, PAGE),
+        Err(MmError::InvalidLength(_))
+    ));
+    mm.delete_file(CPU, file).unwrap();
+    conserved(&mm);
+}

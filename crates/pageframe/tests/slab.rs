@@ -254,3 +254,38 @@ mod slab {
         pageframe::slab::slabinfo(slab)
     }
 }
+
+#[test]
+fn slab_orders_are_clamped_to_max_page_order_and_a_wider_page_order_refused() {
+    // Regression: SlabParams { max_order: 255, .. } panicked with overflow
+    // checks (order_objects' shift) and was taken as is in release, where a
+    // cache could then ask for order-255 slabs; the kernel clamps
+    // slub_max_order and slub_min_order to MAX_PAGE_ORDER.
+    let allocator = machine(64);
+    let free = allocator.nr_free_pages();
+    let base = SlabParams::new(2, 4096);
+    for params in [
+        SlabParams {
+            max_order: 255,
+            ..base
+        },
+        SlabParams {
+            min_order: 255,
+            ..base
+        },
+    ] {
+        let slab =
+            SlabAllocator::new(CpuPages::new(allocator.cpu(CpuId(0)).unwrap()), params).unwrap();
+        assert!(slab.params().max_order <= 10 && slab.params().min_order <= 10);
+        assert!(slab.caches().all(|(_, cache)| cache.order().0 <= 10));
+    }
+    let refused = SlabAllocator::new(
+        CpuPages::new(allocator.cpu(CpuId(0)).unwrap()),
+        SlabParams {
+            max_page_order: 255,
+            ..base
+        },
+    );
+    assert!(matches!(refused, Err(SlabError::Invalid(_))));
+    assert_eq!(allocator.nr_free_pages(), free);
+}

@@ -320,3 +320,14 @@ fn huge_and_wrapping_lengths() {
     assert_eq!(vm.pages_mapped(), 0);
     vm.check_invariants().unwrap();
 }
+
+#[test]
+fn the_node_of_an_unknown_cpu_is_none_not_a_panic() {
+    // Regression: Vm::cpu_node(CpuId(999)) indexed past the CPU table.
+    let allocator =
+        LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 2, 2).unwrap()).unwrap();
+    let vm = Vm::new(&allocator, NumaBalancingConfig::default());
+    assert_eq!(vm.cpu_node(CpuId(1)), Some(NodeId(1)));
+    assert_eq!(vm.cpu_node(CpuId(2)), None);
+    assert_eq!(vm.cpu_node(CpuId(u16::MAX)), None);
+}

@@ -267,3 +267,41 @@ fn no_migration_onto_a_node_below_its_high_watermark() {
     assert_eq!(vm.counters().numa_pages_migrated, 4);
     vm.check_invariants().unwrap();
 }
+
+#[test]
+fn knobs_past_unsigned_int_and_time_near_u64_max_saturate() {
+    // Regression: a scan delay or period of u64::MAX, or a task spawned or
+    // ticked near u64::MAX ms, overflowed the next-scan time (a panic with
+    // overflow checks; in release the time wrapped and the scanner ran on
+    // every tick).
+    let allocator = machine();
+    let huge = NumaBalancingConfig {
+        scan_delay_ms: u64::MAX,
+        scan_period_min_ms: u64::MAX,
+        scan_period_max_ms: u64::MAX,
+        scan_size_mb: u64::MAX,
+        ..NumaBalancingConfig::default()
+    };
+    let mut vm = Vm::new(&allocator, huge);
+    assert_eq!(vm.config().scan_delay_ms, u64::from(u32::MAX));
+    assert_eq!(vm.config().scan_size_mb, u64::from(u32::MAX));
+    let late = vm.spawn(CpuId(0), &[], u64::MAX - 10).unwrap();
+    let early = vm.spawn(CpuId(1), &[], 0).unwrap();
+    for pid in [late, early] {
+        let addr = vm.mmap(pid, 64 * PAGE).unwrap();
+        for page in 0..64 {
+            vm.access(pid, addr + page * PAGE, true).unwrap();
+        }
+    }
+    for now in [u64::MAX / 2, u64::MAX - 1, u64::MAX] {
+        vm.tick(now);
+        vm.numa_scan_now(early, now).unwrap();
+        vm.check_invariants().unwrap();
+    }
+    let mut vm = Vm::new(&allocator, NumaBalancingConfig::default());
+    let pid = vm.spawn(CpuId(0), &[], u64::MAX - 500).unwrap();
+    let addr = vm.mmap(pid, 64 * PAGE).unwrap();
+    vm.access(pid, addr, true).unwrap();
+    vm.tick(u64::MAX);
+    vm.check_invariants().unwrap();
+}

@@ -157,6 +157,9 @@ pub enum ExperimentError {
     /// No experiment has that name.
     #[error("unknown experiment '{0}' (known: {known})", known = names().join(", "))]
     Unknown(String),
+    /// A list names an experiment twice.
+    #[error("experiment '{0}' is listed twice (the same seed gives the same report)")]
+    Twice(String),
     /// The experiment's machine could not boot.
     #[error("{0}")]
     Machine(#[from] pageframe::DescError),
@@ -196,12 +199,22 @@ pub fn find(name: &str) -> Result<&'static dyn Experiment, ExperimentError> {
 }
 
 /// A comma-separated list of names (`bulk,scaling`), or `all` for every
-/// experiment in order; the first unknown name is the error.
+/// experiment in order; the first unknown name is the error, and so is a
+/// name given twice (its second run would repeat the first, and its files
+/// and its table in `pageframe config` would collide).
 pub fn parse_list(text: &str) -> Result<Vec<&'static dyn Experiment>, ExperimentError> {
     if text.trim() == "all" {
         return Ok(ALL.to_vec());
     }
-    text.split(',').map(|name| find(name.trim())).collect()
+    let mut list: Vec<&'static dyn Experiment> = Vec::new();
+    for name in text.split(',') {
+        let experiment = find(name.trim())?;
+        if list.iter().any(|listed| listed.name() == experiment.name()) {
+            return Err(ExperimentError::Twice(experiment.name().to_string()));
+        }
+        list.push(experiment);
+    }
+    Ok(list)
 }
 
 /// The default parameters of `experiment` at `scale`.
@@ -278,5 +291,12 @@ mod tests {
             "{error}"
         );
         assert!(names("").is_err());
+        // Regression: "bulk,bulk" ran bulk twice into the same files, and
+        // `pageframe config bulk,bulk` printed a table TOML refuses back.
+        let error = names("bulk, scaling,bulk").unwrap_err().to_string();
+        assert!(
+            error.starts_with("experiment 'bulk' is listed twice"),
+            "{error}"
+        );
     }
 }

@@ -72,6 +72,9 @@ impl PointRecord {
     }
 }
 
+/// The largest point file read back (a record holds one run's report rows).
+const MAX_RECORD_BYTES: u64 = 64 << 20;
+
 /// The file of the point with `key` in results directory `dir`.
 pub fn point_path(dir: &Path, key: &str) -> PathBuf {
     dir.join("points").join(format!("{:016x}.json", fnv1a(key)))
@@ -79,7 +82,9 @@ pub fn point_path(dir: &Path, key: &str) -> PathBuf {
 
 /// The stored record of `point`, if its file exists and is one of it.
 pub fn stored(dir: &Path, point: &Point) -> Option<PointRecord> {
-    let text = std::fs::read_to_string(point_path(dir, &point.key)).ok()?;
+    // Read up to a bound: a results directory is input too (a point file
+    // replaced by /dev/zero filled memory); a larger file is no record.
+    let text = files::read_text(&point_path(dir, &point.key), MAX_RECORD_BYTES).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
     PointRecord::from_json(&value).filter(|record| record.key == point.key)
 }

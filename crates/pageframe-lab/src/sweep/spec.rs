@@ -23,6 +23,7 @@
 
 use crate::experiments::{self, Experiment, RunOptions, Scale};
 use crate::params::{ConfigFile, Params};
+use std::collections::HashSet;
 use std::fmt::Write;
 use std::num::NonZeroUsize;
 
@@ -98,6 +99,12 @@ impl Sweep {
                 toml::Value::Array(values) => values,
                 single => vec![single],
             };
+            // Each value names its points: one listed twice would make two
+            // points of one key (the same run twice, one result file).
+            let mut seen = HashSet::with_capacity(values.len());
+            if let Some(twice) = values.iter().find(|value| !seen.insert(value_text(value))) {
+                return Err(format!("{source}: params.{key} lists {twice} twice"));
+            }
             axes.push((key, values));
         }
         let mut shapes: Vec<(Option<String>, toml::Table)> = Vec::new();
@@ -229,10 +236,8 @@ fn seeds(source: &str, value: Option<toml::Value>) -> Result<Vec<u64>, String> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(bad()),
     };
-    let distinct = seeds
-        .iter()
-        .enumerate()
-        .all(|(at, seed)| !seeds[..at].contains(seed));
+    let mut seen = HashSet::with_capacity(seeds.len());
+    let distinct = seeds.iter().all(|seed| seen.insert(*seed));
     if seeds.is_empty() || !distinct {
         return Err(bad());
     }

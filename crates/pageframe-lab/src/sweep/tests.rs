@@ -1,7 +1,7 @@
 //! Spec parsing, point records and gathering (no experiment is run here:
 //! the records are written by hand; the CLI's tests run a real sweep).
 
-use super::run::point_path;
+use super::run::{point_path, stored};
 use super::*;
 use serde_json::json;
 use std::num::NonZeroUsize;
@@ -96,6 +96,14 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
             "set both",
         ),
         ("experiment = [", "s: "),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = [1, 2, 1]",
+            "params.rounds lists 1 twice",
+        ),
+        (
+            "experiment = \"bulk\"\n[params]\nrounds = [0x10, 16]",
+            "params.rounds lists 16 twice",
+        ),
     ];
     for (text, expected) in cases {
         let error = Sweep::parse("s", text).unwrap_err();
@@ -106,6 +114,20 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
         );
         assert!(!error.contains('\n'), "{error}");
     }
+}
+
+#[test]
+fn a_point_file_that_never_ends_is_no_record_not_a_full_memory() {
+    // Regression: the point file was read whole; one replaced by a link
+    // to /dev/zero read until memory ran out.
+    let dir = scratch("endless");
+    let sweep = Sweep::parse("s", "experiment = \"shuffle-cache\"").unwrap();
+    let path = point_path(&dir, &sweep.points[0].key);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    assert!(stored(&dir, &sweep.points[0]).is_none());
+    assert_eq!(pending(&sweep, &dir), [0]);
 }
 
 #[test]

@@ -29,25 +29,15 @@ pub const SIM_COSTS_FILE: &str = "pageframe-sim-costs.toml";
 /// The environment variable naming a calibration file.
 pub const SIM_COSTS_ENV: &str = "PAGEFRAME_SIM_COSTS";
 
-/// The largest cost file read (a written one is under 2 KiB), so a path
-/// such as `/dev/zero` is an error rather than a full memory.
-const MAX_SIM_COSTS_BYTES: u64 = 64 << 10;
-
-/// The text of a cost file, at most [`MAX_SIM_COSTS_BYTES`] of it.
-fn read_costs_file(path: &str) -> Result<String, String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_SIM_COSTS_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|err| err.to_string())?;
-    if bytes.len() as u64 > MAX_SIM_COSTS_BYTES {
-        return Err(format!(
-            "over the limit of {} KiB for a cost file",
-            MAX_SIM_COSTS_BYTES >> 10
-        ));
-    }
-    String::from_utf8(bytes).map_err(|err| err.to_string())
-}
+/// The most pages [`calibrate`] times per arena (4 GiB of 4 KiB pages; it
+/// builds and fills two arenas of this size).
+pub const CALIBRATE_MAX_PAGES: u64 = 1 << 20;
+/// The most pages times rounds (the warm-up included) [`calibrate`] times:
+/// a few minutes on a current host.
+pub const CALIBRATE_MAX_PAGE_ROUNDS: u64 = 1 << 24;
+/// The largest calibration file [`SimCosts::resolve`] reads (one is a few
+/// hundred bytes).
+pub const SIM_COSTS_MAX_BYTES: u64 = 64 << 10;
 
 /// Where a simulation's prices came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,7 +129,7 @@ impl SimCosts {
         match path {
             None => Ok((SimCosts::default(), CostSource::Defaults)),
             Some(path) => {
-                let text = read_costs_file(&path).map_err(|err| format!("{path}: {err}"))?;
+                let text = read_bounded(&path)?;
                 let costs =
                     SimCosts::from_file_text(&text).map_err(|err| format!("{path}: {err}"))?;
                 Ok((costs, CostSource::File(path)))
@@ -148,16 +138,53 @@ impl SimCosts {
     }
 }
 
-/// Times each priced event on a real arena of `nr_pages` pages (at least
-/// 1024), `rounds` times over after a warm-up round, and keeps each raw
-/// timing's fastest round (the least disturbed by other load) before the
-/// prices are solved from them. Returns the prices.
-pub fn calibrate(nr_pages: u64, rounds: u32) -> Result<SimCosts, BackingError> {
+/// A calibration file's text, refused past [`SIM_COSTS_MAX_BYTES`] (the
+/// environment may name any file: `/dev/zero` must not fill memory).
+fn read_bounded(path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(SIM_COSTS_MAX_BYTES + 1).read_to_string(&mut text))
+        .map_err(|err| format!("{path}: {err}"))?;
+    if text.len() as u64 > SIM_COSTS_MAX_BYTES {
+        return Err(format!(
+            "{path}: over the limit of {} KiB for a calibration file",
+            SIM_COSTS_MAX_BYTES >> 10
+        ));
+    }
+    Ok(text)
+}
+
+/// Whether [`calibrate`] accepts `nr_pages` and `rounds`: at least 1024
+/// pages and one round, at most [`CALIBRATE_MAX_PAGES`] pages and
+/// [`CALIBRATE_MAX_PAGE_ROUNDS`] pages times rounds (the warm-up round
+/// included).
+pub fn calibrate_check(nr_pages: u64, rounds: u32) -> Result<(), BackingError> {
     if nr_pages < 1024 || rounds == 0 {
         return Err(BackingError::Unsupported(
             "calibration needs at least 1024 pages and one round",
         ));
     }
+    if nr_pages > CALIBRATE_MAX_PAGES {
+        return Err(BackingError::Unsupported(
+            "calibration times at most 1048576 pages (two arenas of 4 GiB)",
+        ));
+    }
+    if nr_pages.saturating_mul(u64::from(rounds) + 1) > CALIBRATE_MAX_PAGE_ROUNDS {
+        return Err(BackingError::Unsupported(
+            "calibration times at most 16777216 pages x (rounds + 1) (a few minutes)",
+        ));
+    }
+    Ok(())
+}
+
+/// Times each priced event on a real arena of `nr_pages` pages (at least
+/// 1024), `rounds` times over after a warm-up round, and keeps each raw
+/// timing's fastest round (the least disturbed by other load) before the
+/// prices are solved from them. Returns the prices. The bounds are
+/// [`calibrate_check`]'s.
+pub fn calibrate(nr_pages: u64, rounds: u32) -> Result<SimCosts, BackingError> {
+    calibrate_check(nr_pages, rounds)?;
     let cpus = allowed_cpus()?;
     pin_current_thread(&cpus[..1])?;
     let spinner = Spinner::start(cpus.get(1).copied());
@@ -304,16 +331,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_endless_cost_file_is_refused_at_the_limit() {
-        assert_eq!(
-            read_costs_file("/dev/zero"),
-            Err("over the limit of 64 KiB for a cost file".into())
-        );
-        let text = SimCosts::default().to_file_text(&[]);
-        assert!((text.len() as u64) < MAX_SIM_COSTS_BYTES / 16);
-    }
-
-    #[test]
     fn the_file_round_trips_and_bad_files_name_their_line() {
         let costs = SimCosts::default();
         let text = costs.to_file_text(&["calibrated by a test".into()]);
@@ -342,5 +359,31 @@ mod tests {
             calibrate(16, 1),
             Err(BackingError::Unsupported(_))
         ));
+    }
+
+    #[test]
+    fn calibration_refuses_an_arena_past_memory_or_rounds_past_minutes() {
+        // Regression: --pages 2^30 built and filled two 4 TiB arenas (the
+        // host's memory gone) and --rounds 2^32-1 ran for days.
+        assert_eq!(calibrate_check(CALIBRATE_MAX_PAGES, 15), Ok(()));
+        for (pages, rounds) in [
+            (CALIBRATE_MAX_PAGES + 1, 1),
+            (u64::MAX, 1),
+            (1024, u32::MAX),
+            (CALIBRATE_MAX_PAGES, 16),
+        ] {
+            assert!(
+                matches!(calibrate(pages, rounds), Err(BackingError::Unsupported(_))),
+                "{pages} pages, {rounds} rounds"
+            );
+        }
+    }
+
+    #[test]
+    fn a_calibration_file_past_the_limit_is_refused_unread() {
+        // Regression: PAGEFRAME_SIM_COSTS=/dev/zero read until memory ran out.
+        let err = read_bounded("/dev/zero").unwrap_err();
+        assert!(err.starts_with("/dev/zero: over the limit"), "{err}");
+        assert!(read_bounded("/nonexistent-calibration").is_err());
     }
 }

@@ -57,7 +57,10 @@ mod sim;
 mod tests;
 
 pub use arena::{ArenaBacking, ArenaConfig};
-pub use calibrate::{calibrate, CostSource, SIM_COSTS_ENV, SIM_COSTS_FILE};
+pub use calibrate::{
+    calibrate, calibrate_check, CostSource, CALIBRATE_MAX_PAGES, CALIBRATE_MAX_PAGE_ROUNDS,
+    SIM_COSTS_ENV, SIM_COSTS_FILE, SIM_COSTS_MAX_BYTES,
+};
 pub use costs::SimCosts;
 pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;

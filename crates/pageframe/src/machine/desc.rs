@@ -229,7 +229,7 @@ impl MachineDesc {
             return Err(DescError::new(
                 "page_size",
                 format!(
-                    "{} is not a power of two from 4K to 64K",
+                    "{} is not a page size (a power of two from 4K to 64K)",
                     format_size(self.page_bytes())
                 ),
             ));
@@ -322,7 +322,14 @@ impl MachineDesc {
                 .try_fold(0u64, |sum, range| sum.checked_add(range.size))
                 .ok_or_else(|| DescError::new(&field, "the range sizes add up past 2^64 bytes"))?;
             if bytes == 0 {
-                return Err(DescError::new(field, "zero memory"));
+                return Err(DescError::new(
+                    field,
+                    format!(
+                        "no memory (--mem and uniform shares round down to whole pageblocks of {}; a node needs at least one max_order block of {})",
+                        format_size(block),
+                        format_size(max_block)
+                    ),
+                ));
             }
             if bytes < max_block {
                 return Err(DescError::new(

@@ -3,34 +3,49 @@
 
 use super::error::DescError;
 
-/// Parses `4096`, `64K`, `2M`, `16G`, `1T` (suffixes are binary, case-insensitive,
-/// an optional trailing `B` or `iB` is accepted) into bytes. mirrors memparse().
+/// Parses `4096`, `64K`, `2M`, `16G`, `1T`, `1P`, `1E` (suffixes are binary,
+/// case-insensitive, an optional trailing `B` or `iB` is accepted) into
+/// bytes; a size past 2^64 - 1 (`16E`) is "too large". mirrors memparse().
 pub fn parse_size(field: &str, text: &str) -> Result<u64, DescError> {
     let trimmed = text.trim();
     let lower = trimmed.to_ascii_lowercase();
-    let body = lower
-        .strip_suffix("ib")
-        .or_else(|| lower.strip_suffix('b'))
-        .unwrap_or(&lower);
-    let (digits, shift) = match body.char_indices().last() {
-        Some((at, 'k')) => (&body[..at], 10),
-        Some((at, 'm')) => (&body[..at], 20),
-        Some((at, 'g')) => (&body[..at], 30),
-        Some((at, 't')) => (&body[..at], 40),
-        Some((at, 'p')) => (&body[..at], 50),
-        _ => (body, 0),
-    };
     let bad = || {
         DescError::new(
             field,
             format!("'{trimmed}' is not a size (use e.g. 4096, 64K, 2M, 16G, 1T)"),
         )
     };
-    let value: u64 = if let Some(hex) = digits.strip_prefix("0x") {
-        u64::from_str_radix(hex, 16).map_err(|_| bad())?
-    } else {
-        digits.parse().map_err(|_| bad())?
+    // The number is as long as its digits go (simple_strtoull()), so that
+    // a hex number may end in b or e; the suffix is what follows.
+    let (radix, number) = match lower.strip_prefix("0x") {
+        Some(hex) => (16, hex),
+        None => (10, lower.as_str()),
     };
+    let digits_end = number
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(number.len());
+    let (digits, suffix) = number.split_at(digits_end);
+    let unit = suffix
+        .strip_suffix("ib")
+        .or_else(|| suffix.strip_suffix('b'))
+        .unwrap_or(suffix);
+    let shift = match unit {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        "p" => 50,
+        "e" => 60,
+        _ => return Err(bad()),
+    };
+    let value = u64::from_str_radix(digits, radix).map_err(|_| {
+        if !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix)) {
+            DescError::new(field, format!("'{trimmed}' is too large"))
+        } else {
+            bad()
+        }
+    })?;
     value
         .checked_mul(1u64 << shift)
         .ok_or_else(|| DescError::new(field, format!("'{trimmed}' is too large")))
@@ -59,6 +74,9 @@ mod tests {
         assert_eq!(parse_size("mem", "16G").unwrap(), 16 << 30);
         assert_eq!(parse_size("mem", "1TiB").unwrap(), 1 << 40);
         assert_eq!(parse_size("mem", "0x1000").unwrap(), 4096);
+        assert_eq!(parse_size("mem", "0x1e").unwrap(), 0x1e);
+        assert_eq!(parse_size("mem", "0x1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("mem", "4096b").unwrap(), 4096);
     }
 
     #[test]
@@ -67,6 +85,23 @@ mod tests {
         assert!(err.to_string().starts_with("node[1].mem:"), "{err}");
         assert!(parse_size("mem", "").is_err());
         assert!(parse_size("mem", "99999999999T").is_err());
+        for garbage in ["G", "0x", "1.5G", "-1", "+1", "1 G", "1GG", "x1", "1kk"] {
+            assert!(parse_size("mem", garbage).is_err(), "{garbage}");
+        }
+        assert!(parse_size("mem", "99999999999999999999")
+            .unwrap_err()
+            .to_string()
+            .ends_with("is too large"));
+    }
+
+    #[test]
+    fn exabytes_parse_and_sixteen_of_them_are_too_large() {
+        // Regression: memparse()'s E suffix was "not a size", so 16E (2^64)
+        // was a syntax error rather than too large.
+        assert_eq!(parse_size("mem", "1E").unwrap(), 1 << 60);
+        assert_eq!(parse_size("mem", "15e").unwrap(), 15 << 60);
+        let err = parse_size("mem", "16E").unwrap_err();
+        assert_eq!(err.to_string(), "mem: '16E' is too large");
     }
 
     #[test]

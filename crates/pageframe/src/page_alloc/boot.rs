@@ -8,6 +8,7 @@ use super::error::BootError;
 use super::events::ZoneCounters;
 use super::zone_flags::ZoneFlags;
 use super::{AllocOptions, CpuSlot, CpuZone, PageAllocator, ZoneSlot};
+use crate::alloc_policy::PcpSizing;
 use crate::backing::{ArenaBacking, ArenaConfig, Backing, MermapConfig, SimBacking, SimCosts};
 use crate::frames::Frames;
 use crate::machine::DescError;
@@ -149,6 +150,19 @@ impl<L: LockFamily> PageAllocator<L> {
                 ),
             ));
         }
+        // A sizing written as a literal skips PcpSizing::new(): a batch of
+        // u32::MAX overflowed the per-CPU bounds.
+        options.pcp.check().map_err(|_| {
+            DescError::new(
+                "pcp",
+                format!(
+                    "{:?}: the high fraction is 0 or at least {}, the batch from 1 to {}",
+                    options.pcp,
+                    PcpSizing::MIN_HIGH_FRACTION,
+                    PcpSizing::MAX_BATCH
+                ),
+            )
+        })?;
         let mut rng = crate::rng::MachineRng::new(seed);
         let frames = Frames::new(layout.end_pfn, layout.pageblock_order).ok_or_else(|| {
             DescError::new(

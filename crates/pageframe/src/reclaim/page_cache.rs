@@ -56,6 +56,14 @@ impl Mm<'_> {
         Ok((pos >> shift, end.div_ceil(1 << shift)))
     }
 
+    /// The most bytes one read or write moves, `MAX_RW_COUNT` (`INT_MAX`
+    /// rounded down to a page): a longer call is cut short, so that no
+    /// call runs for ever on a sparse file of exabytes. mirrors the clamp
+    /// in vfs_read() and vfs_write(), after rw_verify_area().
+    fn max_rw_count(&self) -> u64 {
+        i32::MAX as u64 & !((1u64 << self.page_shift()) - 1)
+    }
+
     /// Creates an empty file (creat(2)).
     pub fn create_file(&mut self) -> FileId {
         self.files.push(FileSlot::default());
@@ -78,7 +86,8 @@ impl Mm<'_> {
     }
 
     /// pread(2) of `len` bytes at `pos` on `cpu`: bytes up to the end of
-    /// the file are read; each missing page is allocated in offset order
+    /// the file are read, at most `MAX_RW_COUNT` (2 GiB less a page); each
+    /// missing page is allocated in offset order
     /// and added to the inactive file list, and every page read is marked
     /// accessed. Returns the bytes read (0 at or past the end). A short
     /// read when memory runs out part way; ENOMEM when nothing was read.
@@ -87,6 +96,7 @@ impl Mm<'_> {
         let size = self.live_file(file)?.size;
         self.page_range(pos, len)?;
         let node = self.cpu_node(cpu)?;
+        let len = len.min(self.max_rw_count());
         if pos >= size || len == 0 {
             return Ok(0);
         }
@@ -113,13 +123,15 @@ impl Mm<'_> {
 
     /// pwrite(2) of `len` bytes at `pos` on `cpu`: grows the file, puts
     /// every page written in the cache (allocating missing ones) and
-    /// dirties it. EFBIG when `pos` is at or past the maximum file size
-    /// (the write is cut short at it otherwise). mirrors
+    /// dirties it; at most `MAX_RW_COUNT` bytes (2 GiB less a page) per
+    /// call. EFBIG when `pos` is at or past the maximum file size (the
+    /// write is cut short at it otherwise). mirrors
     /// generic_perform_write() and generic_write_check_limits().
     pub fn write(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
         self.live_file(file)?;
         self.page_range(pos, len)?;
         let node = self.cpu_node(cpu)?;
+        let len = len.min(self.max_rw_count());
         let max = self.config.max_file_bytes;
         if len == 0 {
             return Ok(0);

@@ -250,6 +250,7 @@ impl<P: PageSource> SlabAllocator<P> {
                 params.page_size
             )));
         }
+        let params = params.clamped().map_err(SlabError::Invalid)?;
         let mut slab = SlabAllocator {
             source,
             params,
@@ -322,8 +323,15 @@ impl<P: PageSource> SlabAllocator<P> {
         if name.is_empty() {
             return Err(SlabError::Invalid("empty cache name".into()));
         }
-        if size == 0 || size as usize > (self.page_size() << self.params.max_page_order) {
-            return Err(SlabError::Invalid(format!("object size {size}")));
+        let largest = self.page_size() << self.params.max_page_order;
+        if size == 0 {
+            return Err(SlabError::Invalid("object size 0".into()));
+        }
+        if size as usize > largest {
+            return Err(SlabError::Invalid(format!(
+                "object size {size} is larger than a max_page_order {} block ({largest} bytes)",
+                self.params.max_page_order
+            )));
         }
         if align != 0 && !align.is_power_of_two() {
             return Err(SlabError::Invalid(format!("alignment {align}")));

@@ -11,6 +11,11 @@ pub const MAX_PARTIAL: u32 = 10;
 /// `slub_max_order` default: `PAGE_ALLOC_COSTLY_ORDER`.
 pub const SLUB_MAX_ORDER: u8 = 3;
 
+/// The largest `max_page_order` the slab takes: a machine's MAX_PAGE_ORDER
+/// is at most this (`MachineDesc` refuses more), and a slab of 64 KiB pages
+/// at this order still counts its bytes in 64 bits.
+pub const MAX_SLAB_PAGE_ORDER: u8 = 20;
+
 /// Boot parameters of the slab allocator (`slub_min_order=`,
 /// `slub_max_order=`, `slub_min_objects=`) and the CPU count that
 /// calculate_order() scales with.
@@ -43,15 +48,39 @@ impl SlabParams {
         }
     }
 
-    /// Objects of `size` bytes in a slab of `order` (`order_objects()`).
+    /// The parameters as the slab uses them: `slub_max_order` and
+    /// `slub_min_order` clamped to `max_page_order` (mirrors
+    /// setup_slub_max_order() and setup_slub_min_order(), which clamp to
+    /// MAX_PAGE_ORDER); a `max_page_order` above [`MAX_SLAB_PAGE_ORDER`] is
+    /// an error. A `min_order` above `max_order` stays: as in the kernel,
+    /// the minimum wins.
+    pub fn clamped(&self) -> Result<SlabParams, String> {
+        if self.max_page_order > MAX_SLAB_PAGE_ORDER {
+            return Err(format!(
+                "max_page_order {} is above {MAX_SLAB_PAGE_ORDER}",
+                self.max_page_order
+            ));
+        }
+        Ok(SlabParams {
+            max_order: self.max_order.min(self.max_page_order),
+            min_order: self.min_order.min(self.max_page_order),
+            ..*self
+        })
+    }
+
+    /// Objects of `size` bytes (at least 1) in a slab of `order`
+    /// (`order_objects()`), saturating at `u32::MAX`.
     pub fn order_objects(&self, order: u8, size: u32) -> u32 {
-        ((self.page_size << order) / size as usize) as u32
+        let slab_bytes = (self.page_size as u64)
+            .checked_shl(u32::from(order))
+            .unwrap_or(u64::MAX);
+        u32::try_from(slab_bytes / u64::from(size.max(1))).unwrap_or(u32::MAX)
     }
 }
 
 /// Smallest order whose block holds `bytes` (`get_order()`).
 pub fn get_order(bytes: u64, page_size: usize) -> u8 {
-    let pages = bytes.div_ceil(page_size as u64).max(1);
+    let pages = bytes.div_ceil(page_size.max(1) as u64).max(1);
     pages.next_power_of_two().trailing_zeros() as u8
 }
 
@@ -95,10 +124,18 @@ fn calc_slab_order(
 }
 
 /// The order a cache of `size`-byte objects prefers; `None` when no order up
-/// to MAX_PAGE_ORDER fits one object. Mirrors calculate_order(): first
+/// to MAX_PAGE_ORDER fits one object (or `size` is 0, or the parameters
+/// fail [`SlabParams::clamped`]). Mirrors calculate_order(): first
 /// accept more waste (1/16, 1/8, 1/4 of the slab), then fewer objects per
 /// slab, then a single object, then orders above `slub_max_order`.
 pub fn calculate_order(params: &SlabParams, size: u32) -> Option<u8> {
+    let Ok(clamped) = params.clamped() else {
+        return None;
+    };
+    let params = &clamped;
+    if size == 0 {
+        return None;
+    }
     let mut min_objects = params.min_objects;
     if min_objects == 0 {
         min_objects = 4 * (fls(params.nr_cpus.max(1)) + 1);
@@ -137,6 +174,52 @@ pub fn min_partial(size: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orders_past_what_a_shift_holds_are_clamped_or_refused_not_overflowed() {
+        // Regression: max_order 255 or max_page_order 64 overflowed the
+        // `page_size << order` shifts (a panic with overflow checks, a
+        // wrapped geometry in release), and the order loop could wrap.
+        let base = SlabParams::new(2, 4096);
+        for wide in [
+            SlabParams {
+                max_order: 255,
+                ..base
+            },
+            SlabParams {
+                min_order: 255,
+                ..base
+            },
+        ] {
+            let clamped = wide.clamped().unwrap();
+            assert!(clamped.max_order <= 10 && clamped.min_order <= 10);
+            assert!(calculate_order(&wide, 64).is_some_and(|order| order <= 10));
+        }
+        for bad in [
+            SlabParams {
+                max_page_order: 64,
+                max_order: 64,
+                ..base
+            },
+            SlabParams {
+                max_page_order: 21,
+                ..base
+            },
+        ] {
+            assert!(bad.clamped().is_err(), "{bad:?}");
+            assert_eq!(calculate_order(&bad, 64), None, "{bad:?}");
+        }
+        assert_eq!(calculate_order(&base, 0), None);
+        let widest = SlabParams {
+            max_page_order: MAX_SLAB_PAGE_ORDER,
+            max_order: MAX_SLAB_PAGE_ORDER,
+            page_size: 1 << 16,
+            ..base
+        };
+        assert_eq!(widest.clamped(), Ok(widest));
+        assert_eq!(widest.order_objects(MAX_SLAB_PAGE_ORDER, 1), u32::MAX);
+        assert_eq!(get_order(1 << 20, 0), 20);
+    }
 
     /// Orders of the kmalloc caches on a 4 KiB machine with 64 CPUs
     /// (min_objects 32: kmalloc-192 gets order 1, 42 objects per slab, as

@@ -63,7 +63,7 @@ impl Vm<'_> {
     pub(crate) fn vma_policy(&self, task: &Task, vma_policy: Option<MemPolicy>) -> MemPolicy {
         vma_policy
             .or(task.policy)
-            .unwrap_or_else(|| MemPolicy::system_default(self.cpu_node(task.cpu)))
+            .unwrap_or_else(|| MemPolicy::system_default(self.task_cpu_node(task.cpu)))
     }
 
     /// The node of the shared zero page: it lives in the kernel image, on
@@ -177,7 +177,7 @@ impl Vm<'_> {
         offset: u64,
     ) -> Result<Pfn, Errno> {
         let handle = self.allocator.cpu(cpu).map_err(|_| Errno::EINVAL)?;
-        let local = self.cpu_node(cpu);
+        let local = self.task_cpu_node(cpu);
         let gfp = Gfp::HIGHUSER_MOVABLE;
         let order = Order(0);
         let page = match policy.mode {
@@ -226,7 +226,7 @@ impl Vm<'_> {
     fn do_numa_page(&mut self, task: &mut Task, vpn: u64, write: bool) -> Access {
         self.counters.pgfault += 1;
         self.counters.numa_hint_faults += 1;
-        let this_node = self.cpu_node(task.cpu);
+        let this_node = self.task_cpu_node(task.cpu);
         let vma = task.mm.find_vma(vpn).expect("checked by the caller");
         let policy = self.vma_policy(task, vma.policy);
         let offset = vma.pgoff + (vpn - vma.start);

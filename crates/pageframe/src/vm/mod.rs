@@ -85,6 +85,23 @@ pub struct NumaBalancingConfig {
     pub scan_size_mb: u64,
 }
 
+impl NumaBalancingConfig {
+    /// The configuration with each knob cut to what the kernel can hold:
+    /// the `numa_balancing` sysctls are `unsigned int`, so delays, periods
+    /// and the scan size are at most `u32::MAX` (a larger value would
+    /// overflow the scan-time and page-count arithmetic).
+    pub fn clamped(self) -> NumaBalancingConfig {
+        let cap = |value: u64| value.min(u64::from(u32::MAX));
+        NumaBalancingConfig {
+            mode: self.mode,
+            scan_delay_ms: cap(self.scan_delay_ms),
+            scan_period_min_ms: cap(self.scan_period_min_ms),
+            scan_period_max_ms: cap(self.scan_period_max_ms),
+            scan_size_mb: cap(self.scan_size_mb),
+        }
+    }
+}
+
 impl Default for NumaBalancingConfig {
     /// The kernel's defaults, balancing on.
     fn default() -> NumaBalancingConfig {
@@ -194,8 +211,11 @@ pub struct Vm<'a> {
 }
 
 impl<'a> Vm<'a> {
-    /// A vm over `allocator` with NUMA balancing configured as `config`.
+    /// A vm over `allocator` with NUMA balancing configured as `config`
+    /// ([`NumaBalancingConfig::clamped`]). Simulated time may run to
+    /// `u64::MAX`: scan times past it saturate.
     pub fn new(allocator: &'a LocalPageAllocator, config: NumaBalancingConfig) -> Vm<'a> {
+        let config = config.clamped();
         let layout = allocator.layout();
         let mut node_spans = Vec::new();
         let mut node_zones = vec![Vec::new(); layout.nodes.len()];
@@ -268,8 +288,14 @@ impl<'a> Vm<'a> {
         self.pages_mapped
     }
 
-    /// The node of a CPU.
-    pub fn cpu_node(&self, cpu: CpuId) -> NodeId {
+    /// The node of a CPU; `None` for a CPU the machine does not have.
+    pub fn cpu_node(&self, cpu: CpuId) -> Option<NodeId> {
+        self.allocator.layout().cpu_node.get(cpu.index()).copied()
+    }
+
+    /// The node of a task's CPU (checked when the task was spawned or
+    /// moved: [`Vm::spawn`], [`Vm::set_cpu`]).
+    pub(crate) fn task_cpu_node(&self, cpu: CpuId) -> NodeId {
         self.allocator.layout().cpu_node[cpu.index()]
     }
 
@@ -310,7 +336,7 @@ impl<'a> Vm<'a> {
             il_prev: None,
             cap_sys_nice: false,
             start_ms: now_ms,
-            mm: Mm::new(now_ms + self.config.scan_delay_ms),
+            mm: Mm::new(now_ms.saturating_add(self.config.scan_delay_ms)),
             numa: TaskNuma {
                 scan_period_ms: self.config.scan_delay_ms,
                 faults_mem: vec![[0; 2]; nr_nodes],

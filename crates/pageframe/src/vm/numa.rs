@@ -106,11 +106,11 @@ impl Vm<'_> {
     fn task_tick_numa(&mut self, task: &mut Task, now_ms: u64) {
         let runtime = now_ms.saturating_sub(task.start_ms);
         let period = task.numa.scan_period_ms;
-        if runtime > task.numa.node_stamp_ms + period {
+        if runtime > task.numa.node_stamp_ms.saturating_add(period) {
             if task.numa.node_stamp_ms == 0 {
                 task.numa.scan_period_ms = self.task_scan_min(task);
             }
-            task.numa.node_stamp_ms += period;
+            task.numa.node_stamp_ms = task.numa.node_stamp_ms.saturating_add(period);
             if now_ms >= task.mm.numa_next_scan_ms {
                 self.task_numa_work(task, now_ms);
             }
@@ -127,7 +127,7 @@ impl Vm<'_> {
             task.numa.scan_period_max_ms = self.task_scan_max(task);
             task.numa.scan_period_ms = self.task_scan_min(task);
         }
-        task.mm.numa_next_scan_ms = now_ms + task.numa.scan_period_ms;
+        task.mm.numa_next_scan_ms = now_ms.saturating_add(task.numa.scan_period_ms);
         let mut pages = (self.config.scan_size_mb << (20 - self.page_shift())) as i64;
         let mut virtpages = pages * 8;
         let mut start = task.mm.numa_scan_offset;
@@ -136,7 +136,7 @@ impl Vm<'_> {
             task.mm.numa_scan_seq += 1;
             start = 0;
         }
-        let this_node = self.cpu_node(task.cpu);
+        let this_node = self.task_cpu_node(task.cpu);
         let vma_starts: Vec<u64> = task
             .mm
             .vmas
@@ -199,7 +199,7 @@ impl Vm<'_> {
         scan_seq: u32,
         pte: &mut Pte,
     ) -> bool {
-        let dst_nid = self.cpu_node(cpu);
+        let dst_nid = self.task_cpu_node(cpu);
         let this_cpupid = cpu_pid_to_cpupid(cpu, pid);
         let last_cpupid = std::mem::replace(&mut pte.last_cpupid, this_cpupid);
         if (preferred_nid.is_none() || scan_seq <= 4)
@@ -209,7 +209,9 @@ impl Vm<'_> {
         }
         if !cpupid_pid_unset(last_cpupid) {
             let last_cpu = CpuId(cpupid_to_cpu(last_cpupid) as u16);
-            if last_cpu.index() < self.allocator.nr_cpus() && self.cpu_node(last_cpu) != dst_nid {
+            if last_cpu.index() < self.allocator.nr_cpus()
+                && self.task_cpu_node(last_cpu) != dst_nid
+            {
                 return false;
             }
         }
@@ -280,7 +282,7 @@ impl Vm<'_> {
                 .numa
                 .scan_period_max_ms
                 .min(task.numa.scan_period_ms << 1);
-            task.mm.numa_next_scan_ms = self.now_ms + task.numa.scan_period_ms;
+            task.mm.numa_next_scan_ms = self.now_ms.saturating_add(task.numa.scan_period_ms);
             return;
         }
         let period_slot = task.numa.scan_period_ms.div_ceil(NUMA_PERIOD_SLOTS) as i64;

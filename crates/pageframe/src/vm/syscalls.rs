@@ -242,7 +242,7 @@ impl Vm<'_> {
             let vma = task.mm.find_vma(vpn).expect("inside the range");
             let effective = self.vma_policy(&task, vma.policy);
             let offset = vma.pgoff + (vpn - vma.start);
-            let local = self.cpu_node(task.cpu);
+            let local = self.task_cpu_node(task.cpu);
             let (node, mask) = match effective.mode {
                 Mode::Interleave | Mode::WeightedInterleave => (
                     self.interleave_node(&effective, offset).unwrap_or(local),
