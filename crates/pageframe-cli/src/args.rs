@@ -256,6 +256,10 @@ pub struct TraceReplayArgs {
     /// of holding a stand-in for each from the start.
     #[arg(long)]
     pub skip_pretrace_frees: bool,
+    /// Start the per-CPU lists empty at their boot `high`, instead of where
+    /// the host's stood at the trace's start (its saved zoneinfo).
+    #[arg(long)]
+    pub empty_pcp_start: bool,
     /// The fallback table a request walks when its migratetype's lists are
     /// empty: kernel (Linux's `fallbacks[]`) or reversed (each type tries
     /// the kernel's second choice first).

@@ -307,6 +307,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     seed: args.seed,
                     fit: args.fit,
                     hold_pretrace: !args.skip_pretrace_frees,
+                    host_pcp_start: !args.empty_pcp_start,
                     ..ReplayOptions::default()
                 }),
                 format,

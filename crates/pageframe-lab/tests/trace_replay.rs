@@ -413,3 +413,75 @@ fn host_files_with_absurd_orders_and_counts_saturate() {
     // highest ones, so little is unusable at order 10.
     assert_eq!(kernel_of("unusable_index", "order 10 at end"), Some(0.0));
 }
+
+/// zoneinfo's per-CPU blocks, read per zone and CPU.
+#[test]
+fn the_hosts_lists_are_read_from_zoneinfo() {
+    let zoneinfo = "Node 0, zone   Normal\n  pages free     5\n  pagesets\n    cpu: 0\n              count:    9542\n              high:     31318\n              batch:    63\n    cpu: 1\n              count:    7\n  node_unreclaimable:  0\nNode 1, zone    DMA32\n    cpu: 0\n              count: 3\n              high:  4\n";
+    let found = trace::host::parse_pcp(zoneinfo);
+    assert_eq!(
+        found,
+        vec![
+            trace::host::HostPcp {
+                node: 0,
+                zone: "Normal".into(),
+                cpu: 0,
+                count: 9542,
+                high: 31318
+            },
+            trace::host::HostPcp {
+                node: 1,
+                zone: "DMA32".into(),
+                cpu: 0,
+                count: 3,
+                high: 4
+            },
+        ],
+        "CPU 1 of Normal has no high: left out"
+    );
+}
+
+/// The replay's lists start as the host's zoneinfo shows them at the
+/// trace's start, and the set-up's refills are not reported as the trace's.
+#[test]
+fn the_lists_start_where_the_hosts_stood() {
+    let trace = shipped_prefix(20_000);
+    let zoneinfo = trace::host::host_file(&trace, trace::host::Moment::Start, "zoneinfo").unwrap();
+    let host_listed: u64 = trace::host::parse_pcp(&zoneinfo)
+        .iter()
+        .map(|pcp| u64::from(pcp.count))
+        .sum();
+    assert!(host_listed > 0);
+    let options = ReplayOptions {
+        hold_pretrace: false,
+        ..ReplayOptions::default()
+    };
+    let copied = trace::replay(&trace, &options).unwrap();
+    assert_eq!(copied.counts.host_pcp_pages, host_listed);
+    let empty = ReplayOptions {
+        host_pcp_start: false,
+        ..options
+    };
+    let fresh = trace::replay(&trace, &empty).unwrap();
+    assert_eq!(fresh.counts.host_pcp_pages, 0);
+    assert!(
+        copied.pcp_refill < fresh.pcp_refill,
+        "lists that start full refill less: {} vs {}",
+        copied.pcp_refill,
+        fresh.pcp_refill
+    );
+}
+
+/// Holding stand-ins takes pages from the lists, refilling them; those
+/// refills happened before the trace and are not reported.
+#[test]
+fn the_set_up_is_not_counted_as_the_traces() {
+    let trace = Trace {
+        events: (0..1000).map(|i| free(i, 0, 0x1000 + i, 0)).collect(),
+        ..Trace::default()
+    };
+    let outcome = trace::replay(&trace, &small_machine()).unwrap();
+    assert_eq!(outcome.counts.pretrace_held, 1000);
+    assert_eq!(outcome.counts.frees, 1000);
+    assert_eq!(outcome.pcp_refill, 0, "only the set-up allocated");
+}

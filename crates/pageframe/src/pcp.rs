@@ -238,6 +238,11 @@ impl PerCpuPages {
         &self.sizing
     }
 
+    /// Sets `high` within its limits (see `PageAllocator::set_pcp_high`).
+    pub(crate) fn set_high(&mut self, high: u32) -> u32 {
+        self.sizing.set_high(high)
+    }
+
     /// Pops the hottest block of `list`.
     #[inline]
     pub(crate) fn pop(&mut self, list: PcpList) -> Option<FrameIdx> {

@@ -97,6 +97,73 @@ pub fn managed_pages(zoneinfo: &str) -> Option<u64> {
     seen.then_some(total)
 }
 
+/// One CPU's per-CPU lists of one zone, as /proc/zoneinfo shows them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostPcp {
+    /// The zone's node.
+    pub node: u16,
+    /// The zone's name (`DMA`, `DMA32`, `Normal`, `Movable`).
+    pub zone: String,
+    /// The CPU.
+    pub cpu: usize,
+    /// Pages listed (`count:`).
+    pub count: u32,
+    /// The adaptive limit (`high:`).
+    pub high: u32,
+}
+
+/// Every CPU's `count:` and `high:` per zone in /proc/zoneinfo text, in
+/// the file's order; a CPU block without both is left out.
+pub fn parse_pcp(zoneinfo: &str) -> Vec<HostPcp> {
+    let mut found = Vec::new();
+    let mut zone: Option<(u16, String)> = None;
+    let mut current: Option<HostPcp> = None;
+    let mut push = |pcp: Option<HostPcp>| {
+        if let Some(pcp) = pcp.filter(|pcp| pcp.high != u32::MAX && pcp.count != u32::MAX) {
+            found.push(pcp);
+        }
+    };
+    for line in zoneinfo.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Node", node, "zone", name] => {
+                push(current.take());
+                zone = node
+                    .trim_end_matches(',')
+                    .parse()
+                    .ok()
+                    .map(|node| (node, name.to_string()));
+            }
+            ["cpu:", cpu] => {
+                push(current.take());
+                current = zone
+                    .clone()
+                    .zip(cpu.parse().ok())
+                    .map(|((node, zone), cpu)| HostPcp {
+                        node,
+                        zone,
+                        cpu,
+                        count: u32::MAX,
+                        high: u32::MAX,
+                    });
+            }
+            ["count:", value] => {
+                if let (Some(pcp), Ok(value)) = (current.as_mut(), value.parse()) {
+                    pcp.count = value;
+                }
+            }
+            ["high:", value] => {
+                if let (Some(pcp), Ok(value)) = (current.as_mut(), value.parse()) {
+                    pcp.high = value;
+                }
+            }
+            _ => {}
+        }
+    }
+    push(current.take());
+    found
+}
+
 /// The host's CPU count: the `cpus` key, else one more than the highest
 /// CPU seen in the events.
 pub fn host_cpus(trace: &Trace) -> usize {

@@ -30,11 +30,13 @@
 
 use super::event::{EventKind, Trace};
 use super::frag::{fragmentation_index, unusable_free_index};
-use super::host::{host_bytes, host_cpus, host_file, Moment};
+use super::host::{host_bytes, host_cpus, host_file, parse_pcp, Moment};
 use super::live::LiveBlocks;
 use super::TraceError;
 use pageframe::machine::apply_cmdline;
-use pageframe::{AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn};
+use pageframe::{
+    AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn, ZoneType,
+};
 
 /// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
 /// to, less `__GFP_ZERO`. Higher kernel bits (`__GFP_ZEROTAGS`,
@@ -70,6 +72,11 @@ pub struct ReplayOptions {
     /// it (allocated before the trace began), so that its free reaches our
     /// per-CPU lists as the kernel's did; off, such frees are skipped.
     pub hold_pretrace: bool,
+    /// Start each CPU's lists where the host's stood at the trace's start
+    /// (its zoneinfo `count:` and `high:` per zone): movable pages listed
+    /// and `high` set, on a machine the host's shape. Off, the lists start
+    /// empty at `high_min`, as after boot.
+    pub host_pcp_start: bool,
 }
 
 impl Default for ReplayOptions {
@@ -83,6 +90,7 @@ impl Default for ReplayOptions {
             samples: 32,
             check_invariants: false,
             hold_pretrace: true,
+            host_pcp_start: true,
         }
     }
 }
@@ -152,6 +160,9 @@ pub struct ReplayCounts {
     /// (not held, or the stand-in could not be allocated) or by a failed
     /// replay, skipped.
     pub frees_unknown: u64,
+    /// Pages listed on the per-CPU lists before the replay, copying the
+    /// host's lists at the trace's start.
+    pub host_pcp_pages: u64,
     /// `mm_page_free_batched` events that followed their page's
     /// `mm_page_free` (the same free, marked as batched).
     pub batched_marks: u64,
@@ -291,13 +302,18 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let targets: Vec<(usize, NodeId)> = (0..trace.nr_cpus_seen())
         .map(|cpu| (cpu % nr_cpus, layout.cpu_node[cpu % nr_cpus]))
         .collect();
-    let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut counts = ReplayCounts::default();
     let mut live = LiveBlocks::with_span(host_pfn_end(trace).unwrap_or(0));
     let max_order = layout.max_order.0;
     if options.hold_pretrace {
         hold_pretrace_blocks(trace, &handles, &targets, max_order, &mut live, &mut counts);
     }
+    if options.host_pcp_start {
+        counts.host_pcp_pages = copy_host_pcp(trace, &allocator, &handles);
+    }
+    // What the set-up did is not the trace's: counted from here.
+    let setup = SetupEvents::of(&allocator);
+    let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut samples = Vec::new();
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
@@ -390,7 +406,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         allocator.nr_free_blocks_per_order(),
     ));
     counts.live_at_end = live.len() as u64;
-    for (key, count) in allocator.extfrag_events() {
+    for (key, count) in setup.extfrag_since(&allocator) {
         let key = FallbackKey {
             order: key.alloc_order.0,
             migratetype: key.alloc_migratetype as i8,
@@ -424,10 +440,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         buddyinfo_start,
         buddyinfo_end: pageframe::proc::buddyinfo(&allocator),
         pagetypeinfo_end: pageframe::proc::pagetypeinfo(&allocator),
-        extfrag_claim: sum(&|zone| zone.zone_events.extfrag_claim),
-        extfrag_steal: sum(&|zone| zone.zone_events.extfrag_steal),
-        pcp_refill: sum(&|zone| zone.zone_events.pcp_refill),
-        pcp_drain_pages: sum(&|zone| zone.zone_events.pcp_drain_pages),
+        extfrag_claim: sum(&|zone| zone.zone_events.extfrag_claim) - setup.extfrag_claim,
+        extfrag_steal: sum(&|zone| zone.zone_events.extfrag_steal) - setup.extfrag_steal,
+        pcp_refill: sum(&|zone| zone.zone_events.pcp_refill) - setup.pcp_refill,
+        pcp_drain_pages: sum(&|zone| zone.zone_events.pcp_drain_pages) - setup.pcp_drain_pages,
         pageblocks,
     })
 }
@@ -465,4 +481,100 @@ fn hold_pretrace_blocks<H: std::ops::Deref<Target = LocalPageAllocator>>(
             _ => {}
         }
     }
+}
+
+/// The allocator's event counters after the replay's set-up (stand-ins,
+/// the host's lists), subtracted from the figures reported: the kernel's
+/// counterparts happened before the trace.
+struct SetupEvents {
+    extfrag: Vec<(pageframe::ExtfragKey, u64)>,
+    extfrag_claim: u64,
+    extfrag_steal: u64,
+    pcp_refill: u64,
+    pcp_drain_pages: u64,
+}
+
+impl SetupEvents {
+    fn of(allocator: &LocalPageAllocator) -> SetupEvents {
+        let zones = allocator.zone_snapshots();
+        let sum = |field: fn(&pageframe::ZoneEvents) -> u64| -> u64 {
+            zones.iter().map(|zone| field(&zone.zone_events)).sum()
+        };
+        SetupEvents {
+            extfrag: allocator.extfrag_events(),
+            extfrag_claim: sum(|events| events.extfrag_claim),
+            extfrag_steal: sum(|events| events.extfrag_steal),
+            pcp_refill: sum(|events| events.pcp_refill),
+            pcp_drain_pages: sum(|events| events.pcp_drain_pages),
+        }
+    }
+
+    /// The fallbacks counted since the set-up, per key.
+    fn extfrag_since(&self, allocator: &LocalPageAllocator) -> Vec<(pageframe::ExtfragKey, u64)> {
+        allocator
+            .extfrag_events()
+            .into_iter()
+            .filter_map(|(key, count)| {
+                let before = self
+                    .extfrag
+                    .iter()
+                    .find(|(seen, _)| *seen == key)
+                    .map_or(0, |(_, count)| *count);
+                (count > before).then(|| (key, count - before))
+            })
+            .collect()
+    }
+}
+
+/// Lists each CPU's pages as the host's zoneinfo at the trace's start shows
+/// them: per zone and CPU of ours that the host had, `count` pages of that
+/// zone allocated on the CPU (movable), `high` set to the host's, then the
+/// pages freed on the CPU onto its lists. Returns the pages listed. Pages
+/// an allocation gives from another zone are freed at once, uncounted.
+fn copy_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
+    trace: &Trace,
+    allocator: &LocalPageAllocator,
+    handles: &[pageframe::CpuHandle<H, pageframe::Local>],
+) -> u64 {
+    let Some(zoneinfo) = host_file(trace, Moment::Start, "zoneinfo") else {
+        return 0;
+    };
+    let zones = allocator.zone_snapshots();
+    let mut listed = 0u64;
+    for host in parse_pcp(&zoneinfo) {
+        let Some((index, zone)) = zones.iter().enumerate().find(|(_, zone)| {
+            zone.node.0 == host.node && zone.zone_type.name() == host.zone && zone.managed > 0
+        }) else {
+            continue;
+        };
+        let Some(handle) = handles.get(host.cpu) else {
+            continue;
+        };
+        let zone_bits = match zone.zone_type {
+            ZoneType::Dma => Gfp::DMA,
+            ZoneType::Dma32 => Gfp::DMA32,
+            _ => Gfp::HIGHUSER,
+        };
+        let gfp = zone_bits | Gfp::MOVABLE;
+        let span = zone.start_pfn..zone.start_pfn + zone.spanned;
+        let mut pages = Vec::new();
+        for _ in 0..host.count {
+            let Ok(page) = handle.alloc_pages(gfp, Order(0), zone.node) else {
+                break;
+            };
+            if span.contains(&page.pfn().0) {
+                pages.push(page);
+            } else {
+                let _ = handle.free_pages(page, Order(0));
+                break;
+            }
+        }
+        allocator.set_pcp_high(index, handle.cpu(), host.high);
+        for page in pages {
+            if handle.free_pages(page, Order(0)).is_ok() {
+                listed += 1;
+            }
+        }
+    }
+    listed
 }

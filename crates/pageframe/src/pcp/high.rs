@@ -144,6 +144,12 @@ impl PcpHigh {
         self.high
     }
 
+    /// Sets `high`, clamped into its limits; returns it.
+    pub(crate) fn set_high(&mut self, high: u32) -> u32 {
+        self.high = high;
+        self.clamped_high()
+    }
+
     /// An allocation from the lists: halve the free run (rmqueue_pcplist()).
     #[inline]
     pub fn note_alloc(&mut self) {
