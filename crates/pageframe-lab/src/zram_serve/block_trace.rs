@@ -56,8 +56,8 @@ const MAX_RECORD_STREAM: u64 = 256 << 20;
 /// records a data page (the shipped trace: 1 231 265 records for 3 rounds
 /// of 362 606 data pages; the rest is ext4's metadata and journal), taking
 /// 8.9 bytes each; 1.5 records of 12 bytes are allowed, so a recording that
-/// this allows is always within [`MAX_TRACE_RECORDS`] and
-/// [`MAX_RECORD_STREAM`].
+/// this allows is always within the reader's limits (2^25 records, 256 MiB
+/// of record stream).
 pub fn rounds_that_fit(data_pages: u64) -> u64 {
     const RECORD_BYTES: u64 = 12;
     let records = (MAX_TRACE_RECORDS as u64).min(MAX_RECORD_STREAM / RECORD_BYTES);
@@ -211,7 +211,7 @@ impl Encoder {
 /// without it leaves a truncated trace, which readers refuse).
 ///
 /// Invariant: what it writes stays within what [`read_trace`] accepts,
-/// [`MAX_TRACE_RECORDS`] records in [`MAX_RECORD_STREAM`] bytes; records
+/// 2^25 records in 256 MiB of record stream; records
 /// past that are counted, not written, so the device being traced never
 /// fails a write because its trace is full.
 pub struct TraceWriter {

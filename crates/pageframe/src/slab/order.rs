@@ -51,7 +51,7 @@ impl SlabParams {
     /// The parameters as the slab uses them: `slub_max_order` and
     /// `slub_min_order` clamped to `max_page_order` (mirrors
     /// setup_slub_max_order() and setup_slub_min_order(), which clamp to
-    /// MAX_PAGE_ORDER); a `max_page_order` above [`MAX_SLAB_PAGE_ORDER`] is
+    /// MAX_PAGE_ORDER); a `max_page_order` above 20 (`MAX_SLAB_PAGE_ORDER`) is
     /// an error. A `min_order` above `max_order` stays: as in the kernel,
     /// the minimum wins.
     pub fn clamped(&self) -> Result<SlabParams, String> {

@@ -95,7 +95,7 @@ impl Addr {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PidArg {
     /// This value, as is: 0 (the caller), or a pid that names no process
-    /// ([`MISSING_PID`], negative ones).
+    /// (`MISSING_PID`, negative ones).
     Raw(i32),
     /// The caller's own pid, spelled out (not 0).
     Own,
