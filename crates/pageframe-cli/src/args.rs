@@ -260,6 +260,11 @@ pub struct TraceReplayArgs {
     /// the host's stood at the trace's start (its saved zoneinfo).
     #[arg(long)]
     pub empty_pcp_start: bool,
+    /// When a run of order 1-3 frees drains the per-CPU lists: 6.12 (at a
+    /// batch) or 6.16 (at a batch plus half of high_min); default: the
+    /// traced kernel's, else 6.12.
+    #[arg(long, value_name = "RULE")]
+    pub free_high: Option<String>,
     /// The fallback table a request walks when its migratetype's lists are
     /// empty: kernel (Linux's `fallbacks[]`) or reversed (each type tries
     /// the kernel's second choice first).

@@ -262,6 +262,16 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
             })
         }
         TraceCommand::Replay(args) => {
+            let free_high = match args.free_high.as_deref() {
+                None => None,
+                Some("6.12") => Some(pageframe::FreeHighThreshold::Batch),
+                Some("6.16") => Some(pageframe::FreeHighThreshold::BatchAndHalfHighMin),
+                Some(other) => {
+                    return Err(CliError::Invalid(format!(
+                        "--free-high {other}: 6.12 or 6.16"
+                    )))
+                }
+            };
             let format = Format::parse(&args.format).ok_or_else(|| {
                 CliError::Invalid(format!(
                     "unknown format '{}' (known: table, json, csv)",
@@ -308,6 +318,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     fit: args.fit,
                     hold_pretrace: !args.skip_pretrace_frees,
                     host_pcp_start: !args.empty_pcp_start,
+                    free_high,
                     ..ReplayOptions::default()
                 }),
                 format,

@@ -109,6 +109,15 @@ fn endless_or_oversized_trace_input_is_refused_without_reading_it_whole() {
     std::fs::write(&huge, &bytes).unwrap();
     let message = error_of(&["trace", "replay", huge.to_str().unwrap()]);
     assert!(message.contains("over the limit of 33554432"), "{message}");
+    let shipped = trace::shipped_trace_path();
+    let message = error_of(&[
+        "trace",
+        "replay",
+        shipped.to_str().unwrap(),
+        "--free-high",
+        "7",
+    ]);
+    assert!(message.contains("--free-high 7: 6.12 or 6.16"), "{message}");
     // An output that cannot be written is refused before recording.
     let dir = std::env::temp_dir();
     let message = error_of(&["trace", "record", "-o", dir.to_str().unwrap(), "--", "true"]);

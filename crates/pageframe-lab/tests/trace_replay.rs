@@ -485,3 +485,17 @@ fn the_set_up_is_not_counted_as_the_traces() {
     assert_eq!(outcome.counts.frees, 1000);
     assert_eq!(outcome.pcp_refill, 0, "only the set-up allocated");
 }
+
+/// The replay follows the traced kernel's rule for high-order free runs:
+/// the shipped trace names Linux 6.18 in its host description.
+#[test]
+fn the_traced_kernel_is_named() {
+    let trace = shipped_prefix(1);
+    let release = trace::host::kernel_release(&trace).unwrap();
+    assert_eq!(release, "6.18.44-fc-v657");
+    assert_eq!(
+        pageframe::FreeHighThreshold::of_release(&release),
+        Some(pageframe::FreeHighThreshold::BatchAndHalfHighMin)
+    );
+    assert_eq!(trace::host::kernel_release(&Trace::default()), None);
+}

@@ -97,7 +97,7 @@ pub mod sync;
 mod types;
 mod zone;
 
-pub use alloc_policy::{FallbackOrder, PcpSizing};
+pub use alloc_policy::{FallbackOrder, FreeHighThreshold, PcpSizing};
 pub use error::{Errno, InvariantError};
 pub use frames::MetadataCost;
 pub use freetype::{FreeType, FreeTypeFlags, MigrateType};

@@ -170,6 +170,11 @@ impl PerCpuPages {
         self.sizing.update(high_min, high_max, batch);
     }
 
+    /// Sets when a high-order free run drains (see [`FreeHighThreshold`]).
+    pub(crate) fn set_free_high_threshold(&mut self, threshold: crate::FreeHighThreshold) {
+        self.sizing.set_free_high_threshold(threshold);
+    }
+
     /// Orders that use the per-CPU lists (`pcp_allowed_order()`).
     #[inline]
     pub fn allowed_order(order: Order, thp_order: Order) -> bool {

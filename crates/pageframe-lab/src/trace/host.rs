@@ -8,12 +8,13 @@
 use super::event::Trace;
 
 /// The files saved, by short name.
-pub const HOST_FILES: [(&str, &str); 5] = [
+pub const HOST_FILES: [(&str, &str); 6] = [
     ("zoneinfo", "/proc/zoneinfo"),
     ("buddyinfo", "/proc/buddyinfo"),
     ("pagetypeinfo", "/proc/pagetypeinfo"),
     ("vmstat", "/proc/vmstat"),
     ("min_free_kbytes", "/proc/sys/vm/min_free_kbytes"),
+    ("osrelease", "/proc/sys/kernel/osrelease"),
 ];
 
 /// Which moment of the recording a snapshot belongs to.
@@ -162,6 +163,18 @@ pub fn parse_pcp(zoneinfo: &str) -> Vec<HostPcp> {
     }
     push(current.take());
     found
+}
+
+/// The traced kernel's release: the saved `osrelease`, else the word after
+/// `Linux ` in the `host` description (traces recorded before `osrelease`
+/// was saved, such as the shipped one).
+pub fn kernel_release(trace: &Trace) -> Option<String> {
+    if let Some(release) = host_file(trace, Moment::Start, "osrelease") {
+        return Some(release.trim().to_string());
+    }
+    let host = trace.meta("host")?;
+    let after = &host[host.find("Linux ")? + "Linux ".len()..];
+    Some(after.split([' ', ',', ';']).next()?.to_string())
 }
 
 /// The host's CPU count: the `cpus` key, else one more than the highest

@@ -30,12 +30,13 @@
 
 use super::event::{EventKind, Trace};
 use super::frag::{fragmentation_index, unusable_free_index};
-use super::host::{host_bytes, host_cpus, host_file, parse_pcp, Moment};
+use super::host::{host_bytes, host_cpus, host_file, kernel_release, parse_pcp, Moment};
 use super::live::LiveBlocks;
 use super::TraceError;
 use pageframe::machine::apply_cmdline;
 use pageframe::{
-    AllocOptions, CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn, ZoneType,
+    AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order,
+    Pfn, ZoneType,
 };
 
 /// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
@@ -77,6 +78,9 @@ pub struct ReplayOptions {
     /// and `high` set, on a machine the host's shape. Off, the lists start
     /// empty at `high_min`, as after boot.
     pub host_pcp_start: bool,
+    /// The rule for draining on high-order free runs; `None` takes the
+    /// traced kernel's (from its release), else `alloc.free_high`.
+    pub free_high: Option<FreeHighThreshold>,
 }
 
 impl Default for ReplayOptions {
@@ -91,6 +95,7 @@ impl Default for ReplayOptions {
             check_invariants: false,
             hold_pretrace: true,
             host_pcp_start: true,
+            free_high: None,
         }
     }
 }
@@ -231,9 +236,14 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
             let bytes = bytes.div_ceil(block).saturating_mul(block).max(64 << 20);
             let mut desc = MachineDesc::uniform(bytes, 1, host_cpus)
                 .map_err(|err| TraceError::Machine(err.to_string()))?;
-            desc.dma32 = host_file(trace, Moment::Start, "zoneinfo")
-                .is_some_and(|zoneinfo| zoneinfo.contains("zone    DMA32"))
-                && bytes > 4 << 30;
+            let zoneinfo = host_file(trace, Moment::Start, "zoneinfo").unwrap_or_default();
+            let host_has = |name: &str| {
+                zoneinfo.lines().any(|line| {
+                    line.split_whitespace().collect::<Vec<_>>()[..].ends_with(&["zone", name])
+                })
+            };
+            desc.dma32 = host_has("DMA32") && bytes > 4 << 30;
+            desc.dma = host_has("DMA") && bytes > 16 << 20;
             desc
         }
     };
@@ -284,14 +294,40 @@ fn host_pfn_end(trace: &Trace) -> Option<u64> {
 /// Replays a trace. Deterministic for a given trace and options.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, TraceError> {
     trace.check_invariants()?;
-    let desc = replay_machine(trace, options)?;
+    let mut desc = replay_machine(trace, options)?;
     // The report shows no vm event: counting them would only cost time.
+    // The rule for high-order free runs: the one asked for, else the traced
+    // kernel's when the trace names its kernel.
+    let free_high = options
+        .free_high
+        .or_else(|| {
+            kernel_release(trace).and_then(|release| FreeHighThreshold::of_release(&release))
+        })
+        .unwrap_or(options.alloc.free_high);
     let alloc_options = AllocOptions {
         vm_events: false,
+        free_high,
         ..options.alloc
     };
-    let allocator = LocalPageAllocator::boot_seeded(&desc, alloc_options, options.seed)
-        .map_err(|err| TraceError::Machine(err.to_string()))?;
+    let boot = |desc: &MachineDesc| {
+        LocalPageAllocator::boot_seeded(desc, alloc_options, options.seed)
+            .map_err(|err| TraceError::Machine(err.to_string()))
+    };
+    let mut allocator = boot(&desc)?;
+    // A host-shaped machine takes the host's THP setting from its
+    // min_free_kbytes: only khugepaged raises it above the boot-time value
+    // (set_recommended_min_free_kbytes()), and with it the watermarks and
+    // the per-CPU lists' high_min, which zone_highsize() takes from them.
+    let host_min_free = trace
+        .meta("host.start.min_free_kbytes")
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    if options.machine.is_none()
+        && !desc.transparent_hugepage
+        && host_min_free.is_some_and(|host| host > allocator.min_free_kbytes())
+    {
+        desc.transparent_hugepage = true;
+        allocator = boot(&desc)?;
+    }
     let layout = allocator.layout();
     let nr_cpus = allocator.nr_cpus();
     let handles = (0..nr_cpus)

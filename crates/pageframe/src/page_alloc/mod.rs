@@ -43,7 +43,7 @@ pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
 
-use crate::alloc_policy::{FallbackOrder, PcpSizing};
+use crate::alloc_policy::{FallbackOrder, FreeHighThreshold, PcpSizing};
 use crate::backing::Backing;
 use crate::frames::{Frames, MetadataCost};
 use crate::freetype::MigrateType;
@@ -89,6 +89,9 @@ pub struct AllocOptions {
     pub fallback_order: FallbackOrder,
     /// Per-CPU list sizing (`vm.percpu_pagelist_high_fraction`, batch).
     pub pcp: PcpSizing,
+    /// When a run of high-order frees drains the per-CPU lists (Linux
+    /// 6.12's rule by default).
+    pub free_high: FreeHighThreshold,
 }
 
 impl AllocOptions {
@@ -100,6 +103,7 @@ impl AllocOptions {
         watermark_boost_factor: crate::zone::boost::WATERMARK_BOOST_FACTOR,
         fallback_order: FallbackOrder::Kernel,
         pcp: PcpSizing::KERNEL,
+        free_high: FreeHighThreshold::Batch,
     };
 }
 

@@ -229,6 +229,7 @@ impl<L: LockFamily> PageAllocator<L> {
             for cpu in self.cpus.iter() {
                 let (mut pcp, _) = L::lock(&cpu.zones[zone.index()].pcp);
                 pcp.set_high_and_batch(high_min, high_max, batch);
+                pcp.set_free_high_threshold(self.options.free_high);
             }
             self.drain_zone_pcp(zone);
         }

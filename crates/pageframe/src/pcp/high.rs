@@ -20,6 +20,7 @@
 //! (before that it is 0, as a fresh kernel pageset shows it), or at most
 //! the pages listed after a decay.
 
+use crate::alloc_policy::FreeHighThreshold;
 use crate::types::Order;
 
 /// `CONFIG_PCP_BATCH_SCALE_MAX` (default 5): refills and drains grow to at
@@ -59,6 +60,8 @@ pub struct PcpHigh {
     /// batches, so a batch may stay on the lists during high-order free
     /// runs (`PCPF_FREE_HIGH_BATCH`).
     free_high_batch: bool,
+    /// The free count a high-order run needs to drain.
+    free_high_threshold: FreeHighThreshold,
 }
 
 impl PcpHigh {
@@ -75,6 +78,7 @@ impl PcpHigh {
             alloc_factor: 0,
             prev_free_high_order: false,
             free_high_batch,
+            free_high_threshold: FreeHighThreshold::Batch,
         }
     }
 
@@ -88,6 +92,11 @@ impl PcpHigh {
         if self.high != 0 {
             self.clamped_high();
         }
+    }
+
+    /// Sets when a high-order free run drains.
+    pub fn set_free_high_threshold(&mut self, threshold: FreeHighThreshold) {
+        self.free_high_threshold = threshold;
     }
 
     /// `pcp->high` as /proc/zoneinfo shows it.
@@ -166,7 +175,7 @@ impl PcpHigh {
         let batch = self.batch;
         let mut free_high = false;
         if order.0 > 0 && order <= costly_order {
-            free_high = self.free_count >= batch
+            free_high = self.free_count >= self.free_high_threshold.at(batch, self.high_min)
                 && self.prev_free_high_order
                 && (!self.free_high_batch || count >= batch);
             self.prev_free_high_order = true;
@@ -343,6 +352,22 @@ mod tests {
         let mut pcp = PcpHigh::boot(true);
         pcp.update(high_min, high_max, batch);
         pcp
+    }
+
+    /// Two order-2 frees in a row drain everything under 6.12's rule once
+    /// the free count reaches a batch; the newer rule wants half of
+    /// `high_min` more, which a free count capped at `batch << 5` never
+    /// reaches when `high_min` is large.
+    #[test]
+    fn a_high_order_free_run_drains_at_the_rules_threshold() {
+        let run = |threshold: FreeHighThreshold, high_min: u32| {
+            let mut pcp = sized(high_min, high_min * 8, 63);
+            pcp.set_free_high_threshold(threshold);
+            (0..2000).any(|_| pcp.note_free(Order(2), 1000, Order(3)))
+        };
+        assert!(run(FreeHighThreshold::Batch, 8433));
+        assert!(!run(FreeHighThreshold::BatchAndHalfHighMin, 8433));
+        assert!(run(FreeHighThreshold::BatchAndHalfHighMin, 2000));
     }
 
     #[test]
