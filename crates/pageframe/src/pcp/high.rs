@@ -7,7 +7,9 @@
 //! toward `high_min`. Refill and drain sizes scale with how many pages were
 //! allocated or freed in a row (`alloc_factor`, `free_count`), and a run of
 //! frees of orders 1..=3 without allocations drains everything
-//! (`free_high`).
+//! (`free_high`) once the free count reaches a threshold: a batch in 6.12,
+//! or a batch and half of `high_min` in newer kernels
+//! ([`FreeHighThreshold`], chosen per allocator).
 //!
 //! This is the arithmetic only, on the counts the caller passes; the lists
 //! and the zone lock are the caller's. mirrors nr_pcp_high(), nr_pcp_free(),
@@ -18,7 +20,8 @@
 //! `free_count < (batch << PCP_BATCH_SCALE_MAX) + 2^order` of the largest
 //! order freed; `high` is `high_min..=high_max` once it has been used
 //! (before that it is 0, as a fresh kernel pageset shows it), or at most
-//! the pages listed after a decay.
+//! the pages listed after a decay; `free_high_at` is the threshold rule's
+//! value for the current `batch` and `high_min`.
 
 use crate::alloc_policy::FreeHighThreshold;
 use crate::types::Order;
@@ -60,8 +63,11 @@ pub struct PcpHigh {
     /// batches, so a batch may stay on the lists during high-order free
     /// runs (`PCPF_FREE_HIGH_BATCH`).
     free_high_batch: bool,
-    /// The free count a high-order run needs to drain.
+    /// The rule for the free count a high-order run needs to drain.
     free_high_threshold: FreeHighThreshold,
+    /// That free count for the current `batch` and `high_min`, kept here so
+    /// that a free reads it rather than computes it.
+    free_high_at: u32,
 }
 
 impl PcpHigh {
@@ -79,6 +85,7 @@ impl PcpHigh {
             prev_free_high_order: false,
             free_high_batch,
             free_high_threshold: FreeHighThreshold::Batch,
+            free_high_at: 1,
         }
     }
 
@@ -89,6 +96,7 @@ impl PcpHigh {
         self.high_min = high_min;
         self.high_max = high_max.max(high_min);
         self.batch = batch.max(1);
+        self.free_high_at = self.free_high_threshold.at(self.batch, self.high_min);
         if self.high != 0 {
             self.clamped_high();
         }
@@ -97,6 +105,7 @@ impl PcpHigh {
     /// Sets when a high-order free run drains.
     pub fn set_free_high_threshold(&mut self, threshold: FreeHighThreshold) {
         self.free_high_threshold = threshold;
+        self.free_high_at = threshold.at(self.batch, self.high_min);
     }
 
     /// `pcp->high` as /proc/zoneinfo shows it.
@@ -175,7 +184,7 @@ impl PcpHigh {
         let batch = self.batch;
         let mut free_high = false;
         if order.0 > 0 && order <= costly_order {
-            free_high = self.free_count >= self.free_high_threshold.at(batch, self.high_min)
+            free_high = self.free_count >= self.free_high_at
                 && self.prev_free_high_order
                 && (!self.free_high_batch || count >= batch);
             self.prev_free_high_order = true;
@@ -331,6 +340,12 @@ impl PcpHigh {
         }
         if self.alloc_factor as u32 > PCP_BATCH_SCALE_MAX {
             return Err(format!("pcp alloc_factor {}", self.alloc_factor));
+        }
+        if self.free_high_at != self.free_high_threshold.at(self.batch, self.high_min) {
+            return Err(format!(
+                "pcp free_high threshold {} is not {:?}'s for batch {} and high_min {}",
+                self.free_high_at, self.free_high_threshold, self.batch, self.high_min
+            ));
         }
         if self.high != 0 && (self.high < self.high_min || self.high > self.high_max.max(count)) {
             return Err(format!(
