@@ -134,3 +134,18 @@ fn gfp_names_map_to_the_kernel_bits() {
     assert_eq!(parse_gfp("__GFP_HIGH|0x4000000"), Some(0x0400_0020));
     assert_eq!(parse_gfp("GFP_WHATEVER"), None);
 }
+
+/// A line of exactly the limit is read; one byte more is an error naming
+/// its line, and the reader stops there rather than holding it all.
+#[test]
+fn a_line_is_read_up_to_the_limit_and_no_further() {
+    use pageframe_lab::trace::text_import::{import_reader, MAX_LINE_BYTES};
+    let event = "x-1 [000] .... 1.000000: mm_page_free: page=00000000ab12cd34 pfn=0x10 order=0 ";
+    let line = |len: usize| format!("{event}{}\n", "y".repeat(len - event.len()));
+    let at_limit = format!("# header\n{}", line(MAX_LINE_BYTES));
+    let trace = import_reader(at_limit.as_bytes()).unwrap();
+    assert_eq!(trace.events.len(), 1);
+    let over = format!("# header\n{}", line(MAX_LINE_BYTES + 1));
+    let err = import_reader(over.as_bytes()).unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 2, .. }), "{err}");
+}

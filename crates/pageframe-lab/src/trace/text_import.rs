@@ -49,16 +49,26 @@ impl<R: std::io::BufRead> Iterator for BoundedLines<R> {
         use std::io::{BufRead, Read};
         self.buffer.clear();
         self.line_no = self.line_no.saturating_add(1);
-        let limit = MAX_LINE_BYTES as u64 + 1;
+        // The longest line and its line break, and one byte more to tell.
+        let limit = MAX_LINE_BYTES as u64 + 2;
         match (&mut self.reader)
             .take(limit)
             .read_until(b'\n', &mut self.buffer)
         {
             Ok(0) => None,
-            Ok(_) if self.buffer.len() > MAX_LINE_BYTES => Some(Err(TraceError::Text {
-                line: self.line_no,
-                reason: format!("longer than {} KiB: not a text trace", MAX_LINE_BYTES >> 10),
-            })),
+            Ok(_)
+                if self
+                    .buffer
+                    .strip_suffix(b"\n")
+                    .unwrap_or(&self.buffer)
+                    .len()
+                    > MAX_LINE_BYTES =>
+            {
+                Some(Err(TraceError::Text {
+                    line: self.line_no,
+                    reason: format!("longer than {} KiB: not a text trace", MAX_LINE_BYTES >> 10),
+                }))
+            }
             Ok(_) => {
                 let line = self.buffer.strip_suffix(b"\n").unwrap_or(&self.buffer);
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
