@@ -116,52 +116,46 @@ pub struct HostPcp {
 /// Every CPU's `count:` and `high:` per zone in /proc/zoneinfo text, in
 /// the file's order; a CPU block without both is left out.
 pub fn parse_pcp(zoneinfo: &str) -> Vec<HostPcp> {
+    /// A CPU block being read: its zone and CPU, and the two values once seen.
+    type Block = ((u16, String), usize, Option<u32>, Option<u32>);
     let mut found = Vec::new();
     let mut zone: Option<(u16, String)> = None;
-    let mut current: Option<HostPcp> = None;
-    let mut push = |pcp: Option<HostPcp>| {
-        if let Some(pcp) = pcp.filter(|pcp| pcp.high != u32::MAX && pcp.count != u32::MAX) {
-            found.push(pcp);
+    let mut block: Option<Block> = None;
+    let mut finish = |block: Option<Block>| {
+        if let Some(((node, zone), cpu, Some(count), Some(high))) = block {
+            found.push(HostPcp {
+                node,
+                zone,
+                cpu,
+                count,
+                high,
+            });
         }
     };
     for line in zoneinfo.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["Node", node, "zone", name] => {
-                push(current.take());
+        match (words.as_slice(), block.as_mut()) {
+            (["Node", node, "zone", name], _) => {
+                finish(block.take());
                 zone = node
                     .trim_end_matches(',')
                     .parse()
                     .ok()
                     .map(|node| (node, name.to_string()));
             }
-            ["cpu:", cpu] => {
-                push(current.take());
-                current = zone
+            (["cpu:", cpu], _) => {
+                finish(block.take());
+                block = zone
                     .clone()
                     .zip(cpu.parse().ok())
-                    .map(|((node, zone), cpu)| HostPcp {
-                        node,
-                        zone,
-                        cpu,
-                        count: u32::MAX,
-                        high: u32::MAX,
-                    });
+                    .map(|(zone, cpu)| (zone, cpu, None, None));
             }
-            ["count:", value] => {
-                if let (Some(pcp), Ok(value)) = (current.as_mut(), value.parse()) {
-                    pcp.count = value;
-                }
-            }
-            ["high:", value] => {
-                if let (Some(pcp), Ok(value)) = (current.as_mut(), value.parse()) {
-                    pcp.high = value;
-                }
-            }
+            (["count:", value], Some(block)) => block.2 = value.parse().ok(),
+            (["high:", value], Some(block)) => block.3 = value.parse().ok(),
             _ => {}
         }
     }
-    push(current.take());
+    finish(block.take());
     found
 }
 

@@ -348,7 +348,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         counts.host_pcp_pages = copy_host_pcp(trace, &allocator, &handles);
     }
     // What the set-up did is not the trace's: counted from here.
-    let setup = SetupEvents::of(&allocator);
+    let setup = EventTotals::of(&allocator);
     let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
     let mut samples = Vec::new();
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
@@ -442,7 +442,8 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         allocator.nr_free_blocks_per_order(),
     ));
     counts.live_at_end = live.len() as u64;
-    for (key, count) in setup.extfrag_since(&allocator) {
+    let events = EventTotals::of(&allocator).since(&setup);
+    for &(key, count) in &events.extfrag {
         let key = FallbackKey {
             order: key.alloc_order.0,
             migratetype: key.alloc_migratetype as i8,
@@ -460,9 +461,6 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
             .map_err(|err| TraceError::Invariant(err.to_string()))?;
     }
     let snapshots = allocator.zone_snapshots();
-    let sum = |field: &dyn Fn(&pageframe::ZoneSnapshot) -> u64| -> u64 {
-        snapshots.iter().map(field).sum()
-    };
     let mut pageblocks = [0u64; 5];
     for zone in &snapshots {
         for (total, count) in pageblocks.iter_mut().zip(zone.pageblocks) {
@@ -476,10 +474,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         buddyinfo_start,
         buddyinfo_end: pageframe::proc::buddyinfo(&allocator),
         pagetypeinfo_end: pageframe::proc::pagetypeinfo(&allocator),
-        extfrag_claim: sum(&|zone| zone.zone_events.extfrag_claim) - setup.extfrag_claim,
-        extfrag_steal: sum(&|zone| zone.zone_events.extfrag_steal) - setup.extfrag_steal,
-        pcp_refill: sum(&|zone| zone.zone_events.pcp_refill) - setup.pcp_refill,
-        pcp_drain_pages: sum(&|zone| zone.zone_events.pcp_drain_pages) - setup.pcp_drain_pages,
+        extfrag_claim: events.extfrag_claim,
+        extfrag_steal: events.extfrag_steal,
+        pcp_refill: events.pcp_refill,
+        pcp_drain_pages: events.pcp_drain_pages,
         pageblocks,
     })
 }
@@ -519,10 +517,11 @@ fn hold_pretrace_blocks<H: std::ops::Deref<Target = LocalPageAllocator>>(
     }
 }
 
-/// The allocator's event counters after the replay's set-up (stand-ins,
-/// the host's lists), subtracted from the figures reported: the kernel's
-/// counterparts happened before the trace.
-struct SetupEvents {
+/// The allocator's event counters the report shows, summed over zones.
+/// Taken after the replay's set-up (stand-ins, the host's lists) and at
+/// the end; the report gives the difference, as the kernel's counterparts
+/// of the set-up happened before the trace.
+struct EventTotals {
     extfrag: Vec<(pageframe::ExtfragKey, u64)>,
     extfrag_claim: u64,
     extfrag_steal: u64,
@@ -530,13 +529,13 @@ struct SetupEvents {
     pcp_drain_pages: u64,
 }
 
-impl SetupEvents {
-    fn of(allocator: &LocalPageAllocator) -> SetupEvents {
+impl EventTotals {
+    fn of(allocator: &LocalPageAllocator) -> EventTotals {
         let zones = allocator.zone_snapshots();
         let sum = |field: fn(&pageframe::ZoneEvents) -> u64| -> u64 {
             zones.iter().map(|zone| field(&zone.zone_events)).sum()
         };
-        SetupEvents {
+        EventTotals {
             extfrag: allocator.extfrag_events(),
             extfrag_claim: sum(|events| events.extfrag_claim),
             extfrag_steal: sum(|events| events.extfrag_steal),
@@ -545,20 +544,27 @@ impl SetupEvents {
         }
     }
 
-    /// The fallbacks counted since the set-up, per key.
-    fn extfrag_since(&self, allocator: &LocalPageAllocator) -> Vec<(pageframe::ExtfragKey, u64)> {
-        allocator
-            .extfrag_events()
+    /// What was counted after `before` (counters only grow).
+    fn since(self, before: &EventTotals) -> EventTotals {
+        let extfrag = self
+            .extfrag
             .into_iter()
             .filter_map(|(key, count)| {
-                let before = self
+                let earlier = before
                     .extfrag
                     .iter()
                     .find(|(seen, _)| *seen == key)
                     .map_or(0, |(_, count)| *count);
-                (count > before).then(|| (key, count - before))
+                (count > earlier).then(|| (key, count - earlier))
             })
-            .collect()
+            .collect();
+        EventTotals {
+            extfrag,
+            extfrag_claim: self.extfrag_claim - before.extfrag_claim,
+            extfrag_steal: self.extfrag_steal - before.extfrag_steal,
+            pcp_refill: self.pcp_refill - before.pcp_refill,
+            pcp_drain_pages: self.pcp_drain_pages - before.pcp_drain_pages,
+        }
     }
 }
 
