@@ -260,6 +260,11 @@ pub struct TraceReplayArgs {
     /// the host's stood at the trace's start (its saved zoneinfo).
     #[arg(long)]
     pub empty_pcp_start: bool,
+    /// Start from a freshly booted machine's free memory, instead of free
+    /// lists laid out as the host's were at the trace's start (its saved
+    /// pagetypeinfo) with the rest of memory held.
+    #[arg(long)]
+    pub fresh_free_lists: bool,
     /// When a run of order 1-3 frees drains the per-CPU lists: 6.12 (at a
     /// batch) or 6.16 (at a batch plus half of high_min); default: the
     /// traced kernel's, else 6.12.

@@ -318,6 +318,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     fit: args.fit,
                     hold_pretrace: !args.skip_pretrace_frees,
                     host_pcp_start: !args.empty_pcp_start,
+                    host_free_start: !args.fresh_free_lists,
                     free_high,
                     ..ReplayOptions::default()
                 }),

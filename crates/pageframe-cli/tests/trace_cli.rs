@@ -40,6 +40,19 @@ fn live_recordings_replay_from_the_cli() {
     let json = stdout_of(&["trace", "replay", path, "--format", "json"]);
     assert_eq!(replayed(&json, "allocations"), allocations as f64);
     assert_eq!(replayed(&json, "failed allocations"), 0.0);
+    // The host's free lists at the start, copied from its pagetypeinfo.
+    let placed = "free blocks placed as the host's at the start";
+    assert!(replayed(&json, placed) > 0.0, "{json}");
+    let fresh = stdout_of(&[
+        "trace",
+        "replay",
+        path,
+        "--format",
+        "json",
+        "--fresh-free-lists",
+    ]);
+    assert_eq!(replayed(&fresh, placed), 0.0);
+    assert_eq!(replayed(&fresh, "allocations"), allocations as f64);
 
     let machine = temp_path("duration.pftrace");
     let path = machine.to_str().unwrap();

@@ -499,3 +499,75 @@ fn the_traced_kernel_is_named() {
     );
     assert_eq!(trace::host::kernel_release(&Trace::default()), None);
 }
+
+/// The free lists start as the host's pagetypeinfo showed them: per order,
+/// our free blocks at the start are the host's buddyinfo (less what did
+/// not fit), and the set-up leaves the allocator's invariants whole.
+#[test]
+fn the_free_lists_start_as_the_hosts() {
+    let trace = shipped_prefix(2_000);
+    let options = ReplayOptions {
+        check_invariants: true,
+        ..ReplayOptions::default()
+    };
+    let copied = trace::replay(&trace, &options).unwrap();
+    let host = trace::host::parse_buddyinfo(
+        &trace::host::host_file(&trace, trace::host::Moment::Start, "buddyinfo").unwrap(),
+    );
+    let host_total: Vec<u64> = (0..11)
+        .map(|order| host.iter().map(|line| line.nr_free[order]).sum())
+        .collect();
+    let ours = &copied.samples[0].nr_free;
+    assert!(copied.counts.host_free_placed > 100_000);
+    let mut differ = 0u64;
+    for order in 0..11 {
+        differ += host_total[order].abs_diff(ours[order]);
+    }
+    assert!(
+        differ <= copied.counts.host_free_unplaced,
+        "ours {ours:?} against the host's {host_total:?}, {} unplaced",
+        copied.counts.host_free_unplaced
+    );
+    let fresh = trace::replay(
+        &trace,
+        &ReplayOptions {
+            host_free_start: false,
+            ..options
+        },
+    )
+    .unwrap();
+    assert_eq!(fresh.counts.host_free_placed, 0);
+    assert!(
+        fresh.samples[0].nr_free[1] < host_total[1] / 10,
+        "a fresh machine has few order-1 blocks: {:?}",
+        fresh.samples[0].nr_free
+    );
+}
+
+/// A saved pagetypeinfo asking for more free blocks than the machine has
+/// pages, or for orders past MAX_PAGE_ORDER, places what fits and counts
+/// the rest, quickly.
+#[test]
+fn a_hosts_absurd_free_counts_are_counted_not_placed() {
+    let mut trace = shipped_prefix(200);
+    let max = u64::MAX;
+    let huge = vec![max.to_string(); 20].join(" ");
+    trace.set_meta(
+        "host.start.pagetypeinfo",
+        format!(
+            "Free pages count per migrate type at order 0 1 2\n\
+             Node    0, zone   Normal, type    Unmovable {huge}\n\
+             Node    0, zone   Normal, type      Movable {huge}\n\
+             Node    0, zone   Normal, type      Movable x\n\n\
+             Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate\n\
+             Node 0, zone   Normal {max} 1 {max} 0 0\n"
+        ),
+    );
+    let options = ReplayOptions {
+        check_invariants: true,
+        ..ReplayOptions::default()
+    };
+    let outcome = trace::replay(&trace, &options).unwrap();
+    assert_eq!(outcome.counts.host_free_unplaced, max);
+    assert!(outcome.counts.host_free_placed > 0);
+}

@@ -114,8 +114,10 @@ pub enum FreeHighThreshold {
     #[default]
     Batch,
     /// `batch + high_min / 2`: newer kernels (upstream "mm: pcp: increase
-    /// pcp->free_count threshold to trigger free_high", 6.16 by our
-    /// reading; no 6.16+ source was at hand to check it). The live 6.18
+    /// pcp->free_count threshold to trigger free_high", v3 posted to linux-mm
+    /// on 7 April 2025, after 6.15's merge window, and taken into the mm tree
+    /// that month: 6.16; later upstream free_unref_page_commit() reads
+    /// `free_count >= batch + high_min / 2`, checked this way). The live 6.18
     /// kernel behaves so: replaying its kmem traces, this rule gives 0
     /// drained pages where the kernel drained 0 (the 6.12 rule: 79 104),
     /// and 8 218 where it drained 10 544 (the 6.12 rule: 52 878).

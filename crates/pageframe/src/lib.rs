@@ -20,7 +20,7 @@
 //!
 //! | Path | What it offers |
 //! |------|----------------|
-//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`] (with the policy switches [`FallbackOrder`] and [`PcpSizing`]), [`ArenaOptions`], snapshots ([`ZoneSnapshot`] with its [`ZoneEvents`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`], fallback events by [`ExtfragKey`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`] with its [`SpinLock`] and [`SpinGuard`], [`LockFamily`]) |
+//! | crate root | the machine description ([`MachineDesc`], [`MachineLayout`], [`DescError`]); the two allocator faces, [`LocalPageAllocator`] (one thread, no locks) and [`SharedPageAllocator`] (threads, each registering its own CPU), with [`CpuHandle`], [`Page`], [`AllocOptions`] (with the policy switches [`FallbackOrder`] and [`PcpSizing`]), [`ArenaOptions`], snapshots ([`ZoneSnapshot`] with its [`ZoneEvents`], [`PcpSnapshot`], [`Watermarks`], [`MetadataCost`], fallback events by [`ExtfragKey`]) and typed errors with their errno ([`AllocError`], [`FreeError`], [`AccessError`], [`BootError`], [`CpuError`], [`HotplugError`], [`SetupError`], [`Errno`], [`InvariantError`]); [`Gfp`]; freetypes ([`MigrateType`], [`FreeType`]); the value types ([`Pfn`], [`Order`], [`NodeId`], [`CpuId`], [`ZoneType`], [`Nodemask`]); [`MachineRng`]; the lock families ([`Local`], [`Shared`] with its [`SpinLock`] and [`SpinGuard`], [`LockFamily`]) |
 //! | [`machine`] | descriptions in detail: nodes, ranges, kernel command line, NUMA emulation, sizes |
 //! | [`backing`] | where page contents live: the simulated store, the memfd arena, the mermap |
 //! | [`policies`] | secret memory ([`policies::SecretRegion`]) |
@@ -105,8 +105,8 @@ pub use gfp::{Gfp, GfpError};
 pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
-    HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SharedPageAllocator,
-    ShuffleStats, VmEvent, ZoneSnapshot, BULK_LIST_RUN, PAGETYPEINFO_CAP,
+    HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SetupError,
+    SharedPageAllocator, ShuffleStats, VmEvent, ZoneSnapshot, BULK_LIST_RUN, PAGETYPEINFO_CAP,
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;

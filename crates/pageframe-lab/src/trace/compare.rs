@@ -14,7 +14,7 @@
 
 use super::event::Trace;
 use super::frag::sum_orders;
-use super::host::{host_file, parse_buddyinfo, Moment};
+use super::host::{host_file, parse_buddyinfo, parse_pagetypeinfo, Moment};
 use super::replay::{FallbackKey, FragSample, ReplayOutcome};
 use crate::report::Row;
 use pageframe::MigrateType;
@@ -82,24 +82,16 @@ fn fallback_label(key: &FallbackKey) -> String {
 /// Pageblocks per migratetype summed over zones from /proc/pagetypeinfo's
 /// "Number of blocks type" table.
 fn host_pageblocks(pagetypeinfo: &str) -> Vec<(String, u64)> {
-    let mut lines = pagetypeinfo
-        .lines()
-        .skip_while(|line| !line.starts_with("Number of blocks type"));
-    let Some(header) = lines.next() else {
-        return Vec::new();
-    };
-    let names: Vec<&str> = header.split_whitespace().skip(4).collect();
-    let mut totals = vec![0u64; names.len()];
-    for line in lines.take_while(|line| line.starts_with("Node")) {
-        let counts = line
-            .split_whitespace()
-            .skip(4)
-            .filter_map(|word| word.parse::<u64>().ok());
-        for (total, count) in totals.iter_mut().zip(counts) {
-            *total = total.saturating_add(count);
+    let mut totals: Vec<(String, u64)> = Vec::new();
+    for line in parse_pagetypeinfo(pagetypeinfo).blocks {
+        for (name, count) in line.counts {
+            match totals.iter_mut().find(|(seen, _)| *seen == name) {
+                Some((_, total)) => *total = total.saturating_add(count),
+                None => totals.push((name, count)),
+            }
         }
     }
-    names.into_iter().map(str::to_string).zip(totals).collect()
+    totals
 }
 
 fn host_nr_free(trace: &Trace, moment: Moment) -> Option<Vec<u64>> {
@@ -148,6 +140,18 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
         "blocks from before the trace (held by stand-ins)",
         None,
         f(counts.pretrace_held),
+    ));
+    rows.push(ReplayRow::new(
+        "replay",
+        "free blocks placed as the host's at the start",
+        None,
+        f(counts.host_free_placed),
+    ));
+    rows.push(ReplayRow::new(
+        "replay",
+        "free blocks of the host's that did not fit",
+        None,
+        f(counts.host_free_unplaced),
     ));
     rows.push(ReplayRow::new(
         "replay",
@@ -248,6 +252,24 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
         f(outcome.pcp_drain_pages),
     ));
 
+    let ours_start = outcome
+        .samples
+        .first()
+        .map(|sample| sample.nr_free.clone())
+        .unwrap_or_default();
+    let host_start = host_nr_free(trace, Moment::Start);
+    for (order, ours) in ours_start.iter().enumerate() {
+        let host = host_start
+            .as_ref()
+            .and_then(|host| host.get(order))
+            .copied();
+        rows.push(ReplayRow::new(
+            "buddyinfo",
+            format!("order {order} free blocks at start"),
+            host.map(|v| v as f64),
+            f(*ours),
+        ));
+    }
     let ours_end = outcome
         .samples
         .last()

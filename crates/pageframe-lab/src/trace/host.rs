@@ -84,6 +84,103 @@ pub fn parse_buddyinfo(text: &str) -> Vec<BuddyLine> {
         .collect()
 }
 
+/// What /proc/pagetypeinfo says per zone: free blocks per order on each
+/// migratetype's lists, and pageblocks per migratetype.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pagetypeinfo {
+    /// `Node N, zone Z, type T  c0 c1 ...`: one line per zone and type.
+    pub free: Vec<FreeListLine>,
+    /// `Node N, zone Z  c0 c1 ...` under "Number of blocks type".
+    pub blocks: Vec<BlockCountLine>,
+}
+
+/// Free blocks per order on one migratetype's lists of one zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FreeListLine {
+    /// Node number.
+    pub node: u32,
+    /// Zone name.
+    pub zone: String,
+    /// Migratetype name (`Unmovable`, `Movable`...).
+    pub migratetype: String,
+    /// Free blocks per order.
+    pub nr_free: Vec<u64>,
+}
+
+/// Pageblocks per migratetype of one zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockCountLine {
+    /// Node number.
+    pub node: u32,
+    /// Zone name.
+    pub zone: String,
+    /// `(migratetype name, pageblocks)` in the header's order.
+    pub counts: Vec<(String, u64)>,
+}
+
+/// Parses /proc/pagetypeinfo text; lines that do not parse are skipped.
+pub fn parse_pagetypeinfo(text: &str) -> Pagetypeinfo {
+    let mut parsed = Pagetypeinfo::default();
+    let mut block_types: Option<Vec<String>> = None;
+    for line in text.lines() {
+        if let Some(header) = line.strip_prefix("Number of blocks type") {
+            block_types = Some(header.split_whitespace().map(str::to_string).collect());
+            continue;
+        }
+        let Some((node, zone, rest)) = node_and_zone(line) else {
+            continue;
+        };
+        match (rest.trim_start().strip_prefix("type"), &block_types) {
+            (Some(typed), _) => {
+                let mut words = typed.split_whitespace();
+                let Some(migratetype) = words.next() else {
+                    continue;
+                };
+                let Some(nr_free) = words.map(|word| word.parse().ok()).collect() else {
+                    continue;
+                };
+                parsed.free.push(FreeListLine {
+                    node,
+                    zone,
+                    migratetype: migratetype.to_string(),
+                    nr_free,
+                });
+            }
+            (None, Some(names)) => {
+                let Some(counts) = rest
+                    .split_whitespace()
+                    .map(|word| word.parse::<u64>().ok())
+                    .collect::<Option<Vec<u64>>>()
+                else {
+                    continue;
+                };
+                parsed.blocks.push(BlockCountLine {
+                    node,
+                    zone,
+                    counts: names.iter().cloned().zip(counts).collect(),
+                });
+            }
+            (None, None) => {}
+        }
+    }
+    parsed
+}
+
+/// `Node N, zone Z[,] rest`: the node, the zone's name and the rest.
+fn node_and_zone(line: &str) -> Option<(u32, String, &str)> {
+    let (node, rest) = line.strip_prefix("Node")?.split_once(',')?;
+    let rest = rest.trim_start().strip_prefix("zone")?.trim_start();
+    let end = rest
+        .find(|c: char| c == ',' || c.is_whitespace())
+        .unwrap_or(rest.len());
+    let (zone, rest) = rest.split_at(end);
+    Some((
+        node.trim().parse().ok()?,
+        zone.to_string(),
+        rest.strip_prefix(',').unwrap_or(rest),
+    ))
+}
+
 /// Sum of the `managed` pages of every zone in /proc/zoneinfo text.
 pub fn managed_pages(zoneinfo: &str) -> Option<u64> {
     let mut total = 0u64;

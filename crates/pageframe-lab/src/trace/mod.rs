@@ -32,6 +32,10 @@
 //!                        [--fallback-order kernel|reversed] [--pcp-high-fraction N]
 //!                        [--pcp-batch N]
 //!     options.alloc = AllocOptions { fallback_order, pcp: PcpSizing::new(n, batch)?, .. };
+//!                        [--skip-pretrace-frees] [--empty-pcp-start] [--fresh-free-lists]
+//!     options.hold_pretrace / host_pcp_start / host_free_start = false
+//!     (the set-up that starts the replay where the host stood: stand-ins,
+//!     the host's per-CPU lists, its free lists from [`host_free`])
 //! experiment `trace-replay` (in `run all`):
 //!     trace::replay_policies(&trace, seed, samples, &[ReplayPolicy::kernel(), other])
 //!     over trace::shipped_trace_path(): one ReplayReport per policy;
@@ -50,6 +54,7 @@ pub mod format;
 pub mod frag;
 pub mod gfp_names;
 pub mod host;
+pub mod host_free;
 pub mod live;
 pub mod plot;
 pub mod policy;

@@ -6,6 +6,11 @@
 //! start (see [`ReplayOptions::hold_pretrace`]), so that its free reaches
 //! our per-CPU lists as the kernel's did.
 //!
+//! Before the stand-ins, a machine the host's shape gets the host's free
+//! lists as they stood at the trace's start, the rest of its memory held
+//! (see [`ReplayOptions::host_free_start`] and [`super::host_free`]); after
+//! them, each CPU's per-CPU lists as the host's ([`ReplayOptions::host_pcp_start`]).
+//!
 //! `mm_page_free_batched` is not a second free: the kernel's batched free
 //! (free_unref_folios()) prepares each page first, which emits
 //! `mm_page_free` (free_pages_prepare()), then emits `mm_page_free_batched`
@@ -31,6 +36,7 @@
 use super::event::{EventKind, Trace};
 use super::frag::{fragmentation_index, unusable_free_index};
 use super::host::{host_bytes, host_cpus, host_file, kernel_release, parse_pcp, Moment};
+use super::host_free::{copy_host_free_lists, HostFreeStart};
 use super::live::LiveBlocks;
 use super::TraceError;
 use pageframe::machine::apply_cmdline;
@@ -78,6 +84,13 @@ pub struct ReplayOptions {
     /// and `high` set, on a machine the host's shape. Off, the lists start
     /// empty at `high_min`, as after boot.
     pub host_pcp_start: bool,
+    /// Lay the free memory out as the host's /proc/pagetypeinfo showed it
+    /// at the trace's start (free blocks per zone, migratetype and order;
+    /// Unmovable and Reclaimable pageblocks) and hold the rest, as the
+    /// host's workload held it (see [`super::host_free`]), on a machine the
+    /// host's shape (`machine: None`). Off, or on a given machine, the
+    /// replay starts on a freshly booted machine's free memory.
+    pub host_free_start: bool,
     /// The rule for draining on high-order free runs; `None` takes the
     /// traced kernel's (from its release), else `alloc.free_high`.
     pub free_high: Option<FreeHighThreshold>,
@@ -95,6 +108,7 @@ impl Default for ReplayOptions {
             check_invariants: false,
             hold_pretrace: true,
             host_pcp_start: true,
+            host_free_start: true,
             free_high: None,
         }
     }
@@ -168,6 +182,11 @@ pub struct ReplayCounts {
     /// Pages listed on the per-CPU lists before the replay, copying the
     /// host's lists at the trace's start.
     pub host_pcp_pages: u64,
+    /// Free blocks placed before the replay as the host's free lists stood
+    /// at the trace's start (see [`ReplayOptions::host_free_start`]).
+    pub host_free_placed: u64,
+    /// The host's free blocks that did not fit on our machine.
+    pub host_free_unplaced: u64,
     /// `mm_page_free_batched` events that followed their page's
     /// `mm_page_free` (the same free, marked as batched).
     pub batched_marks: u64,
@@ -341,11 +360,51 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut counts = ReplayCounts::default();
     let mut live = LiveBlocks::with_span(host_pfn_end(trace).unwrap_or(0));
     let max_order = layout.max_order.0;
-    if options.hold_pretrace {
-        hold_pretrace_blocks(trace, &handles, &targets, max_order, &mut live, &mut counts);
+    let pretrace = if options.hold_pretrace {
+        pretrace_blocks(trace, max_order)
+    } else {
+        Vec::new()
+    };
+    // The zone a movable stand-in comes from on each node: its highest.
+    let stand_in_zone: Vec<Option<usize>> = (0..layout.nodes.len())
+        .map(|node| highest_zone(&allocator, NodeId(node as u16)))
+        .collect();
+    let mut host_free = None;
+    if options.host_free_start && options.machine.is_none() {
+        let mut extra = vec![vec![0u64; usize::from(max_order) + 1]; allocator.nr_zones()];
+        for &(_, order, cpu) in &pretrace {
+            let zone = stand_in_zone[targets[usize::from(cpu)].1.index()];
+            if let (Some(zone), 1..) = (zone, order) {
+                extra[zone][usize::from(order)] += 1;
+            }
+        }
+        host_free = copy_host_free_lists(trace, &allocator, &handles[0], &extra);
+        if let Some(copy) = &host_free {
+            counts.host_free_placed = copy.placed;
+            counts.host_free_unplaced = copy.unplaced;
+        }
+    }
+    for &(host_pfn, order, cpu) in &pretrace {
+        let (target, node) = targets[usize::from(cpu)];
+        let spare = match (&mut host_free, stand_in_zone[node.index()]) {
+            (Some(copy), Some(zone)) if order == 0 => copy.take_spare(zone),
+            _ => None,
+        };
+        let ours = spare.or_else(|| {
+            let page = handles[target].alloc_pages(Gfp::HIGHUSER_MOVABLE, Order(order), node);
+            page.ok().map(|page| page.pfn())
+        });
+        if let Some(ours) = ours {
+            live.insert(host_pfn, ours.0, order);
+            counts.pretrace_held += 1;
+        }
+    }
+    if host_free.is_some() {
+        // The stand-ins' refills leave blocks listed that the host had free.
+        allocator.drain_all_pages();
     }
     if options.host_pcp_start {
-        counts.host_pcp_pages = copy_host_pcp(trace, &allocator, &handles);
+        counts.host_pcp_pages = copy_host_pcp(trace, &allocator, &handles, host_free.as_mut());
     }
     // What the set-up did is not the trace's: counted from here.
     let setup = EventTotals::of(&allocator);
@@ -482,39 +541,38 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     })
 }
 
-/// The stand-ins of blocks allocated before the trace: a pass over the
-/// trace finds every host block whose first event is an `mm_page_free` (a
-/// batched event only marks such a free; a block freed again after the
-/// trace allocated and freed it lost an event, and stays unknown), and
-/// each gets a block of the same order on the freeing CPU before the replay
-/// starts (movable, as most of a running host's memory is: page cache and
-/// user memory), entered in `live` under the host PFN. A stand-in that
-/// cannot be allocated leaves that free to be skipped.
-fn hold_pretrace_blocks<H: std::ops::Deref<Target = LocalPageAllocator>>(
-    trace: &Trace,
-    handles: &[pageframe::CpuHandle<H, pageframe::Local>],
-    targets: &[(usize, NodeId)],
-    max_order: u8,
-    live: &mut LiveBlocks,
-    counts: &mut ReplayCounts,
-) {
+/// The blocks allocated before the trace, each as `(host PFN, order,
+/// freeing CPU)`: a pass over the trace finds every host block whose first
+/// event is an `mm_page_free` (a batched event only marks such a free; a
+/// block freed again after the trace allocated and freed it lost an event,
+/// and stays unknown). Each gets a stand-in of the same order before the
+/// replay starts (movable, as most of a running host's memory is: page
+/// cache and user memory), entered in `live` under the host PFN; a
+/// stand-in that cannot be had leaves that free to be skipped.
+fn pretrace_blocks(trace: &Trace, max_order: u8) -> Vec<(u64, u8, u16)> {
     let mut touched = std::collections::HashSet::new();
+    let mut blocks = Vec::new();
     for event in &trace.events {
         match event.kind {
             EventKind::Alloc => {
                 touched.insert(event.pfn);
             }
             EventKind::Free if touched.insert(event.pfn) && event.order <= max_order => {
-                let (target, node) = targets[event.cpu as usize];
-                let order = Order(event.order);
-                if let Ok(page) = handles[target].alloc_pages(Gfp::HIGHUSER_MOVABLE, order, node) {
-                    live.insert(event.pfn, page.pfn().0, order.0);
-                    counts.pretrace_held += 1;
-                }
+                blocks.push((event.pfn, event.order, event.cpu));
             }
             _ => {}
         }
     }
+    blocks
+}
+
+/// The highest zone of `node` with memory: where a movable allocation
+/// preferring that node starts.
+fn highest_zone(allocator: &LocalPageAllocator, node: NodeId) -> Option<usize> {
+    let zones = allocator.zone_snapshots();
+    (0..zones.len())
+        .filter(|&index| zones[index].node == node && zones[index].managed > 0)
+        .max_by_key(|&index| zones[index].zone_type)
 }
 
 /// The allocator's event counters the report shows, summed over zones.
@@ -570,13 +628,15 @@ impl EventTotals {
 
 /// Lists each CPU's pages as the host's zoneinfo at the trace's start shows
 /// them: per zone and CPU of ours that the host had, `count` pages of that
-/// zone allocated on the CPU (movable), `high` set to the host's, then the
-/// pages freed on the CPU onto its lists. Returns the pages listed. Pages
-/// an allocation gives from another zone are freed at once, uncounted.
+/// zone (spare held pages of the host's free-list copy, else allocated on
+/// the CPU, movable), `high` set to the host's, then the pages freed on the
+/// CPU onto its lists. Returns the pages listed. Pages an allocation gives
+/// from another zone are freed at once, uncounted.
 fn copy_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
     trace: &Trace,
     allocator: &LocalPageAllocator,
     handles: &[pageframe::CpuHandle<H, pageframe::Local>],
+    mut host_free: Option<&mut HostFreeStart>,
 ) -> u64 {
     let Some(zoneinfo) = host_file(trace, Moment::Start, "zoneinfo") else {
         return 0;
@@ -601,6 +661,13 @@ fn copy_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
         let span = zone.start_pfn..zone.start_pfn + zone.spanned;
         let mut pages = Vec::new();
         for _ in 0..host.count {
+            if let Some(pfn) = host_free
+                .as_deref_mut()
+                .and_then(|copy| copy.take_spare(index))
+            {
+                pages.push(pageframe::Page::from_pfn(pfn));
+                continue;
+            }
             let Ok(page) = handle.alloc_pages(gfp, Order(0), zone.node) else {
                 break;
             };

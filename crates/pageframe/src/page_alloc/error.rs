@@ -1,12 +1,14 @@
 //! The page allocator's errors: booting ([`BootError`]), allocating
 //! ([`AllocError`]), freeing ([`FreeError`]), reaching a page's bytes
-//! ([`AccessError`]) and registering a CPU ([`CpuError`]). Lower layers'
+//! ([`AccessError`]), registering a CPU ([`CpuError`]) and setting up a
+//! simulation's start ([`SetupError`]). Lower layers'
 //! errors convert into these at the boundary (`DescError` and
 //! `BackingError` into `BootError`, `GfpError` into `AllocError`). Every
 //! error leaves the allocator exactly as it was before the call.
 
 use crate::backing::BackingError;
 use crate::error::Errno;
+use crate::freetype::MigrateType;
 use crate::gfp::GfpError;
 use crate::machine::DescError;
 use crate::types::{CpuId, NodeId, Order, Pfn};
@@ -138,5 +140,38 @@ pub enum CpuError {
 impl From<GfpError> for AllocError {
     fn from(err: GfpError) -> AllocError {
         AllocError::Unsupported(err.0)
+    }
+}
+
+/// Why a set-up call ([`super::PageAllocator::set_pageblock_migratetype`])
+/// was refused; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum SetupError {
+    /// Only Unmovable, Movable and Reclaimable can be set (EINVAL).
+    #[error("EINVAL: a pageblock can be set Unmovable, Movable or Reclaimable, not {name}", name = .0.name())]
+    Migratetype(MigrateType),
+    /// The PFN is in no zone (EINVAL).
+    #[error("EINVAL: PFN {0} is in no zone")]
+    NoZone(Pfn),
+    /// The pageblock's own type has its own accounting (EINVAL).
+    #[error("EINVAL: the pageblock at PFN {block} is {} or unmapped", .current.name())]
+    BlockType {
+        /// The pageblock's first PFN.
+        block: Pfn,
+        /// Its type.
+        current: MigrateType,
+    },
+    /// A page of the pageblock is free or being freed (EBUSY).
+    #[error("EBUSY: the pageblock at PFN {0} has free pages")]
+    Busy(Pfn),
+}
+
+impl SetupError {
+    /// The errno of the refusal.
+    pub fn errno(&self) -> Errno {
+        match self {
+            SetupError::Busy(_) => Errno::EBUSY,
+            _ => Errno::EINVAL,
+        }
     }
 }

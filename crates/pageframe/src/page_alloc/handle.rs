@@ -143,20 +143,6 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         Ok(self.decay_cpu_pcp_high(cpu.index()))
     }
-
-    /// Sets `cpu`'s adaptive `high` in the zone at `zone` (an index of
-    /// [`Self::zone_snapshots`]) to `high`, clamped into `[high_min,
-    /// high_max]` as nr_pcp_high() clamps it, and returns what was set;
-    /// `None` when there is no such CPU or zone. Pages already listed above
-    /// it stay until the next free or decay drains them. The kernel has no
-    /// such call (its `high` moves only with the workload): it is for
-    /// starting a simulation where a host's lists stood, such as a trace
-    /// replay from the host's zoneinfo `high:` at the trace's start.
-    pub fn set_pcp_high(&self, zone: usize, cpu: CpuId, high: u32) -> Option<u32> {
-        let slot = self.cpus.get(cpu.index())?.zones.get(zone)?;
-        let (mut pcp, _) = L::lock(&slot.pcp);
-        Some(pcp.set_high(high))
-    }
 }
 
 impl<A, L> CpuHandle<A, L>

@@ -1,0 +1,301 @@
+//! The host's free lists at the trace's start, copied onto the replay
+//! machine: its free memory laid out as the host's /proc/pagetypeinfo
+//! showed it when the recording began (per zone, as many free blocks of
+//! each order on each migratetype's lists, and as many Unmovable and
+//! Reclaimable pageblocks), the rest of its memory held, as the host's
+//! workload held it. A fresh machine's free memory is a few MAX_PAGE_ORDER
+//! blocks; a running host's is fragmented, and what the trace's
+//! allocations split, steal and claim depends on it.
+//!
+//! How, for each of our zones that the host also had (same node, same
+//! name):
+//! 1. every page of the machine is allocated (order 0, movable, past the
+//!    watermarks), so no page is free;
+//! 2. pageblocks wholly held get their type
+//!    ([`pageframe::PageAllocator::set_pageblock_migratetype`]): the host's
+//!    number of Unmovable ones, then of Reclaimable ones, from the zone's
+//!    start, the rest Movable;
+//! 3. the host's free blocks are placed, largest order first, each in the
+//!    lower half of an aligned range twice its size (a MAX_PAGE_ORDER block
+//!    takes a whole one) whose upper half keeps a held page whatever is
+//!    placed in it later, so no placed block has a free buddy: the buddy
+//!    lists then hold exactly the placed blocks;
+//! 4. their pages are freed and the per-CPU lists drained.
+//!
+//! Held pages of Movable pageblocks are left over for the set-up's later
+//! steps ([`HostFreeStart::take_spare`]): stand-ins of order 0 and the
+//! pages listed on per-CPU lists come from them, not from the placed free
+//! blocks, as on the host neither is in its buddy lists. Stand-ins of a
+//! higher order are allocated: their zone gets as many extra Movable
+//! blocks of their order placed first. Blocks that do not fit are counted
+//! ([`HostFreeStart::unplaced`]), not placed.
+
+use super::event::Trace;
+use super::host::{host_file, parse_pagetypeinfo, Moment};
+use pageframe::{Gfp, LocalPageAllocator, MigrateType, NodeId, Order, Page, Pfn};
+
+/// What the copy did, and the held pages it leaves for the set-up.
+#[derive(Debug, Default)]
+pub struct HostFreeStart {
+    /// Per zone (an index of `zone_snapshots()`): held pages of Movable
+    /// pageblocks, taken from the end.
+    spare: Vec<Vec<u64>>,
+    /// Free blocks placed as the host's.
+    pub placed: u64,
+    /// Free blocks of the host's that did not fit.
+    pub unplaced: u64,
+}
+
+impl HostFreeStart {
+    /// A held page of a Movable pageblock of zone `zone`, given up by the
+    /// copy (the caller frees it or keeps it as a stand-in).
+    pub fn take_spare(&mut self, zone: usize) -> Option<Pfn> {
+        self.spare.get_mut(zone)?.pop().map(Pfn)
+    }
+}
+
+/// Per-order block counts for each of the three pcp migratetypes.
+type TypeCounts = [Vec<u64>; 3];
+
+/// The three migratetypes a copy places, in [`TypeCounts`] order.
+const TYPES: [MigrateType; 3] = [
+    MigrateType::Unmovable,
+    MigrateType::Movable,
+    MigrateType::Reclaimable,
+];
+
+/// Copies the host's free lists at the trace's start onto `allocator`
+/// through `handle`; `extra_movable` gives, per zone, blocks per order to
+/// place on the Movable lists besides the host's. `None` (nothing changed)
+/// when the trace saved no pagetypeinfo or it names none of our zones.
+pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
+    trace: &Trace,
+    allocator: &LocalPageAllocator,
+    handle: &pageframe::CpuHandle<H, pageframe::Local>,
+    extra_movable: &[Vec<u64>],
+) -> Option<HostFreeStart> {
+    let host = parse_pagetypeinfo(&host_file(trace, Moment::Start, "pagetypeinfo")?);
+    let zones = allocator.zone_snapshots();
+    let layout = allocator.layout();
+    let max_order = layout.max_order.0;
+    let orders = usize::from(max_order) + 1;
+    // Per zone: the host's pageblocks and free blocks per type, if it had
+    // the zone.
+    let wanted: Vec<Option<([u64; 3], TypeCounts)>> = zones
+        .iter()
+        .map(|zone| {
+            let named = |node: u32, name: &str| {
+                node == u32::from(zone.node.0) && name == zone.zone_type.name()
+            };
+            let blocks = host
+                .blocks
+                .iter()
+                .find(|line| named(line.node, &line.zone))?;
+            let mut pageblocks = [0u64; 3];
+            let mut free: TypeCounts = Default::default();
+            for (slot, migratetype) in TYPES.iter().enumerate() {
+                pageblocks[slot] = blocks
+                    .counts
+                    .iter()
+                    .find(|(name, _)| name == migratetype.name())
+                    .map_or(0, |(_, count)| *count);
+                free[slot] = vec![0; orders];
+                let line = host.free.iter().find(|line| {
+                    named(line.node, &line.zone) && line.migratetype == migratetype.name()
+                });
+                for (order, &count) in line.into_iter().flat_map(|line| &line.nr_free).enumerate() {
+                    if order < orders {
+                        free[slot][order] = count;
+                    }
+                }
+            }
+            Some((pageblocks, free))
+        })
+        .collect();
+    if wanted.iter().all(Option::is_none) {
+        return None;
+    }
+
+    // 1. Every page held.
+    let end_pfn = layout.end_pfn.0;
+    let mut held = vec![false; usize::try_from(end_pfn).ok()?];
+    for node in 0..layout.nodes.len() {
+        let node = NodeId(node as u16);
+        let gfp = Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC;
+        loop {
+            while let Ok(page) = handle.alloc_pages(gfp, Order(0), node) {
+                held[page.pfn().0 as usize] = true;
+            }
+            // Pages left on other CPUs' lists come back to the buddy lists.
+            allocator.drain_all_pages();
+            if handle.alloc_pages(gfp, Order(0), node).is_err() {
+                break;
+            }
+        }
+    }
+
+    let block_pages = layout.pageblock_order.nr_pages();
+    let region_pages = layout.max_order.nr_pages();
+    let mut copy = HostFreeStart {
+        spare: vec![Vec::new(); zones.len()],
+        ..HostFreeStart::default()
+    };
+    let mut frees = Vec::new();
+    for (index, zone) in zones.iter().enumerate() {
+        let Some((pageblocks, mut free)) = wanted[index].clone() else {
+            continue;
+        };
+        if let Some(extra) = extra_movable.get(index) {
+            for (count, more) in free[1].iter_mut().zip(extra) {
+                *count = count.saturating_add(*more);
+            }
+        }
+        // 2. Types for the wholly held pageblocks, from the zone's start.
+        let start = zone.start_pfn.div_ceil(block_pages) * block_pages;
+        let end = (zone.start_pfn + zone.spanned).min(end_pfn);
+        let wholly_held = |block: u64| {
+            block + block_pages <= end
+                && held[block as usize..(block + block_pages) as usize]
+                    .iter()
+                    .all(|&page| page)
+        };
+        let mut left = [pageblocks[0], pageblocks[2]];
+        let mut block = start;
+        while block + block_pages <= end {
+            if wholly_held(block) {
+                let migratetype = if left[0] > 0 {
+                    left[0] -= 1;
+                    MigrateType::Unmovable
+                } else if left[1] > 0 {
+                    left[1] -= 1;
+                    MigrateType::Reclaimable
+                } else {
+                    MigrateType::Movable
+                };
+                // Wholly held: the call cannot find a free page.
+                let _ = allocator.set_pageblock_migratetype(Pfn(block), migratetype);
+            }
+            block += block_pages;
+        }
+        // 3. Segments: wholly held MAX_PAGE_ORDER regions of one type, else
+        // their wholly held pageblocks, per type and order.
+        let mut pools: [Vec<Vec<u64>>; 3] = Default::default();
+        for pool in &mut pools {
+            *pool = vec![Vec::new(); orders];
+        }
+        let slot_of = |pfn: u64| {
+            let migratetype = allocator.pageblock_migratetype(Pfn(pfn));
+            TYPES.iter().position(|&known| Some(known) == migratetype)
+        };
+        let mut region = zone.start_pfn.div_ceil(region_pages) * region_pages;
+        while region + region_pages <= end {
+            let blocks: Vec<u64> = (region..region + region_pages)
+                .step_by(block_pages as usize)
+                .collect();
+            let slots: Vec<Option<usize>> = blocks
+                .iter()
+                .map(|&block| wholly_held(block).then(|| slot_of(block)).flatten())
+                .collect();
+            if slots.iter().all(|slot| slot.is_some() && *slot == slots[0]) {
+                if let Some(slot) = slots[0] {
+                    pools[slot][usize::from(max_order)].push(region);
+                }
+            } else {
+                for (&block, slot) in blocks.iter().zip(slots) {
+                    if let Some(slot) = slot {
+                        pools[slot][usize::from(layout.pageblock_order.0)].push(block);
+                    }
+                }
+            }
+            region += region_pages;
+        }
+        for slot in 0..TYPES.len() {
+            for pool in &mut pools[slot] {
+                pool.reverse();
+            }
+            for order in (0..orders).rev() {
+                let wanted = free[slot][order];
+                let mut placed = 0u64;
+                // The pool only shrinks: once a block does not fit, no
+                // further one of its order does (a saved count may be huge).
+                while placed < wanted {
+                    let Some(pfn) = place(&mut pools[slot], order, orders - 1) else {
+                        break;
+                    };
+                    frees.push((pfn, order));
+                    placed += 1;
+                }
+                copy.placed += placed;
+                copy.unplaced = copy.unplaced.saturating_add(wanted - placed);
+            }
+        }
+        // What stays held in Movable pageblocks is spare, lowest PFN last.
+        let spare = &mut copy.spare[index];
+        for (order, pool) in pools[1].iter().enumerate() {
+            for &segment in pool {
+                spare.extend(segment..segment + (1u64 << order));
+            }
+        }
+        spare.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    // 4. The placed blocks' pages freed, then every list drained.
+    for (pfn, order) in frees {
+        for page in pfn..pfn + (1u64 << order) {
+            let _ = handle.free_pages(Page::from_pfn(Pfn(page)), Order(0));
+        }
+    }
+    allocator.drain_all_pages();
+    Some(copy)
+}
+
+/// Takes room for one free block of `order` from `pool` (segments per
+/// order, each wholly held): the smallest segment of an order above it (a
+/// `max_order` block takes a whole `max_order` segment), halved down to
+/// twice the block's size; the block is the lower half, and every upper
+/// half goes back to the pool. Returns the block's first PFN.
+fn place(pool: &mut [Vec<u64>], order: usize, max_order: usize) -> Option<u64> {
+    let need = (order + 1).min(max_order);
+    let (mut at, segment) =
+        (need..=max_order).find_map(|at| pool[at].pop().map(|segment| (at, segment)))?;
+    while at > need {
+        at -= 1;
+        pool[at].push(segment + (1u64 << at));
+    }
+    if order < max_order {
+        pool[order].push(segment + (1u64 << order));
+    }
+    Some(segment)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place;
+
+    /// Blocks placed never touch: each has a held page in its buddy.
+    #[test]
+    fn placed_blocks_keep_their_buddies_held() {
+        let mut pool = vec![Vec::new(); 11];
+        pool[10].push(0u64);
+        let mut free = vec![false; 1024];
+        let mut placed = Vec::new();
+        for order in (0..10).rev() {
+            for _ in 0..3 {
+                let Some(pfn) = place(&mut pool, order, 10) else {
+                    break;
+                };
+                for page in pfn..pfn + (1 << order) {
+                    assert!(!free[page as usize], "placed twice");
+                    free[page as usize] = true;
+                }
+                placed.push((pfn, order));
+            }
+        }
+        assert!(placed.len() >= 10, "{placed:?}");
+        assert_eq!(place(&mut pool, 10, 10), None, "the region is taken");
+        for (pfn, order) in placed {
+            let buddy = pfn ^ (1 << order);
+            let buddy_free = (buddy..buddy + (1 << order)).all(|page| free[page as usize]);
+            assert!(!buddy_free, "the buddy of {pfn} (order {order}) is free");
+        }
+    }
+}
