@@ -36,9 +36,17 @@ const EXIT_DIFFERENCES: u8 = 1;
 fn main() -> ExitCode {
     // The hidden probe command: this binary re-run under callgrind to count
     // instructions (see pageframe_lab::callgrind); not part of the interface.
-    let mut argv = std::env::args().skip(1);
-    if argv.next().as_deref() == Some(callgrind::PROBE_COMMAND) {
-        let name = argv.next().unwrap_or_default();
+    // args_os(): args() panics on an argument that is not UTF-8, which
+    // clap reports as a usage error below.
+    let mut argv = std::env::args_os().skip(1);
+    if argv
+        .next()
+        .is_some_and(|command| command == callgrind::PROBE_COMMAND)
+    {
+        let name = argv
+            .next()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
         return match experiments::callgrind_probe(&name) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail(&CliError::Invalid(err)),

@@ -225,7 +225,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                         .filter(|duration| !duration.is_zero())
                         .ok_or_else(|| {
                             CliError::Invalid(format!(
-                                "--duration {seconds}: not a positive number of seconds"
+                                "--duration {seconds:?}: not a positive number of seconds"
                             ))
                         })?;
                     RecordTarget::Duration(duration)
@@ -287,6 +287,9 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
             } else {
                 Some(machine_args.to_desc()?)
             };
+            if let Some(plot) = &args.plot {
+                check_out_file("--plot", plot)?;
+            }
             let fallback_order =
                 FallbackOrder::from_name(&args.fallback_order).ok_or_else(|| {
                     CliError::Invalid(format!(
@@ -351,11 +354,15 @@ pub(crate) fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliErro
 }
 
 /// An output file is checked before any work that produces it: it must
-/// not be a directory, and the directory it goes in must exist.
+/// not be a directory or another file that is not a regular file (a
+/// device, a FIFO), and the directory it goes in must exist.
 pub(crate) fn check_out_file(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
     let invalid = |what: String| CliError::Invalid(format!("{flag} {}: {what}", path.display()));
     if path.is_dir() {
         return Err(invalid("is a directory".into()));
+    }
+    if !pageframe_lab::files::is_replaceable(path) {
+        return Err(invalid("is not a regular file".into()));
     }
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -375,20 +382,40 @@ fn parse_scale(text: &str) -> Result<Scale, CliError> {
 
 /// `buddyinfo,vmstat` into known view names, in the order given.
 fn parse_views(text: &str) -> Result<Vec<&'static str>, CliError> {
-    text.split(',')
-        .map(|name| {
-            pageframe::proc::VIEWS
-                .iter()
-                .chain(pageframe_lab::object_views::VIEWS.iter())
-                .find(|view| **view == name.trim())
-                .copied()
-                .ok_or_else(|| {
-                    CliError::Invalid(format!(
-                        "unknown view '{name}' (known: {}, {})",
-                        pageframe::proc::VIEWS.join(", "),
-                        pageframe_lab::object_views::VIEWS.join(", ")
-                    ))
-                })
-        })
-        .collect()
+    let known = [
+        &pageframe::proc::VIEWS[..],
+        &pageframe_lab::object_views::VIEWS[..],
+    ]
+    .concat();
+    parse_view_names(text, &known, "")
+}
+
+/// Comma-separated view names into names of `known`, in the order given;
+/// the first unknown name, or one listed twice (it would print twice), is
+/// the error, its message led by `prefix`.
+pub(crate) fn parse_view_names(
+    text: &str,
+    known: &[&'static str],
+    prefix: &str,
+) -> Result<Vec<&'static str>, CliError> {
+    let mut views = Vec::new();
+    for name in text.split(',') {
+        let view = known
+            .iter()
+            .find(|view| **view == name.trim())
+            .copied()
+            .ok_or_else(|| {
+                CliError::Invalid(format!(
+                    "{prefix}unknown view '{name}' (known: {})",
+                    known.join(", ")
+                ))
+            })?;
+        if views.contains(&view) {
+            return Err(CliError::Invalid(format!(
+                "{prefix}view '{view}' is listed twice"
+            )));
+        }
+        views.push(view);
+    }
+    Ok(views)
 }

@@ -149,20 +149,7 @@ fn print_views(
 
 /// `buddyinfo,vmstat` into machine view names (`pageframe::proc::VIEWS`).
 pub fn parse_machine_views(text: &str) -> Result<Vec<&'static str>, CliError> {
-    text.split(',')
-        .map(|name| {
-            pageframe::proc::VIEWS
-                .iter()
-                .find(|view| **view == name.trim())
-                .copied()
-                .ok_or_else(|| {
-                    CliError::Invalid(format!(
-                        "--proc: unknown view '{name}' (known: {})",
-                        pageframe::proc::VIEWS.join(", ")
-                    ))
-                })
-        })
-        .collect()
+    crate::plan::parse_view_names(text, &pageframe::proc::VIEWS, "--proc: ")
 }
 
 /// The parameters of each experiment: the scale's defaults, overridden by

@@ -13,9 +13,9 @@ use crate::error::CliError;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pageframe_lab::files;
 use pageframe_lab::sweep::{self, Sweep};
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// `pageframe sweep`, validated.
 #[derive(Debug)]
@@ -126,24 +126,66 @@ pub fn execute(plan: &SweepPlan, out: &mut dyn Write) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Hands the sweep to `python3 -m pageframe.sweep --ray ADDRESS`.
+/// The most of the interpreter's stderr kept for the end of a Ray sweep.
+const MAX_RAY_STDERR_BYTES: usize = 64 << 10;
+
+/// Hands the sweep to `python3 -m pageframe.sweep --ray ADDRESS`. Its
+/// stderr (Ray's log, or a traceback) is kept, up to its last 64 KiB, and
+/// shown after a sweep that succeeded; when the sweep failed, its last line
+/// ends our one-line error instead (a missing package is
+/// "No module named 'pageframe'", a bad address Ray's ConnectionError).
+/// The trade-off: Ray's log shows at the end, not as it comes.
 fn on_ray(plan: &SweepPlan, address: &str) -> Result<(), CliError> {
     let python = std::env::var("PAGEFRAME_PYTHON").unwrap_or_else(|_| "python3".into());
-    let status = Command::new(&python)
+    let hint = "the Python package runs Ray sweeps: pip install ./python ray";
+    let mut child = Command::new(&python)
         .args(["-m", "pageframe.sweep", "--ray", address, "--out"])
         .arg(&plan.out)
         .arg(&plan.spec_path)
-        .status()
-        .map_err(|err| {
-            CliError::Invalid(format!(
-                "--ray: cannot run {python} (the Python package runs Ray sweeps: pip install ./python ray): {err}"
-            ))
-        })?;
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| CliError::Invalid(format!("--ray: cannot run {python} ({hint}): {err}")))?;
+    let stderr = child
+        .stderr
+        .take()
+        .map(|stderr| last_bytes(stderr, MAX_RAY_STDERR_BYTES))
+        .unwrap_or_default();
+    let status = child
+        .wait()
+        .map_err(|err| CliError::Invalid(format!("--ray: waiting for {python}: {err}")))?;
     if status.success() {
-        Ok(())
-    } else {
-        Err(CliError::Invalid(format!(
-            "--ray: {python} -m pageframe.sweep failed ({status})"
-        )))
+        // Ray's log, when it had one; not worth an error if stderr is gone.
+        let _ = std::io::stderr().write_all(&stderr);
+        return Ok(());
     }
+    let text = String::from_utf8_lossy(&stderr);
+    let last = text
+        .lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty())
+        .map(|line| line.strip_prefix("pageframe: ").unwrap_or(line));
+    Err(CliError::Invalid(match last {
+        Some(last) => format!("--ray: {python} -m pageframe.sweep failed ({status}): {last}"),
+        None => format!("--ray: {python} -m pageframe.sweep failed ({status}; {hint})"),
+    }))
+}
+
+/// Reads `reader` to its end, keeping its last `limit` bytes (or up to
+/// twice that); a read error other than an interruption ends it (the pipe
+/// is then closed, so the writer is not left blocked).
+fn last_bytes(mut reader: impl Read, limit: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => kept.extend_from_slice(&buffer[..read]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        if kept.len() > 2 * limit {
+            kept.drain(..kept.len() - limit);
+        }
+    }
+    kept
 }

@@ -126,6 +126,8 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
 fn bench_plan(args: ZramBenchArgs) -> Result<ZramPlan, CliError> {
     let (backend, compressor) = backend_and_codec(&args.backend, &args.codec)?;
     let disk_bytes = size("--size", &args.size)?;
+    throughput::check_host_memory(disk_bytes, pageframe_lab::host_memory::available())
+        .map_err(|err| CliError::Invalid(format!("--size {}: {err}", args.size)))?;
     let fuse_threads = fuse_threads(args.threads)?;
     let writers = args
         .writers
@@ -138,6 +140,18 @@ fn bench_plan(args: ZramBenchArgs) -> Result<ZramPlan, CliError> {
             ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Each count is a point of the table: one listed twice is the same
+    // measurement twice.
+    if let Some((_, count)) = writers
+        .iter()
+        .enumerate()
+        .find(|(at, count)| writers[..*at].contains(count))
+    {
+        return Err(CliError::Invalid(format!(
+            "--writers {}: {count} is listed twice",
+            args.writers
+        )));
+    }
     if let Some(writers) = writers
         .iter()
         .find(|writers| disk_bytes / 4096 < **writers as u64)

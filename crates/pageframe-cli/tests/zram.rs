@@ -37,17 +37,6 @@ fn bad_serve_arguments_are_one_line_errors() {
     assert!(err.contains("/no-such-dir is not a directory"), "{err}");
 }
 
-/// Regression: `zram bench` holds the bytes it writes; a size past memory
-/// (1P) aborted on the allocation instead of saying so.
-#[test]
-fn a_bench_size_past_memory_is_a_one_line_error() {
-    let err = error_of(&["zram", "bench", "--size", "1P", "--writers", "1"]);
-    assert!(
-        err.contains("out of memory") || err.contains("cannot serve a block device here"),
-        "{err}"
-    );
-}
-
 /// `--trace-corpus` sizes a trace's pages: alone it is an error, and a
 /// tarball that cannot be read is one before anything is served.
 #[test]

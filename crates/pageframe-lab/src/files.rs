@@ -66,12 +66,29 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     })
 }
 
+/// True when a file renamed to `path` replaces nothing but a regular file:
+/// `path` is absent, a regular file or a link to one. A device node (as
+/// root, `/dev/full` would become a regular file), a FIFO, a socket or a
+/// directory is not.
+pub fn is_replaceable(path: &Path) -> bool {
+    fs::metadata(path).map_or(true, |metadata| metadata.is_file())
+}
+
 /// Lets `write` create the file at the path it is given, then renames it to
 /// `path`; on any error the temporary is removed and `path` is untouched.
+/// A `path` that is not [`is_replaceable`] is an error before anything is
+/// written.
 pub fn write_atomic_with<E: From<io::Error>>(
     path: &Path,
     write: impl FnOnce(&Path) -> Result<(), E>,
 ) -> Result<(), E> {
+    if !is_replaceable(path) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        )
+        .into());
+    }
     let temporary = temporary(path);
     let result = write(&temporary).and_then(|()| Ok(fs::rename(&temporary, path)?));
     if result.is_err() {
@@ -136,6 +153,28 @@ mod tests {
         assert!(result.is_err());
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_device_or_fifo_is_not_replaced() {
+        // As root, renaming over /dev/full made it a regular file.
+        let dir = scratch("special");
+        let fifo = dir.join("fifo");
+        let _ = fs::remove_file(&fifo);
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let err = write_atomic(&fifo, "x").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().ends_with("is not a regular file"), "{err}");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(!is_replaceable(Path::new("/dev/null")));
+        assert!(!is_replaceable(&dir));
+        assert!(is_replaceable(&dir.join("absent")));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -18,16 +18,26 @@ impl Pfn {
         self.0 as usize
     }
 
-    /// The PFN `nr` pages further on.
+    /// The PFN `nr` pages further on. For PFNs of a machine (below 2^32,
+    /// `FrameIdx`) and counts within it; [`Pfn::checked_offset`] for a PFN
+    /// or count a caller gave that nothing has checked yet.
     #[inline]
     pub fn offset(self, nr: u64) -> Pfn {
         Pfn(self.0 + nr)
     }
 
-    /// True when the PFN is a multiple of `1 << order`.
+    /// The PFN `nr` pages further on; `None` past `u64::MAX`.
+    #[inline]
+    pub fn checked_offset(self, nr: u64) -> Option<Pfn> {
+        self.0.checked_add(nr).map(Pfn)
+    }
+
+    /// True when the PFN is a multiple of `1 << order`, for any order (of
+    /// 64 or more only PFN 0 is), without computing `1 << order`.
     #[inline]
     pub fn is_aligned(self, order: Order) -> bool {
-        self.0 & (order.nr_pages() - 1) == 0
+        // trailing_zeros() of 0 is 64: the min keeps 0 aligned above that.
+        self.0.trailing_zeros() >= u32::from(order.0).min(u64::BITS)
     }
 }
 
@@ -80,10 +90,20 @@ impl Ord for Order {
 }
 
 impl Order {
-    /// Number of pages in a block of this order.
+    /// Number of pages in a block of this order. For an order of a machine
+    /// (at most its `max_order`, itself at most 20: every order the
+    /// allocator takes is checked against it first); an order of 64 or more
+    /// would overflow: [`Order::checked_nr_pages`] for one not yet checked.
     #[inline]
     pub const fn nr_pages(self) -> u64 {
         1u64 << self.0
+    }
+
+    /// Number of pages in a block of this order; `None` when it does not
+    /// fit in a `u64` (order 64 or more).
+    #[inline]
+    pub const fn checked_nr_pages(self) -> Option<u64> {
+        1u64.checked_shl(self.0 as u32)
     }
 
     /// The order as an index into per-order tables.
@@ -310,5 +330,20 @@ mod tests {
         assert!(Pfn(1024).is_aligned(Order(10)));
         assert!(!Pfn(1536).is_aligned(Order(10)));
         assert_eq!(Order(9).nr_pages(), 512);
+    }
+
+    #[test]
+    fn orders_and_offsets_a_caller_gives_do_not_overflow() {
+        // Order(64).nr_pages() overflowed the shift (a panic in a debug
+        // build, 1 page in a release build), and is_aligned() with it.
+        assert_eq!(Order(63).checked_nr_pages(), Some(1 << 63));
+        assert_eq!(Order(64).checked_nr_pages(), None);
+        assert_eq!(Order(255).checked_nr_pages(), None);
+        assert!(!Pfn(1 << 40).is_aligned(Order(64)));
+        assert!(!Pfn(u64::MAX).is_aligned(Order(255)));
+        assert!(Pfn(1 << 63).is_aligned(Order(63)));
+        assert!(Pfn(0).is_aligned(Order(255)));
+        assert_eq!(Pfn(u64::MAX).checked_offset(1), None);
+        assert_eq!(Pfn(u64::MAX - 1).checked_offset(1), Some(Pfn(u64::MAX)));
     }
 }

@@ -206,3 +206,25 @@ fn remote_cpu_refilling_every_list_of_a_memory_only_node_passes_invariants() {
         "the scenario must take count past high plus one refill: {highest}, {pcp:?}"
     );
 }
+
+#[test]
+fn a_page_shift_past_63_is_refused_naming_the_page_size_not_shifted() {
+    // The refusal's own message computed 1 << page_shift: a panic in a
+    // debug build, "4K is not a page size" (shift 76 wrapped) in release.
+    for (shift, shown) in [(64u8, "2^64"), (76, "2^76"), (255, "2^255"), (17, "128K")] {
+        let mut desc = two_nodes();
+        desc.page_shift = shift;
+        let err = desc.layout().unwrap_err();
+        assert_eq!(err.field, "page_size");
+        assert!(
+            err.message
+                .starts_with(&format!("{shown} is not a page size")),
+            "{err}"
+        );
+        assert_eq!(desc.page_bytes() == u64::MAX, shift >= 64);
+    }
+    let mut desc = two_nodes();
+    desc.pageblock_order = 255;
+    assert_eq!(desc.pageblock_bytes(), u64::MAX);
+    assert_eq!(desc.layout().unwrap_err().field, "pageblock_order");
+}

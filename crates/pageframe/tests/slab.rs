@@ -289,3 +289,28 @@ fn slab_orders_are_clamped_to_max_page_order_and_a_wider_page_order_refused() {
     assert!(matches!(refused, Err(SlabError::Invalid(_))));
     assert_eq!(allocator.nr_free_pages(), free);
 }
+
+#[test]
+fn an_object_size_rounded_up_past_u32_is_refused_not_wrapped() {
+    // With 4 GiB slabs allowed (max_page_order 20), size.div_ceil(align) *
+    // align overflowed u32: a panic with overflow checks, a slot of 0
+    // bytes in release.
+    let allocator = machine(64);
+    let mut slab = SlabAllocator::new(
+        CpuPages::new(allocator.cpu(CpuId(0)).unwrap()),
+        SlabParams {
+            max_page_order: 20,
+            ..SlabParams::new(2, 4096)
+        },
+    )
+    .unwrap();
+    let caches = slab.caches().count();
+    for (size, align) in [(u32::MAX, 0), (u32::MAX - 3, 8), ((1 << 31) + 1, 1 << 31)] {
+        let err = slab.kmem_cache_create("huge", size, align).unwrap_err();
+        assert!(
+            matches!(&err, SlabError::Invalid(message) if message.contains("2^32")),
+            "{size} {align}: {err}"
+        );
+    }
+    assert_eq!(slab.caches().count(), caches);
+}

@@ -36,7 +36,12 @@ pub fn stdout_of(args: &[&str]) -> String {
 /// (exit status 2, one `pageframe: ` line on stderr, nothing on stdout) and
 /// returns that line.
 pub fn error_of(args: &[&str]) -> String {
-    let output = pageframe(args);
+    one_line_error(args, pageframe(args))
+}
+
+/// Asserts that `output`, of `pageframe` run with `args`, is a usage
+/// error as [`error_of`] describes, and returns its line.
+pub fn one_line_error(args: &[&str], output: Output) -> String {
     let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
     assert_eq!(
         output.status.code(),

@@ -36,8 +36,9 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// Suites by name: each argument a name or a comma-separated list of them,
-/// `all` (or no argument) for every suite; duplicates run once. The first
-/// unknown name is the error.
+/// `all` (or no argument) for every suite. The first unknown name, a name
+/// given twice, or `all` beside a name is the error (as
+/// `experiments::parse_list` refuses a duplicate).
 pub fn parse(args: &[String]) -> Result<Vec<(&'static str, SuiteRun)>, String> {
     let mut chosen: Vec<(&'static str, SuiteRun)> = Vec::new();
     let words: Vec<&str> = args
@@ -45,8 +46,11 @@ pub fn parse(args: &[String]) -> Result<Vec<(&'static str, SuiteRun)>, String> {
         .flat_map(|arg| arg.split(','))
         .map(str::trim)
         .collect();
-    if words.is_empty() || words.contains(&"all") {
+    if words.is_empty() || words == ["all"] {
         return Ok(SUITES.to_vec());
+    }
+    if words.contains(&"all") {
+        return Err("'all' runs every suite: name no other with it".into());
     }
     for word in words {
         let suite = SUITES
@@ -58,9 +62,10 @@ pub fn parse(args: &[String]) -> Result<Vec<(&'static str, SuiteRun)>, String> {
                     names().join(", ")
                 )
             })?;
-        if !chosen.iter().any(|(name, _)| *name == suite.0) {
-            chosen.push(*suite);
+        if chosen.iter().any(|(name, _)| *name == suite.0) {
+            return Err(format!("conformance suite '{word}' is listed twice"));
         }
+        chosen.push(*suite);
     }
     Ok(chosen)
 }
@@ -147,7 +152,10 @@ mod tests {
         };
         assert_eq!(chosen(&[]).unwrap(), names());
         assert_eq!(chosen(&["all"]).unwrap(), names());
-        assert_eq!(chosen(&["mempolicy", "mempolicy"]).unwrap(), ["mempolicy"]);
+        assert_eq!(chosen(&["buddy", "slab"]).unwrap(), ["buddy", "slab"]);
+        let twice = chosen(&["mempolicy", "mempolicy"]).unwrap_err();
+        assert_eq!(twice, "conformance suite 'mempolicy' is listed twice");
+        assert!(chosen(&["all,slab"]).is_err());
         let err = chosen(&["mempolicy,nope"]).unwrap_err();
         assert!(err.starts_with("unknown conformance suite 'nope'"), "{err}");
     }

@@ -181,15 +181,8 @@ pub fn host_description() -> String {
         .and_then(|line| line.split(':').nth(1))
         .map_or("unknown CPU".to_string(), |model| model.trim().to_string());
     let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory_gib = meminfo
-        .lines()
-        .find(|line| line.starts_with("MemTotal:"))
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|kib| kib.parse::<f64>().ok())
-        .map_or("? GiB".to_string(), |kib| {
-            format!("{:.1} GiB", kib / (1 << 20) as f64)
-        });
+    let memory_gib =
+        crate::host_memory::total().map_or("? GiB".to_string(), crate::host_memory::gib);
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(
         |_| std::env::consts::OS.to_string(),
         |release| format!("Linux {}", release.trim()),

@@ -323,3 +323,18 @@ fn the_bench_prints_a_row_per_device_and_leaves_nothing_behind() {
     assert!(!std::env::temp_dir().join(&tag).exists());
     assert!(!Path::new("/dev/shm").join(&tag).exists());
 }
+
+#[test]
+fn the_bench_refuses_sizes_the_host_cannot_hold_twice() {
+    use super::throughput::check_host_memory;
+    const MIB: u64 = 1 << 20;
+    assert_eq!(check_host_memory(64 * MIB, Some(128 * MIB)), Ok(()));
+    assert_eq!(check_host_memory(64 * MIB, None), Ok(()));
+    let error = check_host_memory(64 * MIB, Some(128 * MIB - 1)).unwrap_err();
+    assert_eq!(
+        error,
+        "the bench holds the pages it writes and a device's copy of them (2 x 64M), more than the host's MemAvailable of 0.1 GiB"
+    );
+    // Twice the size past 2^64 is refused, not wrapped to a small need.
+    assert!(check_host_memory(1 << 63, Some(u64::MAX)).is_err());
+}

@@ -43,6 +43,30 @@ pub struct BenchConfig {
     pub tarball: Option<PathBuf>,
 }
 
+/// Refuses a bench of `disk_bytes` per point that the host cannot hold:
+/// the pages written are held whole beside one device's copy of them (the
+/// tmpfs file of the loop point; the zram pools hold less). `available` is
+/// the host's `MemAvailable` (`None`: the host does not say, nothing is
+/// refused). Checked before anything is reserved: a reservation a little
+/// under the host's memory succeeds (overcommit) and is then filled until
+/// the OOM killer comes.
+pub fn check_host_memory(disk_bytes: u64, available: Option<u64>) -> Result<(), String> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    if disk_bytes
+        .checked_mul(2)
+        .is_some_and(|need| need <= available)
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "the bench holds the pages it writes and a device's copy of them (2 x {}), more than the host's MemAvailable of {}",
+        pageframe::machine::format_size(disk_bytes),
+        crate::host_memory::gib(available)
+    ))
+}
+
 /// The pages written: `bytes` of the tarball's tar stream, or text-like
 /// pages when no tarball was named and the default one cannot give them;
 /// with a label. A named tarball that cannot is the error.

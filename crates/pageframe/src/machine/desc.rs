@@ -199,14 +199,16 @@ impl MachineDesc {
         Ok(desc)
     }
 
-    /// Bytes in a page.
+    /// Bytes in a page; `u64::MAX` for a `page_shift` of 64 or more (which
+    /// validation refuses).
     pub fn page_bytes(&self) -> u64 {
-        1u64 << self.page_shift
+        shifted_bytes(u32::from(self.page_shift))
     }
 
-    /// Bytes in a pageblock.
+    /// Bytes in a pageblock; `u64::MAX` when that is 2^64 or more (which
+    /// validation refuses).
     pub fn pageblock_bytes(&self) -> u64 {
-        1u64 << (self.page_shift as u32 + self.pageblock_order as u32)
+        shifted_bytes(u32::from(self.page_shift) + u32::from(self.pageblock_order))
     }
 
     /// Number of CPUs over all nodes.
@@ -226,12 +228,13 @@ impl MachineDesc {
     /// problem found is returned, naming its field.
     pub(super) fn validate(&self) -> Result<(), DescError> {
         if !(12..=16).contains(&self.page_shift) {
+            let size = match 1u64.checked_shl(u32::from(self.page_shift)) {
+                Some(bytes) => format_size(bytes),
+                None => format!("2^{}", self.page_shift),
+            };
             return Err(DescError::new(
                 "page_size",
-                format!(
-                    "{} is not a page size (a power of two from 4K to 64K)",
-                    format_size(self.page_bytes())
-                ),
+                format!("{size} is not a page size (a power of two from 4K to 64K)"),
             ));
         }
         if self.max_order > 20 {
@@ -452,6 +455,11 @@ impl MachineDesc {
             None => REMOTE_DISTANCE,
         }
     }
+}
+
+/// `2^shift` bytes, `u64::MAX` when that does not fit.
+fn shifted_bytes(shift: u32) -> u64 {
+    1u64.checked_shl(shift).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

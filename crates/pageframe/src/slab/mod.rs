@@ -337,7 +337,11 @@ impl<P: PageSource> SlabAllocator<P> {
             return Err(SlabError::Invalid(format!("alignment {align}")));
         }
         let align = align.max(8);
-        let slot = size.div_ceil(align) * align;
+        let slot = size.checked_next_multiple_of(align).ok_or_else(|| {
+            SlabError::Invalid(format!(
+                "object size {size} aligned to {align} bytes is 2^32 bytes or more"
+            ))
+        })?;
         let order = calculate_order(&self.params, slot)
             .ok_or_else(|| SlabError::Invalid(format!("object size {size} fits no slab")))?;
         let min_order = get_order(u64::from(slot), self.page_size());

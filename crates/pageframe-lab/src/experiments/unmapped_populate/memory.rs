@@ -18,6 +18,7 @@
 //! `MemAvailable` once, before anything is allocated.
 
 use super::{PAGEBLOCK_BYTES, PAGE_SIZE};
+use crate::host_memory::gib;
 
 /// Memory of each machine for the zone's high watermark at small regions:
 /// twice `min_free_kbytes` plus 0.2% of the zone stay under 64 MiB up to
@@ -111,29 +112,6 @@ impl MemoryNeed {
     }
 }
 
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// The host's `MemAvailable`, in bytes; `None` when /proc/meminfo cannot
-/// be read or lacks it.
-pub fn host_available() -> Option<u64> {
-    meminfo_bytes(
-        &std::fs::read_to_string("/proc/meminfo").ok()?,
-        "MemAvailable:",
-    )
-}
-
-/// The value of `key` (`MemAvailable:`) in /proc/meminfo's text, in bytes
-/// (the file gives kB).
-fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(key))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse::<u64>().ok())
-        .and_then(|kib| kib.checked_mul(1024))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,20 +175,5 @@ mod tests {
             .check(Some(8 * GIB))
             .unwrap_err()
             .contains("MemAvailable is 8.0 GiB"));
-    }
-
-    #[test]
-    fn mem_available_is_read_in_bytes() {
-        let text = "MemTotal:       24542060 kB\nMemFree:          812300 kB\nMemAvailable:   22101844 kB\n";
-        assert_eq!(
-            meminfo_bytes(text, "MemAvailable:"),
-            Some(22_101_844 * 1024)
-        );
-        assert_eq!(meminfo_bytes(text, "MemTotal:"), Some(24_542_060 * 1024));
-        assert_eq!(meminfo_bytes(text, "SwapTotal:"), None);
-        assert_eq!(
-            meminfo_bytes("MemAvailable: lots kB\n", "MemAvailable:"),
-            None
-        );
     }
 }

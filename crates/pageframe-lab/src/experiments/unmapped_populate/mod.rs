@@ -389,7 +389,7 @@ impl Experiment for UnmappedPopulate {
         // every arena at once (no swap: the OOM killer would end the run).
         MemoryNeed::of(region_bytes, VARIANTS.len() as u64, sim_region_bytes)
             .ok_or_else(|| ExperimentError::failed("region_mib/sim_region_gib: sizes overflow"))?
-            .check(memory::host_available())
+            .check(crate::host_memory::available())
             .map_err(ExperimentError::failed)?;
         let sim_steps = if sim_region_bytes > 0 { 3 } else { 0 };
         let steps = (VARIANTS.len() * samples + sim_steps) as u64;
