@@ -571,3 +571,38 @@ fn a_hosts_absurd_free_counts_are_counted_not_placed() {
     assert_eq!(outcome.counts.host_free_unplaced, max);
     assert!(outcome.counts.host_free_placed > 0);
 }
+
+/// A zone the host's pagetypeinfo does not describe is left as booted:
+/// here only Normal is described, with no free block, so Normal starts
+/// wholly held and DMA32 wholly free.
+#[test]
+fn a_zone_the_host_did_not_describe_keeps_its_memory() {
+    let mut trace = shipped_prefix(200);
+    let zeros = ["0"; 11].join(" ");
+    trace.set_meta(
+        "host.start.pagetypeinfo",
+        format!(
+            "Free pages count per migrate type at order 0 1 2 3 4 5 6 7 8 9 10\n\
+             Node    0, zone   Normal, type      Movable {zeros}\n\n\
+             Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate\n\
+             Node 0, zone   Normal 0 100 0 0 0\n"
+        ),
+    );
+    let options = ReplayOptions {
+        check_invariants: true,
+        ..ReplayOptions::default()
+    };
+    let outcome = trace::replay(&trace, &options).unwrap();
+    assert_eq!(outcome.counts.host_free_placed, 0);
+    let free_pages: u64 = outcome.samples[0]
+        .nr_free
+        .iter()
+        .enumerate()
+        .map(|(order, count)| count << order)
+        .sum();
+    // DMA32 and DMA: about 3 GiB free; Normal (about 12 GiB) held.
+    assert!(
+        (500_000..1_100_000).contains(&free_pages),
+        "{free_pages} pages free at the start"
+    );
+}

@@ -28,7 +28,8 @@
 //! blocks, as on the host neither is in its buddy lists. Stand-ins of a
 //! higher order are allocated: their zone gets as many extra Movable
 //! blocks of their order placed first. Blocks that do not fit are counted
-//! ([`HostFreeStart::unplaced`]), not placed.
+//! ([`HostFreeStart::unplaced`]), not placed; a zone the host's file does
+//! not describe (in both of its tables) gets its memory back, as booted.
 
 use super::event::Trace;
 use super::host::{host_file, parse_pagetypeinfo, Moment};
@@ -91,6 +92,8 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
                 .blocks
                 .iter()
                 .find(|line| named(line.node, &line.zone))?;
+            // Both tables name the zone, or it is left as booted.
+            host.free.iter().find(|line| named(line.node, &line.zone))?;
             let mut pageblocks = [0u64; 3];
             let mut free: TypeCounts = Default::default();
             for (slot, migratetype) in TYPES.iter().enumerate() {
@@ -142,7 +145,14 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     };
     let mut frees = Vec::new();
     for (index, zone) in zones.iter().enumerate() {
+        let end = (zone.start_pfn + zone.spanned).min(end_pfn);
         let Some((pageblocks, mut free)) = wanted[index].clone() else {
+            // A zone the host did not describe gets its memory back.
+            frees.extend(
+                (zone.start_pfn..end)
+                    .filter(|&pfn| held[pfn as usize])
+                    .map(|pfn| (pfn, 0)),
+            );
             continue;
         };
         if let Some(extra) = extra_movable.get(index) {
@@ -152,7 +162,6 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
         }
         // 2. Types for the wholly held pageblocks, from the zone's start.
         let start = zone.start_pfn.div_ceil(block_pages) * block_pages;
-        let end = (zone.start_pfn + zone.spanned).min(end_pfn);
         let wholly_held = |block: u64| {
             block + block_pages <= end
                 && held[block as usize..(block + block_pages) as usize]
