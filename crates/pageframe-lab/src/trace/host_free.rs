@@ -125,14 +125,20 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     for node in 0..layout.nodes.len() {
         let node = NodeId(node as u16);
         let gfp = Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC;
+        let mut drained = false;
         loop {
-            while let Ok(page) = handle.alloc_pages(gfp, Order(0), node) {
-                held[page.pfn().0 as usize] = true;
-            }
-            // Pages left on other CPUs' lists come back to the buddy lists.
-            allocator.drain_all_pages();
-            if handle.alloc_pages(gfp, Order(0), node).is_err() {
-                break;
+            match handle.alloc_pages(gfp, Order(0), node) {
+                Ok(page) => {
+                    held[page.pfn().0 as usize] = true;
+                    drained = false;
+                }
+                // Pages left on other CPUs' lists come back to the buddy
+                // lists, once, before the node counts as taken.
+                Err(_) if !drained => {
+                    allocator.drain_all_pages();
+                    drained = true;
+                }
+                Err(_) => break,
             }
         }
     }
