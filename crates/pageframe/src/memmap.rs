@@ -247,6 +247,33 @@ impl MemMap {
         unsafe { std::slice::from_raw_parts(self.records.as_ptr(), self.len) }
     }
 
+    /// The heads of the tracked blocks (any state but Untracked) of the
+    /// PFNs `start..end`, in order, each with its state word: a walk that
+    /// steps over each block's pages and over untracked records one at a
+    /// time. The step after a head comes from the word yielded, so the
+    /// caller may change that head's record (take the block off a list).
+    /// `start..end` must lie within the memmap.
+    pub(crate) fn heads(
+        &self,
+        start: Pfn,
+        end: Pfn,
+    ) -> impl Iterator<Item = (FrameIdx, PageInfo)> + '_ {
+        let mut at = start.0;
+        std::iter::from_fn(move || {
+            while at < end.0 {
+                let head = FrameIdx::covered(Pfn(at));
+                let info = self.info(head);
+                if info.state() == PageState::Untracked {
+                    at += 1;
+                    continue;
+                }
+                at += info.order().nr_pages();
+                return Some((head, info));
+            }
+            None
+        })
+    }
+
     /// The record's state word.
     #[inline]
     pub fn info(&self, pfn: FrameIdx) -> PageInfo {

@@ -261,17 +261,10 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         // test_pages_isolated(): every page must be in a free block.
         let (mut in_use, mut first) = (0u64, None);
-        let mut pfn = range.start.0;
-        while pfn < range.end.0 {
-            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
-            match info.state() {
-                PageState::Buddy => pfn += info.order().nr_pages(),
-                PageState::Untracked => pfn += 1,
-                _ => {
-                    first.get_or_insert(Pfn(pfn));
-                    in_use += info.order().nr_pages();
-                    pfn += info.order().nr_pages();
-                }
+        for (head, info) in self.frames.memmap.heads(range.start, range.end) {
+            if info.state() != PageState::Buddy {
+                first.get_or_insert(head.pfn());
+                in_use += info.order().nr_pages();
             }
         }
         if let Some(first) = first {
@@ -289,19 +282,9 @@ impl<L: LockFamily> PageAllocator<L> {
             });
         }
         // Every page is free: take the blocks off the ISOLATE lists.
-        let mut pfn = range.start.0;
-        while pfn < range.end.0 {
-            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
+        for (head, info) in self.frames.memmap.heads(range.start, range.end) {
             if info.state() == PageState::Buddy {
-                buddy.del_from_free_list(
-                    &self.frames,
-                    FrameIdx::covered(Pfn(pfn)),
-                    info.order(),
-                    info.freetype(),
-                );
-                pfn += info.order().nr_pages();
-            } else {
-                pfn += 1;
+                buddy.del_from_free_list(&self.frames, head, info.order(), info.freetype());
             }
         }
         let highatomic_pages = saved

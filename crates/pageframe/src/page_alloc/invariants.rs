@@ -176,22 +176,9 @@ impl<L: LockFamily> PageAllocator<L> {
         self.layout
             .zones()
             .flat_map(|zone| zone.present.iter())
-            .map(|range| {
-                let mut pfn = range.start.0;
-                let mut allocated = 0;
-                while pfn < range.end.0 {
-                    let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));
-                    match info.state() {
-                        PageState::Untracked => pfn += 1,
-                        PageState::Allocated | PageState::Freeing => {
-                            allocated += info.order().nr_pages();
-                            pfn += info.order().nr_pages();
-                        }
-                        _ => pfn += info.order().nr_pages(),
-                    }
-                }
-                allocated
-            })
+            .flat_map(|range| self.frames.memmap.heads(range.start, range.end))
+            .filter(|(_, info)| matches!(info.state(), PageState::Allocated | PageState::Freeing))
+            .map(|(_, info)| info.order().nr_pages())
             .sum()
     }
 }

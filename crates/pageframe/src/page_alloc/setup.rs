@@ -10,7 +10,7 @@
 use super::error::SetupError;
 use super::PageAllocator;
 use crate::freetype::{FreeType, MigrateType};
-use crate::memmap::{FrameIdx, PageState};
+use crate::memmap::PageState;
 use crate::sync::LockFamily;
 use crate::types::{CpuId, Pfn};
 
@@ -72,23 +72,21 @@ impl<L: LockFamily> PageAllocator<L> {
         let _buddy = self.lock_zone(zone);
         let max_block = self.layout.max_order.nr_pages();
         let end = (block.0 + block_pages).min(self.layout.end_pfn.0);
-        let mut at = block.0 - block.0 % max_block;
-        while at < end {
-            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(at)));
-            let next = match info.state() {
-                PageState::Untracked => at + 1,
-                _ => at + info.order().nr_pages(),
-            };
-            // A block being freed (a shared allocator's free in progress)
-            // is about to be listed.
-            let is_free = matches!(
-                info.state(),
-                PageState::Buddy | PageState::Pcp | PageState::Freeing
-            );
-            if is_free && next > block.0 {
-                return Err(SetupError::Busy(block));
-            }
-            at = next;
+        let region = Pfn(block.0 - block.0 % max_block);
+        // A block being freed (a shared allocator's free in progress) is
+        // about to be listed.
+        let has_free = self
+            .frames
+            .memmap
+            .heads(region, Pfn(end))
+            .any(|(head, info)| {
+                matches!(
+                    info.state(),
+                    PageState::Buddy | PageState::Pcp | PageState::Freeing
+                ) && head.pfn().0 + info.order().nr_pages() > block.0
+            });
+        if has_free {
+            return Err(SetupError::Busy(block));
         }
         self.frames
             .blocks
