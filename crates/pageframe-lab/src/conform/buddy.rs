@@ -24,6 +24,7 @@
 use super::host::{cmdline_param, is_root, read};
 use super::host_machine::HostMachine;
 use super::{ConformError, ConformRow, SuiteOutcome, SuiteResult};
+use crate::trace::host::{parse_pagetypeinfo, Pagetypeinfo};
 use pageframe::{AllocOptions, LocalPageAllocator};
 
 /// The suite's name.
@@ -32,51 +33,6 @@ const SUITE: &str = "buddy";
 /// Why a zone's pageblock count may be lower on the host.
 const LAZY_INIT: &str = "the host initialises struct pages on demand (deferred_init=lazy, not in \
      mainline), and /proc/pagetypeinfo counts only the pageblocks initialised so far";
-
-/// What a `/proc/pagetypeinfo` text says about the layout.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Layout {
-    /// `Page block order: N`.
-    pageblock_order: String,
-    /// `Pages per block: N`.
-    pages_per_block: String,
-    /// The order columns of the free-pages table.
-    orders: Vec<String>,
-    /// The migratetype columns of the block-count table.
-    migratetypes: Vec<String>,
-    /// Per `Node N, zone NAME`: the block count per migratetype.
-    blocks: Vec<(String, Vec<u64>)>,
-}
-
-fn parse_pagetypeinfo(text: &str) -> Layout {
-    let mut layout = Layout::default();
-    let mut in_blocks = false;
-    for line in text.lines() {
-        if let Some(order) = line.strip_prefix("Page block order:") {
-            layout.pageblock_order = order.trim().to_string();
-        } else if let Some(pages) = line.strip_prefix("Pages per block:") {
-            layout.pages_per_block = pages.trim().to_string();
-        } else if let Some(orders) = line.strip_prefix("Free pages count per migrate type at order")
-        {
-            layout.orders = orders.split_whitespace().map(str::to_string).collect();
-        } else if let Some(types) = line.strip_prefix("Number of blocks type") {
-            layout.migratetypes = types.split_whitespace().map(str::to_string).collect();
-            in_blocks = true;
-        } else if in_blocks && line.starts_with("Node") {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            // Node 0, zone DMA32 c1 c2 ...
-            if words.len() >= 4 {
-                let zone = format!("node {} {}", words[1].trim_end_matches(','), words[3]);
-                let counts = words[4..]
-                    .iter()
-                    .filter_map(|count| count.parse().ok())
-                    .collect();
-                layout.blocks.push((zone, counts));
-            }
-        }
-    }
-    layout
-}
 
 /// Runs the suite; skipped without root (`/proc/pagetypeinfo` and the
 /// addresses of `/proc/iomem` are root's).
@@ -112,31 +68,27 @@ pub fn run() -> Result<SuiteResult, ConformError> {
         ),
         ConformRow::compare(
             "migratetypes counted".into(),
-            kernel.migratetypes.join(" "),
-            ours.migratetypes.join(" "),
+            kernel.block_types.join(" "),
+            ours.block_types.join(" "),
         ),
     ];
-    let zones = |layout: &Layout| -> String {
-        let names: Vec<&str> = layout
-            .blocks
-            .iter()
-            .map(|(zone, _)| zone.as_str())
-            .collect();
+    let (kernel_blocks, our_blocks) = (zone_blocks(&kernel), zone_blocks(&ours));
+    let zones = |blocks: &[(String, u64)]| -> String {
+        let names: Vec<&str> = blocks.iter().map(|(zone, _)| zone.as_str()).collect();
         names.join(", ")
     };
     rows.push(ConformRow::compare(
         "zones with pageblocks".into(),
-        zones(&kernel),
-        zones(&ours),
+        zones(&kernel_blocks),
+        zones(&our_blocks),
     ));
     let lazy_init = cmdline_param("deferred_init")?.as_deref() == Some("lazy");
-    for (zone, counts) in &kernel.blocks {
-        let theirs = counts.iter().sum::<u64>();
-        let mine = ours
-            .blocks
+    for (zone, theirs) in &kernel_blocks {
+        let theirs = *theirs;
+        let mine = our_blocks
             .iter()
             .find(|(name, _)| name == zone)
-            .map(|(_, counts)| counts.iter().sum::<u64>());
+            .map(|(_, count)| *count);
         rows.push(
             ConformRow::compare(
                 format!("{zone} pageblocks"),
@@ -155,6 +107,21 @@ pub fn run() -> Result<SuiteResult, ConformError> {
     })
 }
 
+/// Per zone (`node N NAME`), its pageblocks of every type.
+fn zone_blocks(parsed: &Pagetypeinfo) -> Vec<(String, u64)> {
+    parsed
+        .blocks
+        .iter()
+        .map(|line| {
+            let total = line
+                .counts
+                .iter()
+                .fold(0u64, |total, (_, count)| total.saturating_add(*count));
+            (format!("node {} {}", line.node, line.zone), total)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,8 +133,9 @@ mod tests {
         assert_eq!(layout.pageblock_order, "9");
         assert_eq!(layout.pages_per_block, "512");
         assert_eq!(layout.orders, ["0", "1"]);
-        assert_eq!(layout.migratetypes.len(), 5);
-        assert_eq!(layout.blocks[1].0, "node 0 DMA32");
-        assert_eq!(layout.blocks[1].1.iter().sum::<u64>(), 1528);
+        assert_eq!(layout.block_types.len(), 5);
+        let blocks = zone_blocks(&layout);
+        assert_eq!(blocks[1].0, "node 0 DMA32");
+        assert_eq!(blocks[1].1, 1528);
     }
 }

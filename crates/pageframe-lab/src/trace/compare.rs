@@ -252,38 +252,26 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
         f(outcome.pcp_drain_pages),
     ));
 
-    let ours_start = outcome
-        .samples
-        .first()
-        .map(|sample| sample.nr_free.clone())
-        .unwrap_or_default();
-    let host_start = host_nr_free(trace, Moment::Start);
-    for (order, ours) in ours_start.iter().enumerate() {
-        let host = host_start
-            .as_ref()
-            .and_then(|host| host.get(order))
-            .copied();
-        rows.push(ReplayRow::new(
-            "buddyinfo",
-            format!("order {order} free blocks at start"),
-            host.map(|v| v as f64),
-            f(*ours),
-        ));
-    }
-    let ours_end = outcome
-        .samples
-        .last()
-        .map(|sample| sample.nr_free.clone())
-        .unwrap_or_default();
     let host_end = host_nr_free(trace, Moment::End);
-    for (order, ours) in ours_end.iter().enumerate() {
-        let host = host_end.as_ref().and_then(|host| host.get(order)).copied();
-        rows.push(ReplayRow::new(
-            "buddyinfo",
-            format!("order {order} free blocks at end"),
-            host.map(|v| v as f64),
-            f(*ours),
-        ));
+    let moments = [
+        (
+            outcome.samples.first(),
+            host_nr_free(trace, Moment::Start),
+            "start",
+        ),
+        (outcome.samples.last(), host_end.clone(), "end"),
+    ];
+    for (ours, host, when) in moments {
+        let ours = ours.map_or(&[][..], |sample| sample.nr_free.as_slice());
+        for (order, ours) in ours.iter().enumerate() {
+            let host = host.as_ref().and_then(|host| host.get(order)).copied();
+            rows.push(ReplayRow::new(
+                "buddyinfo",
+                format!("order {order} free blocks at {when}"),
+                host.map(|v| v as f64),
+                f(*ours),
+            ));
+        }
     }
     if let Some(pagetypeinfo) = host_file(trace, Moment::End, "pagetypeinfo") {
         for (name, count) in host_pageblocks(&pagetypeinfo) {

@@ -84,10 +84,19 @@ pub fn parse_buddyinfo(text: &str) -> Vec<BuddyLine> {
         .collect()
 }
 
-/// What /proc/pagetypeinfo says per zone: free blocks per order on each
-/// migratetype's lists, and pageblocks per migratetype.
+/// What /proc/pagetypeinfo says: its layout (pageblock order and size, the
+/// columns of both tables) and per zone, free blocks per order on each
+/// migratetype's lists and pageblocks per migratetype.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pagetypeinfo {
+    /// `Page block order: N`, as written.
+    pub pageblock_order: String,
+    /// `Pages per block: N`, as written.
+    pub pages_per_block: String,
+    /// The order columns of the free-pages table.
+    pub orders: Vec<String>,
+    /// The migratetype columns of the block-count table.
+    pub block_types: Vec<String>,
     /// `Node N, zone Z, type T  c0 c1 ...`: one line per zone and type.
     pub free: Vec<FreeListLine>,
     /// `Node N, zone Z  c0 c1 ...` under "Number of blocks type".
@@ -121,16 +130,30 @@ pub struct BlockCountLine {
 /// Parses /proc/pagetypeinfo text; lines that do not parse are skipped.
 pub fn parse_pagetypeinfo(text: &str) -> Pagetypeinfo {
     let mut parsed = Pagetypeinfo::default();
-    let mut block_types: Option<Vec<String>> = None;
+    let mut in_blocks = false;
+    let words = |text: &str| text.split_whitespace().map(str::to_string).collect();
     for line in text.lines() {
+        if let Some(order) = line.strip_prefix("Page block order:") {
+            parsed.pageblock_order = order.trim().to_string();
+            continue;
+        }
+        if let Some(pages) = line.strip_prefix("Pages per block:") {
+            parsed.pages_per_block = pages.trim().to_string();
+            continue;
+        }
+        if let Some(orders) = line.strip_prefix("Free pages count per migrate type at order") {
+            parsed.orders = words(orders);
+            continue;
+        }
         if let Some(header) = line.strip_prefix("Number of blocks type") {
-            block_types = Some(header.split_whitespace().map(str::to_string).collect());
+            parsed.block_types = words(header);
+            in_blocks = true;
             continue;
         }
         let Some((node, zone, rest)) = node_and_zone(line) else {
             continue;
         };
-        match (rest.trim_start().strip_prefix("type"), &block_types) {
+        match (rest.trim_start().strip_prefix("type"), in_blocks) {
             (Some(typed), _) => {
                 let mut words = typed.split_whitespace();
                 let Some(migratetype) = words.next() else {
@@ -146,7 +169,7 @@ pub fn parse_pagetypeinfo(text: &str) -> Pagetypeinfo {
                     nr_free,
                 });
             }
-            (None, Some(names)) => {
+            (None, true) => {
                 let Some(counts) = rest
                     .split_whitespace()
                     .map(|word| word.parse::<u64>().ok())
@@ -157,10 +180,10 @@ pub fn parse_pagetypeinfo(text: &str) -> Pagetypeinfo {
                 parsed.blocks.push(BlockCountLine {
                     node,
                     zone,
-                    counts: names.iter().cloned().zip(counts).collect(),
+                    counts: parsed.block_types.iter().cloned().zip(counts).collect(),
                 });
             }
-            (None, None) => {}
+            (None, false) => {}
         }
     }
     parsed

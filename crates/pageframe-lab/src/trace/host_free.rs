@@ -38,9 +38,10 @@ use pageframe::{Gfp, LocalPageAllocator, MigrateType, NodeId, Order, Page, Pfn};
 /// What the copy did, and the held pages it leaves for the set-up.
 #[derive(Debug, Default)]
 pub struct HostFreeStart {
-    /// Per zone (an index of `zone_snapshots()`): held pages of Movable
-    /// pageblocks, taken from the end.
-    spare: Vec<Vec<u64>>,
+    /// Per zone (an index of `zone_snapshots()`): the ranges of held pages
+    /// of Movable pageblocks, lowest last; pages are taken from the start
+    /// of the last range, so in ascending PFN order.
+    spare: Vec<Vec<std::ops::Range<u64>>>,
     /// Free blocks placed as the host's.
     pub placed: u64,
     /// Free blocks of the host's that did not fit.
@@ -51,7 +52,13 @@ impl HostFreeStart {
     /// A held page of a Movable pageblock of zone `zone`, given up by the
     /// copy (the caller frees it or keeps it as a stand-in).
     pub fn take_spare(&mut self, zone: usize) -> Option<Pfn> {
-        self.spare.get_mut(zone)?.pop().map(Pfn)
+        let ranges = self.spare.get_mut(zone)?;
+        let range = ranges.last_mut()?;
+        let pfn = range.next()?;
+        if range.is_empty() {
+            ranges.pop();
+        }
+        Some(Pfn(pfn))
     }
 }
 
@@ -247,11 +254,12 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
         // What stays held in Movable pageblocks is spare, lowest PFN last.
         let spare = &mut copy.spare[index];
         for (order, pool) in pools[1].iter().enumerate() {
-            for &segment in pool {
-                spare.extend(segment..segment + (1u64 << order));
-            }
+            spare.extend(
+                pool.iter()
+                    .map(|&segment| segment..segment + (1u64 << order)),
+            );
         }
-        spare.sort_unstable_by(|a, b| b.cmp(a));
+        spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.start));
     }
     // 4. The placed blocks' pages freed, then every list drained.
     for (pfn, order) in frees {
