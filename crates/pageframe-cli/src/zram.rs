@@ -101,14 +101,18 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
     let mountpoint = args.mountpoint.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pageframe-zram-{}", std::process::id()))
     });
+    let device = DeviceConfig {
+        backend,
+        compressor,
+        disk_bytes,
+        memory_bytes,
+    };
+    device
+        .check_host(pageframe_lab::host_memory::available())
+        .map_err(|err| CliError::Invalid(err.to_string()))?;
     Ok(ZramPlan::Serve {
         config: ServeConfig {
-            device: DeviceConfig {
-                backend,
-                compressor,
-                disk_bytes,
-                memory_bytes,
-            },
+            device,
             mountpoint,
             io: if args.buffered {
                 LoopIo::Buffered

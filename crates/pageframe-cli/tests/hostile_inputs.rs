@@ -308,3 +308,38 @@ fn a_first_argument_that_is_not_utf8_is_a_usage_error_not_a_panic() {
         );
     }
 }
+
+#[test]
+fn a_machine_or_device_past_the_hosts_memory_is_refused_up_front() {
+    // --mem 8T booted with a 24 GiB memmap that a run could fill until the
+    // OOM killer came; `zram serve --size 4T` built a 16 GiB slot table and
+    // a 4 TiB machine (21 GB resident) before serving; --size 15E named no
+    // flag. A 15 TiB machine has 45 GiB of metadata.
+    if pageframe_lab::host_memory::available().is_some_and(|bytes| bytes > 45 << 30) {
+        eprintln!("skipped: this host has more than 45 GiB available, so a 15T machine fits");
+        return;
+    }
+    let message = error_of(&["info", "--mem", "15T"]);
+    assert!(
+        message.contains("mem: the machine's page metadata takes")
+            && message.contains("more than the host's MemAvailable"),
+        "{message}"
+    );
+    let message = error_of(&["zram", "serve", "--size", "7T"]);
+    assert!(
+        message.contains("--size 7T: the device's slot table"),
+        "{message}"
+    );
+    let message = error_of(&["zram", "serve", "--size", "1G", "--memory", "15E"]);
+    assert!(message.contains("--memory 15E:"), "{message}");
+}
+
+#[test]
+fn a_text_file_that_is_no_trace_is_refused_not_imported_empty() {
+    let garbage = temp_file("not-a-trace.txt", "root:x:0:0:root:/root:/bin/bash\n");
+    let message = error_of(&["trace", "import", garbage.to_str().unwrap()]);
+    assert!(
+        message.contains("not a tracefs, trace-cmd report or perf script"),
+        "{message}"
+    );
+}

@@ -24,6 +24,16 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// `bytes` in GiB with one decimal, or in MiB below 1 GiB, for a message
+/// that adds a small figure to a large one.
+pub fn gib_or_mib(bytes: u64) -> String {
+    if bytes < 1 << 30 {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else {
+        gib(bytes)
+    }
+}
+
 /// The value of `key` (`MemAvailable:`) in /proc/meminfo's text, in bytes
 /// (the file gives kB).
 fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
@@ -46,6 +56,8 @@ mod tests {
             Some(22_101_844 * 1024)
         );
         assert_eq!(meminfo_bytes(text, "MemTotal:"), Some(24_542_060 * 1024));
+        assert_eq!(gib_or_mib(24 << 20), "24.0 MiB");
+        assert_eq!(gib_or_mib(3 << 29), "1.5 GiB");
         assert_eq!(meminfo_bytes(text, "SwapTotal:"), None);
         assert_eq!(
             meminfo_bytes("MemAvailable: lots kB\n", "MemAvailable:"),

@@ -149,3 +149,32 @@ fn a_line_is_read_up_to_the_limit_and_no_further() {
     let err = import_reader(over.as_bytes()).unwrap_err();
     assert!(matches!(err, TraceError::Text { line: 2, .. }), "{err}");
 }
+
+/// A file with text but no event line is not a trace (a config file, a
+/// binary read lossily); a trace whose lines are all other events, or only
+/// headers, is an empty trace.
+#[test]
+fn text_with_no_event_line_is_not_a_trace() {
+    let err =
+        import_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/bin/sh\n").unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 1, .. }), "{err}");
+    assert!(err.to_string().contains("not a tracefs"), "{err}");
+    let err = import_text("# tracer: nop\n\nhello\n").unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 3, .. }), "{err}");
+    let other = "x-1 [000] .... 1.000001: kmalloc: call_site=foo ptr=0 bytes_req=8\n";
+    assert_eq!(import_text(other).unwrap().events.len(), 0);
+    assert_eq!(
+        import_text(&format!("note\n{other}")).unwrap().events.len(),
+        0
+    );
+    let headers = "# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:2\n";
+    assert_eq!(import_text(headers).unwrap().events.len(), 0);
+    assert_eq!(
+        import_text("version = 6\nCPU 0 is empty\ncpus=2\n")
+            .unwrap()
+            .events
+            .len(),
+        0
+    );
+    assert_eq!(import_text("").unwrap().events.len(), 0);
+}

@@ -1,6 +1,7 @@
 //! The per-page and per-pageblock tables, together: what every zone and
 //! per-CPU list operates on.
 
+use crate::machine::MachineLayout;
 use crate::memmap::MemMap;
 use crate::pageblock::PageblockTable;
 use crate::types::{Order, Pfn};
@@ -27,6 +28,18 @@ pub struct MetadataCost {
 }
 
 impl MetadataCost {
+    /// What the tables of a machine booted from `layout` cost, known before
+    /// booting it (to refuse a machine whose tables the host cannot hold):
+    /// the same figures [`crate::PageAllocator::metadata_cost`] gives after.
+    pub fn for_layout(layout: &MachineLayout) -> MetadataCost {
+        MetadataCost {
+            memmap_record_bytes: MemMap::RECORD_BYTES as u64,
+            memmap_records: layout.end_pfn.0,
+            pageblock_record_bytes: PageblockTable::RECORD_BYTES as u64,
+            pageblocks: PageblockTable::nr_blocks(layout.end_pfn, layout.pageblock_order) as u64,
+        }
+    }
+
     /// Bytes of both tables.
     pub fn total_bytes(&self) -> u64 {
         self.memmap_records * self.memmap_record_bytes

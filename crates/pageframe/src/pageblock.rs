@@ -64,7 +64,7 @@ impl PageblockTable {
     /// A table for PFNs `0..end_pfn`: every block MOVABLE (as memmap_init()
     /// leaves them) and in no zone.
     pub fn new(end_pfn: Pfn, pageblock_order: Order) -> PageblockTable {
-        let blocks = (end_pfn.0 >> pageblock_order.0) as usize + 1;
+        let blocks = Self::nr_blocks(end_pfn, pageblock_order);
         let initial = MigrateType::Movable as u32 | (NO_ZONE as u32) << ZONE_SHIFT;
         PageblockTable {
             words: (0..blocks).map(|_| AtomicU32::new(initial)).collect(),
@@ -86,6 +86,12 @@ impl PageblockTable {
     fn update(&self, pfn: Pfn, mask: u32, value: u32) {
         let replace = |word: u32| Some(word & !mask | value & mask);
         let _ = self.words[self.block(pfn)].fetch_update(Relaxed, Relaxed, replace);
+    }
+
+    /// The records a table for PFNs `0..end_pfn` has: one per pageblock
+    /// and one more, so the block of `end_pfn` itself has a record.
+    pub fn nr_blocks(end_pfn: Pfn, pageblock_order: Order) -> usize {
+        (end_pfn.0 >> pageblock_order.0) as usize + 1
     }
 
     /// Number of blocks in the table.

@@ -37,7 +37,7 @@
 //! span in the document.
 
 use pageframe::machine::{apply_cmdline, parse_size, MemRange, NodeDesc};
-use pageframe::{CpuId, DescError, MachineDesc};
+use pageframe::{CpuId, DescError, MachineDesc, MachineLayout, MetadataCost};
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -101,7 +101,8 @@ impl MachineArgs {
         if let Some(cmdline) = &self.cmdline {
             apply_cmdline(&mut desc, cmdline)?;
         }
-        desc.layout()?;
+        let layout = desc.layout()?;
+        check_host_holds(&layout, crate::host_memory::available())?;
         Ok(desc)
     }
 
@@ -203,6 +204,28 @@ pub struct MachineFile {
     pub desc: MachineDesc,
     /// The file's `cmdline` key.
     pub cmdline: Option<String>,
+}
+
+/// Refuses a machine whose memmap and pageblock table are more than the
+/// host's `MemAvailable` (`None`: unknown, not checked). Booting writes one
+/// memmap record per MAX_PAGE_ORDER block and a run may write them all, so
+/// a machine past that is killed part way by the OOM killer rather than
+/// refused (past the host's memory and swap, the memmap's allocation itself
+/// fails at boot).
+pub fn check_host_holds(layout: &MachineLayout, available: Option<u64>) -> Result<(), DescError> {
+    let cost = MetadataCost::for_layout(layout);
+    match available {
+        Some(available) if cost.total_bytes() > available => Err(DescError::new(
+            "mem",
+            format!(
+                "the machine's page metadata takes {} ({} B per page), more than the host's MemAvailable of {}",
+                crate::host_memory::gib(cost.total_bytes()),
+                cost.memmap_record_bytes,
+                crate::host_memory::gib(available)
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Parses the text of a TOML machine file. Errors are one line naming the

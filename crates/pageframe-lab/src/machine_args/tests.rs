@@ -343,3 +343,28 @@ fn example_two_node_file_parses_and_boots() {
         .any(|zone| zone.zone_type == ZoneType::Movable && zone.is_populated()));
     allocator.check_invariants().unwrap();
 }
+
+/// A machine whose memmap and pageblock table are more than the host has
+/// available is refused naming the sizes; unknown availability passes.
+#[test]
+fn a_machine_past_the_hosts_memory_is_refused() {
+    let layout = MachineDesc::uniform(1 << 40, 1, 2)
+        .unwrap()
+        .layout()
+        .unwrap();
+    let cost = MetadataCost::for_layout(&layout);
+    assert_eq!(cost.memmap_records, 1 << 28);
+    assert_eq!(cost.pageblocks, (1 << 19) + 1);
+    assert!(check_host_holds(&layout, Some(cost.total_bytes())).is_ok());
+    assert!(check_host_holds(&layout, None).is_ok());
+    let err = check_host_holds(&layout, Some(cost.total_bytes() - 1)).unwrap_err();
+    assert_eq!(err.field, "mem");
+    assert!(err.message.contains("3.0 GiB (12 B per page)"), "{err}");
+    // The booted allocator reports the same cost.
+    let small = MachineDesc::uniform(64 << 20, 1, 2).unwrap();
+    let allocator = LocalPageAllocator::boot(&small).unwrap();
+    assert_eq!(
+        allocator.metadata_cost(),
+        MetadataCost::for_layout(&small.layout().unwrap())
+    );
+}

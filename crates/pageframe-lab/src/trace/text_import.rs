@@ -7,7 +7,9 @@
 //! the first `SECONDS:` after it, then the event name and the fields it
 //! needs; other events, comments (`#`) and blank lines are skipped, and
 //! `[LOST n EVENTS]` markers are counted. A line naming one of our events
-//! without a field it needs is an error that names its line number.
+//! without a field it needs is an error that names its line number, and a
+//! file with text but no event line at all (of any event) is not a trace:
+//! an error naming its first line, not an empty trace.
 
 use super::event::{EventKind, Trace, TraceEvent};
 use super::gfp_names::parse_gfp;
@@ -88,6 +90,8 @@ fn import_lines(
 ) -> Result<Trace, TraceError> {
     let mut trace = Trace::default();
     let mut lost = 0u64;
+    let mut event_lines = 0usize;
+    let mut first_foreign_line = None;
     for (index, line) in lines.enumerate() {
         let line = line?;
         let line_no = index + 1;
@@ -111,7 +115,19 @@ fn import_lines(
             }
             continue;
         }
-        if let Some(event) = parse_line(trimmed, line_no)? {
+        if is_report_header(trimmed) {
+            continue;
+        }
+        let event = match parse_line(trimmed, line_no)? {
+            ParsedLine::NotAnEvent => {
+                first_foreign_line.get_or_insert(line_no);
+                continue;
+            }
+            ParsedLine::OtherEvent => None,
+            ParsedLine::Kmem(event) => Some(event),
+        };
+        event_lines += 1;
+        if let Some(event) = event {
             if trace.events.len() >= MAX_TRACE_EVENTS {
                 return Err(TraceError::Text {
                     line: line_no,
@@ -122,6 +138,15 @@ fn import_lines(
             }
             trace.events.push(event);
         }
+    }
+    if let (0, Some(line)) = (event_lines, first_foreign_line) {
+        return Err(TraceError::Text {
+            line,
+            reason: "no line of the file is a trace event \
+                     (`COMM-PID [CPU] ... SECONDS: EVENT: ...`): \
+                     not a tracefs, trace-cmd report or perf script text trace"
+                .to_string(),
+        });
     }
     trace.set_meta("source", "text import");
     trace.set_meta("lost_events", lost.to_string());
@@ -134,6 +159,22 @@ fn lost_marker(line: &str) -> Option<u64> {
     let start = line.find("[LOST ")?;
     let rest = &line[start + 6..];
     rest.split_whitespace().next()?.parse().ok()
+}
+
+/// The lines `trace-cmd report` prints before its events: `version = 6`
+/// and `CPU 3 is empty`.
+fn is_report_header(line: &str) -> bool {
+    line.starts_with("version = ") || (line.starts_with("CPU ") && line.ends_with(" is empty"))
+}
+
+/// What one non-blank, non-comment line of a text trace is.
+enum ParsedLine {
+    /// Not in the event-line format at all.
+    NotAnEvent,
+    /// An event line of an event the replay does not use.
+    OtherEvent,
+    /// One of the six kmem events.
+    Kmem(TraceEvent),
 }
 
 fn parse_seconds(token: &str) -> Option<u64> {
@@ -160,7 +201,7 @@ fn parse_number(text: &str) -> Option<i64> {
     }
 }
 
-fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceError> {
+fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let Some(cpu_index) = tokens.iter().position(|token| {
         token.len() > 2
@@ -170,21 +211,21 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
                 .bytes()
                 .all(|b| b.is_ascii_digit())
     }) else {
-        return Ok(None);
+        return Ok(ParsedLine::NotAnEvent);
     };
     let Some(time_index) = (cpu_index + 1..tokens.len()).find(|&index| {
         tokens[index]
             .strip_suffix(':')
             .is_some_and(|seconds| parse_seconds(seconds).is_some())
     }) else {
-        return Ok(None);
+        return Ok(ParsedLine::NotAnEvent);
     };
     let Some(name) = tokens.get(time_index + 1).and_then(|t| t.strip_suffix(':')) else {
-        return Ok(None);
+        return Ok(ParsedLine::NotAnEvent);
     };
     let name = name.strip_prefix("kmem:").unwrap_or(name);
     let Some(kind) = EventKind::from_tracepoint(name) else {
-        return Ok(None);
+        return Ok(ParsedLine::OtherEvent);
     };
     let bad = |reason: String| TraceError::Text {
         line: line_no,
@@ -255,5 +296,5 @@ fn parse_line(line: &str, line_no: usize) -> Result<Option<TraceEvent>, TraceErr
             event.flag = small("change_ownership", 0, 1)? != 0;
         }
     }
-    Ok(Some(event))
+    Ok(ParsedLine::Kmem(event))
 }

@@ -12,10 +12,12 @@
 
 use super::block_trace::{TraceRecord, TraceWriter};
 use super::trace_sizes::TraceSizes;
+use crate::host_memory::{gib, gib_or_mib};
+use pageframe::machine::format_size;
 use pageframe::page_source::CpuPages;
 use pageframe::zpool::Zpool;
 use pageframe::zram::{Backend, Compressor, MmStat, Prepared, Zram, ZramConfig, ZramError};
-use pageframe::{CpuId, MachineDesc, SharedPageAllocator};
+use pageframe::{CpuId, MachineDesc, MetadataCost, SharedPageAllocator};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -33,6 +35,70 @@ pub struct DeviceConfig {
     pub disk_bytes: u64,
     /// Memory the pool may take (the machine's size); 0: as much as the disk.
     pub memory_bytes: u64,
+}
+
+impl DeviceConfig {
+    /// The memory the pool may take: `memory_bytes`, or the disk's size.
+    pub fn pool_bytes(&self) -> u64 {
+        if self.memory_bytes == 0 {
+            self.disk_bytes
+        } else {
+            self.memory_bytes
+        }
+    }
+
+    /// The one-node machine the pool's pages come from: the pool's memory
+    /// rounded up to a power of two, at least 16 MiB.
+    pub fn machine(&self) -> Result<MachineDesc, DeviceError> {
+        let bytes = self
+            .pool_bytes()
+            .max(16 << 20)
+            .checked_next_power_of_two()
+            .ok_or_else(|| {
+                DeviceError::Config(format!(
+                    "a pool of {} needs a machine past 16E",
+                    format_size(self.pool_bytes())
+                ))
+            })?;
+        MachineDesc::uniform(bytes, 1, 1).map_err(|err| DeviceError::Config(err.to_string()))
+    }
+
+    /// Refuses a device the host cannot hold: its slot table and its
+    /// machine's page metadata together more than `available` bytes (the
+    /// host's `MemAvailable`; `None`: not checked), or a machine that
+    /// cannot be laid out. The message names the flags to change.
+    pub fn check_host(&self, available: Option<u64>) -> Result<(), DeviceError> {
+        let pool_flag = if self.memory_bytes == 0 {
+            format!("--size {}", format_size(self.disk_bytes))
+        } else {
+            format!("--memory {}", format_size(self.memory_bytes))
+        };
+        let refuse = |message: String| DeviceError::Config(format!("{pool_flag}: {message}"));
+        let layout = self
+            .machine()
+            .map_err(|err| refuse(err.to_string()))?
+            .layout()
+            .map_err(|err| refuse(err.message))?;
+        let metadata = MetadataCost::for_layout(&layout).total_bytes();
+        let nr_slots = usize::try_from(self.disk_bytes / PAGE as u64).unwrap_or(usize::MAX);
+        let table = ZramConfig::new(nr_slots).table_bytes();
+        match available {
+            Some(available) if table.saturating_add(metadata) > available => {
+                Err(DeviceError::Config(format!(
+                    "--size {}{}: the device's slot table ({}) and its machine's page metadata ({}) take more than the host's MemAvailable of {}",
+                    format_size(self.disk_bytes),
+                    match self.memory_bytes {
+                        0 => String::new(),
+                        bytes => format!(" with --memory {}", format_size(bytes)),
+                    },
+                    gib_or_mib(table),
+                    gib_or_mib(metadata),
+                    gib(available)
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Why the device could not be made.
@@ -133,18 +199,8 @@ impl Device {
         }
         let nr_slots = usize::try_from(config.disk_bytes / PAGE as u64)
             .map_err(|_| DeviceError::Config("disk size too large".into()))?;
-        let memory = if config.memory_bytes == 0 {
-            config.disk_bytes
-        } else {
-            config.memory_bytes
-        };
-        let machine_bytes = memory
-            .max(16 << 20)
-            .checked_next_power_of_two()
-            .ok_or_else(|| DeviceError::Config("memory size too large".into()))?;
         let build = |err: String| DeviceError::Build(err);
-        let machine =
-            MachineDesc::uniform(machine_bytes, 1, 1).map_err(|err| build(err.to_string()))?;
+        let machine = config.machine()?;
         let allocator =
             Arc::new(SharedPageAllocator::boot(&machine).map_err(|err| build(err.to_string()))?);
         let cpu = allocator
@@ -329,5 +385,41 @@ impl Device {
                 .map_err(|err| ZramError::Codec(err.to_string()))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(disk_bytes: u64, memory_bytes: u64) -> DeviceConfig {
+        DeviceConfig {
+            backend: Backend::parse("zsmalloc-chain8").unwrap(),
+            compressor: Compressor::Lz4,
+            disk_bytes,
+            memory_bytes,
+        }
+    }
+
+    /// The slot table and the machine's metadata are counted together, and
+    /// the message names the flags given.
+    #[test]
+    fn a_device_past_the_hosts_memory_is_refused() {
+        let gib = 1u64 << 30;
+        assert!(config(gib, 0).check_host(Some(gib)).is_ok());
+        assert!(config(15 << 60, 0).check_host(None).is_err());
+        let err = config(4 << 40, 0).check_host(Some(20 * gib)).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--size 4T: the device's slot table"),
+            "{err}"
+        );
+        let err = config(gib, 8 << 40).check_host(Some(20 * gib)).unwrap_err();
+        assert!(
+            err.to_string().starts_with("--size 1G with --memory 8T:"),
+            "{err}"
+        );
+        let err = config(gib, 15 << 60).check_host(None).unwrap_err();
+        assert!(err.to_string().starts_with("--memory 15E:"), "{err}");
     }
 }

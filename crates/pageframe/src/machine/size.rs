@@ -53,7 +53,14 @@ pub fn parse_size(field: &str, text: &str) -> Result<u64, DescError> {
 
 /// Formats a byte count with the largest binary suffix that divides it.
 pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(u32, &str); 5] = [(50, "P"), (40, "T"), (30, "G"), (20, "M"), (10, "K")];
+    const UNITS: [(u32, &str); 6] = [
+        (60, "E"),
+        (50, "P"),
+        (40, "T"),
+        (30, "G"),
+        (20, "M"),
+        (10, "K"),
+    ];
     for (shift, unit) in UNITS {
         if bytes >= 1u64 << shift && bytes % (1u64 << shift) == 0 {
             return format!("{}{}", bytes >> shift, unit);
@@ -108,6 +115,7 @@ mod tests {
     fn formats_round_sizes() {
         assert_eq!(format_size(16 << 30), "16G");
         assert_eq!(format_size(3 << 20), "3M");
+        assert_eq!(format_size(15 << 60), "15E");
         assert_eq!(format_size(1000), "1000");
     }
 }

@@ -222,6 +222,13 @@ impl ZramConfig {
             mem_limit: 0,
         }
     }
+
+    /// Bytes of the slot table [`Zram::new`] allocates for this device (the
+    /// kernel's `table` of zram_meta_alloc()), to refuse a size the host
+    /// cannot hold before trying.
+    pub fn table_bytes(&self) -> u64 {
+        (self.nr_slots as u64).saturating_mul(std::mem::size_of::<Slot>() as u64)
+    }
 }
 
 /// What one slot holds (`struct zram_table_entry`).
