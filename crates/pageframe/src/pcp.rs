@@ -339,14 +339,21 @@ impl PerCpuPages {
 
     /// Fills an empty list with a refill batch, in the order the buddy
     /// lists gave the blocks: the first one goes out first (rmqueue_bulk()
-    /// adds each at the list tail).
+    /// adds each at the list tail). Returns the blocks added.
     #[inline]
-    pub(crate) fn fill_empty(&mut self, list: PcpList, pfns: impl Iterator<Item = FrameIdx>) {
+    pub(crate) fn fill_empty(
+        &mut self,
+        list: PcpList,
+        pfns: impl Iterator<Item = FrameIdx>,
+    ) -> u32 {
         let blocks = &mut self.lists[list.pindex.index()];
         debug_assert!(blocks.is_empty());
         blocks.extend(pfns);
         blocks.reverse();
-        self.count += (blocks.len() as u32) << list.order.0;
+        // At most `high` pages: the count fits.
+        let added = blocks.len() as u32;
+        self.count += added << list.order.0;
+        added
     }
 
     /// True when a list is empty.

@@ -1,6 +1,7 @@
 //! The set-up calls that start a simulation where a host stood:
-//! `set_pageblock_migratetype` on held and free pageblocks, and its
-//! refusals, with the invariants checked after each call.
+//! `set_pageblock_migratetype` on held and free pageblocks,
+//! `join_allocated_pages` on held pages, and their refusals, with the
+//! invariants checked after each call.
 
 use pageframe::{
     CpuId, Errno, Gfp, LocalPageAllocator, MachineDesc, MigrateType, NodeId, Order, Page, Pfn,
@@ -80,5 +81,80 @@ fn other_types_and_pfns_are_refused() {
             Err(SetupError::NoZone(far))
         );
     }
+    allocator.check_invariants().unwrap();
+}
+
+/// Held order-0 pages joined into an order-2 block free as one onto the
+/// order-2 per-CPU list; each refusal changes nothing.
+#[test]
+fn held_pages_join_into_a_block_that_frees_as_one() {
+    let allocator =
+        LocalPageAllocator::boot(&MachineDesc::uniform(64 << 20, 1, 2).unwrap()).unwrap();
+    let mut held = hold_everything(&allocator);
+    held.sort_by_key(|page| page.pfn());
+    let base = Pfn((held[held.len() / 2].pfn().0 + 8) & !7);
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let refusals = [
+        (
+            Pfn(base.0 + 1),
+            Order(2),
+            SetupError::Order {
+                pfn: Pfn(base.0 + 1),
+                order: Order(2),
+            },
+        ),
+        (
+            base,
+            Order(11),
+            SetupError::Order {
+                pfn: base,
+                order: Order(11),
+            },
+        ),
+        (
+            Pfn(u64::MAX - 3),
+            Order(2),
+            SetupError::NoZone(Pfn(u64::MAX - 3)),
+        ),
+    ];
+    for (pfn, order, refusal) in refusals {
+        let err = allocator.join_allocated_pages(pfn, order).unwrap_err();
+        assert_eq!(err, refusal);
+        assert_eq!(err.errno(), Errno::EINVAL);
+    }
+    // One page of the block free: refused, the others stay order-0 blocks.
+    cpu.free_pages(Page::from_pfn(Pfn(base.0 + 2)), Order(0))
+        .unwrap();
+    assert_eq!(
+        allocator.join_allocated_pages(base, Order(2)),
+        Err(SetupError::NotHeld(Pfn(base.0 + 2)))
+    );
+    allocator.check_invariants().unwrap();
+    let again = cpu
+        .alloc_pages(Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC, Order(0), NodeId(0))
+        .unwrap();
+    assert_eq!(
+        again.pfn(),
+        Pfn(base.0 + 2),
+        "the page just freed comes back first"
+    );
+    allocator.join_allocated_pages(base, Order(2)).unwrap();
+    allocator.check_invariants().unwrap();
+    // Freed as order 2: it lands on the CPU's order-2 list, one block.
+    let listed = |allocator: &LocalPageAllocator| {
+        allocator
+            .zone_snapshots()
+            .iter()
+            .map(|zone| zone.pcp[0].count)
+            .sum::<u32>()
+    };
+    let before = listed(&allocator);
+    cpu.free_pages(Page::from_pfn(base), Order(2)).unwrap();
+    assert_eq!(listed(&allocator), before + 4);
+    allocator.check_invariants().unwrap();
+    // Its pages are no longer allocated one by one.
+    assert!(cpu
+        .free_pages(Page::from_pfn(Pfn(base.0 + 1)), Order(0))
+        .is_err());
     allocator.check_invariants().unwrap();
 }

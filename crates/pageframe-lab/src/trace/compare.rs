@@ -14,7 +14,7 @@
 
 use super::event::Trace;
 use super::frag::sum_orders;
-use super::host::{host_file, parse_buddyinfo, parse_pagetypeinfo, Moment};
+use super::host::{host_file, parse_buddyinfo, parse_pagetypeinfo, parse_pcp, HostPcp, Moment};
 use super::replay::{FallbackKey, FragSample, ReplayOutcome};
 use crate::report::Row;
 use pageframe::MigrateType;
@@ -233,24 +233,59 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
         f(outcome.extfrag_steal),
     ));
 
-    rows.push(ReplayRow::new(
-        "pcp",
-        "refills (rmqueue_bulk calls)",
-        f(counts.trace_refill_calls),
-        f(outcome.pcp_refill),
-    ));
-    rows.push(ReplayRow::new(
-        "pcp",
-        "refill pages",
-        f(counts.trace_refill_pages),
-        None,
-    ));
-    rows.push(ReplayRow::new(
-        "pcp",
-        "drained pages",
-        f(counts.trace_drain_pages),
-        f(outcome.pcp_drain_pages),
-    ));
+    let host_pcp = |moment: Moment, field: fn(&HostPcp) -> u32| {
+        host_file(trace, moment, "zoneinfo").map(|zoneinfo| {
+            parse_pcp(&zoneinfo)
+                .iter()
+                .map(|pcp| f64::from(field(pcp)))
+                .sum::<f64>()
+        })
+    };
+    let pcp_rows = [
+        (
+            "refills (rmqueue_bulk calls)",
+            f(counts.trace_refill_calls),
+            outcome.pcp_refill,
+        ),
+        (
+            "refill pages",
+            f(counts.trace_refill_pages),
+            outcome.pcp_refill_pages,
+        ),
+        (
+            "pages listed at start",
+            host_pcp(Moment::Start, |pcp| pcp.count),
+            counts.host_pcp_pages,
+        ),
+        (
+            "of those, on the lists the trace shows",
+            None,
+            counts.host_pcp_as_traced,
+        ),
+        (
+            "pages the host listed that could not be",
+            None,
+            counts.host_pcp_dropped,
+        ),
+        (
+            "pages listed at end",
+            host_pcp(Moment::End, |pcp| pcp.count),
+            outcome.pcp_pages_end,
+        ),
+        (
+            "high at end (sum over CPUs and zones)",
+            host_pcp(Moment::End, |pcp| pcp.high),
+            outcome.pcp_high_end,
+        ),
+        (
+            "drained pages",
+            f(counts.trace_drain_pages),
+            outcome.pcp_drain_pages,
+        ),
+    ];
+    for (key, kernel, ours) in pcp_rows {
+        rows.push(ReplayRow::new("pcp", key, kernel, f(ours)));
+    }
 
     let host_end = host_nr_free(trace, Moment::End);
     let moments = [

@@ -218,6 +218,58 @@ pub fn managed_pages(zoneinfo: &str) -> Option<u64> {
     seen.then_some(total)
 }
 
+/// The node and name of a zoneinfo header line's words `Node 0, zone
+/// Normal` (given `0,` and `Normal`).
+fn zone_id(node: &str, name: &str) -> Option<(u16, String)> {
+    let node = node.trim_end_matches(',').parse().ok()?;
+    Some((node, name.to_string()))
+}
+
+/// A zone of the host, as /proc/zoneinfo shows it: where its PFNs are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostZoneSpan {
+    /// The zone's node.
+    pub node: u16,
+    /// The zone's name (`DMA`, `DMA32`, `Normal`, `Movable`).
+    pub zone: String,
+    /// `start_pfn:`.
+    pub start_pfn: u64,
+    /// `spanned`.
+    pub spanned: u64,
+}
+
+/// Every zone of /proc/zoneinfo text with both `spanned` and `start_pfn:`,
+/// in the file's order.
+pub fn parse_zone_spans(zoneinfo: &str) -> Vec<HostZoneSpan> {
+    let mut found = Vec::new();
+    let mut zone: Option<(u16, String, Option<u64>, Option<u64>)> = None;
+    let finish = |found: &mut Vec<HostZoneSpan>,
+                  zone: Option<(u16, String, Option<u64>, Option<u64>)>| {
+        if let Some((node, zone, Some(spanned), Some(start_pfn))) = zone {
+            found.push(HostZoneSpan {
+                node,
+                zone,
+                start_pfn,
+                spanned,
+            });
+        }
+    };
+    for line in zoneinfo.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match (words.as_slice(), zone.as_mut()) {
+            (["Node", node, "zone", name], _) => {
+                finish(&mut found, zone.take());
+                zone = zone_id(node, name).map(|(node, name)| (node, name, None, None));
+            }
+            (["spanned", value], Some(zone)) => zone.2 = value.parse().ok(),
+            (["start_pfn:", value], Some(zone)) => zone.3 = value.parse().ok(),
+            _ => {}
+        }
+    }
+    finish(&mut found, zone.take());
+    found
+}
+
 /// One CPU's per-CPU lists of one zone, as /proc/zoneinfo shows them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostPcp {
@@ -257,11 +309,7 @@ pub fn parse_pcp(zoneinfo: &str) -> Vec<HostPcp> {
         match (words.as_slice(), block.as_mut()) {
             (["Node", node, "zone", name], _) => {
                 finish(block.take());
-                zone = node
-                    .trim_end_matches(',')
-                    .parse()
-                    .ok()
-                    .map(|node| (node, name.to_string()));
+                zone = zone_id(node, name);
             }
             (["cpu:", cpu], _) => {
                 finish(block.take());

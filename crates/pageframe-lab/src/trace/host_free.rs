@@ -22,10 +22,10 @@
 //!    lists then hold exactly the placed blocks;
 //! 4. their pages are freed and the per-CPU lists drained.
 //!
-//! Held pages of Movable pageblocks are left over for the set-up's later
-//! steps ([`HostFreeStart::take_spare`]): stand-ins of order 0 and the
-//! pages listed on per-CPU lists come from them, not from the placed free
-//! blocks, as on the host neither is in its buddy lists. Stand-ins of a
+//! Held pages are left over for the set-up's later steps
+//! ([`HostFreeStart::take_spare`], per migratetype): stand-ins of order 0
+//! and the blocks listed on per-CPU lists come from them, not from the
+//! placed free blocks, as on the host neither is in its buddy lists. Stand-ins of a
 //! higher order are allocated: their zone gets as many extra Movable
 //! blocks of their order placed first. Blocks that do not fit are counted
 //! ([`HostFreeStart::unplaced`]), not placed; a zone the host's file does
@@ -38,10 +38,11 @@ use pageframe::{Gfp, LocalPageAllocator, MigrateType, NodeId, Order, Page, Pfn};
 /// What the copy did, and the held pages it leaves for the set-up.
 #[derive(Debug, Default)]
 pub struct HostFreeStart {
-    /// Per zone (an index of `zone_snapshots()`): the ranges of held pages
-    /// of Movable pageblocks, lowest last; pages are taken from the start
-    /// of the last range, so in ascending PFN order.
-    spare: Vec<Vec<std::ops::Range<u64>>>,
+    /// Per zone (an index of `zone_snapshots()`) and migratetype (in
+    /// [`TYPES`] order): the ranges of held pages of its pageblocks, lowest
+    /// last; blocks are taken from the lowest range that has room, so in
+    /// ascending PFN order.
+    spare: Vec<[Vec<std::ops::Range<u64>>; 3]>,
     /// Free blocks placed as the host's.
     pub placed: u64,
     /// Free blocks of the host's that did not fit.
@@ -49,16 +50,35 @@ pub struct HostFreeStart {
 }
 
 impl HostFreeStart {
-    /// A held page of a Movable pageblock of zone `zone`, given up by the
-    /// copy (the caller frees it or keeps it as a stand-in).
-    pub fn take_spare(&mut self, zone: usize) -> Option<Pfn> {
-        let ranges = self.spare.get_mut(zone)?;
-        let range = ranges.last_mut()?;
-        let pfn = range.next()?;
-        if range.is_empty() {
-            ranges.pop();
-        }
-        Some(Pfn(pfn))
+    /// The first PFN of `2^order` held pages, aligned to `order`, of a
+    /// pageblock of `migratetype` (Unmovable, Movable or Reclaimable) in
+    /// zone `zone`, given up by the copy: each page is an allocated order-0
+    /// block the caller frees, joins or keeps as a stand-in.
+    pub fn take_spare(
+        &mut self,
+        zone: usize,
+        migratetype: MigrateType,
+        order: Order,
+    ) -> Option<Pfn> {
+        let slot = TYPES.iter().position(|&known| known == migratetype)?;
+        let ranges = self.spare.get_mut(zone)?.get_mut(slot)?;
+        let pages = order.checked_nr_pages()?;
+        let at = ranges.iter().rposition(|range| {
+            range
+                .start
+                .checked_next_multiple_of(pages)
+                .and_then(|start| start.checked_add(pages))
+                .is_some_and(|end| end <= range.end)
+        })?;
+        let range = ranges[at].clone();
+        let start = range.start.next_multiple_of(pages);
+        // The pieces left on either side, the higher one first (lowest last).
+        let pieces = [start + pages..range.end, range.start..start];
+        ranges.splice(
+            at..=at,
+            pieces.into_iter().filter(|piece| !piece.is_empty()),
+        );
+        Some(Pfn(start))
     }
 }
 
@@ -153,7 +173,7 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     let block_pages = layout.pageblock_order.nr_pages();
     let region_pages = layout.max_order.nr_pages();
     let mut copy = HostFreeStart {
-        spare: vec![Vec::new(); zones.len()],
+        spare: vec![Default::default(); zones.len()],
         ..HostFreeStart::default()
     };
     let mut frees = Vec::new();
@@ -251,15 +271,16 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
                 copy.unplaced = copy.unplaced.saturating_add(wanted - placed);
             }
         }
-        // What stays held in Movable pageblocks is spare, lowest PFN last.
-        let spare = &mut copy.spare[index];
-        for (order, pool) in pools[1].iter().enumerate() {
-            spare.extend(
-                pool.iter()
-                    .map(|&segment| segment..segment + (1u64 << order)),
-            );
+        // What stays held is spare, per type, lowest PFN last.
+        for (spare, pools) in copy.spare[index].iter_mut().zip(&pools) {
+            for (order, pool) in pools.iter().enumerate() {
+                spare.extend(
+                    pool.iter()
+                        .map(|&segment| segment..segment + (1u64 << order)),
+                );
+            }
+            spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.start));
         }
-        spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.start));
     }
     // 4. The placed blocks' pages freed, then every list drained.
     for (pfn, order) in frees {
@@ -292,7 +313,32 @@ fn place(pool: &mut [Vec<u64>], order: usize, max_order: usize) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::place;
+    use super::{place, HostFreeStart};
+    use pageframe::{MigrateType, Order, Pfn};
+
+    /// Spare blocks come aligned, lowest first, from their type's ranges,
+    /// and the pages skipped for alignment stay spare.
+    #[test]
+    fn spare_blocks_are_aligned_and_of_their_type() {
+        let mut copy = HostFreeStart {
+            spare: vec![[vec![], vec![40..48, 3..12], vec![]]],
+            ..HostFreeStart::default()
+        };
+        let mut take = |migratetype, order| copy.take_spare(0, migratetype, Order(order));
+        assert_eq!(take(MigrateType::Movable, 0), Some(Pfn(3)));
+        assert_eq!(take(MigrateType::Movable, 2), Some(Pfn(4)));
+        assert_eq!(take(MigrateType::Movable, 3), Some(Pfn(40)));
+        assert_eq!(take(MigrateType::Movable, 3), None);
+        assert_eq!(take(MigrateType::Unmovable, 0), None);
+        assert_eq!(take(MigrateType::HighAtomic, 0), None);
+        assert_eq!(take(MigrateType::Movable, 64), None);
+        let left: Vec<u64> =
+            std::iter::from_fn(|| copy.take_spare(0, MigrateType::Movable, Order(0)))
+                .map(|pfn| pfn.0)
+                .collect();
+        assert_eq!(left, vec![8, 9, 10, 11]);
+        assert_eq!(copy.take_spare(1, MigrateType::Movable, Order(0)), None);
+    }
 
     /// Blocks placed never touch: each has a held page in its buddy.
     #[test]

@@ -35,14 +35,15 @@
 
 use super::event::{EventKind, Trace};
 use super::frag::{fragmentation_index, unusable_free_index};
-use super::host::{host_bytes, host_cpus, host_file, kernel_release, parse_pcp, Moment};
-use super::host_free::{copy_host_free_lists, HostFreeStart};
+use super::host::{host_bytes, host_cpus, host_file, kernel_release, Moment};
+use super::host_free::copy_host_free_lists;
+use super::host_pcp::list_host_pcp;
 use super::live::LiveBlocks;
 use super::TraceError;
 use pageframe::machine::apply_cmdline;
 use pageframe::{
-    AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order,
-    Pfn, ZoneType,
+    AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, MigrateType,
+    NodeId, Order, Pfn,
 };
 
 /// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
@@ -182,6 +183,11 @@ pub struct ReplayCounts {
     /// Pages listed on the per-CPU lists before the replay, copying the
     /// host's lists at the trace's start.
     pub host_pcp_pages: u64,
+    /// Of those, pages on the lists the trace shows the host had them on
+    /// (see [`super::host_pcp`]).
+    pub host_pcp_as_traced: u64,
+    /// Pages the host listed that the copy could not list.
+    pub host_pcp_dropped: u64,
     /// Free blocks placed before the replay as the host's free lists stood
     /// at the trace's start (see [`ReplayOptions::host_free_start`]).
     pub host_free_placed: u64,
@@ -233,8 +239,14 @@ pub struct ReplayOutcome {
     pub extfrag_steal: u64,
     /// `rmqueue_bulk()` calls.
     pub pcp_refill: u64,
+    /// Pages those calls moved.
+    pub pcp_refill_pages: u64,
     /// Pages drained from pcp lists.
     pub pcp_drain_pages: u64,
+    /// Pages on the per-CPU lists at the end, over all zones and CPUs.
+    pub pcp_pages_end: u64,
+    /// The per-CPU lists' `high` at the end, summed over zones and CPUs.
+    pub pcp_high_end: u64,
     /// Pageblocks per migratetype at the end, over all zones.
     pub pageblocks: [u64; 5],
 }
@@ -387,7 +399,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     for &(host_pfn, order, cpu) in &pretrace {
         let (target, node) = targets[usize::from(cpu)];
         let spare = match (&mut host_free, stand_in_zone[node.index()]) {
-            (Some(copy), Some(zone)) if order == 0 => copy.take_spare(zone),
+            (Some(copy), Some(zone)) if order == 0 => {
+                copy.take_spare(zone, MigrateType::Movable, Order(0))
+            }
             _ => None,
         };
         let ours = spare.or_else(|| {
@@ -404,7 +418,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         allocator.drain_all_pages();
     }
     if options.host_pcp_start {
-        counts.host_pcp_pages = copy_host_pcp(trace, &allocator, &handles, host_free.as_mut());
+        let copy = list_host_pcp(trace, &allocator, &handles, host_free.as_mut());
+        counts.host_pcp_pages = copy.listed;
+        counts.host_pcp_as_traced = copy.as_traced;
+        counts.host_pcp_dropped = copy.dropped;
     }
     // What the set-up did is not the trace's: counted from here.
     let setup = EventTotals::of(&allocator);
@@ -520,6 +537,13 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
             .map_err(|err| TraceError::Invariant(err.to_string()))?;
     }
     let snapshots = allocator.zone_snapshots();
+    let pcp_sum = |field: fn(&pageframe::PcpSnapshot) -> u32| -> u64 {
+        snapshots
+            .iter()
+            .flat_map(|zone| &zone.pcp)
+            .map(|pcp| u64::from(field(pcp)))
+            .sum()
+    };
     let mut pageblocks = [0u64; 5];
     for zone in &snapshots {
         for (total, count) in pageblocks.iter_mut().zip(zone.pageblocks) {
@@ -536,7 +560,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         extfrag_claim: events.extfrag_claim,
         extfrag_steal: events.extfrag_steal,
         pcp_refill: events.pcp_refill,
+        pcp_refill_pages: events.pcp_refill_pages,
         pcp_drain_pages: events.pcp_drain_pages,
+        pcp_pages_end: pcp_sum(|pcp| pcp.count),
+        pcp_high_end: pcp_sum(|pcp| pcp.high),
         pageblocks,
     })
 }
@@ -584,6 +611,7 @@ struct EventTotals {
     extfrag_claim: u64,
     extfrag_steal: u64,
     pcp_refill: u64,
+    pcp_refill_pages: u64,
     pcp_drain_pages: u64,
 }
 
@@ -598,6 +626,7 @@ impl EventTotals {
             extfrag_claim: sum(|events| events.extfrag_claim),
             extfrag_steal: sum(|events| events.extfrag_steal),
             pcp_refill: sum(|events| events.pcp_refill),
+            pcp_refill_pages: sum(|events| events.pcp_refill_pages),
             pcp_drain_pages: sum(|events| events.pcp_drain_pages),
         }
     }
@@ -621,69 +650,8 @@ impl EventTotals {
             extfrag_claim: self.extfrag_claim - before.extfrag_claim,
             extfrag_steal: self.extfrag_steal - before.extfrag_steal,
             pcp_refill: self.pcp_refill - before.pcp_refill,
+            pcp_refill_pages: self.pcp_refill_pages - before.pcp_refill_pages,
             pcp_drain_pages: self.pcp_drain_pages - before.pcp_drain_pages,
         }
     }
-}
-
-/// Lists each CPU's pages as the host's zoneinfo at the trace's start shows
-/// them: per zone and CPU of ours that the host had, `count` pages of that
-/// zone (spare held pages of the host's free-list copy, else allocated on
-/// the CPU, movable), `high` set to the host's, then the pages freed on the
-/// CPU onto its lists. Returns the pages listed. Pages an allocation gives
-/// from another zone are freed at once, uncounted.
-fn copy_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
-    trace: &Trace,
-    allocator: &LocalPageAllocator,
-    handles: &[pageframe::CpuHandle<H, pageframe::Local>],
-    mut host_free: Option<&mut HostFreeStart>,
-) -> u64 {
-    let Some(zoneinfo) = host_file(trace, Moment::Start, "zoneinfo") else {
-        return 0;
-    };
-    let zones = allocator.zone_snapshots();
-    let mut listed = 0u64;
-    for host in parse_pcp(&zoneinfo) {
-        let Some((index, zone)) = zones.iter().enumerate().find(|(_, zone)| {
-            zone.node.0 == host.node && zone.zone_type.name() == host.zone && zone.managed > 0
-        }) else {
-            continue;
-        };
-        let Some(handle) = handles.get(host.cpu) else {
-            continue;
-        };
-        let zone_bits = match zone.zone_type {
-            ZoneType::Dma => Gfp::DMA,
-            ZoneType::Dma32 => Gfp::DMA32,
-            _ => Gfp::HIGHUSER,
-        };
-        let gfp = zone_bits | Gfp::MOVABLE;
-        let span = zone.start_pfn..zone.start_pfn + zone.spanned;
-        let mut pages = Vec::new();
-        for _ in 0..host.count {
-            if let Some(pfn) = host_free
-                .as_deref_mut()
-                .and_then(|copy| copy.take_spare(index))
-            {
-                pages.push(pageframe::Page::from_pfn(pfn));
-                continue;
-            }
-            let Ok(page) = handle.alloc_pages(gfp, Order(0), zone.node) else {
-                break;
-            };
-            if span.contains(&page.pfn().0) {
-                pages.push(page);
-            } else {
-                let _ = handle.free_pages(page, Order(0));
-                break;
-            }
-        }
-        allocator.set_pcp_high(index, handle.cpu(), host.high);
-        for page in pages {
-            if handle.free_pages(page, Order(0)).is_ok() {
-                listed += 1;
-            }
-        }
-    }
-    listed
 }

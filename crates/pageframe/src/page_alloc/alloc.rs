@@ -579,8 +579,10 @@ impl<L: LockFamily> PageAllocator<L> {
             self.frames.memmap.set_info(pfn, listed);
             Some(pfn)
         });
-        pcp.fill_empty(list, taken);
-        buddy.events_mut().pcp_refill += 1;
+        let blocks = pcp.fill_empty(list, taken);
+        let events = buddy.events_mut();
+        events.pcp_refill += 1;
+        events.pcp_refill_pages += u64::from(blocks) << order.0;
         self.publish(zone, &buddy);
     }
 

@@ -164,6 +164,18 @@ pub enum SetupError {
     /// A page of the pageblock is free or being freed (EBUSY).
     #[error("EBUSY: the pageblock at PFN {0} has free pages")]
     Busy(Pfn),
+    /// An order above MAX_PAGE_ORDER, or a PFN not aligned to it (EINVAL).
+    #[error("EINVAL: no block of order {order} starts at PFN {pfn}")]
+    Order {
+        /// The PFN given.
+        pfn: Pfn,
+        /// The order given.
+        order: Order,
+    },
+    /// A page that is not an allocated order-0 block of the direct map
+    /// with the first page's migratetype (EINVAL).
+    #[error("EINVAL: PFN {0} is not an allocated order-0 page like the block's first")]
+    NotHeld(Pfn),
 }
 
 impl SetupError {

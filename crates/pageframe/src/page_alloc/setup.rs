@@ -4,15 +4,15 @@
 //! of a host shows it, such as a trace replay from the host's zoneinfo and
 //! pagetypeinfo at the trace's start.
 //!
-//! Neither moves a free page: the invariants of `check_invariants()` hold
+//! None moves a free page: the invariants of `check_invariants()` hold
 //! before and after each call, and a refused call changes nothing.
 
 use super::error::SetupError;
 use super::PageAllocator;
 use crate::freetype::{FreeType, MigrateType};
-use crate::memmap::PageState;
+use crate::memmap::{FrameIdx, PageInfo, PageState};
 use crate::sync::LockFamily;
-use crate::types::{CpuId, Pfn};
+use crate::types::{CpuId, Order, Pfn};
 
 impl<L: LockFamily> PageAllocator<L> {
     /// Sets `cpu`'s adaptive `high` in the zone at `zone` (an index of
@@ -91,6 +91,61 @@ impl<L: LockFamily> PageAllocator<L> {
         self.frames
             .blocks
             .set_freetype(block, FreeType::plain(migratetype));
+        Ok(())
+    }
+
+    /// Joins the `2^order` pages from `pfn`, each an allocated order-0
+    /// block the caller holds, into one allocated block of `order`, to be
+    /// freed as one (onto a per-CPU list of that order, say). The kernel
+    /// has the opposite, split_page(); a set-up that allocated memory page
+    /// by page uses this to hold a block of a higher order where a host
+    /// held one. Refused, changing nothing, with EINVAL: an order above
+    /// MAX_PAGE_ORDER, a PFN not aligned to it, a block past the memmap
+    /// or across zones ([`SetupError::Order`], [`SetupError::NoZone`]), or
+    /// a page that is not an allocated order-0 block of the direct map
+    /// ([`SetupError::NotHeld`]).
+    pub fn join_allocated_pages(&self, pfn: Pfn, order: Order) -> Result<(), SetupError> {
+        if order > self.layout.max_order || !pfn.is_aligned(order) {
+            return Err(SetupError::Order { pfn, order });
+        }
+        let end = pfn
+            .checked_offset(order.nr_pages())
+            .filter(|&end| end <= self.layout.end_pfn)
+            .ok_or(SetupError::NoZone(pfn))?;
+        let block_pages = self.layout.pageblock_order.nr_pages();
+        let zone = self
+            .frames
+            .blocks
+            .zone(pfn)
+            .ok_or(SetupError::NoZone(pfn))?;
+        let mut block = pfn.0 - pfn.0 % block_pages;
+        while block < end.0 {
+            if self.frames.blocks.zone(Pfn(block)) != Some(zone) {
+                return Err(SetupError::NoZone(Pfn(block)));
+            }
+            block += block_pages;
+        }
+        let first = self.frames.memmap.info(FrameIdx::covered(pfn));
+        let freetype = first.freetype();
+        for page in pfn.0..end.0 {
+            let info = self.frames.memmap.info(FrameIdx::covered(Pfn(page)));
+            if info.state() != PageState::Allocated
+                || info.order() != Order(0)
+                || info.freetype() != freetype
+                || freetype.freetype().is_unmapped()
+            {
+                return Err(SetupError::NotHeld(Pfn(page)));
+            }
+        }
+        for page in pfn.0 + 1..end.0 {
+            self.frames
+                .memmap
+                .set_info(FrameIdx::covered(Pfn(page)), PageInfo::UNTRACKED);
+        }
+        self.frames.memmap.set_info(
+            FrameIdx::covered(pfn),
+            PageInfo::new(PageState::Allocated, order, freetype),
+        );
         Ok(())
     }
 }

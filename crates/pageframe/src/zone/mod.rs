@@ -77,6 +77,9 @@ pub struct ZoneEvents {
     pub highatomic_unreserved: u64,
     /// Per-CPU list refills (`rmqueue_bulk()` calls).
     pub pcp_refill: u64,
+    /// Pages those refills moved (the kernel's `mm_page_alloc_zone_locked`
+    /// events with `percpu_refill=1`).
+    pub pcp_refill_pages: u64,
     /// Pages returned from per-CPU lists to the buddy lists.
     pub pcp_drain_pages: u64,
     /// Pageblocks removed from the direct map for `__GFP_UNMAPPED`.
