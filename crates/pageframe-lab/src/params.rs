@@ -332,8 +332,9 @@ impl ConfigFile {
     }
 }
 
-/// The value if it is of the kind and inside the bounds.
-fn check(kind: Kind, value: &toml::Value) -> Option<Value> {
+/// The value if it is of the kind and inside the bounds (an integer given
+/// for a float is that float).
+pub fn check(kind: Kind, value: &toml::Value) -> Option<Value> {
     match (kind, value) {
         (Kind::Int { min, max }, toml::Value::Integer(value)) => {
             (min..=max).contains(value).then_some(Value::Int(*value))

@@ -22,8 +22,8 @@
 //! point keys are unique within the sweep.
 
 use crate::experiments::{self, Experiment, RunOptions, Scale};
-use crate::params::{ConfigFile, Params};
-use std::collections::HashSet;
+use crate::params::{self, ConfigFile, Kind, Params, Value};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::num::NonZeroUsize;
 
@@ -90,6 +90,7 @@ impl Sweep {
                 "{source}: unknown key '{key}' (known: experiment, scale, seeds, params, shapes)"
             ));
         }
+        let declared = experiment.params(scale);
         let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
         for (key, value) in params {
             let values = match value {
@@ -100,10 +101,26 @@ impl Sweep {
                 single => vec![single],
             };
             // Each value names its points: one listed twice would make two
-            // points of one key (the same run twice, one result file).
-            let mut seen = HashSet::with_capacity(values.len());
-            if let Some(twice) = values.iter().find(|value| !seen.insert(value_text(value))) {
-                return Err(format!("{source}: params.{key} lists {twice} twice"));
+            // points of one key (the same run twice, one result file). The
+            // same value may be written twice differently (`1` and `1.0`,
+            // `0.0` and `-0.0` for a float): compared as the run takes it.
+            let kind = declared
+                .iter()
+                .find(|param| param.key == key)
+                .map(|param| param.kind);
+            let mut seen = HashMap::with_capacity(values.len());
+            for value in &values {
+                let written = value_text(value);
+                if let Some(first) = seen.insert(run_value(kind, value), written.clone()) {
+                    let spelled = if first == written {
+                        String::new()
+                    } else {
+                        format!(" (as {first} and {written})")
+                    };
+                    return Err(format!(
+                        "{source}: params.{key} lists {first} twice{spelled}"
+                    ));
+                }
             }
             axes.push((key, values));
         }
@@ -258,6 +275,17 @@ fn value_text(value: &toml::Value) -> String {
     match value {
         toml::Value::String(text) => text.clone(),
         other => other.to_string(),
+    }
+}
+
+/// A value as the run takes it, as text: checked against the parameter's
+/// kind when it is one (a float without the sign of zero), else as written
+/// (a bad value is reported once the point is checked).
+fn run_value(kind: Option<Kind>, value: &toml::Value) -> String {
+    match kind.and_then(|kind| params::check(kind, value)) {
+        Some(Value::Float(number)) => format!("{:?}", number + 0.0),
+        Some(checked) => checked.to_string(),
+        None => value_text(value),
     }
 }
 

@@ -104,6 +104,14 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
             "experiment = \"bulk\"\n[params]\nrounds = [0x10, 16]",
             "params.rounds lists 16 twice",
         ),
+        (
+            "experiment = \"numa-balancing\"\n[params]\nzipf_s = [2, 1.5, 2.0]",
+            "params.zipf_s lists 2 twice (as 2 and 2.0)",
+        ),
+        (
+            "experiment = \"numa-balancing\"\n[params]\nzipf_s = [0.0, -0.0]",
+            "params.zipf_s lists 0.0 twice (as 0.0 and -0.0)",
+        ),
     ];
     for (text, expected) in cases {
         let error = Sweep::parse("s", text).unwrap_err();
