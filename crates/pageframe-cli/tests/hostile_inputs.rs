@@ -343,3 +343,27 @@ fn a_text_file_that_is_no_trace_is_refused_not_imported_empty() {
         "{message}"
     );
 }
+
+#[test]
+fn experiment_parameters_whose_product_runs_for_days_are_refused() {
+    // Each key was bounded alone: bulk's 2^24 pages x 100001 rounds timed
+    // for a day, scaling's 2^30 pages x 101 repeats x 127 threads for days.
+    let config = temp_file(
+        "run-products.toml",
+        "[bulk]\npages_per_round = 16777216\nrounds = 100001\n\
+         [scaling]\npages_per_thread = 1073741824\nrepeats = 101\nmax_threads = 64\n",
+    );
+    let config = config.to_str().unwrap();
+    let message = error_of(&["run", "bulk", "--config", config]);
+    assert!(
+        message.contains("bulk: pages_per_round x rounds = 16777216 x 100001")
+            && message.contains("more than 268435456"),
+        "{message}"
+    );
+    let message = error_of(&["run", "scaling", "--config", config]);
+    assert!(
+        message.contains("scaling: 2 patterns x pages_per_thread x repeats x 127 threads")
+            && message.contains("more than 8589934592"),
+        "{message}"
+    );
+}

@@ -41,6 +41,10 @@ pub const BATCHES: [usize; 10] = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256];
 /// is measured: the phase after which high-order frees used to drain the
 /// per-CPU lists every time.
 pub const AGING_PAGES: usize = 1 << 16;
+/// The most pages one measurement allocates and frees (pages_per_round x
+/// rounds): 5 times the full scale's. Each bound alone allows 2^24 x
+/// 100 001 pages, a day of timing.
+pub const MAX_MEASURED_PAGES: i64 = 1 << 28;
 /// The variant measured after [`AGING_PAGES`] order-0 pages were held and freed.
 const AGED: &str = "after-order0-churn";
 /// The document's single-page cost in cycles.
@@ -448,6 +452,18 @@ impl Experiment for Bulk {
 
     fn about(&self) -> &'static str {
         "order-0 cost per page, one at a time and through alloc_pages_bulk, beside the kernel and peers"
+    }
+
+    fn check(&self, params: &Params) -> Result<(), ExperimentError> {
+        let (pages, rounds) = (params.int("pages_per_round"), params.int("rounds"));
+        // Both are bounded by their Param: the product fits an i64.
+        let measured = pages * rounds;
+        if measured > MAX_MEASURED_PAGES {
+            return Err(ExperimentError::Failed(format!(
+                "pages_per_round x rounds = {pages} x {rounds} = {measured} pages per measurement, more than {MAX_MEASURED_PAGES}"
+            )));
+        }
+        Ok(())
     }
 
     /// The parameters (config file keys) with their defaults at `scale`.

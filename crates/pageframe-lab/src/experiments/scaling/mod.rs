@@ -29,6 +29,10 @@ use worker::{Pattern, Worker, CHANNEL_CAPACITY, HANDOFF, HANDOFFS_AHEAD, WARMUP_
 
 /// Thread counts measured.
 pub const THREADS: [usize; 3] = [1, 2, 4];
+/// The most pages a run allocates and frees in all (both patterns, every
+/// repeat of every thread count): 4 times the full scale's. Each bound
+/// alone allows 2^30 pages x 101 repeats x 127 threads x 2, days of work.
+pub const MAX_TOTAL_PAGES: u64 = 1 << 33;
 
 /// Runs a measurement `repeats` times and keeps the run with the median
 /// throughput, so that one descheduled run on a shared host does not decide
@@ -130,6 +134,22 @@ impl Experiment for Scaling {
 
     fn about(&self) -> &'static str {
         "thread-safe allocator throughput from 1, 2, 4 threads, local and remote frees"
+    }
+
+    fn check(&self, params: &Params) -> Result<(), ExperimentError> {
+        let pages = params.int("pages_per_thread") as u64;
+        let repeats = params.int("repeats") as u64;
+        let max_threads = params.int("max_threads") as u64;
+        // 1 + 2 + 4 + ... up to max_threads: threads started per repeat.
+        let threads = 2 * (1u64 << max_threads.ilog2()) - 1;
+        // Each factor is bounded by its Param: the product fits a u64.
+        let total = 2 * pages * repeats * threads;
+        if total > MAX_TOTAL_PAGES {
+            return Err(ExperimentError::Failed(format!(
+                "2 patterns x pages_per_thread x repeats x {threads} threads (1, 2, 4, ... up to max_threads = {max_threads}) = {total} pages, more than {MAX_TOTAL_PAGES}"
+            )));
+        }
+        Ok(())
     }
 
     /// The parameters (config file keys) with their defaults at `scale`.
