@@ -347,11 +347,13 @@ fn a_text_file_that_is_no_trace_is_refused_not_imported_empty() {
 #[test]
 fn experiment_parameters_whose_product_runs_for_days_are_refused() {
     // Each key was bounded alone: bulk's 2^24 pages x 100001 rounds timed
-    // for a day, scaling's 2^30 pages x 101 repeats x 127 threads for days.
+    // for a day, scaling's 2^30 pages x 101 repeats x 127 threads for days,
+    // numa-balancing's 16 processes x 10^7 ticks of 1 ms for a week.
     let config = temp_file(
         "run-products.toml",
         "[bulk]\npages_per_round = 16777216\nrounds = 100001\n\
-         [scaling]\npages_per_thread = 1073741824\nrepeats = 101\nmax_threads = 64\n",
+         [scaling]\npages_per_thread = 1073741824\nrepeats = 101\nmax_threads = 64\n\
+         [numa-balancing]\nduration_s = 10000\nsample_s = 10\ntick_ms = 1\n",
     );
     let config = config.to_str().unwrap();
     let message = error_of(&["run", "bulk", "--config", config]);
@@ -364,6 +366,12 @@ fn experiment_parameters_whose_product_runs_for_days_are_refused() {
     assert!(
         message.contains("scaling: 2 patterns x pages_per_thread x repeats x 127 threads")
             && message.contains("more than 8589934592"),
+        "{message}"
+    );
+    let message = error_of(&["run", "numa-balancing", "--config", config]);
+    assert!(
+        message.contains("processes x duration_s / tick_ms = 16 x 10000000")
+            && message.contains("more than 8388608"),
         "{message}"
     );
 }

@@ -62,6 +62,10 @@ const MIB: u64 = 1 << 20;
 /// The most samples of the timeline series per run (duration_s / sample_s):
 /// each is a report row.
 pub const MAX_SAMPLES: u64 = 10_000;
+/// The most process steps per run (processes x duration_s / tick_ms): 6.5
+/// times the full scale's (the quick scale's 320 000 take about a second).
+/// Each bound alone allows 4096 processes x 10^9 ticks, years of work.
+pub const MAX_PROCESS_TICKS: u64 = 1 << 23;
 
 /// The (policy, MPOL_F_NUMA_BALANCING, kernel.numa_balancing) of each run.
 const RUNS: [(&str, bool, u8); 3] = [
@@ -117,6 +121,13 @@ impl Setup {
         if samples > MAX_SAMPLES {
             return invalid(format!(
                 "duration_s / sample_s = {samples} timeline samples per run, more than {MAX_SAMPLES} (take a larger sample_s)"
+            ));
+        }
+        let ticks = (int("duration_s") * 1000).div_ceil(int("tick_ms"));
+        if processes * ticks > MAX_PROCESS_TICKS {
+            return invalid(format!(
+                "processes x duration_s / tick_ms = {processes} x {ticks} = {} process steps per run, more than {MAX_PROCESS_TICKS} (take fewer processes, a shorter duration_s or a longer tick_ms)",
+                processes * ticks
             ));
         }
         if int("scan_period_min_ms") > int("scan_period_max_ms") {
