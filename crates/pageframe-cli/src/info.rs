@@ -23,7 +23,7 @@ pub struct InfoPlan {
 /// Boots the machine and prints what it is and what it cost.
 pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
     let started = Instant::now();
-    let allocator = if plan.arena {
+    let mut allocator = if plan.arena {
         LocalPageAllocator::boot_arena(
             &plan.machine,
             AllocOptions::KERNEL,
@@ -34,6 +34,7 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
         LocalPageAllocator::boot(&plan.machine)?
     };
     let boot_time = started.elapsed();
+    crate::proc_views::apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let layout = allocator.layout();
     let page_bytes = 1u64 << layout.page_shift;
     let present_pages = layout.present_pages();

@@ -40,6 +40,17 @@ fn with_bar<T>(progress: &Progress, index: usize, body: impl FnOnce() -> T) -> T
     result
 }
 
+/// Runs the machine file's `[[hotplug]]` steps after boot, as `proc` and
+/// `info` do; a refused step is an error naming it.
+pub fn apply_hotplug_steps(
+    allocator: &mut LocalPageAllocator,
+    machine: &pageframe::MachineDesc,
+) -> Result<(), CliError> {
+    allocator
+        .apply_hotplug(&machine.hotplug)
+        .map_err(|(step, err)| CliError::Invalid(format!("config hotplug[{step}]: {err}")))
+}
+
 /// Boots, churns and prints.
 pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
     let mut allocator = LocalPageAllocator::boot_seeded(
@@ -47,9 +58,7 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
         pageframe::AllocOptions::default(),
         plan.seed,
     )?;
-    allocator
-        .apply_hotplug(&plan.machine.hotplug)
-        .map_err(|(step, err)| CliError::Invalid(format!("config hotplug[{step}]: {err}")))?;
+    apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let object_ops = plan.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
     let mut steps: Vec<&str> = Vec::new();
     if plan.churn.is_some() {

@@ -375,3 +375,19 @@ fn experiment_parameters_whose_product_runs_for_days_are_refused() {
         "{message}"
     );
 }
+
+#[test]
+fn info_runs_the_machine_files_hotplug_steps_as_proc_does() {
+    // `info --config` ignored [[hotplug]]: a step on a node that does not
+    // exist printed the machine and exited 0.
+    let machine = "[[node]]\nmem = \"1G\"\ncpus = 2\n\n[[hotplug]]\naction = \"online\"\nstart = \"8G\"\nsize = \"128M\"\nnode = ";
+    let bad = temp_file("hotplug-bad.toml", &format!("{machine}5\n"));
+    let message = error_of(&["info", "--config", bad.to_str().unwrap()]);
+    assert!(
+        message.contains("config hotplug[0]: EINVAL: node 5 does not exist"),
+        "{message}"
+    );
+    let good = temp_file("hotplug-good.toml", &format!("{machine}0\n"));
+    let described = stdout_of(&["info", "--config", good.to_str().unwrap()]);
+    assert!(described.contains("1152M present"), "{described}");
+}

@@ -544,11 +544,12 @@ fn the_free_lists_start_as_the_hosts() {
     );
 }
 
-/// A saved pagetypeinfo asking for more free blocks than the machine has
-/// pages, or for orders past MAX_PAGE_ORDER, places what fits and counts
-/// the rest, quickly.
+/// A saved pagetypeinfo asking for more free pages than a zone has does
+/// not describe it: the zone is left as booted,
+/// quickly, and nothing is counted as unplaced (the report once printed
+/// 1.8e19 blocks that did not fit). Orders past MAX_PAGE_ORDER are left out.
 #[test]
-fn a_hosts_absurd_free_counts_are_counted_not_placed() {
+fn a_hosts_absurd_free_counts_do_not_describe_the_zone() {
     let mut trace = shipped_prefix(200);
     let max = u64::MAX;
     let huge = vec![max.to_string(); 20].join(" ");
@@ -568,8 +569,24 @@ fn a_hosts_absurd_free_counts_are_counted_not_placed() {
         ..ReplayOptions::default()
     };
     let outcome = trace::replay(&trace, &options).unwrap();
-    assert_eq!(outcome.counts.host_free_unplaced, max);
-    assert!(outcome.counts.host_free_placed > 0);
+    assert_eq!(outcome.counts.host_free_unplaced, 0);
+    assert_eq!(outcome.counts.host_free_placed, 0);
+    // Plausible counts with columns past MAX_PAGE_ORDER: those are left out.
+    let mut columns = vec!["1".to_string(); 11];
+    columns.extend(vec!["7".to_string(); 9]);
+    let columns = columns.join(" ");
+    trace.set_meta(
+        "host.start.pagetypeinfo",
+        format!(
+            "Free pages count per migrate type at order 0 1 2\n\
+             Node    0, zone   Normal, type      Movable {columns}\n\n\
+             Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate\n\
+             Node 0, zone   Normal 1 100 0 0 0\n"
+        ),
+    );
+    let outcome = trace::replay(&trace, &options).unwrap();
+    assert_eq!(outcome.counts.host_free_placed, 11);
+    assert_eq!(outcome.counts.host_free_unplaced, 0);
 }
 
 /// A zone the host's pagetypeinfo does not describe is left as booted:

@@ -36,7 +36,7 @@
 //! (`config node[1].bogus: unknown key ...`), found from the error's byte
 //! span in the document.
 
-use pageframe::machine::{apply_cmdline, parse_size, MemRange, NodeDesc};
+use pageframe::machine::{apply_cmdline, format_size, parse_size, MemRange, NodeDesc};
 use pageframe::{CpuId, DescError, MachineDesc, MachineLayout, MetadataCost};
 use serde::Deserialize;
 use std::ops::Range;
@@ -130,7 +130,22 @@ impl MachineArgs {
         }
         let has_nodes = !desc.nodes.is_empty();
         let mem = match &self.mem {
-            Some(text) => parse_size("--mem", text)?,
+            Some(text) => {
+                let mem = parse_size("--mem", text)?;
+                let limit = desc.max_end_bytes();
+                if mem > limit {
+                    return Err(DescError::new(
+                        "--mem",
+                        format!(
+                            "'{}' is more than a machine may have: 2^32 - 2 pages of {} (just under {})",
+                            text.trim(),
+                            format_size(desc.page_bytes()),
+                            format_size(limit.saturating_add(2 * desc.page_bytes()))
+                        ),
+                    ));
+                }
+                mem
+            }
             None if has_nodes => desc.total_bytes(),
             None => DEFAULT_MEM_BYTES,
         };

@@ -368,3 +368,30 @@ fn a_machine_past_the_hosts_memory_is_refused() {
         MetadataCost::for_layout(&small.layout().unwrap())
     );
 }
+
+/// A `--mem` past the 2^32 pages a memmap indexes names the flag and the
+/// limit for the page size, rather than the node range it would make.
+#[test]
+fn a_memory_past_the_pfn_limit_names_the_flag() {
+    let args = MachineArgs {
+        mem: Some("1E".into()),
+        ..flags()
+    };
+    let err = args.to_desc().unwrap_err();
+    assert_eq!(err.field, "--mem");
+    assert!(
+        err.message
+            .contains("2^32 - 2 pages of 4K (just under 16T)"),
+        "{err}"
+    );
+    let args = MachineArgs {
+        mem: Some("1E".into()),
+        page_size: Some("64K".into()),
+        ..flags()
+    };
+    assert!(args
+        .to_desc()
+        .unwrap_err()
+        .message
+        .contains("of 64K (just under 256T)"));
+}

@@ -29,7 +29,8 @@
 //! higher order are allocated: their zone gets as many extra Movable
 //! blocks of their order placed first. Blocks that do not fit are counted
 //! ([`HostFreeStart::unplaced`]), not placed; a zone the host's file does
-//! not describe (in both of its tables) gets its memory back, as booted.
+//! not describe (in both of its tables), or describes with more free pages
+//! than the zone has, gets its memory back, as booted.
 
 use super::event::Trace;
 use super::host::{host_file, parse_pagetypeinfo, Moment};
@@ -138,6 +139,24 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
                         free[slot][order] = count;
                     }
                 }
+            }
+            // A description with more free pages than the zone has is not
+            // this zone's: left as booted. (Typed pageblocks beyond the
+            // zone's are not checked: a host zone may span a hole ours
+            // does not, and the types are given as far as blocks go.)
+            let free_pages = free.iter().try_fold(0u64, |total, counts| {
+                counts
+                    .iter()
+                    .enumerate()
+                    .try_fold(total, |total, (order, &count)| {
+                        count
+                            .checked_shl(order as u32)
+                            .filter(|pages| pages >> order == count)?
+                            .checked_add(total)
+                    })
+            });
+            if free_pages.is_none_or(|pages| pages > zone.spanned) {
+                return None;
             }
             Some((pageblocks, free))
         })

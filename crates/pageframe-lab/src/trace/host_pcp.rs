@@ -166,12 +166,14 @@ pub struct PcpCopy {
 /// CPU of ours that the host's zoneinfo lists, its `high` set to the
 /// host's, then `count:` pages freed onto its lists, list by list as
 /// [`HostPcpStart::infer`] finds them, the rest on
-/// [`HostPcpStart::unrefilled_list`]. Each block is a spare held block of
-/// the free-list copy of its list's migratetype (joined into one block of
-/// its order), else allocated on the CPU with that migratetype. Blocks of
-/// orders 1..=3 are freed between order-0 pages where there are any: a run
-/// of them would start free_high()'s drains, which the host's lists, full
-/// at the start, did not show.
+/// [`HostPcpStart::unrefilled_lists`], each while blocks last. With the
+/// host's free lists copied, each block is a spare held block of the list's
+/// migratetype (joined into one block of its order): allocating it would
+/// take a block the host had free; without them, it is allocated on the
+/// CPU with that migratetype. Blocks of orders 1..=3 are freed between
+/// order-0 pages where there are any: a run of them would start
+/// free_high()'s drains, which the host's lists, full at the start, did not
+/// show.
 pub fn list_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
     trace: &Trace,
     allocator: &LocalPageAllocator,

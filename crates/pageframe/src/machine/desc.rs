@@ -205,6 +205,17 @@ impl MachineDesc {
         shifted_bytes(u32::from(self.page_shift))
     }
 
+    /// The highest physical address memory may reach: the end of PFN
+    /// 2^32 - 2, as the memmap indexes PFNs with 32 bits and keeps
+    /// `u32::MAX` for the end of a list; `u64::MAX` for a page so large that
+    /// the address does not fit (which validation refuses).
+    pub fn max_end_bytes(&self) -> u64 {
+        (u64::from(u32::MAX) - 1)
+            .checked_shl(u32::from(self.page_shift))
+            .filter(|limit| limit >> self.page_shift == u64::from(u32::MAX) - 1)
+            .unwrap_or(u64::MAX)
+    }
+
     /// Bytes in a pageblock; `u64::MAX` when that is 2^64 or more (which
     /// validation refuses).
     pub fn pageblock_bytes(&self) -> u64 {
@@ -360,7 +371,7 @@ impl MachineDesc {
                         ),
                     ));
                 }
-                let limit = (u32::MAX as u64 - 1) << self.page_shift;
+                let limit = self.max_end_bytes();
                 if range.end() > limit || range.start.checked_add(range.size).is_none() {
                     return Err(DescError::new(
                         field,
