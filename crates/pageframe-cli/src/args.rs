@@ -206,7 +206,7 @@ pub enum TraceCommand {
     Import(TraceImportArgs),
     /// Replay a trace on pageframe and print the kernel's figures beside
     /// pageframe's.
-    Replay(TraceReplayArgs),
+    Replay(Box<TraceReplayArgs>),
 }
 
 /// `pageframe trace record`.
@@ -265,6 +265,10 @@ pub struct TraceReplayArgs {
     /// pagetypeinfo) with the rest of memory held.
     #[arg(long)]
     pub fresh_free_lists: bool,
+    /// Do not run the vmstat worker's once-a-second decay of each CPU's
+    /// `high` (and drain above it) over the trace's time.
+    #[arg(long)]
+    pub no_pcp_decay: bool,
     /// When a run of order 1-3 frees drains the per-CPU lists: 6.12 (at a
     /// batch) or 6.16 (at a batch plus half of high_min); default: the
     /// traced kernel's, else 6.12.

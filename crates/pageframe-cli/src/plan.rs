@@ -322,6 +322,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     hold_pretrace: !args.skip_pretrace_frees,
                     host_pcp_start: !args.empty_pcp_start,
                     host_free_start: !args.fresh_free_lists,
+                    pcp_decay: !args.no_pcp_decay,
                     free_high,
                     ..ReplayOptions::default()
                 }),

@@ -663,3 +663,38 @@ fn the_shipped_trace_refills_and_splits_as_the_kernel() {
         close(&format!("order {order} free blocks at end"), 0.05, 5.0);
     }
 }
+
+/// The vmstat worker's decay runs once a second of the trace's time: after
+/// a gap of seconds the lists' `high` is lower than without it, and a gap
+/// of centuries (a damaged timestamp) costs a few passes, not one a second.
+#[test]
+fn high_decays_once_a_second_of_the_traces_time() {
+    let mut trace = shipped_prefix(4_000);
+    let half = trace.events.len() / 2;
+    for event in &mut trace.events[half..] {
+        event.timestamp_ns += 30_000_000_000;
+    }
+    let replay = |trace: &Trace, pcp_decay| {
+        trace::replay(
+            trace,
+            &ReplayOptions {
+                pcp_decay,
+                check_invariants: true,
+                ..ReplayOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let (decayed, kept) = (replay(&trace, true), replay(&trace, false));
+    assert!(
+        decayed.pcp_high_end < kept.pcp_high_end,
+        "high at the end: {} with the decay, {} without",
+        decayed.pcp_high_end,
+        kept.pcp_high_end
+    );
+    let last = trace.events.len() - 1;
+    trace.events[last].timestamp_ns = u64::MAX - 1;
+    let started = std::time::Instant::now();
+    replay(&trace, true);
+    assert!(started.elapsed().as_secs() < 30);
+}

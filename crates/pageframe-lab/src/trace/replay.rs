@@ -81,10 +81,17 @@ pub struct ReplayOptions {
     /// per-CPU lists as the kernel's did; off, such frees are skipped.
     pub hold_pretrace: bool,
     /// Start each CPU's lists where the host's stood at the trace's start
-    /// (its zoneinfo `count:` and `high:` per zone): movable pages listed
-    /// and `high` set, on a machine the host's shape. Off, the lists start
-    /// empty at `high_min`, as after boot.
+    /// (its zoneinfo `count:` and `high:` per zone): pages listed on the
+    /// lists the trace shows (see [`super::host_pcp`]) and `high` set, on a
+    /// machine the host's shape. Off, the lists start empty at `high_min`,
+    /// as after boot.
     pub host_pcp_start: bool,
+    /// Run the vmstat worker's pass over every CPU's lists once a second of
+    /// the trace's time, from its first event: `high` decays by an eighth
+    /// toward `high_min` and the pages above it are drained
+    /// (decay_pcp_high() from vmstat_update(), every `sysctl_stat_interval`
+    /// of one second). Off, `high` moves only with allocations and frees.
+    pub pcp_decay: bool,
     /// Lay the free memory out as the host's /proc/pagetypeinfo showed it
     /// at the trace's start (free blocks per zone, migratetype and order;
     /// Unmovable and Reclaimable pageblocks) and hold the rest, as the
@@ -109,8 +116,27 @@ impl Default for ReplayOptions {
             check_invariants: false,
             hold_pretrace: true,
             host_pcp_start: true,
+            pcp_decay: true,
             host_free_start: true,
             free_high: None,
+        }
+    }
+}
+
+/// The vmstat worker's period (`sysctl_stat_interval`, HZ jiffies).
+const VMSTAT_INTERVAL_NS: u64 = 1_000_000_000;
+
+/// `passes` of the vmstat worker over every CPU's lists, or fewer when no
+/// list has further to decay (a gap of hours in a trace is a few passes).
+fn decay_pcp_lists(allocator: &LocalPageAllocator, passes: u64) {
+    for _ in 0..passes {
+        let mut more = false;
+        for cpu in 0..allocator.nr_cpus() {
+            // Every CPU of the machine exists: the call cannot fail.
+            more |= allocator.decay_pcp_high(CpuId(cpu as u16)).unwrap_or(false);
+        }
+        if !more {
+            return;
         }
     }
 }
@@ -430,8 +456,14 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
+    let mut next_decay_ns = VMSTAT_INTERVAL_NS;
 
     for (index, event) in trace.events.iter().enumerate() {
+        if options.pcp_decay && event.timestamp_ns >= next_decay_ns {
+            let passes = (event.timestamp_ns - next_decay_ns) / VMSTAT_INTERVAL_NS + 1;
+            decay_pcp_lists(&allocator, passes);
+            next_decay_ns = next_decay_ns.saturating_add(passes.saturating_mul(VMSTAT_INTERVAL_NS));
+        }
         if until_sample == 0 {
             until_sample = sample_every;
             samples.push(FragSample::from_nr_free(
