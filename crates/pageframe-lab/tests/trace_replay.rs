@@ -698,3 +698,33 @@ fn high_decays_once_a_second_of_the_traces_time() {
     replay(&trace, true);
     assert!(started.elapsed().as_secs() < 30);
 }
+
+/// A refill is a run of `percpu_refill` events on one CPU; a fallback
+/// event inside it (a steal during rmqueue_bulk()) does not start another,
+/// any other event of that CPU does. Counted as two runs, the kernel's
+/// refills on a trace with 16 claims were 153 against the 137 it made.
+#[test]
+fn a_fallback_inside_a_refill_does_not_split_it() {
+    let refill = |time, cpu, pfn| {
+        let mut event = TraceEvent::new(EventKind::ZoneLocked, time, cpu, pfn);
+        event.flag = true;
+        event
+    };
+    let mut steal = TraceEvent::new(EventKind::Extfrag, 3, 0, 0x1002);
+    steal.fallback_migratetype = 1;
+    let trace = Trace {
+        events: vec![
+            refill(1, 0, 0x1000),
+            refill(2, 0, 0x1001),
+            steal,
+            refill(4, 0, 0x1002),
+            refill(5, 1, 0x2000),
+            alloc(6, 0, 0x1000, 0, 0xcc0),
+            refill(7, 0, 0x1003),
+        ],
+        ..Trace::default()
+    };
+    let outcome = trace::replay(&trace, &small_machine()).unwrap();
+    assert_eq!(outcome.counts.trace_refill_calls, 3);
+    assert_eq!(outcome.counts.trace_refill_pages, 5);
+}

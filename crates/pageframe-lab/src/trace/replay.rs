@@ -231,7 +231,8 @@ pub struct ReplayCounts {
     pub free_errors: u64,
     /// Trace: `mm_page_alloc_zone_locked` with `percpu_refill`, in pages.
     pub trace_refill_pages: u64,
-    /// Trace: runs of refill events on one CPU (one `rmqueue_bulk()` each).
+    /// Trace: runs of refill events on one CPU (one `rmqueue_bulk()` each;
+    /// a fallback event inside a run does not end it).
     pub trace_refill_calls: u64,
     /// Trace: pages drained from pcp lists (`mm_page_pcpu_drain`).
     pub trace_drain_pages: u64,
@@ -475,7 +476,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         until_sample -= 1;
         let cpu = event.cpu as usize;
         let is_refill = event.kind == EventKind::ZoneLocked && event.flag;
-        if !is_refill {
+        // A fallback fires inside rmqueue_bulk() when the refill steals
+        // (__rmqueue() -> steal_suitable_fallback()): it does not end the run.
+        if !is_refill && event.kind != EventKind::Extfrag {
             last_refill_cpu[cpu] = false;
         }
         let (target, node) = targets[cpu];
