@@ -295,7 +295,14 @@ pub fn parse_machine_file(text: &str) -> Result<MachineFile, DescError> {
         next_start = ranges.iter().map(MemRange::end).fold(next_start, u64::max);
         let cpus: Vec<CpuId> = match &node.cpus {
             None => Vec::new(),
-            Some(CpusValue::Ids(ids)) => ids.iter().map(|&id| CpuId(id)).collect(),
+            Some(CpusValue::Ids(ids)) => ids
+                .iter()
+                .map(|&id| {
+                    u16::try_from(id).map(CpuId).map_err(|_| {
+                        DescError::new(field("cpus"), format!("CPU id {id} is past 65535"))
+                    })
+                })
+                .collect::<Result<_, DescError>>()?,
             Some(CpusValue::Count(count)) => {
                 let end = next_cpu.checked_add(*count).filter(|&end| end <= 1 << 16);
                 let end =
@@ -410,10 +417,11 @@ impl SizeValue {
 
 /// A node's CPUs: a count, or explicit ids.
 #[derive(Deserialize)]
-#[serde(untagged, expecting = "a CPU count or a list of CPU ids")]
+#[serde(untagged, expecting = "a CPU count or a list of CPU ids (0 to 65535)")]
 enum CpusValue {
     Count(u32),
-    Ids(Vec<u16>),
+    /// Read wider than a CPU id, so that an id past 65535 is named.
+    Ids(Vec<u32>),
 }
 
 /// One line for a TOML syntax or schema error: the key path when the error's

@@ -395,3 +395,13 @@ fn a_memory_past_the_pfn_limit_names_the_flag() {
         .message
         .contains("of 64K (just under 256T)"));
 }
+
+/// A CPU id past 65535 in a list is named with the limit, as a count
+/// reaching past it is.
+#[test]
+fn a_cpu_id_past_the_limit_is_named() {
+    let err = file_error("[[node]]\nmem = \"1G\"\ncpus = [0, 70000]\n");
+    assert_eq!(err, "config node[0].cpus: CPU id 70000 is past 65535");
+    let err = file_error("[[node]]\nmem = \"1G\"\ncpus = [-1]\n");
+    assert!(err.contains("(0 to 65535)"), "{err}");
+}

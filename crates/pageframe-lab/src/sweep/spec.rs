@@ -131,6 +131,19 @@ impl Sweep {
                 _ => return Err(format!("{source}: shapes.{name} must be a table")),
             }
         }
+        // Two shapes that give the same values, as the run takes them, would
+        // run the same points twice under two names.
+        let mut shape_params: Vec<(&str, Params)> = Vec::new();
+        for (name, values) in &shapes {
+            let params = checked_params(source, experiment, scale, values)?;
+            let name = name.as_deref().unwrap_or("");
+            if let Some((first, _)) = shape_params.iter().find(|(_, seen)| *seen == params) {
+                return Err(format!(
+                    "{source}: shapes.{first} and shapes.{name} give the same parameters"
+                ));
+            }
+            shape_params.push((name, params));
+        }
         let shape_names: Vec<String> = shapes.iter().filter_map(|(name, _)| name.clone()).collect();
         if shapes.is_empty() {
             shapes.push((None, toml::Table::new()));

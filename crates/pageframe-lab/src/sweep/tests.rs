@@ -101,6 +101,10 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
             "params.rounds lists 1 twice",
         ),
         (
+            "experiment = \"bulk\"\n[shapes.a]\nrounds = 5\n[shapes.b]\nrounds = 0x5",
+            "shapes.a and shapes.b give the same parameters",
+        ),
+        (
             "experiment = \"bulk\"\n[params]\nrounds = [0x10, 16]",
             "params.rounds lists 16 twice",
         ),
