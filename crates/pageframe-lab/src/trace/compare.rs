@@ -263,6 +263,11 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
             counts.host_pcp_as_traced,
         ),
         (
+            "of those, at their host frame's offset in a pageblock",
+            None,
+            counts.host_pcp_at_host_offset,
+        ),
+        (
             "pages the host listed that could not be",
             None,
             counts.host_pcp_dropped,

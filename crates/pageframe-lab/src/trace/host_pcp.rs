@@ -12,24 +12,38 @@
 //! `percpu_refill=1`, or a direct `mm_page_alloc_zone_locked`) and without
 //! freeing it first was on a per-CPU list when the trace began: on the list
 //! of the allocating CPU, of the allocation's migratetype and order
-//! (rmqueue_pcplist() serves a request from that one list). So each list's
-//! count at the start is at least what the trace took of that kind, and
-//! exactly that for a list the trace refilled: a list is refilled only once
-//! empty, and its pages go out last in, first out, the start's last.
-//! What zoneinfo counts beyond those sat on lists the trace never refilled.
+//! (rmqueue_pcplist() serves a request from that one list); so was a page
+//! drained (`mm_page_pcpu_drain`, with its list's migratetype) on the same
+//! terms. So each list's count at the start is at least what the trace
+//! took of it, and exactly that for a list the trace refilled: a list is
+//! refilled only once empty. What zoneinfo counts beyond those sat on
+//! lists the trace never refilled.
 //!
-//! Invariants: [`PcpListStart::pages`] is a multiple of `1 << order`; the
-//! lists of a [`HostPcpStart`] are sorted by CPU, zone, order, then
-//! migratetype (the kernel's per-CPU list index order).
+//! The trace also gives those pages' host frames, and [`list_host_pcp`]
+//! keeps their buddy structure: each host pageblock they lie in gets a
+//! held pageblock of ours, the frames their offsets in it, so that what
+//! they merge with when they come back to the buddy lists is what they
+//! merged with on the host, as far as the trace shows it. (Taken from runs
+//! of held memory instead, the listed pages drained back whole and merged
+//! up to MAX_PAGE_ORDER.) A list is filled tail to head: the pages the
+//! trace drains (drains take a list's oldest), then the ones it never
+//! shows, then the ones it allocates, the first allocated last.
+//!
+//! Invariants: [`PcpListStart::pages`] is `1 << order` times the frames in
+//! `allocated` and `drained`; the lists of a [`HostPcpStart`] are sorted by
+//! CPU, zone, order, then migratetype (the kernel's per-CPU list index
+//! order).
 
 use super::event::{EventKind, Trace};
 use super::host::{host_file, parse_pcp, HostZoneSpan, Moment};
 use super::host_free::HostFreeStart;
-use pageframe::{CpuHandle, Gfp, Local, LocalPageAllocator, MigrateType, Order, Page, ZoneType};
-use std::collections::{BTreeMap, HashSet};
+use pageframe::{
+    CpuHandle, Gfp, Local, LocalPageAllocator, MigrateType, Order, Page, Pfn, ZoneType,
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One per-CPU list of the host at the trace's start, as the trace shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PcpListStart {
     /// The CPU.
     pub cpu: usize,
@@ -39,8 +53,15 @@ pub struct PcpListStart {
     pub order: u8,
     /// The list's migratetype (0 Unmovable, 1 Movable, 2 Reclaimable).
     pub migratetype: u8,
-    /// Pages the trace allocated from it that were listed at the start.
+    /// Pages the trace allocated or drained from it that were listed at
+    /// the start.
     pub pages: u64,
+    /// The host PFNs of those the trace allocated, in the trace's order
+    /// (the list's head at the start first).
+    pub allocated: Vec<u64>,
+    /// The host PFNs of those drained (`mm_page_pcpu_drain`), in the
+    /// trace's order (the list's tail at the start first).
+    pub drained: Vec<u64>,
     /// Whether the trace refilled it: then `pages` is all it held.
     pub refilled: bool,
 }
@@ -69,8 +90,28 @@ impl HostPcpStart {
             })
         };
         let listed_order = |order: u8| order <= COSTLY_ORDER || order == pageblock_order;
-        // (cpu, zone, order, migratetype) -> (pages, refilled)
-        let mut lists: BTreeMap<(usize, usize, u8, u8), (u64, bool)> = BTreeMap::new();
+        let mut lists: BTreeMap<(usize, usize, u8, u8), PcpListStart> = BTreeMap::new();
+        fn entry(
+            lists: &mut BTreeMap<(usize, usize, u8, u8), PcpListStart>,
+            cpu: u16,
+            zone: usize,
+            order: u8,
+            migratetype: u8,
+        ) -> &mut PcpListStart {
+            let cpu = usize::from(cpu);
+            lists
+                .entry((cpu, zone, order, migratetype))
+                .or_insert_with(|| PcpListStart {
+                    cpu,
+                    zone,
+                    order,
+                    migratetype,
+                    pages: 0,
+                    refilled: false,
+                    allocated: Vec::new(),
+                    drained: Vec::new(),
+                })
+        }
         let mut from_buddy = HashSet::new();
         let mut freed = HashSet::new();
         for event in &trace.events {
@@ -82,21 +123,25 @@ impl HostPcpStart {
                     from_buddy.insert(event.pfn);
                     if event.flag && migratetype < 3 && listed_order(event.order) {
                         if let Some(zone) = zone_of(event.pfn) {
-                            let key = (usize::from(event.cpu), zone, event.order, migratetype);
-                            lists.entry(key).or_default().1 = true;
+                            entry(&mut lists, event.cpu, zone, event.order, migratetype).refilled =
+                                true;
                         }
                     }
                 }
                 EventKind::Free => {
                     freed.insert(event.pfn);
                 }
-                EventKind::Alloc if event.pfn != u64::MAX => {
+                EventKind::Alloc | EventKind::PcpuDrain if event.pfn != u64::MAX => {
                     let was_listed = !from_buddy.remove(&event.pfn) && !freed.contains(&event.pfn);
                     if was_listed && migratetype < 3 && listed_order(event.order) {
                         if let Some(zone) = zone_of(event.pfn) {
-                            let key = (usize::from(event.cpu), zone, event.order, migratetype);
-                            let entry = lists.entry(key).or_default();
-                            entry.0 = entry.0.saturating_add(1u64 << event.order);
+                            let list = entry(&mut lists, event.cpu, zone, event.order, migratetype);
+                            list.pages = list.pages.saturating_add(1u64 << event.order);
+                            if event.kind == EventKind::Alloc {
+                                list.allocated.push(event.pfn);
+                            } else {
+                                list.drained.push(event.pfn);
+                            }
                         }
                     }
                 }
@@ -104,19 +149,7 @@ impl HostPcpStart {
             }
         }
         HostPcpStart {
-            lists: lists
-                .into_iter()
-                .map(
-                    |((cpu, zone, order, migratetype), (pages, refilled))| PcpListStart {
-                        cpu,
-                        zone,
-                        order,
-                        migratetype,
-                        pages,
-                        refilled,
-                    },
-                )
-                .collect(),
+            lists: lists.into_values().collect(),
         }
     }
 
@@ -156,6 +189,9 @@ pub struct PcpCopy {
     /// Of those, pages on lists the trace showed (the rest went to a list
     /// the trace did not refill).
     pub as_traced: u64,
+    /// Of those, pages at their host frame's offset in a pageblock of ours
+    /// taken for the host's pageblock.
+    pub at_host_offset: u64,
     /// Pages zoneinfo counted that no list could take: beyond what the
     /// trace took when it refilled every list, a part of a block, or
     /// memory the machine could not give.
@@ -209,18 +245,42 @@ pub fn list_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
         };
         // One block for a list: a spare held block of the list's type when
         // the free lists were copied (allocating would take a block the
-        // host had free), else one allocated on the CPU.
-        let mut take = |order: u8, migratetype: u8| -> Option<Page> {
-            let migratetype = MigrateType::from_index(usize::from(migratetype))?;
+        // host had free), else one allocated on the CPU. A host frame the
+        // trace shows keeps its offset in a held pageblock of ours taken
+        // for its host pageblock (per migratetype), so that two such frames
+        // are buddies here when they were there.
+        let mut blocks: HashMap<(u8, u64), u64> = HashMap::new();
+        let block_pages = 1u64 << pageblock_order;
+        let mut at_host_offset = 0u64;
+        let mut take = |order: u8, migratetype: u8, host_pfn: Option<u64>| -> Option<Page> {
+            let kind = MigrateType::from_index(usize::from(migratetype))?;
             if let Some(free) = host_free.as_deref_mut() {
-                let pfn = free.take_spare(index, migratetype, Order(order))?;
+                let mapped = host_pfn.and_then(|host_pfn| {
+                    let key = (migratetype, host_pfn / block_pages);
+                    let base = match blocks.get(&key) {
+                        Some(&base) => base,
+                        None => {
+                            let base = free.take_spare(index, kind, Order(pageblock_order))?.0;
+                            blocks.insert(key, base);
+                            base
+                        }
+                    };
+                    Some(Pfn(base + host_pfn % block_pages))
+                });
+                let pfn = match mapped {
+                    Some(pfn) => pfn,
+                    None => free.take_spare(index, kind, Order(order))?,
+                };
                 if order > 0 {
                     allocator.join_allocated_pages(pfn, Order(order)).ok()?;
+                }
+                if mapped.is_some() {
+                    at_host_offset += 1u64 << order;
                 }
                 return Some(Page::from_pfn(pfn));
             }
             let gfp = zone_bits
-                | match migratetype {
+                | match kind {
                     MigrateType::Movable => Gfp::MOVABLE,
                     MigrateType::Reclaimable => Gfp::KERNEL | Gfp::RECLAIMABLE,
                     _ => Gfp::KERNEL,
@@ -232,46 +292,63 @@ pub fn list_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
             let _ = handle.free_pages(page, Order(order));
             None
         };
-        let mut single = Vec::new();
-        let mut larger = Vec::new();
-        let mut keep = |page: Page, order: u8| {
-            if order == 0 {
-                single.push(page);
-            } else {
-                larger.push((page, order));
-            }
-        };
+        // Per list (order, migratetype), the blocks from its tail to its
+        // head: those the trace drains, then those it never shows, then
+        // those it allocates (the first allocated freed last, so that it
+        // is listed first).
+        let mut plans: BTreeMap<(u8, u8), [Vec<Page>; 3]> = BTreeMap::new();
         // The trace's lists first, as far as `count` goes.
         let mut left = u64::from(host.count);
         for list in host_zone
             .into_iter()
             .flat_map(|host_zone| inferred.of(host.cpu, host_zone))
         {
-            for _ in 0..list.pages.min(left) >> list.order {
-                let Some(page) = take(list.order, list.migratetype) else {
-                    break;
-                };
-                keep(page, list.order);
-                left -= 1u64 << list.order;
-                copy.as_traced += 1u64 << list.order;
+            let plan = plans.entry((list.order, list.migratetype)).or_default();
+            let block = 1u64 << list.order;
+            let known = [(0, &list.drained), (2, &list.allocated)];
+            for (at, pfns) in known {
+                for &host_pfn in pfns.iter() {
+                    if left < block {
+                        break;
+                    }
+                    let Some(page) = take(list.order, list.migratetype, Some(host_pfn)) else {
+                        break;
+                    };
+                    plan[at].push(page);
+                    left -= block;
+                    copy.as_traced += block;
+                }
             }
+            plan[2].reverse();
         }
         // The rest on lists the trace did not refill, each while blocks
-        // of its type last (without a trace: Movable order 0).
+        // of its type last (without a trace: Movable order 0), between a
+        // list's drained and allocated blocks.
         let rest = host_zone.map_or_else(
             || vec![(0, MigrateType::Movable as u8)],
             |host_zone| inferred.unrefilled_lists(host.cpu, host_zone, pageblock_order),
         );
         for (order, migratetype) in rest {
             while left >= 1u64 << order {
-                let Some(page) = take(order, migratetype) else {
+                let Some(page) = take(order, migratetype, None) else {
                     break;
                 };
-                keep(page, order);
+                plans.entry((order, migratetype)).or_default()[1].push(page);
                 left -= 1u64 << order;
             }
         }
         copy.dropped += left;
+        copy.at_host_offset += at_host_offset;
+        let mut single = Vec::new();
+        let mut larger = Vec::new();
+        for ((order, _), plan) in plans {
+            let pages = plan.into_iter().flatten();
+            if order == 0 {
+                single.extend(pages);
+            } else {
+                larger.extend(pages.map(|page| (page, order)));
+            }
+        }
         let mut single = single.into_iter();
         for (block, order) in larger {
             if handle.free_pages(block, Order(order)).is_ok() {
@@ -312,12 +389,13 @@ mod tests {
         event
     }
 
-    /// Allocations not refilled nor freed first count toward their list;
-    /// refilled pages, freed pages, failed allocations, orders no list
-    /// serves and PFNs in no zone do not; a refill marks its list.
+    /// Allocations and drains not refilled nor freed first count toward
+    /// their list, with their host frames; refilled pages, freed pages,
+    /// failed allocations, orders no list serves and PFNs in no zone do
+    /// not; a refill marks its list.
     #[test]
     fn the_trace_shows_what_each_list_held() {
-        use EventKind::{Alloc, Free, ZoneLocked};
+        use EventKind::{Alloc, Free, PcpuDrain, ZoneLocked};
         let spans = [HostZoneSpan {
             node: 0,
             zone: "Normal".into(),
@@ -337,24 +415,31 @@ mod tests {
                 event(Alloc, 1, 1512, 5, 1, false),
                 event(Alloc, 1, 5000, 0, 1, false),
                 event(Alloc, 1, 1300, 0, -1, false),
+                event(PcpuDrain, 1, 1400, 0, 0, false),
+                event(Free, 1, 1401, 0, 0, false),
+                event(PcpuDrain, 1, 1401, 0, 0, false),
             ],
             ..Trace::default()
         };
         let inferred = HostPcpStart::infer(&trace, &spans, 9);
-        let list = |cpu, order, migratetype, pages, refilled| PcpListStart {
-            cpu,
-            zone: 0,
-            order,
-            migratetype,
-            pages,
-            refilled,
-        };
+        let list =
+            |cpu, order, migratetype, allocated: &[u64], drained: &[u64], refilled| PcpListStart {
+                cpu,
+                zone: 0,
+                order,
+                migratetype,
+                pages: ((allocated.len() + drained.len()) as u64) << order,
+                refilled,
+                allocated: allocated.to_vec(),
+                drained: drained.to_vec(),
+            };
+        // A drained page counts as listed unless freed first.
         assert_eq!(
             inferred.lists,
             vec![
-                list(0, 0, 1, 1, true),
-                list(0, 2, 1, 4, false),
-                list(1, 0, 0, 1, false)
+                list(0, 0, 1, &[1000], &[], true),
+                list(0, 2, 1, &[1004], &[], false),
+                list(1, 0, 0, &[1201], &[1400], false)
             ]
         );
         // CPU 0's Movable order-0 list was refilled: the rest goes to

@@ -212,6 +212,8 @@ pub struct ReplayCounts {
     /// Of those, pages on the lists the trace shows the host had them on
     /// (see [`super::host_pcp`]).
     pub host_pcp_as_traced: u64,
+    /// Of those, pages at their host frame's offset in a pageblock of ours.
+    pub host_pcp_at_host_offset: u64,
     /// Pages the host listed that the copy could not list.
     pub host_pcp_dropped: u64,
     /// Free blocks placed before the replay as the host's free lists stood
@@ -448,6 +450,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         let copy = list_host_pcp(trace, &allocator, &handles, host_free.as_mut());
         counts.host_pcp_pages = copy.listed;
         counts.host_pcp_as_traced = copy.as_traced;
+        counts.host_pcp_at_host_offset = copy.at_host_offset;
         counts.host_pcp_dropped = copy.dropped;
     }
     // What the set-up did is not the trace's: counted from here.
