@@ -422,9 +422,11 @@ fn decode_at_most(stream: &[u8], limit: usize) -> Result<Vec<TraceRecord>, (u64,
                 } else {
                     let mut sizes = [0u32; 3];
                     for size in &mut sizes {
+                        // A compressed page is at least one byte (a page
+                        // that compresses to nothing is same-filled).
                         *size = u32::try_from(number(&mut at)?)
                             .ok()
-                            .filter(|size| *size <= MAX_OBJECT_SIZE)
+                            .filter(|size| (1..=MAX_OBJECT_SIZE).contains(size))
                             .ok_or_else(|| (start as u64, "size out of range".to_string()))?;
                     }
                     Some(sizes)

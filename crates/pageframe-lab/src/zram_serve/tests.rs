@@ -338,3 +338,22 @@ fn the_bench_refuses_sizes_the_host_cannot_hold_twice() {
     // Twice the size past 2^64 is refused, not wrapped to a small need.
     assert!(check_host_memory(1 << 63, Some(u64::MAX)).is_err());
 }
+
+/// A write record with a compressed size of 0 is a damaged trace, named
+/// with its offset at reading: the replay's pool used to refuse it with
+/// "size 0 is not storable", naming neither the file nor the record.
+#[test]
+fn a_compressed_size_of_zero_is_refused_when_read() {
+    let path = std::env::temp_dir().join(format!("pageframe-size0-{}.pfzt", std::process::id()));
+    let mut writer = TraceWriter::create(&path, TRACE_LEVEL).unwrap();
+    writer
+        .record(&block_trace::TraceRecord::Write {
+            page: 3,
+            sizes: Some([0, 10, 10]),
+        })
+        .unwrap();
+    writer.finish().unwrap();
+    let err = block_trace::read_trace(&path).unwrap_err().to_string();
+    let _ = std::fs::remove_file(&path);
+    assert!(err.contains("size out of range at byte"), "{err}");
+}
