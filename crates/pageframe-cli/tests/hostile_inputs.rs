@@ -348,12 +348,14 @@ fn a_text_file_that_is_no_trace_is_refused_not_imported_empty() {
 fn experiment_parameters_whose_product_runs_for_days_are_refused() {
     // Each key was bounded alone: bulk's 2^24 pages x 100001 rounds timed
     // for a day, scaling's 2^30 pages x 101 repeats x 127 threads for days,
-    // numa-balancing's 16 processes x 10^7 ticks of 1 ms for a week.
+    // numa-balancing's 16 processes x 10^7 ticks of 1 ms for a week,
+    // unmapped-populate's 8 GiB x 1000 samples of each variant for hours.
     let config = temp_file(
         "run-products.toml",
         "[bulk]\npages_per_round = 16777216\nrounds = 100001\n\
          [scaling]\npages_per_thread = 1073741824\nrepeats = 101\nmax_threads = 64\n\
-         [numa-balancing]\nduration_s = 10000\nsample_s = 10\ntick_ms = 1\n",
+         [numa-balancing]\nduration_s = 10000\nsample_s = 10\ntick_ms = 1\n\
+         [unmapped-populate]\nregion_mib = 8192\nsamples = 1000\n",
     );
     let config = config.to_str().unwrap();
     let message = error_of(&["run", "bulk", "--config", config]);
@@ -372,6 +374,13 @@ fn experiment_parameters_whose_product_runs_for_days_are_refused() {
     assert!(
         message.contains("processes x duration_s / tick_ms = 16 x 10000000")
             && message.contains("more than 8388608"),
+        "{message}"
+    );
+    // unmapped-populate's 8 GiB regions x 1000 samples x 5 variants.
+    let message = error_of(&["run", "unmapped-populate", "--config", config]);
+    assert!(
+        message.contains("region_mib x samples = 8192 x 1000")
+            && message.contains("more than 262144"),
         "{message}"
     );
 }

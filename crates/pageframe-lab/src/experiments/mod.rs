@@ -244,6 +244,26 @@ pub fn headline_of(report: &Report) -> Option<Headline> {
         .and_then(|experiment| experiment.headline(report))
 }
 
+/// Refuses parameters whose product (`keys[0]` x `keys[1]`, each bounded
+/// by its [`Param`], so the product fits an i64) passes `limit`: the error
+/// names both keys, their values, the product in `unit` and the limit.
+pub(crate) fn check_product(
+    params: &Params,
+    keys: [&str; 2],
+    limit: i64,
+    unit: &str,
+) -> Result<(), ExperimentError> {
+    let [first, second] = keys.map(|key| params.int(key));
+    let product = first.saturating_mul(second);
+    if product > limit {
+        return Err(ExperimentError::Failed(format!(
+            "{} x {} = {first} x {second} = {product} {unit}, more than {limit}",
+            keys[0], keys[1]
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

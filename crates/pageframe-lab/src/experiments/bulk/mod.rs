@@ -455,15 +455,12 @@ impl Experiment for Bulk {
     }
 
     fn check(&self, params: &Params) -> Result<(), ExperimentError> {
-        let (pages, rounds) = (params.int("pages_per_round"), params.int("rounds"));
-        // Both are bounded by their Param: the product fits an i64.
-        let measured = pages * rounds;
-        if measured > MAX_MEASURED_PAGES {
-            return Err(ExperimentError::Failed(format!(
-                "pages_per_round x rounds = {pages} x {rounds} = {measured} pages per measurement, more than {MAX_MEASURED_PAGES}"
-            )));
-        }
-        Ok(())
+        super::check_product(
+            params,
+            ["pages_per_round", "rounds"],
+            MAX_MEASURED_PAGES,
+            "pages per measurement",
+        )
     }
 
     /// The parameters (config file keys) with their defaults at `scale`.

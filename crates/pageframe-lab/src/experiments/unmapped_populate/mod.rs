@@ -104,6 +104,10 @@ pub struct Reference {
 
 /// Samples per variant in the document.
 pub const REFERENCE_SAMPLES: u64 = 30;
+/// The most memory one variant populates on the real arena in all
+/// (region_mib x samples), MiB: 4 times the full scale's 2 GiB x 30. Each
+/// bound alone allows 8 GiB x 1000 samples x 5 variants, hours of work.
+pub const MAX_POPULATED_MIB: i64 = 1 << 18;
 
 impl Variant {
     /// The name of its rows.
@@ -345,6 +349,15 @@ impl Experiment for UnmappedPopulate {
 
     fn about(&self) -> &'static str {
         "guest-memory populate latency: per-page unmap and flush, __GFP_UNMAPPED with the mermap, no flush"
+    }
+
+    fn check(&self, params: &Params) -> Result<(), ExperimentError> {
+        super::check_product(
+            params,
+            ["region_mib", "samples"],
+            MAX_POPULATED_MIB,
+            "MiB populated per variant",
+        )
     }
 
     /// The parameters (config file keys) with their defaults at `scale`.
