@@ -11,8 +11,9 @@
 //! the watermark cases [`HostMachine::managed_layout`] gives each zone the
 //! host's managed pages instead, dropping pages from the zone's start.
 
-use super::host::{cmdline_param, parse_zoneinfo, read, ZoneText};
+use super::host::{cmdline_param, read};
 use super::ConformError;
+use crate::trace::host::{parse_zoneinfo, ZoneText};
 use pageframe::machine::{apply_cmdline, MemRange, NodeDesc, PfnRange};
 use pageframe::{CpuId, MachineDesc, MachineLayout};
 

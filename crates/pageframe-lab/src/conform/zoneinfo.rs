@@ -13,9 +13,10 @@
 //! `high_min`, its `high` (the static size, which is `high_min`) stands for
 //! it; `high_max` is compared once the view prints it.
 
-use super::host::{is_root, read, read_number, ZoneText};
+use super::host::{is_root, read, read_number};
 use super::host_machine::HostMachine;
 use super::{ConformError, ConformRow, SuiteOutcome, SuiteResult};
+use crate::trace::host::ZoneText;
 use pageframe::{lowmem_reserve_ratio, WATERMARK_SCALE_FACTOR};
 use pageframe::{AllocOptions, LocalPageAllocator, ZoneType};
 
@@ -126,7 +127,7 @@ pub fn run() -> Result<SuiteResult, ConformError> {
     let allocator =
         LocalPageAllocator::boot_layout(host.managed_layout()?, AllocOptions::default())
             .map_err(|err| ConformError::Boot(err.to_string()))?;
-    let ours = super::host::parse_zoneinfo(&pageframe::proc::zoneinfo(&allocator));
+    let ours = crate::trace::host::parse_zoneinfo(&pageframe::proc::zoneinfo(&allocator));
     let mut rows = Vec::new();
     sysctl_rows(&mut rows)?;
     for zone in &host.zones {

@@ -6,6 +6,7 @@
 //! [`HOST_FILES`], and `cpus` (online CPUs of the host).
 
 use super::event::Trace;
+use std::collections::BTreeMap;
 
 /// The files saved, by short name.
 pub const HOST_FILES: [(&str, &str); 6] = [
@@ -218,6 +219,90 @@ pub fn managed_pages(zoneinfo: &str) -> Option<u64> {
     seen.then_some(total)
 }
 
+/// One zone of a `/proc/zoneinfo` text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZoneText {
+    /// Node id.
+    pub node: usize,
+    /// Zone name (`DMA`, `DMA32`, `Normal`, ...).
+    pub name: String,
+    /// `key value` lines of the zone (`min`, `managed`, `spanned`, ...),
+    /// first value kept.
+    pub fields: BTreeMap<String, u64>,
+    /// The `protection: (...)` entries.
+    pub protection: Vec<u64>,
+    /// Per CPU of the pagesets: `count`, `high`, `batch`, `high_min`, ...
+    pub pcp: Vec<BTreeMap<String, u64>>,
+}
+
+impl ZoneText {
+    /// A numeric field of the zone.
+    pub fn field(&self, key: &str) -> Option<u64> {
+        self.fields.get(key).copied()
+    }
+}
+
+/// Parses `/proc/zoneinfo` text into its zones. Unknown lines are kept as
+/// fields when they are `key value` pairs and ignored otherwise.
+pub fn parse_zoneinfo(text: &str) -> Vec<ZoneText> {
+    let mut zones: Vec<ZoneText> = Vec::new();
+    let mut in_pagesets = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            let (node, zone) = rest.split_once(", zone").unwrap_or((rest, ""));
+            zones.push(ZoneText {
+                node: node.trim().parse().unwrap_or(0),
+                name: zone.trim().to_string(),
+                ..ZoneText::default()
+            });
+            in_pagesets = false;
+            continue;
+        }
+        let Some(zone) = zones.last_mut() else {
+            continue;
+        };
+        let trimmed = line.trim();
+        if let Some(list) = trimmed.strip_prefix("protection:") {
+            zone.protection = list
+                .trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .split(',')
+                .filter_map(|value| value.trim().parse().ok())
+                .collect();
+            continue;
+        }
+        if trimmed == "pagesets" {
+            in_pagesets = true;
+            continue;
+        }
+        if in_pagesets && trimmed.starts_with("cpu:") {
+            zone.pcp.push(BTreeMap::new());
+            continue;
+        }
+        let (key, value) = match trimmed.split_once(':') {
+            Some((key, value)) if in_pagesets => (key.trim(), value.trim()),
+            _ => match trimmed.rsplit_once(char::is_whitespace) {
+                Some((key, value)) => (key.trim().trim_end_matches(':'), value.trim()),
+                None => continue,
+            },
+        };
+        let Ok(value) = value.parse::<u64>() else {
+            continue;
+        };
+        match zone.pcp.last_mut() {
+            Some(cpu) if in_pagesets && !key.starts_with("node_") && key != "start_pfn" => {
+                cpu.entry(key.to_string()).or_insert(value);
+            }
+            _ => {
+                let key = key.strip_prefix("pages ").unwrap_or(key);
+                zone.fields.entry(key.to_string()).or_insert(value);
+            }
+        }
+    }
+    zones
+}
+
 /// The node and name of a zoneinfo header line's words `Node 0, zone
 /// Normal` (given `0,` and `Normal`).
 fn zone_id(node: &str, name: &str) -> Option<(u16, String)> {
@@ -241,33 +326,17 @@ pub struct HostZoneSpan {
 /// Every zone of /proc/zoneinfo text with both `spanned` and `start_pfn:`,
 /// in the file's order.
 pub fn parse_zone_spans(zoneinfo: &str) -> Vec<HostZoneSpan> {
-    let mut found = Vec::new();
-    let mut zone: Option<(u16, String, Option<u64>, Option<u64>)> = None;
-    let finish = |found: &mut Vec<HostZoneSpan>,
-                  zone: Option<(u16, String, Option<u64>, Option<u64>)>| {
-        if let Some((node, zone, Some(spanned), Some(start_pfn))) = zone {
-            found.push(HostZoneSpan {
-                node,
-                zone,
-                start_pfn,
-                spanned,
-            });
-        }
-    };
-    for line in zoneinfo.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match (words.as_slice(), zone.as_mut()) {
-            (["Node", node, "zone", name], _) => {
-                finish(&mut found, zone.take());
-                zone = zone_id(node, name).map(|(node, name)| (node, name, None, None));
-            }
-            (["spanned", value], Some(zone)) => zone.2 = value.parse().ok(),
-            (["start_pfn:", value], Some(zone)) => zone.3 = value.parse().ok(),
-            _ => {}
-        }
-    }
-    finish(&mut found, zone.take());
-    found
+    parse_zoneinfo(zoneinfo)
+        .into_iter()
+        .filter_map(|zone| {
+            Some(HostZoneSpan {
+                node: u16::try_from(zone.node).ok()?,
+                start_pfn: zone.field("start_pfn")?,
+                spanned: zone.field("spanned")?,
+                zone: zone.name,
+            })
+        })
+        .collect()
 }
 
 /// One CPU's per-CPU lists of one zone, as /proc/zoneinfo shows them.
@@ -369,4 +438,60 @@ pub fn count_cpu_list(text: &str) -> Option<usize> {
         }
     }
     Some(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "Node 0, zone      DMA
+  per-node stats
+      nr_inactive_anon 5
+  pages free     3840
+        boost    0
+        min      10
+        low      13
+        high     16
+        spanned  4095
+        present  3998
+        managed  3840
+        protection: (0, 3019, 24090, 24090, 24090)
+  pagesets
+    cpu: 0
+              count:    0
+              high:     0
+              batch:    1
+              high_min: 6
+              high_max: 240
+  vm stats threshold: 4
+    cpu: 1
+              count:    2
+              high:     7
+              batch:    1
+  node_unreclaimable:  0
+  start_pfn:           1
+Node 0, zone  Movable
+  pages free     0
+        min      32
+        protection: (0, 0, 0, 0, 0)
+";
+
+    #[test]
+    fn zones_fields_protection_and_pagesets_parse() {
+        let zones = parse_zoneinfo(SAMPLE);
+        assert_eq!(zones.len(), 2);
+        let dma = &zones[0];
+        assert_eq!((dma.node, dma.name.as_str()), (0, "DMA"));
+        assert_eq!(dma.field("free"), Some(3840));
+        assert_eq!(dma.field("min"), Some(10));
+        assert_eq!(dma.field("managed"), Some(3840));
+        assert_eq!(dma.field("start_pfn"), Some(1));
+        assert_eq!(dma.protection, [0, 3019, 24090, 24090, 24090]);
+        assert_eq!(dma.pcp.len(), 2);
+        assert_eq!(dma.pcp[0].get("high_max"), Some(&240));
+        assert_eq!(dma.pcp[1].get("high"), Some(&7));
+        assert_eq!(dma.pcp[1].get("high_min"), None);
+        assert_eq!(zones[1].field("min"), Some(32));
+        assert!(zones[1].pcp.is_empty());
+    }
 }
