@@ -401,58 +401,15 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut counts = ReplayCounts::default();
     let mut live = LiveBlocks::with_span(host_pfn_end(trace).unwrap_or(0));
     let max_order = layout.max_order.0;
-    let pretrace = if options.hold_pretrace {
-        pretrace_blocks(trace, max_order)
-    } else {
-        Vec::new()
-    };
-    // The zone a movable stand-in comes from on each node: its highest.
-    let stand_in_zone: Vec<Option<usize>> = (0..layout.nodes.len())
-        .map(|node| highest_zone(&allocator, NodeId(node as u16)))
-        .collect();
-    let mut host_free = None;
-    if options.host_free_start && options.machine.is_none() {
-        let mut extra = vec![vec![0u64; usize::from(max_order) + 1]; allocator.nr_zones()];
-        for &(_, order, cpu) in &pretrace {
-            let zone = stand_in_zone[targets[usize::from(cpu)].1.index()];
-            if let (Some(zone), 1..) = (zone, order) {
-                extra[zone][usize::from(order)] += 1;
-            }
-        }
-        host_free = copy_host_free_lists(trace, &allocator, &handles[0], &extra);
-        if let Some(copy) = &host_free {
-            counts.host_free_placed = copy.placed;
-            counts.host_free_unplaced = copy.unplaced;
-        }
-    }
-    for &(host_pfn, order, cpu) in &pretrace {
-        let (target, node) = targets[usize::from(cpu)];
-        let spare = match (&mut host_free, stand_in_zone[node.index()]) {
-            (Some(copy), Some(zone)) if order == 0 => {
-                copy.take_spare(zone, MigrateType::Movable, Order(0))
-            }
-            _ => None,
-        };
-        let ours = spare.or_else(|| {
-            let page = handles[target].alloc_pages(Gfp::HIGHUSER_MOVABLE, Order(order), node);
-            page.ok().map(|page| page.pfn())
-        });
-        if let Some(ours) = ours {
-            live.insert(host_pfn, ours.0, order);
-            counts.pretrace_held += 1;
-        }
-    }
-    if host_free.is_some() {
-        // The stand-ins' refills leave blocks listed that the host had free.
-        allocator.drain_all_pages();
-    }
-    if options.host_pcp_start {
-        let copy = list_host_pcp(trace, &allocator, &handles, host_free.as_mut());
-        counts.host_pcp_pages = copy.listed;
-        counts.host_pcp_as_traced = copy.as_traced;
-        counts.host_pcp_at_host_offset = copy.at_host_offset;
-        counts.host_pcp_dropped = copy.dropped;
-    }
+    set_up_start(
+        trace,
+        options,
+        &allocator,
+        &handles,
+        &targets,
+        &mut live,
+        &mut counts,
+    );
     // What the set-up did is not the trace's: counted from here.
     let setup = EventTotals::of(&allocator);
     let buddyinfo_start = pageframe::proc::buddyinfo(&allocator);
@@ -604,6 +561,77 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         pcp_high_end: pcp_sum(|pcp| pcp.high),
         pageblocks,
     })
+}
+
+/// The state the trace starts from, on a fresh machine: the stand-ins of
+/// blocks allocated before the trace ([`ReplayOptions::hold_pretrace`]),
+/// before them the host's free lists ([`ReplayOptions::host_free_start`]),
+/// after them the host's per-CPU lists ([`ReplayOptions::host_pcp_start`]);
+/// what each did goes into `counts`, each stand-in into `live`. `targets`
+/// gives per traced CPU the handle it replays on and that CPU's node.
+fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
+    trace: &Trace,
+    options: &ReplayOptions,
+    allocator: &LocalPageAllocator,
+    handles: &[pageframe::CpuHandle<H, pageframe::Local>],
+    targets: &[(usize, NodeId)],
+    live: &mut LiveBlocks,
+    counts: &mut ReplayCounts,
+) {
+    let layout = allocator.layout();
+    let max_order = layout.max_order.0;
+    let pretrace = if options.hold_pretrace {
+        pretrace_blocks(trace, max_order)
+    } else {
+        Vec::new()
+    };
+    // The zone a movable stand-in comes from on each node: its highest.
+    let stand_in_zone: Vec<Option<usize>> = (0..layout.nodes.len())
+        .map(|node| highest_zone(allocator, NodeId(node as u16)))
+        .collect();
+    let mut host_free = None;
+    if options.host_free_start && options.machine.is_none() {
+        let mut extra = vec![vec![0u64; usize::from(max_order) + 1]; allocator.nr_zones()];
+        for &(_, order, cpu) in &pretrace {
+            let zone = stand_in_zone[targets[usize::from(cpu)].1.index()];
+            if let (Some(zone), 1..) = (zone, order) {
+                extra[zone][usize::from(order)] += 1;
+            }
+        }
+        host_free = copy_host_free_lists(trace, allocator, &handles[0], &extra);
+        if let Some(copy) = &host_free {
+            counts.host_free_placed = copy.placed;
+            counts.host_free_unplaced = copy.unplaced;
+        }
+    }
+    for &(host_pfn, order, cpu) in &pretrace {
+        let (target, node) = targets[usize::from(cpu)];
+        let spare = match (&mut host_free, stand_in_zone[node.index()]) {
+            (Some(copy), Some(zone)) if order == 0 => {
+                copy.take_spare(zone, MigrateType::Movable, Order(0))
+            }
+            _ => None,
+        };
+        let ours = spare.or_else(|| {
+            let page = handles[target].alloc_pages(Gfp::HIGHUSER_MOVABLE, Order(order), node);
+            page.ok().map(|page| page.pfn())
+        });
+        if let Some(ours) = ours {
+            live.insert(host_pfn, ours.0, order);
+            counts.pretrace_held += 1;
+        }
+    }
+    if host_free.is_some() {
+        // The stand-ins' refills leave blocks listed that the host had free.
+        allocator.drain_all_pages();
+    }
+    if options.host_pcp_start {
+        let copy = list_host_pcp(trace, allocator, handles, host_free.as_mut());
+        counts.host_pcp_pages = copy.listed;
+        counts.host_pcp_as_traced = copy.as_traced;
+        counts.host_pcp_at_host_offset = copy.at_host_offset;
+        counts.host_pcp_dropped = copy.dropped;
+    }
 }
 
 /// The blocks allocated before the trace, each as `(host PFN, order,
