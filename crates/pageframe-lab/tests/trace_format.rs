@@ -46,7 +46,7 @@ fn shipped_trace_parses_with_its_metadata() {
         .iter()
         .filter(|event| event.kind == EventKind::Alloc)
         .all(|event| (0..=2).contains(&event.migratetype)));
-    assert!(trace.events.first().unwrap().timestamp_ns == 0);
+    assert!(trace.events.first().unwrap().timestamp == 0);
 }
 
 #[test]
@@ -185,8 +185,8 @@ proptest! {
                              meta in proptest::collection::vec(("[a-z.]{1,12}", "\\PC{0,40}"), 0..5)) {
         let mut time = 0;
         for event in &mut events {
-            time += event.timestamp_ns;
-            event.timestamp_ns = time;
+            time += event.timestamp;
+            event.timestamp = time;
         }
         let trace = Trace { meta, events };
         let bytes = encode(&trace).unwrap();

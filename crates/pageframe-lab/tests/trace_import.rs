@@ -5,7 +5,7 @@
 use pageframe::Gfp;
 use pageframe_lab::trace::gfp_names::parse_gfp;
 use pageframe_lab::trace::text_import::import_text;
-use pageframe_lab::trace::{self, EventKind, TraceError};
+use pageframe_lab::trace::{self, EventKind, TraceClock, TraceError};
 use std::path::Path;
 
 fn data(name: &str) -> std::path::PathBuf {
@@ -34,7 +34,7 @@ fn tracefs_trace_file_imports() {
         | Gfp::COMP.bits()
         | Gfp::NOMEMALLOC.bits();
     assert_eq!(first.gfp, expected);
-    assert_eq!(first.timestamp_ns, 0, "rebased to the first event");
+    assert_eq!(first.timestamp, 0, "rebased to the first event");
     let refills = trace
         .events
         .iter()
@@ -47,7 +47,7 @@ fn tracefs_trace_file_imports() {
         .iter()
         .any(|event| event.pfn == 0x104fd9 && event.kind == EventKind::Free));
     // 2450.893837 s to 2450.894033 s.
-    assert_eq!(trace.events[1].timestamp_ns, 196_000);
+    assert_eq!(trace.events[1].timestamp, 196_000);
 }
 
 #[test]
@@ -177,4 +177,42 @@ fn text_with_no_event_line_is_not_a_trace() {
         0
     );
     assert_eq!(import_text("").unwrap().events.len(), 0);
+}
+
+/// A trace recorded with a clock tracefs prints as a bare integer
+/// (`x86-tsc` here, cut from a recording on this machine; `counter` and
+/// `uptime` print the same way) imports in ticks: events keep their order,
+/// the clock is recorded and survives the .pftrace round trip, and the
+/// summary does not call ticks seconds.
+#[test]
+fn tick_clock_traces_import_in_ticks() {
+    let trace = trace::import(&data("tracefs_x86_tsc.txt")).unwrap();
+    trace.check_invariants().unwrap();
+    assert_eq!(trace.clock(), TraceClock::Ticks);
+    assert_eq!(trace.events.len(), 40);
+    let counts = trace.counts();
+    assert_eq!(counts[EventKind::ZoneLocked as usize], 20);
+    // 120028006662186 to 120028006666372 TSC cycles.
+    assert_eq!(trace.events[1].timestamp - trace.events[0].timestamp, 4186);
+    let summary = trace::summary(&trace);
+    assert!(summary.contains("clock ticks"), "{summary}");
+    assert!(!summary.contains(" s on "), "{summary}");
+    let round_trip = trace::decode(&trace::encode(&trace).unwrap()).unwrap();
+    assert_eq!(round_trip.clock(), TraceClock::Ticks);
+    assert_eq!(round_trip.events, trace.events);
+    let seconds = trace::import(&data("tracefs_trace.txt")).unwrap();
+    assert_eq!(seconds.clock(), TraceClock::Nanoseconds);
+}
+
+/// One trace has one clock: a line in seconds after lines in ticks is an
+/// error naming both lines, not a timeline of mixed units.
+#[test]
+fn a_trace_mixing_clocks_is_refused() {
+    let alloc = "mm_page_alloc: page=0000000071d402fe pfn=0x482e79 order=0 \
+                 migratetype=0 gfp_flags=GFP_KERNEL";
+    let text =
+        format!("bash-1 [001] 120027945114570: {alloc}\n# c\nbash-1 [001] 46232.695304: {alloc}\n");
+    let err = import_text(&text).unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 3, .. }), "{err}");
+    assert!(err.to_string().contains("line 1"), "{err}");
 }

@@ -62,12 +62,12 @@ fn subbuffers_decode_with_time_extends_padding_and_missed_events() {
         (events[0].pfn, events[0].order, events[0].gfp, events[0].cpu),
         (0x1000, 2, 0xcc0, 1)
     );
-    assert_eq!(events[0].timestamp_ns, 1_005);
+    assert_eq!(events[0].timestamp, 1_005);
     assert_eq!(
         (events[1].pfn, events[1].migratetype, events[1].gfp),
         (0x2000, 1, 0x100cca)
     );
-    assert_eq!(events[1].timestamp_ns, 1_005 + (1 << 27) + 3 + 7);
+    assert_eq!(events[1].timestamp, 1_005 + (1 << 27) + 3 + 7);
     // A commit beyond the page is an error, not a panic.
     page[8..16].copy_from_slice(&5000u64.to_le_bytes());
     assert!(decoder.decode_subbuffer(&page, 1, &mut events).is_err());

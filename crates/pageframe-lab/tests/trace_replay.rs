@@ -7,7 +7,7 @@ use pageframe_lab::trace::frag::{fragmentation_index, unusable_free_index};
 use pageframe_lab::trace::live::LiveBlocks;
 use pageframe_lab::trace::replay::FallbackKey;
 use pageframe_lab::trace::{
-    self, run_replay, EventKind, ReplayOptions, Trace, TraceError, TraceEvent,
+    self, run_replay, EventKind, ReplayOptions, Trace, TraceClock, TraceError, TraceEvent,
 };
 
 /// The first `count` events of the shipped trace, with its metadata.
@@ -682,7 +682,7 @@ fn high_decays_once_a_second_of_the_traces_time() {
     let mut trace = shipped_prefix(4_000);
     let half = trace.events.len() / 2;
     for event in &mut trace.events[half..] {
-        event.timestamp_ns += 30_000_000_000;
+        event.timestamp += 30_000_000_000;
     }
     let replay = |trace: &Trace, pcp_decay| {
         trace::replay(
@@ -702,8 +702,12 @@ fn high_decays_once_a_second_of_the_traces_time() {
         decayed.pcp_high_end,
         kept.pcp_high_end
     );
+    // A clock of ticks (x86-tsc, counter) gives no seconds: no decay.
+    let mut ticks = trace.clone();
+    ticks.set_clock(TraceClock::Ticks);
+    assert_eq!(replay(&ticks, true).pcp_high_end, kept.pcp_high_end);
     let last = trace.events.len() - 1;
-    trace.events[last].timestamp_ns = u64::MAX - 1;
+    trace.events[last].timestamp = u64::MAX - 1;
     let started = std::time::Instant::now();
     replay(&trace, true);
     assert!(started.elapsed().as_secs() < 30);

@@ -3,7 +3,11 @@
 //! timestamp order plus the recording's metadata (host state at start and
 //! end, lost events, caps).
 //!
-//! Invariant: `Trace::events` is sorted by `timestamp_ns` (ties keep the
+//! Timestamps count in the trace's clock ([`TraceClock`]): nanoseconds for
+//! the clocks tracefs prints as seconds, plain ticks for those it prints as
+//! integers (`counter`, `uptime`, `x86-tsc`).
+//!
+//! Invariant: `Trace::events` is sorted by `timestamp` (ties keep the
 //! order they were recorded in); `Trace::check_invariants` verifies it.
 
 use super::TraceError;
@@ -66,8 +70,9 @@ impl EventKind {
 /// One event. Fields a tracepoint does not have are zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceEvent {
-    /// Nanoseconds since the first event of the trace.
-    pub timestamp_ns: u64,
+    /// Time since the first event of the trace, in the trace's
+    /// [`TraceClock`] (nanoseconds unless the clock counts ticks).
+    pub timestamp: u64,
     /// The tracepoint.
     pub kind: EventKind,
     /// The CPU the event fired on.
@@ -91,9 +96,9 @@ pub struct TraceEvent {
 
 impl TraceEvent {
     /// An event of `kind` with every field zero.
-    pub fn new(kind: EventKind, timestamp_ns: u64, cpu: u16, pfn: u64) -> TraceEvent {
+    pub fn new(kind: EventKind, timestamp: u64, cpu: u16, pfn: u64) -> TraceEvent {
         TraceEvent {
-            timestamp_ns,
+            timestamp,
             kind,
             cpu,
             order: 0,
@@ -103,6 +108,33 @@ impl TraceEvent {
             fallback_order: 0,
             fallback_migratetype: 0,
             flag: false,
+        }
+    }
+}
+
+/// What a trace's timestamps count. tracefs prints the clocks that run in
+/// nanoseconds (`local`, `global`, `mono`, `boot`, `perf`, …) as seconds
+/// with a fraction, and the others (`counter`, `uptime` in jiffies,
+/// `x86-tsc` in TSC cycles) as bare integers (print_trace_fmt() and the
+/// `in_ns` field of the kernel's trace_clocks[] table): their ticks have
+/// no time unit a replay could use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceClock {
+    /// Nanoseconds.
+    Nanoseconds,
+    /// Ticks of a clock with no known time unit.
+    Ticks,
+}
+
+impl TraceClock {
+    /// The metadata key that records the clock.
+    const META_KEY: &'static str = "clock";
+
+    /// The metadata value for this clock.
+    fn meta_value(self) -> &'static str {
+        match self {
+            TraceClock::Nanoseconds => "ns",
+            TraceClock::Ticks => "ticks",
         }
     }
 }
@@ -136,6 +168,20 @@ impl Trace {
         }
     }
 
+    /// What the timestamps count: nanoseconds unless the metadata says
+    /// ticks (traces written before the key existed are in nanoseconds).
+    pub fn clock(&self) -> TraceClock {
+        match self.meta(TraceClock::META_KEY) {
+            Some(value) if value == TraceClock::Ticks.meta_value() => TraceClock::Ticks,
+            _ => TraceClock::Nanoseconds,
+        }
+    }
+
+    /// Records what the timestamps count.
+    pub fn set_clock(&mut self, clock: TraceClock) {
+        self.set_meta(TraceClock::META_KEY, clock.meta_value());
+    }
+
     /// Events of each kind, in [`EventKind::ALL`] order.
     pub fn counts(&self) -> [u64; 6] {
         let mut counts = [0u64; 6];
@@ -157,10 +203,10 @@ impl Trace {
     /// Sorts events by timestamp (stable) and rebases timestamps so that the
     /// first event is at 0.
     pub fn normalize(&mut self) {
-        self.events.sort_by_key(|event| event.timestamp_ns);
-        if let Some(first) = self.events.first().map(|event| event.timestamp_ns) {
+        self.events.sort_by_key(|event| event.timestamp);
+        if let Some(first) = self.events.first().map(|event| event.timestamp) {
             for event in &mut self.events {
-                event.timestamp_ns -= first;
+                event.timestamp -= first;
             }
         }
     }
@@ -176,7 +222,7 @@ impl Trace {
             )));
         }
         for (index, pair) in self.events.windows(2).enumerate() {
-            if pair[1].timestamp_ns < pair[0].timestamp_ns {
+            if pair[1].timestamp < pair[0].timestamp {
                 return Err(TraceError::Invariant(format!(
                     "event {} is earlier than event {index}",
                     index + 1

@@ -88,11 +88,11 @@ fn encode_events(events: &[TraceEvent]) -> Vec<u8> {
             out.push(event.order);
         }
         put_varint(&mut out, event.cpu as u64);
-        put_varint(&mut out, event.timestamp_ns - previous_ts);
+        put_varint(&mut out, event.timestamp - previous_ts);
         let previous = &mut previous_pfn[event.cpu as usize];
         let delta = event.pfn.wrapping_sub(*previous) as i64;
         put_varint(&mut out, ((delta << 1) ^ (delta >> 63)) as u64);
-        previous_ts = event.timestamp_ns;
+        previous_ts = event.timestamp;
         *previous = event.pfn;
         match event.kind {
             EventKind::Alloc => {

@@ -65,7 +65,7 @@ pub mod text_import;
 pub mod tracefs;
 
 pub use compare::{compare, ReplayRow};
-pub use event::{EventKind, Trace, TraceEvent};
+pub use event::{EventKind, Trace, TraceClock, TraceEvent};
 pub use format::{decode, encode, read_file, write_file};
 pub use policy::ReplayPolicy;
 pub use record::{record, RecordOptions, RecordTarget};
@@ -183,10 +183,14 @@ pub fn summary(trace: &Trace) -> String {
         .zip(counts)
         .map(|(kind, count)| format!("{} {count}", kind.tracepoint()))
         .collect();
+    let last = trace.events.last().map_or(0, |event| event.timestamp);
+    let span = match trace.clock() {
+        TraceClock::Nanoseconds => format!("{:.3} s", last as f64 / 1e9),
+        TraceClock::Ticks => format!("{last} clock ticks (a trace clock with no time unit)"),
+    };
     format!(
-        "{} events over {:.3} s on {} CPUs ({}); lost events: {}; source: {}",
+        "{} events over {span} on {} CPUs ({}); lost events: {}; source: {}",
         trace.events.len(),
-        trace.events.last().map_or(0, |event| event.timestamp_ns) as f64 / 1e9,
         host::host_cpus(trace),
         kinds.join(", "),
         trace.meta("lost_events").unwrap_or("unknown"),
@@ -225,7 +229,7 @@ pub fn replay_report(
         seed: options.seed,
         scale: "trace".into(),
         rows: report.rows.iter().map(|row| row.to_report_row()).collect(),
-        notes: vec![
+        notes: [
             format!("{}: {}", file.display(), summary(trace)),
             format!(
                 "replayed on {} MiB, {} CPUs{}",
@@ -237,7 +241,16 @@ pub fn replay_report(
                     format!(", cmdline \"{}\"", options.cmdline.trim())
                 }
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            (options.pcp_decay && trace.clock() == TraceClock::Ticks).then(|| {
+                "the trace's clock counts ticks, not time: the vmstat worker's \
+                 once-a-second decay of the per-CPU lists' high was not run"
+                    .to_string()
+            }),
+        )
+        .collect(),
     }
 }
 

@@ -33,7 +33,7 @@
 //! Deterministic: the machine boots with `options.seed` and nothing else
 //! is random.
 
-use super::event::{EventKind, Trace};
+use super::event::{EventKind, Trace, TraceClock};
 use super::frag::{fragmentation_index, unusable_free_index};
 use super::host::{host_bytes, host_cpus, host_file, kernel_release, Moment};
 use super::host_free::copy_host_free_lists;
@@ -90,7 +90,8 @@ pub struct ReplayOptions {
     /// the trace's time, from its first event: `high` decays by an eighth
     /// toward `high_min` and the pages above it are drained
     /// (decay_pcp_high() from vmstat_update(), every `sysctl_stat_interval`
-    /// of one second). Off, `high` moves only with allocations and frees.
+    /// of one second). Off, or when the trace's clock counts ticks
+    /// ([`TraceClock::Ticks`]), `high` moves only with allocations and frees.
     pub pcp_decay: bool,
     /// Lay the free memory out as the host's /proc/pagetypeinfo showed it
     /// at the trace's start (free blocks per zone, migratetype and order;
@@ -146,8 +147,8 @@ fn decay_pcp_lists(allocator: &LocalPageAllocator, passes: u64) {
 pub struct FragSample {
     /// Events replayed so far.
     pub events: u64,
-    /// Trace time of the last of them, nanoseconds.
-    pub timestamp_ns: u64,
+    /// Trace time of the last of them, in the trace's clock ([`TraceClock`]).
+    pub timestamp: u64,
     /// Free blocks per order over all zones.
     pub nr_free: Vec<u64>,
     /// Unusable free index per order (thousandths).
@@ -158,11 +159,11 @@ pub struct FragSample {
 
 impl FragSample {
     /// Both indices of every order from free blocks per order.
-    pub fn from_nr_free(events: u64, timestamp_ns: u64, nr_free: Vec<u64>) -> FragSample {
+    pub fn from_nr_free(events: u64, timestamp: u64, nr_free: Vec<u64>) -> FragSample {
         let orders = 0..nr_free.len() as u32;
         FragSample {
             events,
-            timestamp_ns,
+            timestamp,
             unusable: orders
                 .clone()
                 .map(|o| unusable_free_index(&nr_free, o))
@@ -418,10 +419,12 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
     let mut next_decay_ns = VMSTAT_INTERVAL_NS;
+    // A clock of ticks gives no seconds to decay by.
+    let decay_by_time = options.pcp_decay && trace.clock() == TraceClock::Nanoseconds;
 
     for (index, event) in trace.events.iter().enumerate() {
-        if options.pcp_decay && event.timestamp_ns >= next_decay_ns {
-            let passes = (event.timestamp_ns - next_decay_ns) / VMSTAT_INTERVAL_NS + 1;
+        if decay_by_time && event.timestamp >= next_decay_ns {
+            let passes = (event.timestamp - next_decay_ns) / VMSTAT_INTERVAL_NS + 1;
             decay_pcp_lists(&allocator, passes);
             next_decay_ns = next_decay_ns.saturating_add(passes.saturating_mul(VMSTAT_INTERVAL_NS));
         }
@@ -429,7 +432,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
             until_sample = sample_every;
             samples.push(FragSample::from_nr_free(
                 index as u64,
-                event.timestamp_ns,
+                event.timestamp,
                 allocator.nr_free_blocks_per_order(),
             ));
         }
@@ -509,7 +512,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     }
     samples.push(FragSample::from_nr_free(
         trace.events.len() as u64,
-        trace.events.last().map_or(0, |event| event.timestamp_ns),
+        trace.events.last().map_or(0, |event| event.timestamp),
         allocator.nr_free_blocks_per_order(),
     ));
     counts.live_at_end = live.len() as u64;

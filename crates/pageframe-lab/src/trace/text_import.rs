@@ -3,15 +3,17 @@
 //!
 //! All four print one event per line as
 //! `COMM-PID [CPU] (flags) SECONDS: [kmem:]EVENT: key=value ...`
-//! (perf puts the PID after a space). The parser finds the `[CPU]` token,
-//! the first `SECONDS:` after it, then the event name and the fields it
-//! needs; other events, comments (`#`) and blank lines are skipped, and
+//! (perf puts the PID after a space), or with a bare integer of ticks in
+//! place of `SECONDS` when the trace clock has no time unit (`counter`,
+//! `uptime`, `x86-tsc`; see [`TraceClock`]). The parser finds the `[CPU]`
+//! token, the first timestamp after it, then the event name and the fields
+//! it needs; a file whose events mix the two clocks is an error; other events, comments (`#`) and blank lines are skipped, and
 //! `[LOST n EVENTS]` markers are counted. A line naming one of our events
 //! without a field it needs is an error that names its line number, and a
 //! file with text but no event line at all (of any event) is not a trace:
 //! an error naming its first line, not an empty trace.
 
-use super::event::{EventKind, Trace, TraceEvent};
+use super::event::{EventKind, Trace, TraceClock, TraceEvent};
 use super::gfp_names::parse_gfp;
 use super::{TraceError, MAX_TRACE_EVENTS, MAX_TRACE_ORDER};
 
@@ -92,6 +94,8 @@ fn import_lines(
     let mut lost = 0u64;
     let mut event_lines = 0usize;
     let mut first_foreign_line = None;
+    // The clock of the first event line, and that line.
+    let mut clock: Option<(TraceClock, usize)> = None;
     for (index, line) in lines.enumerate() {
         let line = line?;
         let line_no = index + 1;
@@ -124,7 +128,24 @@ fn import_lines(
                 continue;
             }
             ParsedLine::OtherEvent => None,
-            ParsedLine::Kmem(event) => Some(event),
+            ParsedLine::Kmem(event, event_clock) => {
+                match clock {
+                    None => clock = Some((event_clock, line_no)),
+                    Some((first, first_line)) if first != event_clock => {
+                        return Err(TraceError::Text {
+                            line: line_no,
+                            reason: format!(
+                                "timestamp in {} where line {first_line} has {}: \
+                                 a trace is recorded with one clock",
+                                clock_text(event_clock),
+                                clock_text(first)
+                            ),
+                        });
+                    }
+                    Some(_) => {}
+                }
+                Some(event)
+            }
         };
         event_lines += 1;
         if let Some(event) = event {
@@ -144,11 +165,16 @@ fn import_lines(
             line,
             reason: "no line of the file is a trace event \
                      (`COMM-PID [CPU] ... SECONDS: EVENT: ...`): \
-                     not a tracefs, trace-cmd report or perf script text trace"
+                     not a tracefs, trace-cmd report or perf script text trace \
+                     (tracefs's raw, hex, bin and latency-format output options \
+                     must be off)"
                 .to_string(),
         });
     }
     trace.set_meta("source", "text import");
+    if let Some((TraceClock::Ticks, _)) = clock {
+        trace.set_clock(TraceClock::Ticks);
+    }
     trace.set_meta("lost_events", lost.to_string());
     trace.normalize();
     Ok(trace)
@@ -173,12 +199,33 @@ enum ParsedLine {
     NotAnEvent,
     /// An event line of an event the replay does not use.
     OtherEvent,
-    /// One of the six kmem events.
-    Kmem(TraceEvent),
+    /// One of the six kmem events, and the clock its timestamp is in.
+    Kmem(TraceEvent, TraceClock),
 }
 
+/// How an error message names a clock's timestamps.
+fn clock_text(clock: TraceClock) -> &'static str {
+    match clock {
+        TraceClock::Nanoseconds => "seconds",
+        TraceClock::Ticks => "clock ticks",
+    }
+}
+
+/// A timestamp token without its colon: `SECONDS.FRACTION` in
+/// nanoseconds, or a bare integer of clock ticks.
+fn parse_timestamp(token: &str) -> Option<(u64, TraceClock)> {
+    if token.contains('.') {
+        parse_seconds(token).map(|nanos| (nanos, TraceClock::Nanoseconds))
+    } else if !token.is_empty() && token.bytes().all(|byte| byte.is_ascii_digit()) {
+        token.parse().ok().map(|ticks| (ticks, TraceClock::Ticks))
+    } else {
+        None
+    }
+}
+
+/// `SECONDS.FRACTION` (at most nine fraction digits) in nanoseconds.
 fn parse_seconds(token: &str) -> Option<u64> {
-    let (seconds, fraction) = token.split_once('.').unwrap_or((token, ""));
+    let (seconds, fraction) = token.split_once('.')?;
     if fraction.len() > 9 || !fraction.bytes().all(|byte| byte.is_ascii_digit()) {
         return None;
     }
@@ -216,7 +263,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
     let Some(time_index) = (cpu_index + 1..tokens.len()).find(|&index| {
         tokens[index]
             .strip_suffix(':')
-            .is_some_and(|seconds| parse_seconds(seconds).is_some())
+            .is_some_and(|time| parse_timestamp(time).is_some())
     }) else {
         return Ok(ParsedLine::NotAnEvent);
     };
@@ -235,9 +282,9 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
     let cpu = cpu_text
         .parse::<u16>()
         .map_err(|_| bad(format!("cpu {cpu_text} out of range")))?;
-    let timestamp = tokens[time_index]
+    let (timestamp, clock) = tokens[time_index]
         .strip_suffix(':')
-        .and_then(parse_seconds)
+        .and_then(parse_timestamp)
         .ok_or_else(|| bad("bad timestamp".to_string()))?;
     let fields: Vec<(&str, &str)> = tokens[time_index + 2..]
         .iter()
@@ -296,5 +343,5 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
             event.flag = small("change_ownership", 0, 1)? != 0;
         }
     }
-    Ok(ParsedLine::Kmem(event))
+    Ok(ParsedLine::Kmem(event, clock))
 }

@@ -169,13 +169,13 @@ impl RecordDecoder {
         Ok(RecordDecoder { by_id })
     }
 
-    fn decode(&self, record: &[u8], timestamp_ns: u64, cpu: u16) -> Option<TraceEvent> {
+    fn decode(&self, record: &[u8], timestamp: u64, cpu: u16) -> Option<TraceEvent> {
         let id = u16::from_le_bytes([*record.first()?, *record.get(1)?]);
         let decoder = self.by_id.iter().find(|(known, _)| *known == id)?.1;
         let small = |spec: Option<FieldSpec>| spec.and_then(|spec| read_field(record, spec));
         let mut event = TraceEvent::new(
             decoder.kind,
-            timestamp_ns,
+            timestamp,
             cpu,
             read_field(record, decoder.pfn)? as u64,
         );

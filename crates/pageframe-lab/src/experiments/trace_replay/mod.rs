@@ -136,7 +136,7 @@ impl Experiment for TraceReplay {
             for sample in &report.outcome.samples {
                 let typed = FragmentationRow {
                     policy: policy.clone(),
-                    seconds: round_to(sample.timestamp_ns as f64 / 1e9, 3),
+                    seconds: round_to(sample.timestamp as f64 / 1e9, 3),
                     unusable_order_3: unusable(sample, 3),
                     unusable_order_9: unusable(sample, 9),
                 };
