@@ -4,12 +4,13 @@
 //! rmqueue(), rmqueue_pcplist(), rmqueue_bulk(), rmqueue_buddy() and
 //! __alloc_pages_slowpath(); the watermark checks are in `watermark`.
 //!
-//! The fast path tries the preferred zone's per-CPU list inline; when that
-//! zone is below its watermark, an out-of-line walk goes on along the
-//! zonelist to the first zone that passes and takes its per-CPU list, with
-//! the same walk (eligibility, `ALLOC_NOFRAGMENT` retry, watermarks) as
-//! get_page_from_freelist(). Anything else falls to the general walk, which
-//! decides as the kernel's single walk would.
+//! The fast path walks the zonelist in the caller's frame to the first zone
+//! that passes its watermark and takes a block from that zone's per-CPU
+//! list, with the same eligibility and watermark rules as
+//! get_page_from_freelist(); the walk stops where the kernel's would restart
+//! without `ALLOC_NOFRAGMENT` (another node). Anything else falls to the
+//! general walk, which decides as the kernel's single walk would
+//! (`tests/fast_path.rs` runs both on twin allocators and compares).
 //!
 //! pageframe has no reclaim, compaction or OOM killer: where the kernel would
 //! reclaim, the slow path does what the kernel does after reclaim made no
@@ -103,11 +104,7 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> AllocContext<'a> {
         let lists = &self.zonelists[preferred.index()];
         let mut ac = AllocContext {
-            zonelist: if request.this_node {
-                &lists.this_node
-            } else {
-                &lists.fallback
-            },
+            zonelist: lists.for_request(request.this_node),
             nodemask,
             highest_zone: request.highest_zone,
             freetype: request.freetype,
@@ -176,16 +173,9 @@ impl<L: LockFamily> PageAllocator<L> {
         nodemask: Option<&Nodemask>,
     ) -> Result<FrameIdx, AllocError> {
         let fast = if nodemask.is_none() {
-            match self.alloc_from_preferred_pcp(cpu, gfp, request, order, preferred) {
-                PreferredPcp::Served(pfn) => return Ok(pfn),
-                PreferredPcp::BelowWatermark => {
-                    match self.get_page_from_pcp_lists(cpu, gfp, request, order, preferred) {
-                        PcpWalk::Served(pfn) => return Ok(pfn),
-                        PcpWalk::ListMissed => FastWalk::PreferredBelowWatermark,
-                        PcpWalk::NoZonePassed => FastWalk::NoZonePassed,
-                    }
-                }
-                PreferredPcp::Missed => FastWalk::Untried,
+            match self.alloc_from_pcp_lists(cpu, gfp, request, order, preferred) {
+                Ok(pfn) => return Ok(pfn),
+                Err(fast) => fast,
             }
         } else {
             FastWalk::Untried
@@ -251,49 +241,95 @@ impl<L: LockFamily> PageAllocator<L> {
         zeroed
     }
 
-    /// The first step of get_page_from_freelist() in its most common case,
-    /// without the general loop: no nodemask, an order the per-CPU lists
-    /// serve, the preferred zone above its low watermark and its list not
-    /// empty. Anything else changes nothing but the zone's `ZONE_BELOW_HIGH`
-    /// (as the walk would set it), and the general path takes over and
-    /// decides exactly as it would have; when the preferred zone failed its
-    /// watermark, the walk starts after it rather than check it again.
+    /// get_page_from_freelist() in its most common case, without the
+    /// general loop: no nodemask, an order the per-CPU lists serve, and the
+    /// first zone of the walk that passes its watermark (the preferred zone,
+    /// or one [`Self::fast_fallback_zone`] finds) has a block on its list.
+    /// Anything else changes nothing but the zones' `ZONE_BELOW_HIGH` (as
+    /// the walk would set them) and says what the fast path found, and the
+    /// general path decides exactly as it would have.
     #[inline(always)]
-    fn alloc_from_preferred_pcp(
+    fn alloc_from_pcp_lists(
         &self,
         cpu: CpuId,
         gfp: Gfp,
         request: &GfpRequest,
         order: Order,
         preferred: NodeId,
-    ) -> PreferredPcp {
+    ) -> Result<FrameIdx, FastWalk> {
         let Some(list) = PcpList::of(request.freetype, order, self.layout.pageblock_order) else {
-            return PreferredPcp::Missed;
+            return Err(FastWalk::Untried);
         };
-        let Some(zone) = self.zonelists[preferred.index()]
-            .first_eligible(request.this_node, request.highest_zone)
-        else {
-            return PreferredPcp::Missed;
+        let lists = &self.zonelists[preferred.index()];
+        let Some(first) = lists.first_eligible(request.this_node, request.highest_zone) else {
+            return Err(FastWalk::Untried);
         };
         let cpu_slot = &self.cpus[cpu.index()];
-        // SAFETY: `zone` comes from a zonelist.
-        let ZoneOnCpu {
-            slot,
-            cpu: cpu_zone,
-            ..
-        } = unsafe { self.zone_on_cpu(cpu_slot, zone) };
-        let flags = gfp.fastpath_alloc_flags() | nofragment_flag(slot);
-        if !self.zone_watermark_passes(slot, order, request.highest_zone, flags) {
-            return PreferredPcp::BelowWatermark;
+        // SAFETY: `first` comes from a zonelist.
+        let preferred_zone = unsafe { self.zone_on_cpu(cpu_slot, first) };
+        let flags = gfp.fastpath_alloc_flags() | nofragment_flag(preferred_zone.slot);
+        if self.zone_watermark_passes(preferred_zone.slot, order, request.highest_zone, flags) {
+            let pfn = self
+                .pop_pcp_list(preferred_zone.cpu, list, order)
+                .ok_or(FastWalk::Untried)?;
+            if self.options.vm_events {
+                // The preferred zone itself: a NUMA hit (zone_statistics()).
+                let (counters, node) = (&preferred_zone.cpu.events, preferred_zone.slot.node);
+                count_alloc_events(cpu_slot, counters, node, order.nr_pages(), 1);
+            }
+            return Ok(pfn);
         }
-        let Some(pfn) = self.pop_pcp_list(cpu_zone, list, order) else {
-            return PreferredPcp::Missed;
-        };
-        if self.options.vm_events {
-            // The preferred zone itself: a NUMA hit (zone_statistics()).
-            count_alloc_events(cpu_slot, &cpu_zone.events, slot.node, order.nr_pages(), 1);
+        let walk = (
+            cpu_slot,
+            preferred_zone,
+            lists.for_request(request.this_node),
+        );
+        let zone = self.fast_fallback_zone(walk, order, request.highest_zone, flags)?;
+        let pfn = self
+            .pop_pcp_list(zone.cpu, list, order)
+            .ok_or(FastWalk::PreferredBelowWatermark)?;
+        self.account_alloc(cpu_slot, preferred_zone, zone, order.nr_pages(), 1);
+        Ok(pfn)
+    }
+
+    /// The fast path's walk on from a preferred zone below its watermark:
+    /// the next zone of `zonelist` the allocation may use that passes its
+    /// own, as get_page_from_freelist() goes on. `walk` is the allocating
+    /// CPU, its state for the preferred zone and the zonelist. The walk ends
+    /// where the kernel's would restart without `ALLOC_NOFRAGMENT` (a zone
+    /// of another node, with more than one node): the general walk, which
+    /// restarts, decides (`PreferredBelowWatermark`). `NoZonePassed` when
+    /// no zone passes: the kernel's restart at the end of the list checks
+    /// the same watermarks again, and `ALLOC_NOFRAGMENT` does not change a
+    /// watermark check. Inline, so that the order-0 copy of the path
+    /// checks with the order known: out of line, a fallback pair cost 298
+    /// instructions against 234 (callgrind).
+    #[inline(always)]
+    fn fast_fallback_zone<'a>(
+        &'a self,
+        walk: (&'a CpuSlot<L>, ZoneOnCpu<'a, L>, &[ZoneIdx]),
+        order: Order,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> Result<ZoneOnCpu<'a, L>, FastWalk> {
+        let (cpu_slot, preferred, zonelist) = walk;
+        let stop_at_other_nodes =
+            flags.contains(AllocFlags::NOFRAGMENT) && self.layout.nodes.len() > 1;
+        for &zone in zonelist {
+            // SAFETY: `zone` comes from a zonelist.
+            let on_cpu = unsafe { self.zone_on_cpu(cpu_slot, zone) };
+            let slot = on_cpu.slot;
+            if zone == preferred.index || slot.zone_type > highest_zone {
+                continue;
+            }
+            if stop_at_other_nodes && slot.node != preferred.slot.node {
+                return Err(FastWalk::PreferredBelowWatermark);
+            }
+            if self.zone_watermark_passes(slot, order, highest_zone, flags) {
+                return Ok(on_cpu);
+            }
         }
-        PreferredPcp::Served(pfn)
+        Err(FastWalk::NoZonePassed)
     }
 
     /// Pops a block from a per-CPU list that has one, without refilling
@@ -381,51 +417,6 @@ impl<L: LockFamily> PageAllocator<L> {
             }
             ControlFlow::Break(Some(pfn))
         })
-    }
-
-    /// get_page_from_freelist() at the fast path's flags after the fast
-    /// path found the preferred zone below its watermark, as far as the
-    /// first zone that passes its own: a block from that zone's per-CPU
-    /// list when the list has one. Otherwise nothing has changed but
-    /// `ZONE_BELOW_HIGH` (as the walk sets it), and the answer says whether
-    /// a zone passed: when one did, its list was empty or locked, and
-    /// [`Self::get_page_from_freelist`] walks again, refilling lists and
-    /// taking the buddy lists, and decides as it would have alone.
-    #[inline(never)]
-    fn get_page_from_pcp_lists(
-        &self,
-        cpu: CpuId,
-        gfp: Gfp,
-        request: &GfpRequest,
-        order: Order,
-        preferred: NodeId,
-    ) -> PcpWalk {
-        let ac = self.prepare_alloc(request, preferred, None);
-        let (Some(list), Some(preferred_zone)) = (
-            PcpList::of(ac.freetype, order, self.layout.pageblock_order),
-            ac.preferred_zone,
-        ) else {
-            return PcpWalk::ListMissed;
-        };
-        let cpu_slot = &self.cpus[cpu.index()];
-        // SAFETY: the preferred zone comes from a zonelist.
-        let preferred = unsafe { self.zone_on_cpu(cpu_slot, preferred_zone) };
-        let start = (cpu_slot, preferred, true);
-        let flags = gfp.fastpath_alloc_flags();
-        let mut passed = false;
-        let pfn = self.walk_zonelist(start, order, flags, &ac, |zone, _| {
-            passed = true;
-            let pfn = self.pop_pcp_list(zone.cpu, list, order);
-            if pfn.is_some() {
-                self.account_alloc(cpu_slot, preferred, zone, order.nr_pages(), 1);
-            }
-            ControlFlow::Break(pfn)
-        });
-        match (pfn, passed) {
-            (Some(pfn), _) => PcpWalk::Served(pfn),
-            (None, true) => PcpWalk::ListMissed,
-            (None, false) => PcpWalk::NoZonePassed,
-        }
     }
 
     /// The zonelist walk of get_page_from_freelist(): each eligible zone
@@ -689,36 +680,15 @@ impl<L: LockFamily> PageAllocator<L> {
     }
 }
 
-/// What the preferred-zone fast path ([`PageAllocator::alloc_from_preferred_pcp`])
-/// found.
-enum PreferredPcp {
-    /// A block from the preferred zone's per-CPU list.
-    Served(FrameIdx),
-    /// The preferred zone is below its watermark.
-    BelowWatermark,
-    /// No per-CPU list for the order, no eligible zone, a contended lock
-    /// or an empty list.
-    Missed,
-}
-
-/// What the walk after a preferred zone below its watermark found.
-enum PcpWalk {
-    /// A block from the per-CPU list of the first zone that passed.
-    Served(FrameIdx),
-    /// A zone passed but its list was empty or locked (or the request has
-    /// no per-CPU list): the general walk decides.
-    ListMissed,
-    /// No zone passed its watermark: the fast walk has failed.
-    NoZonePassed,
-}
-
 /// What the fast path tells the general path.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum FastWalk {
     /// The fast path decided nothing (a nodemask, no per-CPU list, an
     /// empty or locked list at the preferred zone).
     Untried,
-    /// The preferred zone failed its watermark; a zone after it passed.
+    /// The preferred zone failed its watermark; a zone after it passed
+    /// with its list empty or locked, or the walk reached another node
+    /// with `ALLOC_NOFRAGMENT`.
     PreferredBelowWatermark,
     /// No zone passed its watermark at the fast path's flags.
     NoZonePassed,

@@ -34,6 +34,17 @@ impl Zonelists {
             .copied()
     }
 
+    /// The zonelist an allocation walks: this node's zones alone for
+    /// `__GFP_THISNODE`, else every node's in fallback order.
+    #[inline(always)]
+    pub(crate) fn for_request(&self, this_node: bool) -> &[ZoneIdx] {
+        if this_node {
+            &self.this_node
+        } else {
+            &self.fallback
+        }
+    }
+
     /// The preferred zone of an allocation without a nodemask.
     #[inline]
     pub(crate) fn first_eligible(
