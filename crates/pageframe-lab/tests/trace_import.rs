@@ -216,3 +216,37 @@ fn a_trace_mixing_clocks_is_refused() {
     assert!(matches!(err, TraceError::Text { line: 3, .. }), "{err}");
     assert!(err.to_string().contains("line 1"), "{err}");
 }
+
+/// Times that step back at many events are gaps, not times (`perf script
+/// --deltatime`): sorting them would scramble the trace, so the import
+/// refuses them, naming the first step back. A few steps back (two CPUs'
+/// clocks a little apart) are sorted into order.
+#[test]
+fn gaps_instead_of_times_are_refused() {
+    let line = |seconds: &str, pfn: u64| {
+        format!(
+            "cc1 27766 [000] {seconds}: kmem:mm_page_alloc: page=0x{pfn:x} pfn=0x{pfn:x} \
+             order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
+        )
+    };
+    let gaps = ["0.000000", "0.000004", "0.000001", "0.000009", "0.000002"];
+    let text: String = (0..40)
+        .map(|index| line(gaps[index % gaps.len()], 0x1000 + index as u64))
+        .collect();
+    let err = import_text(&text).unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 3, .. }), "{err}");
+    assert!(err.to_string().contains("--deltatime"), "{err}");
+
+    let mut times: Vec<u64> = (0..40).map(|index| 100 + index * 3).collect();
+    times.swap(10, 11);
+    times.swap(30, 31);
+    let text: String = times
+        .iter()
+        .enumerate()
+        .map(|(index, micros)| line(&format!("5.{micros:06}"), 0x1000 + index as u64))
+        .collect();
+    let trace = import_text(&text).unwrap();
+    trace.check_invariants().unwrap();
+    assert_eq!(trace.events.len(), 40);
+    assert_eq!(trace.events[10].pfn, 0x1000 + 11, "sorted into time order");
+}

@@ -7,8 +7,10 @@
 //! place of `SECONDS` when the trace clock has no time unit (`counter`,
 //! `uptime`, `x86-tsc`; see [`TraceClock`]). The parser finds the `[CPU]`
 //! token, the first timestamp after it, then the event name and the fields
-//! it needs; a file whose events mix the two clocks is an error; other events, comments (`#`) and blank lines are skipped, and
-//! `[LOST n EVENTS]` markers are counted. A line naming one of our events
+//! it needs; a file whose events mix the two clocks, or whose times step
+//! back at many events (gaps, not times), is an error; other events,
+//! comments (`#`) and blank lines are skipped, and `[LOST n EVENTS]`
+//! markers are counted. A line naming one of our events
 //! without a field it needs is an error that names its line number, and a
 //! file with text but no event line at all (of any event) is not a trace:
 //! an error naming its first line, not an empty trace.
@@ -96,6 +98,7 @@ fn import_lines(
     let mut first_foreign_line = None;
     // The clock of the first event line, and that line.
     let mut clock: Option<(TraceClock, usize)> = None;
+    let mut time_order = TimeOrder::default();
     for (index, line) in lines.enumerate() {
         let line = line?;
         let line_no = index + 1;
@@ -157,9 +160,11 @@ fn import_lines(
                     ),
                 });
             }
+            time_order.note(event.timestamp, line_no);
             trace.events.push(event);
         }
     }
+    time_order.check(trace.events.len())?;
     if let (0, Some(line)) = (event_lines, first_foreign_line) {
         return Err(TraceError::Text {
             line,
@@ -178,6 +183,50 @@ fn import_lines(
     trace.set_meta("lost_events", lost.to_string());
     trace.normalize();
     Ok(trace)
+}
+
+/// How often a text trace's timestamps step backwards. Every text form
+/// prints events merged in time order, so a step back is rare (clocks of
+/// two CPUs a little apart); times that step back at every other event
+/// are not times but gaps (`perf script --deltatime`), and sorting them
+/// would scramble the trace.
+#[derive(Default)]
+struct TimeOrder {
+    previous: u64,
+    backwards: usize,
+    first_backwards_line: usize,
+}
+
+impl TimeOrder {
+    /// The fewest events the check judges: below this, a trace is too
+    /// short to tell gaps from times.
+    const MIN_EVENTS: usize = 16;
+
+    fn note(&mut self, timestamp: u64, line: usize) {
+        if timestamp < self.previous {
+            if self.backwards == 0 {
+                self.first_backwards_line = line;
+            }
+            self.backwards += 1;
+        }
+        self.previous = timestamp;
+    }
+
+    /// An error when more than a quarter of `events` step back.
+    fn check(&self, events: usize) -> Result<(), TraceError> {
+        if events < Self::MIN_EVENTS || self.backwards.saturating_mul(4) <= events {
+            return Ok(());
+        }
+        Err(TraceError::Text {
+            line: self.first_backwards_line,
+            reason: format!(
+                "{} of {events} events are earlier than the event before them: \
+                 the timestamps are not times (perf script --deltatime prints gaps; \
+                 print absolute times)",
+                self.backwards
+            ),
+        })
+    }
 }
 
 /// `CPU:1 [LOST 42 EVENTS]` (tracefs) or `... [LOST 42 EVENTS] ...`.
