@@ -244,6 +244,16 @@ pub fn replay_report(
         ]
         .into_iter()
         .chain(
+            host::host_file(trace, host::Moment::Start, "zoneinfo")
+                .is_none()
+                .then(|| {
+                    "the trace carries no host state from its start (a text import): \
+                     the replay starts on a freshly booted machine with empty per-CPU \
+                     lists; `pageframe trace record` keeps the host's /proc files"
+                        .to_string()
+                }),
+        )
+        .chain(
             (options.pcp_decay && trace.clock() == TraceClock::Ticks).then(|| {
                 "the trace's clock counts ticks, not time: the vmstat worker's \
                  once-a-second decay of the per-CPU lists' high was not run"
