@@ -400,3 +400,18 @@ fn info_runs_the_machine_files_hotplug_steps_as_proc_does() {
     let described = stdout_of(&["info", "--config", good.to_str().unwrap()]);
     assert!(described.contains("1152M present"), "{described}");
 }
+
+#[test]
+fn hotplug_steps_moving_more_than_twice_the_largest_machine_are_refused() {
+    // 4T onlined and offlined in turn, some 1000 times: hours of work from
+    // a 100 KiB file.
+    let pair = "[[hotplug]]\naction = \"online\"\nstart = \"1G\"\nsize = \"4T\"\n\n[[hotplug]]\naction = \"offline\"\nstart = \"1G\"\nsize = \"4T\"\n";
+    let machine = format!("[[node]]\nmem = \"1G\"\ncpus = 1\n{}", pair.repeat(1000));
+    let file = temp_file("hotplug-churn.toml", &machine);
+    let message = error_of(&["info", "--config", file.to_str().unwrap()]);
+    assert!(
+        message
+            .contains("config hotplug: the steps move 2147483648000 pages in all, more than 2^33"),
+        "{message}"
+    );
+}

@@ -102,7 +102,9 @@ impl MachineArgs {
             apply_cmdline(&mut desc, cmdline)?;
         }
         let layout = desc.layout()?;
-        check_host_holds(&layout, crate::host_memory::available())?;
+        let available = crate::host_memory::available();
+        check_host_holds(&layout, available)?;
+        check_hotplug_steps(&desc, &layout, available)?;
         Ok(desc)
     }
 
@@ -239,6 +241,57 @@ pub fn check_host_holds(layout: &MachineLayout, available: Option<u64>) -> Resul
                 crate::host_memory::gib(available)
             ),
         )),
+        _ => Ok(()),
+    }
+}
+
+/// Most pages a machine's `[[hotplug]]` steps may online and offline in
+/// all: twice the most a machine holds (each page onlined and offlined
+/// once). A step's time is in its pages and a file holds some 20 000 steps:
+/// 8T onlined and offlined in turn ran for hours.
+pub const MAX_HOTPLUG_PAGES: u64 = 1 << 33;
+
+/// Refuses hotplug steps that move more than [`MAX_HOTPLUG_PAGES`] in all,
+/// or that grow the memmap past the host's `MemAvailable` (as
+/// [`check_host_holds`] does at boot). A step past 2^32 pages is left to
+/// the allocator, which refuses it naming the PFN.
+pub fn check_hotplug_steps(
+    desc: &MachineDesc,
+    layout: &MachineLayout,
+    available: Option<u64>,
+) -> Result<(), DescError> {
+    let pages = desc.hotplug.iter().fold(0u64, |pages, step| {
+        pages.saturating_add(step.size >> desc.page_shift)
+    });
+    if pages > MAX_HOTPLUG_PAGES {
+        return Err(DescError::new(
+            "config hotplug",
+            format!(
+                "the steps move {pages} pages in all, more than 2^33 (each page of the largest machine onlined and offlined once)"
+            ),
+        ));
+    }
+    let furthest = desc
+        .hotplug
+        .iter()
+        .enumerate()
+        .filter(|(_, step)| step.online)
+        .filter_map(|(index, step)| Some((index, step.start.checked_add(step.size)?)))
+        .filter(|&(_, end)| end <= desc.max_end_bytes())
+        .max_by_key(|&(_, end)| end);
+    match furthest {
+        Some((index, end)) if end >> desc.page_shift > layout.end_pfn.0 => {
+            let grown = MachineLayout {
+                end_pfn: pageframe::Pfn(end >> desc.page_shift),
+                ..layout.clone()
+            };
+            check_host_holds(&grown, available).map_err(|err| {
+                DescError::new(
+                    format!("config hotplug[{index}]"),
+                    format!("once online, {}", err.message),
+                )
+            })
+        }
         _ => Ok(()),
     }
 }

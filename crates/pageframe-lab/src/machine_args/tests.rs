@@ -405,3 +405,51 @@ fn a_cpu_id_past_the_limit_is_named() {
     let err = file_error("[[node]]\nmem = \"1G\"\ncpus = [-1]\n");
     assert!(err.contains("(0 to 65535)"), "{err}");
 }
+
+/// Hotplug steps that move more than 2^33 pages in all, or whose furthest
+/// online end grows the memmap past the host's memory, are refused before
+/// booting (8T onlined and offlined in turn ran for hours; a 12T step grew
+/// the memmap to 36 GiB).
+#[test]
+fn hotplug_steps_past_the_time_or_memory_bounds_are_refused() {
+    let file = |steps: &str| {
+        parse_machine_file(&format!("[[node]]\nmem = \"1G\"\ncpus = 1\n{steps}"))
+            .unwrap()
+            .desc
+    };
+    let step = |action: &str, size: &str| {
+        format!("[[hotplug]]\naction = \"{action}\"\nstart = \"1G\"\nsize = \"{size}\"\n")
+    };
+    let churn = file(
+        &[step("online", "4T"), step("offline", "4T")]
+            .concat()
+            .repeat(5),
+    );
+    let layout = churn.layout().unwrap();
+    let err = check_hotplug_steps(&churn, &layout, None).unwrap_err();
+    assert_eq!(err.field, "config hotplug");
+    assert!(
+        err.message
+            .contains("10737418240 pages in all, more than 2^33"),
+        "{err}"
+    );
+    let once = file(
+        &[step("online", "4T"), step("offline", "4T")]
+            .concat()
+            .repeat(4),
+    );
+    assert!(check_hotplug_steps(&once, &layout, None).is_ok());
+    // The furthest online step names the metadata it would need.
+    let large = file(&[step("online", "1G"), step("online", "12T")].concat());
+    let err = check_hotplug_steps(&large, &layout, Some(20 << 30)).unwrap_err();
+    assert_eq!(err.field, "config hotplug[1]");
+    assert!(
+        err.message
+            .starts_with("once online, the machine's page metadata takes 36.0 GiB"),
+        "{err}"
+    );
+    assert!(check_hotplug_steps(&large, &layout, Some(40 << 30)).is_ok());
+    // A step past 2^32 pages is the allocator's to refuse.
+    let past = file(&step("online", "16T"));
+    assert!(check_hotplug_steps(&past, &layout, Some(20 << 30)).is_ok());
+}
