@@ -415,3 +415,30 @@ fn hotplug_steps_moving_more_than_twice_the_largest_machine_are_refused() {
         "{message}"
     );
 }
+
+#[test]
+fn a_trace_claiming_more_memory_than_this_host_has_is_refused_before_booting() {
+    // The replay machine is shaped like the traced host: a two-line text
+    // trace naming PFN 0xf0000000 (or a .pftrace whose saved zoneinfo
+    // claims terabytes) booted a machine of that size, 19 GB resident for
+    // 1.5e9 pages, without the host check `--mem` gets.
+    if pageframe_lab::host_memory::available().is_some_and(|bytes| bytes > 45 << 30) {
+        eprintln!("skipped: this host has more than 45 GiB available, so a 15T machine fits");
+        return;
+    }
+    let line = |seconds: &str, event: &str| {
+        format!("            bash-3089    [000] .....  {seconds}: {event}: page=000000005d6928c9 pfn=0xf0000000 order=0 migratetype=0 gfp_flags=GFP_KERNEL\n")
+    };
+    let trace = temp_file(
+        "huge-pfn.txt",
+        &(line("5.0", "mm_page_alloc") + &line("6.0", "mm_page_free")),
+    );
+    let message = error_of(&["trace", "replay", trace.to_str().unwrap()]);
+    assert!(
+        message.contains("replay machine: mem: the machine's page metadata takes")
+            && message.contains(
+                "(shaped like the traced host: give a smaller machine and fit the trace to it)"
+            ),
+        "{message}"
+    );
+}

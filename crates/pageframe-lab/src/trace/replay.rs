@@ -40,6 +40,7 @@ use super::host_free::copy_host_free_lists;
 use super::host_pcp::list_host_pcp;
 use super::live::LiveBlocks;
 use super::TraceError;
+use crate::machine_args::check_host_holds;
 use pageframe::machine::apply_cmdline;
 use pageframe::{
     AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, MigrateType,
@@ -282,7 +283,8 @@ pub struct ReplayOutcome {
 }
 
 /// The machine a replay boots: the given one, else one shaped like the
-/// host; then the policy switches. Checks the size against the host.
+/// host; then the policy switches. Checks the size against the traced host,
+/// and its page metadata against this host's memory.
 pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineDesc, TraceError> {
     let host_cpus = host_cpus(trace);
     let host_memory = host_bytes(trace);
@@ -332,6 +334,20 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
             }
         }
     }
+    // A trace's saved zoneinfo or highest PFN may claim terabytes: a 6 KiB
+    // trace whose zoneinfo managed 1.5e9 pages booted 19 GB and ran a minute.
+    let layout = desc
+        .layout()
+        .map_err(|err| TraceError::Machine(err.to_string()))?;
+    check_host_holds(&layout, crate::host_memory::available()).map_err(|err| {
+        let shaped = match options.machine {
+            Some(_) => "",
+            None => {
+                " (shaped like the traced host: give a smaller machine and fit the trace to it)"
+            }
+        };
+        TraceError::Machine(format!("{err}{shaped}"))
+    })?;
     Ok(desc)
 }
 
