@@ -298,12 +298,19 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                         FallbackOrder::ALL.map(FallbackOrder::name).join(", ")
                     ))
                 })?;
+            // Each flag checked alone, so that the message names the bad one
+            // (it showed both, the batch as `Some(0)` or `None`).
+            PcpSizing::new(args.pcp_high_fraction, None).map_err(|_| {
+                CliError::Invalid(format!(
+                    "--pcp-high-fraction {}: 0 (the kernel's default) or at least {}",
+                    args.pcp_high_fraction,
+                    PcpSizing::MIN_HIGH_FRACTION
+                ))
+            })?;
             let pcp = PcpSizing::new(args.pcp_high_fraction, args.pcp_batch).map_err(|_| {
                 CliError::Invalid(format!(
-                    "--pcp-high-fraction {} / --pcp-batch {:?}: the fraction is 0 or at least {}, the batch from 1 to {}",
-                    args.pcp_high_fraction,
-                    args.pcp_batch,
-                    PcpSizing::MIN_HIGH_FRACTION,
+                    "--pcp-batch {}: from 1 to {} pages",
+                    args.pcp_batch.unwrap_or_default(),
                     PcpSizing::MAX_BATCH
                 ))
             })?;

@@ -442,3 +442,25 @@ fn a_trace_claiming_more_memory_than_this_host_has_is_refused_before_booting() {
         "{message}"
     );
 }
+
+#[test]
+fn a_bad_pcp_sizing_names_the_flag_without_rust_syntax() {
+    // Was "--pcp-high-fraction 0 / --pcp-batch Some(0): the fraction is 0
+    // or at least 8, the batch from 1 to 65536" for a bad batch alone.
+    let trace = temp_file(
+        "pcp-sizing.txt",
+        "            bash-3089    [000] .....  5.0: mm_page_alloc: page=000000005d6928c9 pfn=0x100 order=0 migratetype=0 gfp_flags=GFP_KERNEL\n",
+    );
+    let path = trace.to_str().unwrap();
+    let message = error_of(&["trace", "replay", path, "--pcp-batch", "0"]);
+    assert!(
+        message.contains("pageframe: --pcp-batch 0: from 1 to 65536 pages"),
+        "{message}"
+    );
+    let message = error_of(&["trace", "replay", path, "--pcp-high-fraction", "7"]);
+    assert!(
+        message
+            .contains("pageframe: --pcp-high-fraction 7: 0 (the kernel's default) or at least 8"),
+        "{message}"
+    );
+}
