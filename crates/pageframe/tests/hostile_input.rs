@@ -10,8 +10,9 @@ mod common;
 
 use common::{assert_unchanged_mut, boot, MIB};
 use pageframe::machine::{apply_cmdline, HotplugStep, MemRange, MAX_CPU_ZONE_PAIRS};
+use pageframe::reclaim::{Mm, MmConfig, MmError};
 use pageframe::{
-    CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, ZoneType,
+    AllocError, CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, ZoneType,
 };
 
 /// Two nodes: node 0 `[0, 256M)` with CPUs 0-1, node 1 `[256M, 512M)` with
@@ -257,5 +258,29 @@ fn many_online_steps_grow_the_memmap_once_and_a_refused_step_changes_nothing() {
     });
     assert_eq!(index, 0);
     assert!(matches!(&err, HotplugError::Invalid(message) if message.contains("node 1")));
+    allocator.check_invariants().unwrap();
+}
+
+#[test]
+fn a_reclaim_allocation_above_max_order_is_refused_before_the_watermark_checks() {
+    // The slow path's watermark check shifted by the order and sliced the
+    // free areas from it: order 12 and up panicked in any build.
+    let allocator = boot(&MachineDesc::uniform(64 * MIB, 1, 2).unwrap());
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let free = allocator.nr_free_pages();
+    for order in [11u8, 12, 64, 255] {
+        let err = mm
+            .alloc_pages(CpuId(0), Gfp::KERNEL, Order(order), NodeId(0))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            MmError::Alloc(AllocError::OrderTooLarge {
+                order: Order(order),
+                max: Order(10)
+            })
+        );
+    }
+    assert_eq!(allocator.nr_free_pages(), free);
+    mm.check_invariants().unwrap();
     allocator.check_invariants().unwrap();
 }

@@ -84,6 +84,12 @@ impl Mm<'_> {
         order: Order,
         node: NodeId,
     ) -> Result<u64, MmError> {
+        // __alloc_pages(): an order above MAX_PAGE_ORDER fails before any
+        // watermark check (they index the free areas by the order).
+        let max = self.allocator.layout().max_order;
+        if order > max {
+            return Err(MmError::Alloc(AllocError::OrderTooLarge { order, max }));
+        }
         let handle = self.allocator.cpu(cpu)?;
         if node.index() >= self.nr_nodes() {
             return Err(MmError::Alloc(AllocError::NoSuchNode(node)));
