@@ -464,3 +464,29 @@ fn a_bad_pcp_sizing_names_the_flag_without_rust_syntax() {
         "{message}"
     );
 }
+
+#[test]
+fn an_input_fifo_without_a_writer_is_read_as_empty_not_waited_for() {
+    // --config, trace import and perf-table --write opened a FIFO and
+    // waited for a writer for ever.
+    let dir = temp_dir("in-fifo");
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let message = error_of(&["info", "--config", fifo]);
+    assert!(
+        message.contains("nodes: a machine needs at least one node"),
+        "{message}"
+    );
+    let message = error_of(&["perf-table", "--write", fifo]);
+    assert!(
+        message.contains("has no '<!-- perf-table:begin -->'"),
+        "{message}"
+    );
+    let summary = stdout_of(&["trace", "import", fifo]);
+    assert!(summary.contains(": 0 events"), "{summary}");
+}

@@ -1,6 +1,8 @@
 //! Files in and out. Input files (machine descriptions, config files,
 //! traces) are read up to a stated size ([`read_text`], [`read_bytes`]), so
-//! that `/dev/zero` or a huge file is a one-line error, not a full memory.
+//! that `/dev/zero` or a huge file is a one-line error, not a full memory,
+//! and opened without waiting for a writer ([`open_input`]), so that a FIFO
+//! no one writes to is an empty file, not a hang.
 //!
 //! Output files are complete or absent: each is written to a
 //! temporary file in its own directory (`.<name>.<pid>.tmp<.ext>`, hidden,
@@ -38,10 +40,33 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, String> {
 /// file is longer (reading stops one byte past the limit).
 pub fn read_bytes(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
-    fs::File::open(path)?
+    open_input(path)?
         .take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+}
+
+/// Opens `path` for reading without waiting for a writer: a FIFO that no
+/// one writes to reads as empty, where open() blocked for ever; a pipe
+/// with a writer (`--config <(...)`) reads as usual.
+pub fn open_input(path: &Path) -> io::Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    // Reads wait for data again, as on a file opened plainly.
+    // SAFETY: fcntl on a descriptor this function owns; F_GETFL and
+    // F_SETFL have no other precondition.
+    let cleared = unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        flags >= 0 && libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0
+    };
+    if !cleared {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
 }
 
 /// The temporary beside `target`.
@@ -121,6 +146,16 @@ mod tests {
         assert!(read_text(&dir.join("missing"), 10)
             .unwrap_err()
             .starts_with("cannot read "));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_without_a_writer_reads_as_empty_instead_of_blocking() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("machine.toml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        assert_eq!(read_text(&fifo, MAX_CONFIG_BYTES).unwrap(), "");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -160,7 +160,7 @@ impl TraceError {
 /// magic) or text output of tracefs, `trace-cmd report` or `perf script`.
 pub fn import(path: &Path) -> Result<Trace, TraceError> {
     use std::io::BufRead;
-    let file = std::fs::File::open(path).map_err(|err| TraceError::io(path, err))?;
+    let file = crate::files::open_input(path).map_err(|err| TraceError::io(path, err))?;
     let mut reader = std::io::BufReader::with_capacity(64 << 10, file);
     let head = reader.fill_buf().map_err(|err| TraceError::io(path, err))?;
     if head.starts_with(format::MAGIC) {
