@@ -59,6 +59,20 @@ impl Plan {
                 })?;
                 let experiments = experiments::parse_list(&args.experiments)
                     .map_err(|err| CliError::Invalid(err.to_string()))?;
+                // zram-untar's flags change nothing in a run without it
+                // (`run shuffle-cache --fs ext4` ran the simulation, silently).
+                if !experiments.iter().any(|e| e.name() == "zram-untar") {
+                    let given = [
+                        ("--corpus", args.corpus.is_some()),
+                        ("--fs", args.fs.is_some()),
+                        ("--trace", args.trace.is_some()),
+                    ];
+                    if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+                        return Err(CliError::Invalid(format!(
+                            "{flag} is zram-untar's, which this run does not include"
+                        )));
+                    }
+                }
                 let fs_ext4 = match args.fs.as_deref() {
                     None => false,
                     Some("ext4") => true,

@@ -490,3 +490,16 @@ fn an_input_fifo_without_a_writer_is_read_as_empty_not_waited_for() {
     let summary = stdout_of(&["trace", "import", fifo]);
     assert!(summary.contains(": 0 events"), "{summary}");
 }
+
+#[test]
+fn zram_untars_flags_in_a_run_without_it_are_refused() {
+    // `run shuffle-cache --fs ext4` ran the simulation and exited 0, as
+    // though the file system run had been asked of another experiment.
+    let message = error_of(&["run", "shuffle-cache", "--fs", "ext4"]);
+    assert!(
+        message.contains("--fs is zram-untar's, which this run does not include"),
+        "{message}"
+    );
+    let message = error_of(&["run", "bulk", "--corpus", "/dev/null"]);
+    assert!(message.contains("--corpus is zram-untar's"), "{message}");
+}
