@@ -14,7 +14,12 @@ use super::size::parse_size;
 pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescError> {
     let mut updated = desc.clone();
     for param in cmdline.split_whitespace() {
-        let (key, value) = param.split_once('=').unwrap_or((param, ""));
+        // A bare boolean key (`page_alloc.shuffle`) means Y, as
+        // param_set_bool() reads a missing value; `key=` gives "".
+        let (key, value, bare) = match param.split_once('=') {
+            Some((key, value)) => (key, value, false),
+            None => (param, "", true),
+        };
         let field = format!("cmdline {key}");
         match key {
             "mem" => updated.mem_limit = Some(parse_size(&field, value)?),
@@ -24,7 +29,7 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
             "kernelcore" => updated.kernelcore = Some(parse_percent_or_size(&field, value, desc)?),
             // mirrors page_alloc_shuffle(): SHUFFLE_FORCE_DISABLE sticks and
             // clears any enable; an enable is ignored once disabled.
-            "page_alloc.shuffle" => match parse_bool(value) {
+            "page_alloc.shuffle" => match if bare { Some(true) } else { kstrtobool(value) } {
                 Some(true) => updated.shuffle.enable = !updated.shuffle.force_disable,
                 Some(false) => {
                     updated.shuffle.force_disable = true;
@@ -33,7 +38,7 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
                 None => {
                     return Err(DescError::new(
                         field,
-                        format!("'{value}' is not a boolean (Y, N, 1, 0)"),
+                        format!("'{value}' is not a boolean (Y, N, 1, 0, on, off)"),
                     ))
                 }
             },
@@ -77,10 +82,19 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
 }
 
 /// A kernel boolean parameter (param_set_bool(): y/Y/1/n/N/0, and on/off).
-fn parse_bool(value: &str) -> Option<bool> {
-    match value {
-        "y" | "Y" | "1" | "on" | "" => Some(true),
-        "n" | "N" | "0" | "off" => Some(false),
+/// mirrors kstrtobool(): the first character decides (`y`, `Y`, `1`;
+/// `n`, `N`, `0`), or the second after an `o` (`on`, `off`); anything
+/// else, the empty string too, is EINVAL.
+fn kstrtobool(value: &str) -> Option<bool> {
+    let bytes = value.as_bytes();
+    match bytes.first()? {
+        b'y' | b'Y' | b'1' => Some(true),
+        b'n' | b'N' | b'0' => Some(false),
+        b'o' | b'O' => match bytes.get(1)? {
+            b'n' | b'N' => Some(true),
+            b'f' | b'F' => Some(false),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -168,6 +182,27 @@ mod tests {
         assert_eq!(cached.shuffle_order(), 9);
         assert!(apply_cmdline(&mut cached, "page_alloc.shuffle_order=11").is_err());
         assert!(apply_cmdline(&mut cached, "page_alloc.shuffle=maybe").is_err());
+    }
+
+    /// Booleans read as kstrtobool() reads them: by the first character
+    /// (the second after an `o`); `key=` with nothing is EINVAL, a bare key
+    /// is Y.
+    #[test]
+    fn shuffle_booleans_read_as_kstrtobool_does() {
+        for (value, enabled) in [("yes", true), ("ON", true), ("1x", true), ("no", false)] {
+            let mut desc = MachineDesc::default();
+            apply_cmdline(&mut desc, &format!("page_alloc.shuffle={value}")).unwrap();
+            assert_eq!(desc.shuffle_enabled(), enabled, "{value}");
+        }
+        let mut desc = MachineDesc::default();
+        apply_cmdline(&mut desc, "page_alloc.shuffle").unwrap();
+        assert!(desc.shuffle_enabled(), "a bare key is Y");
+        for bad in ["", "o", "ox", "maybe", "2"] {
+            let before = desc.clone();
+            let param = format!("page_alloc.shuffle={bad}");
+            assert!(apply_cmdline(&mut desc, &param).is_err(), "{param}");
+            assert_eq!(desc, before, "{param} changed the description");
+        }
     }
 
     #[test]
