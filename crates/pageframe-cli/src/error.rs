@@ -61,12 +61,43 @@ impl From<pageframe::BootError> for CliError {
     }
 }
 
-/// Joins the lines of a message, so that no error spans two lines.
+/// The longest error line printed, in characters: a message that repeats
+/// a long input (a 100 KB argument, a 1 MB key of a TOML file) keeps its
+/// start and end, where the value and what is wrong with it are said.
+const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// Joins the lines of a message, so that no error spans two lines, and cuts
+/// the middle out of one longer than [`MAX_MESSAGE_CHARS`].
 fn single_line(message: &str) -> String {
-    message
+    let joined = message
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty())
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("; ");
+    let chars = joined.chars().count();
+    if chars <= MAX_MESSAGE_CHARS {
+        return joined;
+    }
+    let keep = MAX_MESSAGE_CHARS / 2 - 20;
+    let head: String = joined.chars().take(keep).collect();
+    let tail: String = joined.chars().skip(chars - keep).collect();
+    format!("{head} [... {} characters ...] {tail}", chars - 2 * keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_message_keeps_its_start_and_end_on_one_line() {
+        let message = format!("--mem '{}': not a size\nsecond line", "9".repeat(100_000));
+        let line = CliError::Invalid(message).to_string();
+        assert!(line.chars().count() <= MAX_MESSAGE_CHARS, "{}", line.len());
+        assert!(!line.contains('\n'));
+        assert!(line.starts_with("--mem '999"), "{line}");
+        assert!(line.ends_with("not a size; second line"), "{line}");
+        let short = CliError::Invalid("a\n b".to_string()).to_string();
+        assert_eq!(short, "a; b");
+    }
 }
