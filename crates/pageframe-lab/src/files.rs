@@ -48,7 +48,9 @@ pub fn read_bytes(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
 
 /// Opens `path` for reading without waiting for a writer: a FIFO that no
 /// one writes to reads as empty, where open() blocked for ever; a pipe
-/// with a writer (`--config <(...)`) reads as usual.
+/// with a writer (`--config <(...)`) reads as usual. A named FIFO must
+/// therefore have its writer open before the command opens it: one that
+/// opens later is not waited for.
 pub fn open_input(path: &Path) -> io::Result<fs::File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;

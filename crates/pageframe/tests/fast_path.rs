@@ -83,8 +83,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Runs `ops` on twins booted from `desc` and compares them step by step.
-fn run_twins(desc: &MachineDesc, ops: &[Op]) {
+/// Runs `ops` on twins booted from `desc` and compares them step by step;
+/// returns the fast path's twin.
+fn run_twins(desc: &MachineDesc, ops: &[Op]) -> LocalPageAllocator {
     let fast = LocalPageAllocator::boot(desc).unwrap();
     let general = LocalPageAllocator::boot(desc).unwrap();
     let mut every_node = Nodemask::NONE;
@@ -133,6 +134,7 @@ fn run_twins(desc: &MachineDesc, ops: &[Op]) {
             "step {step}: {op:?}"
         );
     }
+    fast
 }
 
 /// Holds `blocks` order-9 blocks of node 0, so that the random steps
@@ -160,6 +162,28 @@ proptest! {
     #[test]
     fn fast_path_decides_as_the_general_walk_nofragment(ops in prop::collection::vec(op(), 1..400)) {
         run_twins(&nofragment_machine(), &[fill_node0(14), ops].concat());
+    }
+}
+
+/// The fast path serves another node's per-CPU list, and counts the NUMA
+/// miss and foreign as zone_statistics() does: CPU 0 holds a page of node
+/// 1 on its list, then allocates preferring node 0 until node 0 is below
+/// its watermark (no `ALLOC_NOFRAGMENT` on two nodes without DMA32, so the
+/// walk goes on to node 1 at once).
+#[test]
+fn the_fast_path_serves_and_counts_another_nodes_list() {
+    let alloc = |node: u16| Op::Alloc {
+        cpu: 0,
+        gfp: 0,
+        order: 0,
+        node,
+    };
+    let mut ops = vec![alloc(1), Op::Free { index: 0, cpu: 0 }];
+    ops.extend(fill_node0(5));
+    ops.extend(std::iter::repeat_n(alloc(0), 1200));
+    let fast = run_twins(&movable_machine(), &ops);
+    for counter in ["numa_miss", "numa_foreign"] {
+        assert!(common::vmstat_value(&fast, counter) > 0, "no {counter}");
     }
 }
 

@@ -8,11 +8,12 @@
 
 mod common;
 
-use common::{assert_unchanged_mut, boot, MIB};
+use common::{assert_unchanged_mut, boot, ProcViews, MIB};
 use pageframe::machine::{apply_cmdline, HotplugStep, MemRange, MAX_CPU_ZONE_PAIRS};
 use pageframe::reclaim::{Mm, MmConfig, MmError};
 use pageframe::{
-    AllocError, CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, ZoneType,
+    AllocError, CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, Pfn,
+    ZoneType,
 };
 
 /// Two nodes: node 0 `[0, 256M)` with CPUs 0-1, node 1 `[256M, 512M)` with
@@ -248,8 +249,28 @@ fn many_online_steps_grow_the_memmap_once_and_a_refused_step_changes_nothing() {
     assert_eq!(allocator.layout().present_pages(), end_pfn);
     assert_eq!(allocator.metadata_cost().memmap_records, end_pfn);
     allocator.check_invariants().unwrap();
-    // A step refused after one that grew the memmap for it leaves the
-    // allocator as the steps before it left it.
+    // The first step grows the memmap as far as the last online step, at
+    // once; when that step is refused, the memmap stays grown, and nothing
+    // else shows it: the machine is what the first step made it.
+    let far = HotplugStep {
+        node: 1,
+        ..step(100)
+    };
+    let mut ahead = boot(&MachineDesc::uniform(64 * MIB, 1, 2).unwrap());
+    let (index, _) = ahead.apply_hotplug(&[step(0), far]).unwrap_err();
+    assert_eq!(index, 1);
+    assert_eq!(
+        ahead.metadata_cost().memmap_records,
+        (far.start + far.size) / 4096
+    );
+    let mut first_only = boot(&MachineDesc::uniform(64 * MIB, 1, 2).unwrap());
+    first_only.apply_hotplug(&steps[..1]).unwrap();
+    assert_eq!(ahead.layout().end_pfn, first_only.layout().end_pfn);
+    assert_eq!(ProcViews::capture(&ahead), ProcViews::capture(&first_only));
+    let past_the_machine = Pfn((far.start >> 12) + 1);
+    assert_eq!(ahead.pageblock_migratetype(past_the_machine), None);
+    ahead.check_invariants().unwrap();
+    // A refused step changes nothing.
     let mut allocator = boot(&MachineDesc::uniform(64 * MIB, 1, 2).unwrap());
     allocator.apply_hotplug(&steps[..1]).unwrap();
     let refused = HotplugStep { node: 1, ..step(1) };

@@ -38,7 +38,7 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
                 None => {
                     return Err(DescError::new(
                         field,
-                        format!("'{value}' is not a boolean (Y, N, 1, 0, on, off)"),
+                        format!("'{value}' is not a boolean (Y, N, true, false, 1, 0, on, off)"),
                     ))
                 }
             },
@@ -82,14 +82,14 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
 }
 
 /// A kernel boolean parameter (param_set_bool(): y/Y/1/n/N/0, and on/off).
-/// mirrors kstrtobool(): the first character decides (`y`, `Y`, `1`;
-/// `n`, `N`, `0`), or the second after an `o` (`on`, `off`); anything
-/// else, the empty string too, is EINVAL.
+/// mirrors kstrtobool(): the first character decides (`y`, `Y`, `t`,
+/// `T`, `1`; `n`, `N`, `f`, `F`, `0`), or the second after an `o` (`on`,
+/// `off`); anything else, the empty string too, is EINVAL.
 fn kstrtobool(value: &str) -> Option<bool> {
     let bytes = value.as_bytes();
     match bytes.first()? {
-        b'y' | b'Y' | b'1' => Some(true),
-        b'n' | b'N' | b'0' => Some(false),
+        b'y' | b'Y' | b't' | b'T' | b'1' => Some(true),
+        b'n' | b'N' | b'f' | b'F' | b'0' => Some(false),
         b'o' | b'O' => match bytes.get(1)? {
             b'n' | b'N' => Some(true),
             b'f' | b'F' => Some(false),
@@ -189,7 +189,16 @@ mod tests {
     /// is Y.
     #[test]
     fn shuffle_booleans_read_as_kstrtobool_does() {
-        for (value, enabled) in [("yes", true), ("ON", true), ("1x", true), ("no", false)] {
+        let values = [
+            ("yes", true),
+            ("ON", true),
+            ("1x", true),
+            ("true", true),
+            ("no", false),
+            ("false", false),
+            ("F", false),
+        ];
+        for (value, enabled) in values {
             let mut desc = MachineDesc::default();
             apply_cmdline(&mut desc, &format!("page_alloc.shuffle={value}")).unwrap();
             assert_eq!(desc.shuffle_enabled(), enabled, "{value}");

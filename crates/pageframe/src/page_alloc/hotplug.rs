@@ -86,8 +86,10 @@ impl<L: LockFamily> PageAllocator<L> {
     ///
     /// An online step that grows the memmap grows it to the furthest end of
     /// the well-formed online steps from it on, so the memmap is copied
-    /// once, not at every step (1600 steps of 128M took six minutes); a
-    /// failure after such a step leaves the memmap that large.
+    /// once, not at every step (1600 steps of 128M took six minutes). A
+    /// failure after such a step leaves the memmap that large, which no
+    /// view shows: the machine (`layout().end_pfn`, the views, the PFNs a
+    /// call may name) ends where the steps applied left it.
     pub fn apply_hotplug(&mut self, steps: &[HotplugStep]) -> Result<(), (usize, HotplugError)> {
         // furthest[i]: the furthest end of a well-formed online step at or after i.
         let mut furthest = vec![Pfn(0); steps.len()];
@@ -168,9 +170,9 @@ impl<L: LockFamily> PageAllocator<L> {
         self.online_pages_growing_to(range, node, zone_type, range.end)
     }
 
-    /// [`Self::online_pages`], growing a memmap that must grow to at least
-    /// `memmap_end` (the furthest end of the steps to come). Nothing fails
-    /// after the memmap grows.
+    /// [`Self::online_pages`], growing a memmap that must grow to
+    /// `memmap_end` when it can (the furthest end of the steps to come; see
+    /// `grow_frames`). Nothing fails after the machine grows.
     fn online_pages_growing_to(
         &mut self,
         range: PfnRange,
@@ -201,12 +203,8 @@ impl<L: LockFamily> PageAllocator<L> {
                 }
             }
         }
-        if !self.frames.memmap.covers(Pfn(range.end.0 - 1)) {
-            // Only as far as this step when the steps' end cannot be had.
-            self.grow_frames(range.end.max(memmap_end))
-                .or_else(|_| self.grow_frames(range.end))
-                .map_err(|end| HotplugError::NoMemory(end.0))?;
-        }
+        self.grow_frames(range.end, memmap_end)
+            .map_err(|end| HotplugError::NoMemory(end.0))?;
         self.drain_zone_pcp(zone);
         let pageblock = self.layout.pageblock_order.nr_pages();
         let isolate = FreeType::plain(MigrateType::Isolate);

@@ -37,16 +37,21 @@ impl<L: LockFamily> PageAllocator<L> {
         })
     }
 
-    /// Grows the memmap and pageblock table to cover PFNs below `end`;
+    /// Grows the machine to PFNs below `end`: the layout ends there, and
+    /// the memmap and pageblock table cover it. A memmap that must grow
+    /// grows to `ahead` when that is further (the end of hotplug steps
+    /// still to come, so that it is copied once, not at every step) and it
+    /// can be had, else to `end`; the layout ends at `end` either way.
     /// `Err(end)` when the memmap cannot be allocated (nothing changed).
-    pub(super) fn grow_frames(&mut self, end: Pfn) -> Result<(), Pfn> {
-        if end.0 <= self.frames.memmap.len() as u64 {
-            return Ok(());
+    pub(super) fn grow_frames(&mut self, end: Pfn, ahead: Pfn) -> Result<(), Pfn> {
+        if end.0 > self.frames.memmap.len() as u64 {
+            let grown = [ahead.max(end), end]
+                .into_iter()
+                .find_map(|to| Some((to, self.frames.memmap.grown(to.index())?)));
+            let (to, memmap) = grown.ok_or(end)?;
+            self.frames.blocks = self.frames.blocks.grown(to);
+            self.frames.memmap = memmap;
         }
-        let memmap = self.frames.memmap.grown(end.index()).ok_or(end)?;
-        let blocks = self.frames.blocks.grown(end);
-        self.frames.memmap = memmap;
-        self.frames.blocks = blocks;
         self.layout.end_pfn = self.layout.end_pfn.max(end);
         Ok(())
     }

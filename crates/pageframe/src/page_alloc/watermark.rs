@@ -41,6 +41,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Inline everywhere, so that the fast path's check of a zone already
     /// below its high mark makes no call (an order-0 pair on such a zone:
     /// 276 instructions out of line, 251 inline).
+    #[inline(always)]
     pub(crate) fn zone_watermark_fast(
         &self,
         slot: &ZoneSlot<L>,

@@ -115,6 +115,12 @@ impl Experiment for TraceReplay {
             )));
         }
         let recorded = trace::import(&path).map_err(ExperimentError::failed)?;
+        if recorded.clock() != trace::TraceClock::Nanoseconds {
+            return Err(ExperimentError::Failed(format!(
+                "the shipped trace {} counts clock ticks: the fragmentation series needs seconds",
+                path.display()
+            )));
+        }
         let samples = usize::try_from(params.int("samples")).map_err(ExperimentError::failed)?;
         let policies = [ReplayPolicy::kernel(), second_policy(params)?];
         let reports = trace::replay_policies(&recorded, options.seed, samples, &policies)
