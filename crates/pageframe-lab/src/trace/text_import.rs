@@ -189,7 +189,10 @@ fn import_lines(
 /// prints events merged in time order, so a step back is rare (clocks of
 /// two CPUs a little apart); times that step back at every other event
 /// are not times but gaps (`perf script --deltatime`), and sorting them
-/// would scramble the trace.
+/// would scramble the trace. Steps back from the previous event, not from
+/// the latest time seen: output in per-CPU runs (perf script without its
+/// ordering) steps back once a run and is sorted whole; gaps that are
+/// mostly equal may step back at under a quarter of the events and pass.
 #[derive(Default)]
 struct TimeOrder {
     previous: u64,
