@@ -250,3 +250,14 @@ fn gaps_instead_of_times_are_refused() {
     assert_eq!(trace.events.len(), 40);
     assert_eq!(trace.events[10].pfn, 0x1000 + 11, "sorted into time order");
 }
+
+/// An event line without its CPU (perf script -F without cpu) is an error
+/// naming the line and the missing field, not a line skipped.
+#[test]
+fn an_event_without_its_cpu_is_named() {
+    let text = "# header\nperf 8984 49550.069055: kmem:mm_page_alloc_zone_locked: \
+                page=0x106d05 pfn=0x106d05 order=0 migratetype=0 percpu_refill=1\n";
+    let err = import_text(text).unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 2, .. }), "{err}");
+    assert!(err.to_string().contains("without its CPU"), "{err}");
+}

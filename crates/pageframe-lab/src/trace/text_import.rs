@@ -310,6 +310,22 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
                 .bytes()
                 .all(|b| b.is_ascii_digit())
     }) else {
+        // One of our events without its CPU (perf script -F without cpu):
+        // the replay cannot place it.
+        if tokens.iter().any(|token| {
+            token
+                .strip_suffix(':')
+                .map(|name| name.strip_prefix("kmem:").unwrap_or(name))
+                .and_then(EventKind::from_tracepoint)
+                .is_some()
+        }) {
+            return Err(TraceError::Text {
+                line: line_no,
+                reason: "a kmem event without its CPU as `[CPU]`: print it \
+                         (perf script -F with cpu; tracefs with latency-format off)"
+                    .to_string(),
+            });
+        }
         return Ok(ParsedLine::NotAnEvent);
     };
     let Some(time_index) = (cpu_index + 1..tokens.len()).find(|&index| {
