@@ -251,8 +251,9 @@ fn gaps_instead_of_times_are_refused() {
     assert_eq!(trace.events[10].pfn, 0x1000 + 11, "sorted into time order");
 }
 
-/// An event line without its CPU (perf script -F without cpu) is an error
-/// naming the line and the missing field, not a line skipped.
+/// An event line without its CPU (perf script -F without cpu) or a time
+/// that cannot be read is an error naming the line and the field, not a
+/// line skipped.
 #[test]
 fn an_event_without_its_cpu_is_named() {
     let text = "# header\nperf 8984 49550.069055: kmem:mm_page_alloc_zone_locked: \
@@ -260,4 +261,18 @@ fn an_event_without_its_cpu_is_named() {
     let err = import_text(text).unwrap_err();
     assert!(matches!(err, TraceError::Text { line: 2, .. }), "{err}");
     assert!(err.to_string().contains("without its CPU"), "{err}");
+    // So is one whose time cannot be read (past 2^64 ticks or nanoseconds,
+    // or ten fraction digits).
+    for time in [
+        "99999999999999999999",
+        "18446744073.709551616",
+        "1.0000000001",
+    ] {
+        let text = format!(
+            "bash-1 [001] {time}: mm_page_alloc: page=0x1 pfn=0x1 order=0 \
+             migratetype=0 gfp_flags=GFP_KERNEL\n"
+        );
+        let err = import_text(&text).unwrap_err();
+        assert!(err.to_string().contains("readable time"), "{time}: {err}");
+    }
 }

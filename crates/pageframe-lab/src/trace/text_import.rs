@@ -300,6 +300,18 @@ fn parse_number(text: &str) -> Option<i64> {
     }
 }
 
+/// True when a token of the line names one of our six events
+/// (`mm_page_alloc:` or `kmem:mm_page_alloc:`, …).
+fn names_kmem_event(tokens: &[&str]) -> bool {
+    tokens.iter().any(|token| {
+        token
+            .strip_suffix(':')
+            .map(|name| name.strip_prefix("kmem:").unwrap_or(name))
+            .and_then(EventKind::from_tracepoint)
+            .is_some()
+    })
+}
+
 fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let Some(cpu_index) = tokens.iter().position(|token| {
@@ -312,13 +324,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
     }) else {
         // One of our events without its CPU (perf script -F without cpu):
         // the replay cannot place it.
-        if tokens.iter().any(|token| {
-            token
-                .strip_suffix(':')
-                .map(|name| name.strip_prefix("kmem:").unwrap_or(name))
-                .and_then(EventKind::from_tracepoint)
-                .is_some()
-        }) {
+        if names_kmem_event(&tokens) {
             return Err(TraceError::Text {
                 line: line_no,
                 reason: "a kmem event without its CPU as `[CPU]`: print it \
@@ -333,6 +339,14 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
             .strip_suffix(':')
             .is_some_and(|time| parse_timestamp(time).is_some())
     }) else {
+        if names_kmem_event(&tokens) {
+            return Err(TraceError::Text {
+                line: line_no,
+                reason: "a kmem event without a readable time: `SECONDS.FRACTION:` \
+                         (at most nine fraction digits) or `TICKS:` below 2^64"
+                    .to_string(),
+            });
+        }
         return Ok(ParsedLine::NotAnEvent);
     };
     let Some(name) = tokens.get(time_index + 1).and_then(|t| t.strip_suffix(':')) else {
