@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{error_of, one_line_error, stdout_of, temp_dir, temp_file, BINARY};
+use common::{error_of, fifo_in, one_line_error, stdout_of, temp_dir, temp_file, BINARY};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::process::Command;
 
@@ -235,13 +235,7 @@ fn an_output_that_is_not_a_regular_file_is_refused_before_the_work() {
     // calibrate --out /dev/full measured, then renamed its file over the
     // device node (as root: /dev/full became a regular file). A FIFO
     // stands in for the device here.
-    let dir = temp_dir("out-fifo");
-    let fifo = dir.join("fifo");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = fifo_in("out-fifo");
     let fifo = fifo.to_str().unwrap();
     let message = error_of(&["calibrate", "--out", fifo]);
     assert!(message.contains("is not a regular file"), "{message}");
@@ -469,13 +463,7 @@ fn a_bad_pcp_sizing_names_the_flag_without_rust_syntax() {
 fn an_input_fifo_without_a_writer_is_read_as_empty_not_waited_for() {
     // --config, trace import and perf-table --write opened a FIFO and
     // waited for a writer for ever.
-    let dir = temp_dir("in-fifo");
-    let fifo = dir.join("fifo");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = fifo_in("in-fifo");
     let fifo = fifo.to_str().unwrap();
     let message = error_of(&["info", "--config", fifo]);
     assert!(

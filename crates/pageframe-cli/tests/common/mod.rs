@@ -82,6 +82,18 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A named FIFO, with no reader or writer, in a fresh temporary directory.
+pub fn fifo_in(name: &str) -> PathBuf {
+    let fifo = temp_dir(name).join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(
+        made.expect("mkfifo runs").success(),
+        "mkfifo {}",
+        fifo.display()
+    );
+    fifo
+}
+
 /// Whether this process runs with effective user id 0 (some suites need
 /// root and report a skip otherwise).
 pub fn running_as_root() -> bool {

@@ -229,39 +229,48 @@ pub fn replay_report(
         seed: options.seed,
         scale: "trace".into(),
         rows: report.rows.iter().map(|row| row.to_report_row()).collect(),
-        notes: [
-            format!("{}: {}", file.display(), summary(trace)),
-            format!(
-                "replayed on {} MiB, {} CPUs{}",
-                report.outcome.machine.total_bytes() >> 20,
-                report.outcome.machine.nr_cpus(),
-                if options.cmdline.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(", cmdline \"{}\"", options.cmdline.trim())
-                }
-            ),
-        ]
-        .into_iter()
-        .chain(
-            host::host_file(trace, host::Moment::Start, "zoneinfo")
-                .is_none()
-                .then(|| {
-                    "the trace carries no host state from its start (a text import): \
-                     the replay starts on a freshly booted machine with empty per-CPU \
-                     lists; `pageframe trace record` keeps the host's /proc files"
-                        .to_string()
-                }),
-        )
-        .chain(
-            (options.pcp_decay && trace.clock() == TraceClock::Ticks).then(|| {
-                "the trace's clock counts ticks, not time: the vmstat worker's \
-                 once-a-second decay of the per-CPU lists' high was not run"
-                    .to_string()
-            }),
-        )
-        .collect(),
+        notes: replay_notes(file, trace, report, options),
     }
+}
+
+/// The notes under a replay's rows: the trace, the machine, and what the
+/// replay could not take from the trace.
+fn replay_notes(
+    file: &Path,
+    trace: &Trace,
+    report: &ReplayReport,
+    options: &ReplayOptions,
+) -> Vec<String> {
+    let cmdline = options.cmdline.trim();
+    let mut notes = vec![
+        format!("{}: {}", file.display(), summary(trace)),
+        format!(
+            "replayed on {} MiB, {} CPUs{}",
+            report.outcome.machine.total_bytes() >> 20,
+            report.outcome.machine.nr_cpus(),
+            if cmdline.is_empty() {
+                String::new()
+            } else {
+                format!(", cmdline \"{cmdline}\"")
+            }
+        ),
+    ];
+    if host::host_file(trace, host::Moment::Start, "zoneinfo").is_none() {
+        notes.push(
+            "the trace carries no host state from its start (a text import): \
+             the replay starts on a freshly booted machine with empty per-CPU \
+             lists; `pageframe trace record` keeps the host's /proc files"
+                .to_string(),
+        );
+    }
+    if options.pcp_decay && !options.decays_by_time(trace) {
+        notes.push(
+            "the trace's clock counts ticks, not time: the vmstat worker's \
+             once-a-second decay of the per-CPU lists' high was not run"
+                .to_string(),
+        );
+    }
+    notes
 }
 
 /// The trace shipped with the repository (recorded on a 2-CPU machine).

@@ -106,6 +106,14 @@ pub struct ReplayOptions {
     pub free_high: Option<FreeHighThreshold>,
 }
 
+impl ReplayOptions {
+    /// True when the vmstat decay runs on `trace`: asked for, and the
+    /// trace's clock gives seconds (a clock of ticks gives none).
+    pub fn decays_by_time(&self, trace: &Trace) -> bool {
+        self.pcp_decay && trace.clock() == TraceClock::Nanoseconds
+    }
+}
+
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
         ReplayOptions {
@@ -435,8 +443,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
     let mut next_decay_ns = VMSTAT_INTERVAL_NS;
-    // A clock of ticks gives no seconds to decay by.
-    let decay_by_time = options.pcp_decay && trace.clock() == TraceClock::Nanoseconds;
+    let decay_by_time = options.decays_by_time(trace);
 
     for (index, event) in trace.events.iter().enumerate() {
         if decay_by_time && event.timestamp >= next_decay_ns {
