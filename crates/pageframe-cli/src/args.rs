@@ -265,10 +265,15 @@ pub struct TraceReplayArgs {
     /// pagetypeinfo) with the rest of memory held.
     #[arg(long)]
     pub fresh_free_lists: bool,
-    /// Do not run the vmstat worker's once-a-second decay of each CPU's
-    /// `high` (and drain above it) over the trace's time.
-    #[arg(long)]
+    /// Do not run the vmstat worker's decay of each CPU's `high` (and drain
+    /// above it), which by default runs at each run of the worker the trace
+    /// recorded, or once a second of its time in a trace without them.
+    #[arg(long, conflicts_with = "pcp_decay_timer")]
     pub no_pcp_decay: bool,
+    /// Run that decay once a second of the trace's time on every CPU, even
+    /// where the trace recorded the worker's runs.
+    #[arg(long)]
+    pub pcp_decay_timer: bool,
     /// When a run of order 1-3 frees drains the per-CPU lists: 6.12 (at a
     /// batch) or 6.16 (at a batch plus half of high_min); default: the
     /// traced kernel's, else 6.12.

@@ -16,7 +16,7 @@ use pageframe_lab::conform::suites;
 use pageframe_lab::experiments::{self, RunOptions, Scale};
 use pageframe_lab::machine_args::MachineArgs;
 use pageframe_lab::report::Format;
-use pageframe_lab::trace::{RecordTarget, ReplayOptions};
+use pageframe_lab::trace::{PcpDecay, RecordTarget, ReplayOptions};
 use std::io::Write;
 use std::time::Duration;
 
@@ -343,7 +343,11 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                     hold_pretrace: !args.skip_pretrace_frees,
                     host_pcp_start: !args.empty_pcp_start,
                     host_free_start: !args.fresh_free_lists,
-                    pcp_decay: !args.no_pcp_decay,
+                    pcp_decay: match (args.no_pcp_decay, args.pcp_decay_timer) {
+                        (true, _) => PcpDecay::Off,
+                        (false, true) => PcpDecay::Timer,
+                        (false, false) => PcpDecay::Worker,
+                    },
                     free_high,
                     ..ReplayOptions::default()
                 }),

@@ -141,7 +141,7 @@ fn out_of_order_events_are_not_written() {
 
 fn arb_event() -> impl Strategy<Value = TraceEvent> {
     (
-        0usize..6,
+        0usize..EventKind::ALL.len(),
         0u64..5_000,
         0u16..300,
         any::<u64>(),
@@ -155,6 +155,10 @@ fn arb_event() -> impl Strategy<Value = TraceEvent> {
         .prop_map(
             |(kind, gap, cpu, pfn, order, mt, gfp, fallback_order, fallback_mt, flag)| {
                 let kind = EventKind::ALL[kind];
+                if kind == EventKind::VmstatWork {
+                    // A worker run carries no block: nothing but its time and CPU.
+                    return TraceEvent::new(kind, gap, cpu, 0);
+                }
                 let mut event = TraceEvent::new(kind, gap, cpu, pfn);
                 event.order = order;
                 event.flag = flag && matches!(kind, EventKind::ZoneLocked | EventKind::Extfrag);
@@ -196,4 +200,36 @@ proptest! {
             prop_assert!(decode(&bytes[..cut]).is_err());
         }
     }
+}
+
+/// A trace without the vmstat worker's runs is written as version 1, which
+/// builds before the runs read; one with runs as version 2. A version-1
+/// file holding a run, or a run carrying a block's fields, is refused.
+#[test]
+fn worker_runs_need_version_2_and_carry_no_block() {
+    let mut trace = Trace::default();
+    let mut alloc = TraceEvent::new(EventKind::Alloc, 5, 1, 0x1234);
+    alloc.gfp = 0xcc0;
+    trace.events.push(alloc);
+    let v1 = encode(&trace).unwrap();
+    assert_eq!(v1[8..12], 1u32.to_le_bytes());
+    trace
+        .events
+        .push(TraceEvent::new(EventKind::VmstatWork, 9, 1, 0));
+    trace
+        .events
+        .push(TraceEvent::new(EventKind::Free, 11, 1, 0x1234));
+    let v2 = encode(&trace).unwrap();
+    assert_eq!(v2[8..12], 2u32.to_le_bytes());
+    assert_eq!(decode(&v2).unwrap(), trace);
+    let mut as_v1 = v2.clone();
+    as_v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let err = decode(&as_v1).unwrap_err().to_string();
+    assert!(
+        err.contains("unknown event kind 6 in a version 1 file"),
+        "{err}"
+    );
+    let mut with_block = trace.clone();
+    with_block.events[1].pfn = 7;
+    assert!(encode(&with_block).is_err());
 }

@@ -106,6 +106,38 @@ fn failed_allocations_and_other_events_are_told_apart() {
     assert_eq!(trace.events[1].pfn, 0x10);
 }
 
+/// The vmstat worker's runs import from the workqueue event as tracefs and
+/// perf print it; other work functions are other events.
+#[test]
+fn vmstat_worker_runs_import_and_other_work_is_skipped() {
+    let text = "kworker/0:0-24594 [000] ..... 55200.135719: workqueue_execute_start: work struct 00000000574c6cbf: function vmstat_update\n\
+                kworker/1:1-29794 [001] ..... 55200.200000: workqueue_execute_start: work struct 000000007bca0640: function flush_to_ldisc\n\
+                x-1 [001] .... 55200.300000: mm_page_free: page=00000000ab12cd34 pfn=0x10 order=0\n\
+                kworker/1:1 29794 [001] 55201.255707: workqueue:workqueue_execute_start: work struct 0xffff8881: function vmstat_update\n";
+    let trace = import_text(text).unwrap();
+    let kinds: Vec<(EventKind, u16)> = trace.events.iter().map(|e| (e.kind, e.cpu)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (EventKind::VmstatWork, 0),
+            (EventKind::Free, 1),
+            (EventKind::VmstatWork, 1)
+        ]
+    );
+    assert!(trace.records_vmstat_worker());
+    assert_eq!(trace.events[0].pfn, 0);
+    // Without its CPU, a worker run cannot be placed: an error, as for kmem.
+    let text = "kworker/0:0-24594 55200.135719: workqueue_execute_start: work struct 00000000574c6cbf: function vmstat_update\n";
+    assert!(matches!(
+        import_text(text),
+        Err(TraceError::Text { line: 1, .. })
+    ));
+    let plain =
+        import_text("x-1 [000] .... 1.0: mm_page_free: page=00000000ab12cd34 pfn=0x1 order=0\n")
+            .unwrap();
+    assert!(!plain.records_vmstat_worker());
+}
+
 #[test]
 fn bad_lines_name_their_line_number() {
     let text = "# header\nx-1 [000] .... 1.000000: mm_page_free: page=00000000ab12cd34 order=0\n";

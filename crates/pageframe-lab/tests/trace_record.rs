@@ -116,6 +116,16 @@ fn live_recording_of_a_command_and_of_the_machine() {
         trace::summary(&trace)
     );
     assert_eq!(trace.meta("command_status"), Some("exit status: 0"));
+    // The vmstat worker's runs are recorded wherever the kernel has the
+    // workqueue event and can filter it to vmstat_update (by name since
+    // 6.x's `.function` modifier, else by its kallsyms address).
+    if std::path::Path::new("/sys/kernel/tracing/events/workqueue/workqueue_execute_start").exists()
+    {
+        assert_eq!(trace.meta("vmstat_worker"), Some("traced"));
+        assert!(trace.records_vmstat_worker());
+    } else {
+        println!("no workqueue event here: {:?}", trace.meta("vmstat_worker"));
+    }
     assert!(trace.meta("host.end.buddyinfo").unwrap().contains("Normal"));
     let bytes = trace::encode(&trace).unwrap();
     assert_eq!(trace::decode(&bytes).unwrap(), trace);

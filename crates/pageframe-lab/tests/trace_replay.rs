@@ -7,7 +7,7 @@ use pageframe_lab::trace::frag::{fragmentation_index, unusable_free_index};
 use pageframe_lab::trace::live::LiveBlocks;
 use pageframe_lab::trace::replay::FallbackKey;
 use pageframe_lab::trace::{
-    self, run_replay, EventKind, ReplayOptions, Trace, TraceClock, TraceError, TraceEvent,
+    self, run_replay, EventKind, PcpDecay, ReplayOptions, Trace, TraceClock, TraceError, TraceEvent,
 };
 
 /// The first `count` events of the shipped trace, with its metadata.
@@ -674,43 +674,116 @@ fn the_shipped_trace_refills_and_splits_as_the_kernel() {
     }
 }
 
-/// The vmstat worker's decay runs once a second of the trace's time: after
-/// a gap of seconds the lists' `high` is lower than without it, and a gap
-/// of centuries (a damaged timestamp) costs a few passes, not one a second.
+/// Without the worker's runs in the trace, the vmstat decay runs once a
+/// second of the trace's time: after a gap of seconds the lists' `high` is
+/// lower than without it, and a gap of centuries (a damaged timestamp)
+/// costs a few passes, not one a second.
 #[test]
 fn high_decays_once_a_second_of_the_traces_time() {
     let mut trace = shipped_prefix(4_000);
+    assert!(!trace.records_vmstat_worker());
     let half = trace.events.len() / 2;
     for event in &mut trace.events[half..] {
         event.timestamp += 30_000_000_000;
     }
-    let replay = |trace: &Trace, pcp_decay| {
-        trace::replay(
-            trace,
-            &ReplayOptions {
-                pcp_decay,
-                check_invariants: true,
-                ..ReplayOptions::default()
-            },
-        )
-        .unwrap()
-    };
-    let (decayed, kept) = (replay(&trace, true), replay(&trace, false));
+    let (decayed, kept) = (
+        replay_decaying(&trace, PcpDecay::Worker),
+        replay_decaying(&trace, PcpDecay::Off),
+    );
     assert!(
         decayed.pcp_high_end < kept.pcp_high_end,
         "high at the end: {} with the decay, {} without",
         decayed.pcp_high_end,
         kept.pcp_high_end
     );
+    // 30 seconds on 2 CPUs, or fewer once no list has further to decay.
+    assert!((1..=30 * 2).contains(&decayed.counts.vmstat_passes));
+    assert_eq!(
+        replay_decaying(&trace, PcpDecay::Timer).pcp_high_end,
+        decayed.pcp_high_end
+    );
     // A clock of ticks (x86-tsc, counter) gives no seconds: no decay.
     let mut ticks = trace.clone();
     ticks.set_clock(TraceClock::Ticks);
-    assert_eq!(replay(&ticks, true).pcp_high_end, kept.pcp_high_end);
+    assert_eq!(
+        replay_decaying(&ticks, PcpDecay::Worker).pcp_high_end,
+        kept.pcp_high_end
+    );
     let last = trace.events.len() - 1;
     trace.events[last].timestamp = u64::MAX - 1;
     let started = std::time::Instant::now();
-    replay(&trace, true);
+    replay_decaying(&trace, PcpDecay::Worker);
     assert!(started.elapsed().as_secs() < 30);
+}
+
+fn replay_decaying(trace: &Trace, pcp_decay: PcpDecay) -> trace::ReplayOutcome {
+    trace::replay(
+        trace,
+        &ReplayOptions {
+            pcp_decay,
+            check_invariants: true,
+            ..ReplayOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A trace that recorded the vmstat worker decays a CPU's lists at each
+/// of its runs there, on any clock, and at no other time.
+#[test]
+fn high_decays_at_the_workers_traced_runs() {
+    let base = shipped_prefix(4_000);
+    let busiest = (0..2u16)
+        .max_by_key(|&cpu| base.events.iter().filter(|e| e.cpu == cpu).count())
+        .unwrap();
+    let with_runs = |cpu: u16, clock: TraceClock| {
+        let mut trace = base.clone();
+        trace.set_meta("vmstat_worker", "traced");
+        trace.set_clock(clock);
+        let at = trace.events.len() * 3 / 4;
+        let time = trace.events[at].timestamp;
+        for pass in 0..3 {
+            trace.events.insert(
+                at + pass,
+                TraceEvent::new(EventKind::VmstatWork, time, cpu, 0),
+            );
+        }
+        trace
+    };
+    let mut none = base.clone();
+    none.set_meta("vmstat_worker", "traced");
+    let kept = replay_decaying(&none, PcpDecay::Worker);
+    assert_eq!(kept.counts.vmstat_passes, 0);
+    assert_eq!(
+        kept.pcp_high_end,
+        replay_decaying(&base, PcpDecay::Off).pcp_high_end
+    );
+    for clock in [TraceClock::Nanoseconds, TraceClock::Ticks] {
+        let here = replay_decaying(&with_runs(busiest, clock), PcpDecay::Worker);
+        assert_eq!(here.counts.trace_vmstat_runs, 3);
+        assert_eq!(here.counts.vmstat_passes, 3);
+        assert!(
+            here.pcp_high_end < kept.pcp_high_end,
+            "{clock:?}: high at the end {} after three runs, {} without",
+            here.pcp_high_end,
+            kept.pcp_high_end
+        );
+        // Asked for the clock, the replay ignores the runs (and the
+        // prefix is under a second: no pass).
+        let timer = replay_decaying(&with_runs(busiest, clock), PcpDecay::Timer);
+        assert_eq!(timer.pcp_high_end, kept.pcp_high_end);
+        assert_eq!(timer.counts.vmstat_passes, 0);
+    }
+    // The runs decay the lists of the CPU they ran on, not every CPU's.
+    let here = replay_decaying(
+        &with_runs(busiest, TraceClock::Nanoseconds),
+        PcpDecay::Worker,
+    );
+    let other = replay_decaying(
+        &with_runs(1 - busiest, TraceClock::Nanoseconds),
+        PcpDecay::Worker,
+    );
+    assert_ne!(here.pcp_high_end, other.pcp_high_end);
 }
 
 /// A refill is a run of `percpu_refill` events on one CPU; a fallback

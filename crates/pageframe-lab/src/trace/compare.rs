@@ -287,6 +287,13 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
             f(counts.trace_drain_pages),
             outcome.pcp_drain_pages,
         ),
+        (
+            "vmstat worker passes over one CPU's lists",
+            trace
+                .records_vmstat_worker()
+                .then_some(counts.trace_vmstat_runs as f64),
+            counts.vmstat_passes,
+        ),
     ];
     for (key, kernel, ours) in pcp_rows {
         rows.push(ReplayRow::new("pcp", key, kernel, f(ours)));

@@ -29,17 +29,22 @@ pub enum EventKind {
     PcpuDrain = 4,
     /// `mm_page_alloc_extfrag`: a fallback to another migratetype.
     Extfrag = 5,
+    /// `workqueue_execute_start` of `vmstat_update`: the vmstat worker ran
+    /// on this CPU (refresh_cpu_vm_stats(), whose decay_pcp_high() decays
+    /// each zone's pcp `high` and drains what lies above it). No block.
+    VmstatWork = 6,
 }
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::Alloc,
         EventKind::Free,
         EventKind::FreeBatched,
         EventKind::ZoneLocked,
         EventKind::PcpuDrain,
         EventKind::Extfrag,
+        EventKind::VmstatWork,
     ];
 
     /// The tracepoint's name.
@@ -51,14 +56,37 @@ impl EventKind {
             EventKind::ZoneLocked => "mm_page_alloc_zone_locked",
             EventKind::PcpuDrain => "mm_page_pcpu_drain",
             EventKind::Extfrag => "mm_page_alloc_extfrag",
+            EventKind::VmstatWork => "workqueue_execute_start",
         }
     }
 
-    /// The kind of a tracepoint name.
+    /// The tracepoint's system (its directory under `events/`).
+    pub fn system(self) -> &'static str {
+        match self {
+            EventKind::VmstatWork => "workqueue",
+            _ => "kmem",
+        }
+    }
+
+    /// How summaries name the kind: the tracepoint, or for the worker's
+    /// runs the work function the recording keeps.
+    pub fn label(self) -> &'static str {
+        match self {
+            EventKind::VmstatWork => "vmstat_update",
+            kind => kind.tracepoint(),
+        }
+    }
+
+    /// The kind of a tracepoint name, bare or prefixed with its system
+    /// (`kmem:mm_page_alloc`, as perf prints it).
     pub fn from_tracepoint(name: &str) -> Option<EventKind> {
-        EventKind::ALL
-            .into_iter()
-            .find(|kind| kind.tracepoint() == name)
+        EventKind::ALL.into_iter().find(|kind| {
+            let bare = name
+                .strip_prefix(kind.system())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .unwrap_or(name);
+            kind.tracepoint() == bare
+        })
     }
 
     /// The kind with tag `tag` (its discriminant).
@@ -139,6 +167,12 @@ impl TraceClock {
     }
 }
 
+/// The metadata key that says whether a recording traced the vmstat
+/// worker's runs: [`VMSTAT_WORKER_TRACED`], or why not.
+pub const VMSTAT_WORKER_KEY: &str = "vmstat_worker";
+/// [`VMSTAT_WORKER_KEY`]'s value when it did.
+pub const VMSTAT_WORKER_TRACED: &str = "traced";
+
 /// A recorded or imported trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
@@ -182,9 +216,21 @@ impl Trace {
         self.set_meta(TraceClock::META_KEY, clock.meta_value());
     }
 
+    /// True when the trace shows when the vmstat worker ran on each CPU:
+    /// the recording traced its runs (metadata [`VMSTAT_WORKER_KEY`] is
+    /// [`VMSTAT_WORKER_TRACED`]; a CPU it never ran on shows none), or the
+    /// trace holds some (a text import with the workqueue event).
+    pub fn records_vmstat_worker(&self) -> bool {
+        self.meta(VMSTAT_WORKER_KEY) == Some(VMSTAT_WORKER_TRACED)
+            || self
+                .events
+                .iter()
+                .any(|event| event.kind == EventKind::VmstatWork)
+    }
+
     /// Events of each kind, in [`EventKind::ALL`] order.
-    pub fn counts(&self) -> [u64; 6] {
-        let mut counts = [0u64; 6];
+    pub fn counts(&self) -> [u64; EventKind::ALL.len()] {
+        let mut counts = [0u64; EventKind::ALL.len()];
         for event in &self.events {
             counts[event.kind as usize] += 1;
         }
@@ -211,8 +257,8 @@ impl Trace {
         }
     }
 
-    /// Checks that events are in timestamp order, orders are plausible and
-    /// there are at most [`super::MAX_TRACE_EVENTS`] of them.
+    /// Checks that events are in timestamp order, orders are plausible, a
+    /// vmstat worker run carries no block's fields, and there are at most [`super::MAX_TRACE_EVENTS`] of them.
     pub fn check_invariants(&self) -> Result<(), TraceError> {
         if self.events.len() > super::MAX_TRACE_EVENTS {
             return Err(TraceError::Invariant(format!(
@@ -228,6 +274,14 @@ impl Trace {
                     index + 1
                 )));
             }
+        }
+        if let Some(index) = self.events.iter().position(|event| {
+            event.kind == EventKind::VmstatWork
+                && *event != TraceEvent::new(event.kind, event.timestamp, event.cpu, 0)
+        }) {
+            return Err(TraceError::Invariant(format!(
+                "event {index} is a vmstat worker run with a block's fields set"
+            )));
         }
         if let Some(index) = self
             .events

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! offset 0   magic      8 bytes  "PGFTRACE"
-//! offset 8   version    u32      FORMAT_VERSION
+//! offset 8   version    u32      1, or 2 when the trace holds worker runs
 //! offset 12  flags      u32      0 (reserved)
 //! offset 16  meta_count u32, then per entry: u32 key length, key bytes,
 //!            u32 value length, value bytes (UTF-8)
@@ -17,7 +17,10 @@
 //! varints: CPU, nanoseconds since the previous event, zigzag PFN delta from
 //! the previous PFN of the same CPU; then by kind: alloc `migratetype` byte and
 //! varint `gfp`; zone-locked and drain a `migratetype` byte; extfrag
-//! `fallback_order`, `migratetype`, `fallback_migratetype` bytes.
+//! `fallback_order`, `migratetype`, `fallback_migratetype` bytes. A vmstat
+//! worker run (kind 6, version 2 on) has no block: no PFN delta, nothing
+//! after its time, and its PFN is 0.
+//! Version 1 is version 2 without kind 6; this build reads both.
 //!
 //! Invariant: `decode(encode(t)) == t` for every trace whose events are in
 //! timestamp order. Decoding never panics: every error names the byte
@@ -28,8 +31,11 @@ use super::{TraceError, MAX_TRACE_EVENTS, MAX_TRACE_FILE_BYTES};
 
 /// The first 8 bytes of every trace file.
 pub const MAGIC: &[u8; 8] = b"PGFTRACE";
-/// The version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest version this code reads and writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this code reads (1: no vmstat worker runs). A trace
+/// without worker runs is written as version 1, which older builds read.
+const OLDEST_VERSION: u32 = 1;
 
 /// FNV-1a over `bytes` (the payload checksum).
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -60,7 +66,16 @@ pub fn encode(trace: &Trace) -> Result<Vec<u8>, TraceError> {
     trace.check_invariants()?;
     let mut out = Vec::with_capacity(64 + trace.events.len() * 6);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    let version = if trace
+        .events
+        .iter()
+        .any(|event| event.kind == EventKind::VmstatWork)
+    {
+        FORMAT_VERSION
+    } else {
+        OLDEST_VERSION
+    };
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     let meta_count = u32::try_from(trace.meta.len())
         .map_err(|_| TraceError::Invalid("too many metadata entries".to_string()))?;
@@ -89,11 +104,13 @@ fn encode_events(events: &[TraceEvent]) -> Vec<u8> {
         }
         put_varint(&mut out, event.cpu as u64);
         put_varint(&mut out, event.timestamp - previous_ts);
-        let previous = &mut previous_pfn[event.cpu as usize];
-        let delta = event.pfn.wrapping_sub(*previous) as i64;
-        put_varint(&mut out, ((delta << 1) ^ (delta >> 63)) as u64);
         previous_ts = event.timestamp;
-        *previous = event.pfn;
+        if event.kind != EventKind::VmstatWork {
+            let previous = &mut previous_pfn[event.cpu as usize];
+            let delta = event.pfn.wrapping_sub(*previous) as i64;
+            put_varint(&mut out, ((delta << 1) ^ (delta >> 63)) as u64);
+            *previous = event.pfn;
+        }
         match event.kind {
             EventKind::Alloc => {
                 out.push(event.migratetype as u8);
@@ -105,7 +122,7 @@ fn encode_events(events: &[TraceEvent]) -> Vec<u8> {
                 out.push(event.migratetype as u8);
                 out.push(event.fallback_migratetype as u8);
             }
-            EventKind::Free | EventKind::FreeBatched => {}
+            EventKind::Free | EventKind::FreeBatched | EventKind::VmstatWork => {}
         }
     }
     out
@@ -214,10 +231,12 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
         });
     }
     let version = reader.u32("version")?;
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(TraceError::Corrupt {
             offset: 8,
-            reason: format!("version {version}, this build reads version {FORMAT_VERSION}"),
+            reason: format!(
+                "version {version}, this build reads versions {OLDEST_VERSION} to {FORMAT_VERSION}"
+            ),
         });
     }
     let flags = reader.u32("flags")?;
@@ -264,7 +283,7 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
             reason: format!("{} bytes after the end", bytes.len() - reader.offset),
         });
     }
-    let events = decode_events(bytes, payload_offset, payload_len, event_count)?;
+    let events = decode_events(bytes, payload_offset, payload_len, event_count, version)?;
     let trace = Trace { meta, events };
     trace.check_invariants()?;
     Ok(trace)
@@ -275,6 +294,7 @@ fn decode_events(
     payload_offset: usize,
     payload_len: usize,
     event_count: u64,
+    version: u32,
 ) -> Result<Vec<TraceEvent>, TraceError> {
     // Every event takes at least 4 bytes: no allocation beyond what the
     // payload can hold, whatever the count claims.
@@ -291,10 +311,12 @@ fn decode_events(
     for _ in 0..event_count {
         let start = reader.offset as u64;
         let tag = reader.u8("event tag")?;
-        let kind = EventKind::from_tag(tag & 7).ok_or_else(|| TraceError::Corrupt {
-            offset: start,
-            reason: format!("unknown event kind {}", tag & 7),
-        })?;
+        let kind = EventKind::from_tag(tag & 7)
+            .filter(|&kind| version >= 2 || kind != EventKind::VmstatWork)
+            .ok_or_else(|| TraceError::Corrupt {
+                offset: start,
+                reason: format!("unknown event kind {} in a version {version} file", tag & 7),
+            })?;
         let mut order = tag >> 4;
         if order == 15 {
             order = reader.u8("event order")?;
@@ -310,11 +332,16 @@ fn decode_events(
                 offset: start,
                 reason: "timestamp overflow".to_string(),
             })?;
-        let zigzag = reader.varint("event pfn")?;
-        let pfn_delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-        let previous = &mut previous_pfn[cpu as usize];
-        *previous = previous.wrapping_add(pfn_delta as u64);
-        let mut event = TraceEvent::new(kind, timestamp, cpu, *previous);
+        let pfn = if kind == EventKind::VmstatWork {
+            0
+        } else {
+            let zigzag = reader.varint("event pfn")?;
+            let pfn_delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+            let previous = &mut previous_pfn[cpu as usize];
+            *previous = previous.wrapping_add(pfn_delta as u64);
+            *previous
+        };
+        let mut event = TraceEvent::new(kind, timestamp, cpu, pfn);
         event.order = order;
         event.flag = tag & 8 != 0;
         match kind {
@@ -335,7 +362,7 @@ fn decode_events(
                 event.migratetype = reader.u8("extfrag migratetype")? as i8;
                 event.fallback_migratetype = reader.u8("extfrag fallback migratetype")? as i8;
             }
-            EventKind::Free | EventKind::FreeBatched => {}
+            EventKind::Free | EventKind::FreeBatched | EventKind::VmstatWork => {}
         }
         events.push(event);
     }

@@ -69,7 +69,7 @@ pub use event::{EventKind, Trace, TraceClock, TraceEvent};
 pub use format::{decode, encode, read_file, write_file};
 pub use policy::ReplayPolicy;
 pub use record::{record, RecordOptions, RecordTarget};
-pub use replay::{replay, FragSample, ReplayOptions, ReplayOutcome};
+pub use replay::{replay, FragSample, PcpDecay, ReplayOptions, ReplayOutcome};
 
 use std::path::{Path, PathBuf};
 
@@ -181,7 +181,12 @@ pub fn summary(trace: &Trace) -> String {
     let kinds: Vec<String> = EventKind::ALL
         .iter()
         .zip(counts)
-        .map(|(kind, count)| format!("{} {count}", kind.tracepoint()))
+        .map(|(kind, count)| match kind {
+            EventKind::VmstatWork if !trace.records_vmstat_worker() => {
+                format!("{} not recorded", kind.label())
+            }
+            kind => format!("{} {count}", kind.label()),
+        })
         .collect();
     let last = trace.events.last().map_or(0, |event| event.timestamp);
     let span = match trace.clock() {
@@ -263,12 +268,22 @@ fn replay_notes(
                 .to_string(),
         );
     }
-    if options.pcp_decay && !options.decays_by_time(trace) {
-        notes.push(
+    let unrecorded = "the trace does not record the vmstat worker's runs";
+    match (options.pcp_decay, options.decay_on(trace)) {
+        (PcpDecay::Worker, PcpDecay::Timer) => notes.push(format!(
+            "{unrecorded} (`pageframe trace record` keeps them): the per-CPU \
+             lists' high was decayed once a second of its time instead"
+        )),
+        (PcpDecay::Worker, PcpDecay::Off) => notes.push(format!(
+            "{unrecorded}, and its clock counts ticks, not time: the \
+             per-CPU lists' high was not decayed"
+        )),
+        (PcpDecay::Timer, PcpDecay::Off) => notes.push(
             "the trace's clock counts ticks, not time: the vmstat worker's \
              once-a-second decay of the per-CPU lists' high was not run"
                 .to_string(),
-        );
+        ),
+        _ => {}
     }
     notes
 }

@@ -1,5 +1,6 @@
 //! Live recording from tracefs: a private tracefs instance (the global
-//! buffer is neither needed nor disturbed), the six kmem events enabled,
+//! buffer is neither needed nor disturbed), the six kmem events and the
+//! vmstat worker's runs (`workqueue_execute_start` of `vmstat_update`) enabled,
 //! every CPU's `trace_pipe_raw` drained without loss while a command runs
 //! (or for a duration), and the host's state saved at start and end.
 //!
@@ -9,7 +10,7 @@
 //! from the sub-buffers' missed-events flags and each CPU's `stats` file.
 //! Signal handling is per process: run one recording at a time.
 
-use super::event::{EventKind, Trace, TraceEvent};
+use super::event::{EventKind, Trace, TraceEvent, VMSTAT_WORKER_KEY, VMSTAT_WORKER_TRACED};
 use super::host::{count_cpu_list, snapshot_into, Moment};
 use super::tracefs::{EventFormat, RecordDecoder};
 use super::{TraceError, MAX_TRACE_EVENTS};
@@ -193,6 +194,52 @@ fn stats_total(instance: &InstanceGuard, cpus: &[u16], key: &str) -> u64 {
         .sum()
 }
 
+/// An event's directory in the instance.
+fn event_dir(kind: EventKind) -> String {
+    format!("events/{}/{}", kind.system(), kind.tracepoint())
+}
+
+/// Enables the vmstat worker's runs: `workqueue_execute_start` filtered in
+/// the kernel to the work function `vmstat_update`, by name where the
+/// kernel's filters take the `.function` modifier, else by its address in
+/// /proc/kallsyms. Every record it then yields is one run of the worker on
+/// its CPU. On failure the event is left off and the reason returned: the
+/// recording goes on without it (a replay then decays by the clock).
+fn enable_vmstat_worker(instance: &InstanceGuard) -> Result<EventFormat, String> {
+    let dir = event_dir(EventKind::VmstatWork);
+    let format = instance
+        .read(&format!("{dir}/format"))
+        .and_then(|text| EventFormat::parse(EventKind::VmstatWork, &text))
+        .map_err(|err| err.to_string())?;
+    let filter = format!("{dir}/filter");
+    if instance
+        .write(&filter, "function.function == vmstat_update")
+        .is_err()
+    {
+        let address = vmstat_update_address().ok_or(
+            "the kernel's filters lack `.function` and /proc/kallsyms has no vmstat_update",
+        )?;
+        instance
+            .write(&filter, &format!("function == {address:#x}"))
+            .map_err(|err| err.to_string())?;
+    }
+    instance
+        .write(&format!("{dir}/enable"), "1")
+        .map_err(|err| err.to_string())?;
+    Ok(format)
+}
+
+/// `vmstat_update`'s address from /proc/kallsyms (0 when hidden from us).
+fn vmstat_update_address() -> Option<u64> {
+    let symbols = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    symbols.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        let address = u64::from_str_radix(words.next()?, 16).ok()?;
+        let _kind = words.next()?;
+        (words.next()? == "vmstat_update" && address != 0).then_some(address)
+    })
+}
+
 /// Records a trace as root. The instance is removed whatever happens.
 pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
     if let Some(reason) = unavailable_reason() {
@@ -204,14 +251,24 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
     instance.write("options/overwrite", "0")?;
     instance.write("trace_clock", "mono")?;
     let mut formats = Vec::new();
-    for kind in EventKind::ALL {
-        let dir = format!("events/kmem/{}", kind.tracepoint());
+    for kind in EventKind::ALL
+        .into_iter()
+        .filter(|kind| kind.system() == "kmem")
+    {
+        let dir = event_dir(kind);
         formats.push(EventFormat::parse(
             kind,
             &instance.read(&format!("{dir}/format"))?,
         )?);
         instance.write(&format!("{dir}/enable"), "1")?;
     }
+    let vmstat_worker = match enable_vmstat_worker(&instance) {
+        Ok(format) => {
+            formats.push(format);
+            VMSTAT_WORKER_TRACED.to_string()
+        }
+        Err(reason) => format!("not traced: {reason}"),
+    };
     let subbuffer_bytes = instance
         .read("buffer_subbuf_size_kb")
         .ok()
@@ -241,6 +298,7 @@ pub fn record(options: &RecordOptions) -> Result<Trace, TraceError> {
 
     let mut trace = Trace::default();
     trace.set_meta("source", "tracefs instance, per-CPU trace_pipe_raw");
+    trace.set_meta(VMSTAT_WORKER_KEY, vmstat_worker);
     trace.set_meta(
         "cpus",
         count_cpu_list(&online).unwrap_or(pipes.len()).to_string(),

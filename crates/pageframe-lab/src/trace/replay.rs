@@ -87,13 +87,10 @@ pub struct ReplayOptions {
     /// machine the host's shape. Off, the lists start empty at `high_min`,
     /// as after boot.
     pub host_pcp_start: bool,
-    /// Run the vmstat worker's pass over every CPU's lists once a second of
-    /// the trace's time, from its first event: `high` decays by an eighth
-    /// toward `high_min` and the pages above it are drained
-    /// (decay_pcp_high() from vmstat_update(), every `sysctl_stat_interval`
-    /// of one second). Off, or when the trace's clock counts ticks
-    /// ([`TraceClock::Ticks`]), `high` moves only with allocations and frees.
-    pub pcp_decay: bool,
+    /// When the vmstat worker's pass over a CPU's lists runs: `high` decays
+    /// by an eighth toward `high_min` and the pages above it are drained
+    /// (decay_pcp_high() from vmstat_update()).
+    pub pcp_decay: PcpDecay,
     /// Lay the free memory out as the host's /proc/pagetypeinfo showed it
     /// at the trace's start (free blocks per zone, migratetype and order;
     /// Unmovable and Reclaimable pageblocks) and hold the rest, as the
@@ -106,11 +103,33 @@ pub struct ReplayOptions {
     pub free_high: Option<FreeHighThreshold>,
 }
 
+/// When a replay runs the vmstat worker's pass over the per-CPU lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcpDecay {
+    /// At each run of the worker the trace recorded, on that run's CPU (the
+    /// kernel's vmstat_update() runs about once a second on a CPU with
+    /// counters to fold, and not at all on an idle one; where in its
+    /// second is not known otherwise). A trace that did not record the
+    /// worker falls back to [`PcpDecay::Timer`].
+    Worker,
+    /// Once a second of the trace's time from its first event, on every
+    /// CPU (`sysctl_stat_interval`); not on a clock of ticks
+    /// ([`TraceClock::Ticks`]), which gives no seconds.
+    Timer,
+    /// Never: `high` moves only with allocations and frees.
+    Off,
+}
+
 impl ReplayOptions {
-    /// True when the vmstat decay runs on `trace`: asked for, and the
-    /// trace's clock gives seconds (a clock of ticks gives none).
-    pub fn decays_by_time(&self, trace: &Trace) -> bool {
-        self.pcp_decay && trace.clock() == TraceClock::Nanoseconds
+    /// How the decay runs on `trace`: as asked where the trace allows it,
+    /// else the next one down (the worker's runs, the clock, none).
+    pub fn decay_on(&self, trace: &Trace) -> PcpDecay {
+        let by_time = trace.clock() == TraceClock::Nanoseconds;
+        match self.pcp_decay {
+            PcpDecay::Worker if trace.records_vmstat_worker() => PcpDecay::Worker,
+            PcpDecay::Worker | PcpDecay::Timer if by_time => PcpDecay::Timer,
+            _ => PcpDecay::Off,
+        }
     }
 }
 
@@ -126,7 +145,7 @@ impl Default for ReplayOptions {
             check_invariants: false,
             hold_pretrace: true,
             host_pcp_start: true,
-            pcp_decay: true,
+            pcp_decay: PcpDecay::Worker,
             host_free_start: true,
             free_high: None,
         }
@@ -137,18 +156,22 @@ impl Default for ReplayOptions {
 const VMSTAT_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// `passes` of the vmstat worker over every CPU's lists, or fewer when no
-/// list has further to decay (a gap of hours in a trace is a few passes).
-fn decay_pcp_lists(allocator: &LocalPageAllocator, passes: u64) {
+/// list has further to decay (a gap of hours in a trace is a few passes);
+/// returns the passes made, counted per CPU.
+fn decay_pcp_lists(allocator: &LocalPageAllocator, passes: u64) -> u64 {
+    let mut made = 0;
     for _ in 0..passes {
         let mut more = false;
         for cpu in 0..allocator.nr_cpus() {
             // Every CPU of the machine exists: the call cannot fail.
             more |= allocator.decay_pcp_high(CpuId(cpu as u16)).unwrap_or(false);
+            made += 1;
         }
         if !more {
-            return;
+            break;
         }
     }
+    made
 }
 
 /// Both fragmentation indices per order at one point of the replay.
@@ -248,6 +271,11 @@ pub struct ReplayCounts {
     pub trace_refill_calls: u64,
     /// Trace: pages drained from pcp lists (`mm_page_pcpu_drain`).
     pub trace_drain_pages: u64,
+    /// Trace: runs of the vmstat worker it recorded, over all CPUs.
+    pub trace_vmstat_runs: u64,
+    /// Ours: the vmstat worker's passes over one CPU's lists the replay
+    /// made ([`PcpDecay`]).
+    pub vmstat_passes: u64,
     /// Trace: `mm_page_alloc_extfrag` per key.
     pub trace_fallbacks: Vec<(FallbackKey, u64)>,
     /// Ours: the engine's fallbacks per key, as the tracepoint reports them.
@@ -443,12 +471,12 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
     let mut next_decay_ns = VMSTAT_INTERVAL_NS;
-    let decay_by_time = options.decays_by_time(trace);
+    let decay = options.decay_on(trace);
 
     for (index, event) in trace.events.iter().enumerate() {
-        if decay_by_time && event.timestamp >= next_decay_ns {
+        if decay == PcpDecay::Timer && event.timestamp >= next_decay_ns {
             let passes = (event.timestamp - next_decay_ns) / VMSTAT_INTERVAL_NS + 1;
-            decay_pcp_lists(&allocator, passes);
+            counts.vmstat_passes += decay_pcp_lists(&allocator, passes);
             next_decay_ns = next_decay_ns.saturating_add(passes.saturating_mul(VMSTAT_INTERVAL_NS));
         }
         if until_sample == 0 {
@@ -521,6 +549,14 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                 }
             }
             EventKind::PcpuDrain => counts.trace_drain_pages += 1 << event.order.min(63),
+            EventKind::VmstatWork => {
+                counts.trace_vmstat_runs += 1;
+                if decay == PcpDecay::Worker {
+                    // The traced CPU's handle exists: the call cannot fail.
+                    let _ = allocator.decay_pcp_high(CpuId(target as u16));
+                    counts.vmstat_passes += 1;
+                }
+            }
             EventKind::Extfrag => add(
                 &mut counts.trace_fallbacks,
                 FallbackKey {

@@ -1,5 +1,7 @@
-//! Importing text traces of the same six kmem events: tracefs's own `trace`
-//! and `trace_pipe` files, `trace-cmd report` and `perf script` output.
+//! Importing text traces of the same six kmem events, and of the vmstat
+//! worker's runs (`workqueue_execute_start` lines whose function is
+//! `vmstat_update`; other work is skipped): tracefs's own `trace` and
+//! `trace_pipe` files, `trace-cmd report` and `perf script` output.
 //!
 //! All four print one event per line as
 //! `COMM-PID [CPU] (flags) SECONDS: [kmem:]EVENT: key=value ...`
@@ -131,7 +133,7 @@ fn import_lines(
                 continue;
             }
             ParsedLine::OtherEvent => None,
-            ParsedLine::Kmem(event, event_clock) => {
+            ParsedLine::Ours(event, event_clock) => {
                 match clock {
                     None => clock = Some((event_clock, line_no)),
                     Some((first, first_line)) if first != event_clock => {
@@ -251,8 +253,9 @@ enum ParsedLine {
     NotAnEvent,
     /// An event line of an event the replay does not use.
     OtherEvent,
-    /// One of the six kmem events, and the clock its timestamp is in.
-    Kmem(TraceEvent, TraceClock),
+    /// One of our events (a kmem event or a vmstat worker run), and the
+    /// clock its timestamp is in.
+    Ours(TraceEvent, TraceClock),
 }
 
 /// How an error message names a clock's timestamps.
@@ -300,16 +303,20 @@ fn parse_number(text: &str) -> Option<i64> {
     }
 }
 
-/// True when a token of the line names one of our six events
-/// (`mm_page_alloc:` or `kmem:mm_page_alloc:`, …).
-fn names_kmem_event(tokens: &[&str]) -> bool {
-    tokens.iter().any(|token| {
-        token
-            .strip_suffix(':')
-            .map(|name| name.strip_prefix("kmem:").unwrap_or(name))
-            .and_then(EventKind::from_tracepoint)
-            .is_some()
-    })
+/// The kind of event a line's `name:` token names, when it is one of ours:
+/// a kmem event (`mm_page_alloc:` or `kmem:mm_page_alloc:`, …), or the
+/// workqueue event running `vmstat_update` (the line's last word: tracefs
+/// prints `work struct …: function vmstat_update`).
+fn our_event(tokens: &[&str], name: &str) -> Option<EventKind> {
+    let kind = EventKind::from_tracepoint(name.strip_suffix(':')?)?;
+    (kind != EventKind::VmstatWork || tokens.last() == Some(&"vmstat_update")).then_some(kind)
+}
+
+/// True when a token of the line names one of our events.
+fn names_our_event(tokens: &[&str]) -> bool {
+    tokens
+        .iter()
+        .any(|token| our_event(tokens, token).is_some())
 }
 
 fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
@@ -324,7 +331,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
     }) else {
         // One of our events without its CPU (perf script -F without cpu):
         // the replay cannot place it.
-        if names_kmem_event(&tokens) {
+        if names_our_event(&tokens) {
             return Err(TraceError::Text {
                 line: line_no,
                 reason: "a kmem event without its CPU as `[CPU]`: print it \
@@ -339,7 +346,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
             .strip_suffix(':')
             .is_some_and(|time| parse_timestamp(time).is_some())
     }) else {
-        if names_kmem_event(&tokens) {
+        if names_our_event(&tokens) {
             return Err(TraceError::Text {
                 line: line_no,
                 reason: "a kmem event without a readable time: `SECONDS.FRACTION:` \
@@ -349,13 +356,13 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
         }
         return Ok(ParsedLine::NotAnEvent);
     };
-    let Some(name) = tokens.get(time_index + 1).and_then(|t| t.strip_suffix(':')) else {
+    let Some(name) = tokens.get(time_index + 1).filter(|t| t.ends_with(':')) else {
         return Ok(ParsedLine::NotAnEvent);
     };
-    let name = name.strip_prefix("kmem:").unwrap_or(name);
-    let Some(kind) = EventKind::from_tracepoint(name) else {
+    let Some(kind) = our_event(&tokens, name) else {
         return Ok(ParsedLine::OtherEvent);
     };
+    let name = kind.tracepoint();
     let bad = |reason: String| TraceError::Text {
         line: line_no,
         reason,
@@ -390,6 +397,12 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
             Err(bad(format!("{key}={value} out of range")))
         }
     };
+    if kind == EventKind::VmstatWork {
+        return Ok(ParsedLine::Ours(
+            TraceEvent::new(kind, timestamp, cpu, 0),
+            clock,
+        ));
+    }
     let failed = field("page").is_some_and(|page| {
         page.contains("null") || page.bytes().all(|byte| byte == b'0' || byte == b'x')
     });
@@ -424,6 +437,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
             event.fallback_migratetype = small("fallback_migratetype", -1, 127)? as i8;
             event.flag = small("change_ownership", 0, 1)? != 0;
         }
+        EventKind::VmstatWork => {}
     }
-    Ok(ParsedLine::Kmem(event, clock))
+    Ok(ParsedLine::Ours(event, clock))
 }

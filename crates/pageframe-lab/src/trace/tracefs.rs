@@ -119,7 +119,8 @@ fn read_field(record: &[u8], spec: FieldSpec) -> Option<i64> {
 #[derive(Clone, Copy, Debug)]
 struct Decoder {
     kind: EventKind,
-    pfn: FieldSpec,
+    /// `None` for the vmstat worker's runs, which carry no block.
+    pfn: Option<FieldSpec>,
     order: Option<FieldSpec>,
     migratetype: Option<FieldSpec>,
     gfp: Option<FieldSpec>,
@@ -128,21 +129,26 @@ struct Decoder {
     fallback_migratetype: Option<FieldSpec>,
 }
 
-/// Decodes the records of the six kmem events out of sub-buffers.
+/// Decodes the records of the six kmem events, and of the vmstat worker's
+/// runs, out of sub-buffers. The worker's event is `workqueue_execute_start`
+/// filtered in the kernel to `vmstat_update`: every record of it is a run.
 #[derive(Clone, Debug)]
 pub struct RecordDecoder {
-    /// By event id (six entries: a linear scan beats a 64 Ki table).
+    /// By event id (seven entries: a linear scan beats a 64 Ki table).
     by_id: Vec<(u16, Decoder)>,
 }
 
 impl RecordDecoder {
-    /// A decoder for these formats; every one needs a `pfn` field.
+    /// A decoder for these formats; every kmem one needs a `pfn` field.
     pub fn new(formats: &[EventFormat]) -> Result<RecordDecoder, TraceError> {
         let mut by_id = Vec::with_capacity(formats.len());
         for format in formats {
-            let pfn = format.field("pfn").ok_or_else(|| {
-                TraceError::Tracefs(format!("{} has no pfn field", format.kind.tracepoint()))
-            })?;
+            let pfn = match format.kind {
+                EventKind::VmstatWork => None,
+                kind => Some(format.field("pfn").ok_or_else(|| {
+                    TraceError::Tracefs(format!("{} has no pfn field", kind.tracepoint()))
+                })?),
+            };
             let extfrag = format.kind == EventKind::Extfrag;
             by_id.push((
                 format.id,
@@ -173,12 +179,11 @@ impl RecordDecoder {
         let id = u16::from_le_bytes([*record.first()?, *record.get(1)?]);
         let decoder = self.by_id.iter().find(|(known, _)| *known == id)?.1;
         let small = |spec: Option<FieldSpec>| spec.and_then(|spec| read_field(record, spec));
-        let mut event = TraceEvent::new(
-            decoder.kind,
-            timestamp,
-            cpu,
-            read_field(record, decoder.pfn)? as u64,
-        );
+        let pfn = match decoder.pfn {
+            Some(spec) => read_field(record, spec)? as u64,
+            None => return Some(TraceEvent::new(decoder.kind, timestamp, cpu, 0)),
+        };
+        let mut event = TraceEvent::new(decoder.kind, timestamp, cpu, pfn);
         event.order = small(decoder.order).unwrap_or(0).clamp(0, 255) as u8;
         event.migratetype = small(decoder.migratetype).unwrap_or(0).clamp(-1, 127) as i8;
         event.gfp = small(decoder.gfp).unwrap_or(0) as u32;
