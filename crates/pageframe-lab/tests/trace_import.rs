@@ -113,7 +113,9 @@ fn vmstat_worker_runs_import_and_other_work_is_skipped() {
     let text = "kworker/0:0-24594 [000] ..... 55200.135719: workqueue_execute_start: work struct 00000000574c6cbf: function vmstat_update\n\
                 kworker/1:1-29794 [001] ..... 55200.200000: workqueue_execute_start: work struct 000000007bca0640: function flush_to_ldisc\n\
                 x-1 [001] .... 55200.300000: mm_page_free: page=00000000ab12cd34 pfn=0x10 order=0\n\
-                kworker/1:1 29794 [001] 55201.255707: workqueue:workqueue_execute_start: work struct 0xffff8881: function vmstat_update\n";
+                kworker/1:1 29794 [001] 55201.255707: workqueue:workqueue_execute_start: work struct 0xffff8881: function vmstat_update\n\
+                kworker/0:0-24594 [000] ..... 55201.300000: workqueue_execute_start: work struct 00000000574c6cbf: function vmstat_update+0x0/0x90\n\
+                kworker/0:0-24594 [000] ..... 55201.400000: workqueue_execute_start: work struct 00000000574c6cbf: function vmstat_updater\n";
     let trace = import_text(text).unwrap();
     let kinds: Vec<(EventKind, u16)> = trace.events.iter().map(|e| (e.kind, e.cpu)).collect();
     assert_eq!(
@@ -121,17 +123,17 @@ fn vmstat_worker_runs_import_and_other_work_is_skipped() {
         [
             (EventKind::VmstatWork, 0),
             (EventKind::Free, 1),
-            (EventKind::VmstatWork, 1)
+            (EventKind::VmstatWork, 1),
+            (EventKind::VmstatWork, 0)
         ]
     );
     assert!(trace.records_vmstat_worker());
     assert_eq!(trace.events[0].pfn, 0);
     // Without its CPU, a worker run cannot be placed: an error, as for kmem.
     let text = "kworker/0:0-24594 55200.135719: workqueue_execute_start: work struct 00000000574c6cbf: function vmstat_update\n";
-    assert!(matches!(
-        import_text(text),
-        Err(TraceError::Text { line: 1, .. })
-    ));
+    let err = import_text(text).unwrap_err();
+    assert!(matches!(err, TraceError::Text { line: 1, .. }), "{err}");
+    assert!(err.to_string().contains("vmstat worker event"), "{err}");
     let plain =
         import_text("x-1 [000] .... 1.0: mm_page_free: page=00000000ab12cd34 pfn=0x1 order=0\n")
             .unwrap();

@@ -786,6 +786,45 @@ fn high_decays_at_the_workers_traced_runs() {
     assert_ne!(here.pcp_high_end, other.pcp_high_end);
 }
 
+/// A machine with fewer CPUs than the trace (`--fit`) takes each CPU's
+/// worker runs from the traced CPU of its number only: four traced CPUs
+/// folded onto two are decayed once per run of CPUs 0 and 1, not four
+/// times.
+#[test]
+fn folded_cpus_take_the_worker_runs_of_one_traced_cpu() {
+    let mut trace = Trace::default();
+    trace.set_meta("vmstat_worker", "traced");
+    let mut time = 0;
+    for cpu in 0..4u16 {
+        for page in 0..64u64 {
+            time += 1;
+            trace.events.push(alloc(
+                time,
+                cpu,
+                0x10_000 + u64::from(cpu) * 0x1000 + page,
+                0,
+                pageframe::Gfp::KERNEL.bits(),
+            ));
+        }
+    }
+    for cpu in 0..4u16 {
+        time += 1;
+        trace
+            .events
+            .push(TraceEvent::new(EventKind::VmstatWork, time, cpu, 0));
+    }
+    let outcome = trace::replay(
+        &trace,
+        &ReplayOptions {
+            fit: true,
+            ..small_machine()
+        },
+    )
+    .unwrap();
+    assert_eq!(outcome.counts.trace_vmstat_runs, 4);
+    assert_eq!(outcome.counts.vmstat_passes, 2);
+}
+
 /// A refill is a run of `percpu_refill` events on one CPU; a fallback
 /// event inside it (a steal during rmqueue_bulk()) does not start another,
 /// any other event of that CPU does. Counted as two runs, the kernel's

@@ -1,5 +1,6 @@
 //! The events of a page-allocator trace, as the kernel's kmem tracepoints
-//! (include/trace/events/kmem.h) report them, and a whole trace: events in
+//! (include/trace/events/kmem.h) report them, with the vmstat worker's runs
+//! (include/trace/events/workqueue.h), and a whole trace: events in
 //! timestamp order plus the recording's metadata (host state at start and
 //! end, lost events, caps).
 //!
@@ -110,7 +111,7 @@ pub struct TraceEvent {
     /// `migratetype` (`alloc_migratetype` for extfrag); -1 when the kernel
     /// reports none.
     pub migratetype: i8,
-    /// The host's PFN of the block.
+    /// The host's PFN of the block (0 for a vmstat worker run, which has none).
     pub pfn: u64,
     /// `gfp_flags` of an allocation, the kernel's bits.
     pub gfp: u32,

@@ -22,9 +22,11 @@
 //! after its time, and its PFN is 0.
 //! Version 1 is version 2 without kind 6; this build reads both.
 //!
-//! Invariant: `decode(encode(t)) == t` for every trace whose events are in
-//! timestamp order. Decoding never panics: every error names the byte
-//! offset where the file stopped making sense.
+//! Invariant: `decode(encode(t)) == t` for every trace that passes
+//! [`Trace::check_invariants`]. Decoding never panics: every error names
+//! the byte offset where the file stopped making sense, except a decoded
+//! trace that breaks those invariants (such as a worker run with a block's
+//! fields), which is refused naming the event.
 
 use super::event::{EventKind, Trace, TraceEvent};
 use super::{TraceError, MAX_TRACE_EVENTS, MAX_TRACE_FILE_BYTES};
@@ -60,8 +62,8 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), TraceError> {
     Ok(())
 }
 
-/// Encodes a trace. Fails only when the events are out of timestamp order
-/// or a metadata string exceeds 4 GiB.
+/// Encodes a trace. Fails only when the trace breaks
+/// [`Trace::check_invariants`] or a metadata string exceeds 4 GiB.
 pub fn encode(trace: &Trace) -> Result<Vec<u8>, TraceError> {
     trace.check_invariants()?;
     let mut out = Vec::with_capacity(64 + trace.events.len() * 6);
@@ -296,11 +298,11 @@ fn decode_events(
     event_count: u64,
     version: u32,
 ) -> Result<Vec<TraceEvent>, TraceError> {
-    // Every event takes at least 4 bytes: no allocation beyond what the
-    // payload can hold, whatever the count claims.
+    // Every event takes at least 3 bytes (a worker run: tag, CPU, time): no
+    // allocation beyond what the payload can hold, whatever the count claims.
     let capacity = usize::try_from(event_count)
         .unwrap_or(usize::MAX)
-        .min(payload_len / 4);
+        .min(payload_len / 3);
     let mut events = Vec::with_capacity(capacity);
     let mut reader = Reader {
         bytes: &bytes[..payload_offset + payload_len],

@@ -3,7 +3,8 @@
 //!
 //! A trace holds the kmem tracepoints `mm_page_alloc`, `mm_page_free`,
 //! `mm_page_free_batched`, `mm_page_alloc_zone_locked`,
-//! `mm_page_pcpu_drain` and `mm_page_alloc_extfrag` with CPU and time, plus
+//! `mm_page_pcpu_drain` and `mm_page_alloc_extfrag` with CPU and time, the
+//! vmstat worker's runs (`workqueue_execute_start` of `vmstat_update`), plus
 //! the host's /proc state at start and end. It is recorded live from a
 //! private tracefs instance ([`record()`]), imported from text ([`import()`]),
 //! stored as a `.pftrace` file ([`format`](mod@format)), and replayed
@@ -268,11 +269,16 @@ fn replay_notes(
                 .to_string(),
         );
     }
-    let unrecorded = "the trace does not record the vmstat worker's runs";
+    let unrecorded = match trace.meta(event::VMSTAT_WORKER_KEY) {
+        Some(why) => format!("the recording kept no vmstat worker runs ({why})"),
+        None => "the trace does not record the vmstat worker's runs \
+                 (`pageframe trace record` keeps them)"
+            .to_string(),
+    };
     match (options.pcp_decay, options.decay_on(trace)) {
         (PcpDecay::Worker, PcpDecay::Timer) => notes.push(format!(
-            "{unrecorded} (`pageframe trace record` keeps them): the per-CPU \
-             lists' high was decayed once a second of its time instead"
+            "{unrecorded}: the per-CPU lists' high was decayed once a second \
+             of its time instead"
         )),
         (PcpDecay::Worker, PcpDecay::Off) => notes.push(format!(
             "{unrecorded}, and its clock counts ticks, not time: the \

@@ -551,7 +551,11 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
             EventKind::PcpuDrain => counts.trace_drain_pages += 1 << event.order.min(63),
             EventKind::VmstatWork => {
                 counts.trace_vmstat_runs += 1;
-                if decay == PcpDecay::Worker {
+                // A machine with fewer CPUs than the trace (`--fit`) takes
+                // each of its CPUs' runs from one traced CPU, the one of
+                // the same number: the kernel's worker passes over a CPU
+                // about once a second, not once per CPU folded onto it.
+                if decay == PcpDecay::Worker && cpu == target {
                     // The traced CPU's handle exists: the call cannot fail.
                     let _ = allocator.decay_pcp_high(CpuId(target as u16));
                     counts.vmstat_passes += 1;

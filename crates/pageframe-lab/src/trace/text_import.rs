@@ -309,7 +309,17 @@ fn parse_number(text: &str) -> Option<i64> {
 /// prints `work struct …: function vmstat_update`).
 fn our_event(tokens: &[&str], name: &str) -> Option<EventKind> {
     let kind = EventKind::from_tracepoint(name.strip_suffix(':')?)?;
-    (kind != EventKind::VmstatWork || tokens.last() == Some(&"vmstat_update")).then_some(kind)
+    // With tracefs's `sym-offset` option the symbol reads
+    // `vmstat_update+0x0/0x90`; a bare address (`sym-addr` off and no
+    // symbol) cannot be told from other work and is skipped.
+    let runs_vmstat_update = || {
+        tokens.last().is_some_and(|function| {
+            function
+                .strip_prefix("vmstat_update")
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('+'))
+        })
+    };
+    (kind != EventKind::VmstatWork || runs_vmstat_update()).then_some(kind)
 }
 
 /// True when a token of the line names one of our events.
@@ -334,7 +344,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
         if names_our_event(&tokens) {
             return Err(TraceError::Text {
                 line: line_no,
-                reason: "a kmem event without its CPU as `[CPU]`: print it \
+                reason: "a kmem or vmstat worker event without its CPU as `[CPU]`: print it \
                          (perf script -F with cpu; tracefs with latency-format off)"
                     .to_string(),
             });
@@ -349,9 +359,10 @@ fn parse_line(line: &str, line_no: usize) -> Result<ParsedLine, TraceError> {
         if names_our_event(&tokens) {
             return Err(TraceError::Text {
                 line: line_no,
-                reason: "a kmem event without a readable time: `SECONDS.FRACTION:` \
+                reason:
+                    "a kmem or vmstat worker event without a readable time: `SECONDS.FRACTION:` \
                          (at most nine fraction digits) or `TICKS:` below 2^64"
-                    .to_string(),
+                        .to_string(),
             });
         }
         return Ok(ParsedLine::NotAnEvent);
