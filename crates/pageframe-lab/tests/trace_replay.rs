@@ -544,6 +544,46 @@ fn the_free_lists_start_as_the_hosts() {
     );
 }
 
+/// When the host's free blocks leave no wholly held pageblock (here one
+/// order-10 block, then an order-8 block in every pageblock of Normal's:
+/// the order-10 block lets an order-9 request pass the watermark check,
+/// which does not count listed blocks), the order-9 blocks the trace
+/// shows on a CPU's list still get room, kept out of the placing: the
+/// replay serves them from the list, as the kernel did, without a refill.
+/// (Without the room they were left off the list: a trace recorded here
+/// then refilled 13 times more than the kernel.)
+#[test]
+fn listed_order9_blocks_find_room_when_free_blocks_fill_every_pageblock() {
+    let mut trace = shipped_prefix(0);
+    trace.set_meta(
+        "host.start.pagetypeinfo",
+        "Free pages count per migrate type at order 0 1 2 3 4 5 6 7 8 9 10\n\
+         Node    0, zone   Normal, type      Movable 0 0 0 0 0 0 0 0 10752 0 1\n\n\
+         Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate\n\
+         Node 0, zone   Normal 0 10752 0 0 0\n",
+    );
+    for n in 0..4u64 {
+        let gfp = pageframe::Gfp::HIGHUSER_MOVABLE.bits();
+        let mut event = alloc(n + 1, 0, 0x20_0000 + n * 512, 9, gfp);
+        event.migratetype = 1;
+        trace.events.push(event);
+    }
+    let outcome = trace::replay(
+        &trace,
+        &ReplayOptions {
+            check_invariants: true,
+            ..ReplayOptions::default()
+        },
+    )
+    .unwrap();
+    // Every pageblock took a free block, and some were left over.
+    assert!(outcome.counts.host_free_placed > 5_000);
+    assert!(outcome.counts.host_free_unplaced > 0);
+    assert_eq!(outcome.counts.host_pcp_as_traced, 4 * 512);
+    assert_eq!(outcome.counts.allocs, 4);
+    assert_eq!(outcome.pcp_refill, 0);
+}
+
 /// A saved pagetypeinfo asking for more free pages than a zone has does
 /// not describe it: the zone is left as booted,
 /// quickly, and nothing is counted as unplaced (the report once printed

@@ -25,7 +25,10 @@
 //! Held pages are left over for the set-up's later steps
 //! ([`HostFreeStart::take_spare`], per migratetype): stand-ins of order 0
 //! and the blocks listed on per-CPU lists come from them, not from the
-//! placed free blocks, as on the host neither is in its buddy lists. Stand-ins of a
+//! placed free blocks, as on the host neither is in its buddy lists. Before
+//! placing, as many wholly held pageblocks as the lists' blocks above order
+//! 0 need are kept aside, and made spare only for the lists
+//! ([`HostFreeStart::release_kept`]), after the stand-ins. Stand-ins of a
 //! higher order are allocated: their zone gets as many extra Movable
 //! blocks of their order placed first. Blocks that do not fit are counted
 //! ([`HostFreeStart::unplaced`]), not placed; a zone the host's file does
@@ -44,13 +47,31 @@ pub struct HostFreeStart {
     /// last; blocks are taken from the lowest range that has room, so in
     /// ascending PFN order.
     spare: Vec<[Vec<std::ops::Range<u64>>; 3]>,
+    /// Per zone and migratetype: wholly held pageblocks kept for the
+    /// per-CPU lists, out of `spare` until [`HostFreeStart::release_kept`]
+    /// (the stand-ins, taken first, would use them up).
+    kept: Vec<[Vec<u64>; 3]>,
     /// Free blocks placed as the host's.
     pub placed: u64,
     /// Free blocks of the host's that did not fit.
     pub unplaced: u64,
+    /// Pages per pageblock.
+    block_pages: u64,
 }
 
 impl HostFreeStart {
+    /// Makes the pageblocks kept for the per-CPU lists spare, taken before
+    /// any other range.
+    pub fn release_kept(&mut self) {
+        let block_pages = self.block_pages;
+        for (spare, kept) in self.spare.iter_mut().zip(&mut self.kept) {
+            for (spare, kept) in spare.iter_mut().zip(kept) {
+                // `spare` is taken from its end: the kept blocks go there.
+                spare.extend(kept.drain(..).rev().map(|block| block..block + block_pages));
+            }
+        }
+    }
+
     /// The first PFN of `2^order` held pages, aligned to `order`, of a
     /// pageblock of `migratetype` (Unmovable, Movable or Reclaimable) in
     /// zone `zone`, given up by the copy: each page is an allocated order-0
@@ -95,13 +116,17 @@ const TYPES: [MigrateType; 3] = [
 
 /// Copies the host's free lists at the trace's start onto `allocator`
 /// through `handle`; `extra_movable` gives, per zone, blocks per order to
-/// place on the Movable lists besides the host's. `None` (nothing changed)
+/// place on the Movable lists besides the host's, and `keep_pageblocks`,
+/// per zone and migratetype (in [`TYPES`] order), wholly held pageblocks
+/// to keep out of the placing, spare for the per-CPU lists
+/// ([`super::host_pcp::pageblocks_wanted`]). `None` (nothing changed)
 /// when the trace saved no pagetypeinfo or it names none of our zones.
 pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     trace: &Trace,
     allocator: &LocalPageAllocator,
     handle: &pageframe::CpuHandle<H, pageframe::Local>,
     extra_movable: &[Vec<u64>],
+    keep_pageblocks: &[[u64; 3]],
 ) -> Option<HostFreeStart> {
     let host = parse_pagetypeinfo(&host_file(trace, Moment::Start, "pagetypeinfo")?);
     let zones = allocator.zone_snapshots();
@@ -193,6 +218,8 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     let region_pages = layout.max_order.nr_pages();
     let mut copy = HostFreeStart {
         spare: vec![Default::default(); zones.len()],
+        kept: vec![Default::default(); zones.len()],
+        block_pages,
         ..HostFreeStart::default()
     };
     let mut frees = Vec::new();
@@ -270,9 +297,18 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
             }
             region += region_pages;
         }
+        let pageblock_order = usize::from(layout.pageblock_order.0);
+        let mut kept: [Vec<u64>; 3] = Default::default();
         for slot in 0..TYPES.len() {
             for pool in &mut pools[slot] {
                 pool.reverse();
+            }
+            let keep = keep_pageblocks.get(index).map_or(0, |keep| keep[slot]);
+            for _ in 0..keep {
+                match take_whole(&mut pools[slot], pageblock_order) {
+                    Some(block) => kept[slot].push(block),
+                    None => break,
+                }
             }
             for order in (0..orders).rev() {
                 let wanted = free[slot][order];
@@ -290,6 +326,7 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
                 copy.unplaced = copy.unplaced.saturating_add(wanted - placed);
             }
         }
+        copy.kept[index] = kept;
         // What stays held is spare, per type, lowest PFN last.
         for (spare, pools) in copy.spare[index].iter_mut().zip(&pools) {
             for (order, pool) in pools.iter().enumerate() {
@@ -309,6 +346,19 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     }
     allocator.drain_all_pages();
     Some(copy)
+}
+
+/// Takes one wholly held segment of exactly `order` from `pool` (segments
+/// per order): one of that order, else the smallest above it halved down,
+/// the upper halves going back to the pool. Returns its first PFN.
+fn take_whole(pool: &mut [Vec<u64>], order: usize) -> Option<u64> {
+    let (mut at, segment) =
+        (order..pool.len()).find_map(|at| pool[at].pop().map(|segment| (at, segment)))?;
+    while at > order {
+        at -= 1;
+        pool[at].push(segment + (1u64 << at));
+    }
+    Some(segment)
 }
 
 /// Takes room for one free block of `order` from `pool` (segments per

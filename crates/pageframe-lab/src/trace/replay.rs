@@ -37,7 +37,7 @@ use super::event::{EventKind, Trace, TraceClock};
 use super::frag::{fragmentation_index, unusable_free_index};
 use super::host::{host_bytes, host_cpus, host_file, kernel_release, Moment};
 use super::host_free::copy_host_free_lists;
-use super::host_pcp::list_host_pcp;
+use super::host_pcp::{pageblocks_wanted, plan_host_pcp};
 use super::live::LiveBlocks;
 use super::TraceError;
 use crate::machine_args::check_host_holds;
@@ -664,7 +664,21 @@ fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
                 extra[zone][usize::from(order)] += 1;
             }
         }
-        host_free = copy_host_free_lists(trace, allocator, &handles[0], &extra);
+        // Held pageblocks for the blocks the per-CPU lists will take at
+        // their host offsets, kept out of the free lists' placing.
+        let mut keep = vec![[0u64; 3]; allocator.nr_zones()];
+        if options.host_pcp_start {
+            let zones = allocator.zone_snapshots();
+            for ((node, name), wanted) in pageblocks_wanted(trace, layout.pageblock_order.0) {
+                if let Some(zone) = zones
+                    .iter()
+                    .position(|zone| zone.node.0 == node && zone.zone_type.name() == name)
+                {
+                    keep[zone] = wanted;
+                }
+            }
+        }
+        host_free = copy_host_free_lists(trace, allocator, &handles[0], &extra, &keep);
         if let Some(copy) = &host_free {
             counts.host_free_placed = copy.placed;
             counts.host_free_unplaced = copy.unplaced;
@@ -692,7 +706,11 @@ fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
         allocator.drain_all_pages();
     }
     if options.host_pcp_start {
-        let copy = list_host_pcp(trace, allocator, handles, host_free.as_mut());
+        if let Some(copy) = &mut host_free {
+            copy.release_kept();
+        }
+        let copy =
+            plan_host_pcp(trace, allocator, handles, host_free.as_mut()).list(allocator, handles);
         counts.host_pcp_pages = copy.listed;
         counts.host_pcp_as_traced = copy.as_traced;
         counts.host_pcp_at_host_offset = copy.at_host_offset;
