@@ -117,7 +117,7 @@ const TYPES: [MigrateType; 3] = [
 /// Copies the host's free lists at the trace's start onto `allocator`
 /// through `handle`; `extra_movable` gives, per zone, blocks per order to
 /// place on the Movable lists besides the host's, and `keep_pageblocks`,
-/// per zone and migratetype (in [`TYPES`] order), wholly held pageblocks
+/// per zone and migratetype (Unmovable, Movable, Reclaimable), wholly held pageblocks
 /// to keep out of the placing, spare for the per-CPU lists
 /// ([`super::host_pcp::pageblocks_wanted`]). `None` (nothing changed)
 /// when the trace saved no pagetypeinfo or it names none of our zones.
