@@ -551,7 +551,7 @@ fn the_free_lists_start_as_the_hosts() {
 /// shows on a CPU's list still get room, kept out of the placing: the
 /// replay serves them from the list, as the kernel did, without a refill.
 /// (Without the room they were left off the list: a trace recorded here
-/// then refilled 13 times more than the kernel.)
+/// then refilled 81 times against the kernel's 59.)
 #[test]
 fn listed_order9_blocks_find_room_when_free_blocks_fill_every_pageblock() {
     let mut trace = shipped_prefix(0);
@@ -568,20 +568,45 @@ fn listed_order9_blocks_find_room_when_free_blocks_fill_every_pageblock() {
         event.migratetype = 1;
         trace.events.push(event);
     }
-    let outcome = trace::replay(
-        &trace,
-        &ReplayOptions {
-            check_invariants: true,
-            ..ReplayOptions::default()
-        },
-    )
-    .unwrap();
+    let replay = |trace: &Trace| {
+        trace::replay(
+            trace,
+            &ReplayOptions {
+                check_invariants: true,
+                ..ReplayOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let outcome = replay(&trace);
     // Every pageblock took a free block, and some were left over.
     assert!(outcome.counts.host_free_placed > 5_000);
     assert!(outcome.counts.host_free_unplaced > 0);
     assert_eq!(outcome.counts.host_pcp_as_traced, 4 * 512);
     assert_eq!(outcome.counts.allocs, 4);
     assert_eq!(outcome.pcp_refill, 0);
+    // With more traced order-0 frames than the CPU's count leaves room
+    // for, the order-9 blocks still come first, and their room with them.
+    let zoneinfo = trace.meta("host.start.zoneinfo").unwrap();
+    assert!(zoneinfo.contains("count:    9542"));
+    trace.set_meta(
+        "host.start.zoneinfo",
+        zoneinfo.replacen("count:    9542", "count:    2148", 1),
+    );
+    for n in 0..1000u64 {
+        let mut event = alloc(
+            10 + n,
+            0,
+            0x30_0000 + n,
+            0,
+            pageframe::Gfp::HIGHUSER_MOVABLE.bits(),
+        );
+        event.migratetype = 1;
+        trace.events.push(event);
+    }
+    let outcome = replay(&trace);
+    assert_eq!(outcome.counts.host_pcp_as_traced, 4 * 512 + 100);
+    assert_eq!(outcome.counts.allocs, 1004);
 }
 
 /// A saved pagetypeinfo asking for more free pages than a zone has does

@@ -43,9 +43,10 @@ use pageframe::{Gfp, LocalPageAllocator, MigrateType, NodeId, Order, Page, Pfn};
 #[derive(Debug, Default)]
 pub struct HostFreeStart {
     /// Per zone (an index of `zone_snapshots()`) and migratetype (in
-    /// [`TYPES`] order): the ranges of held pages of its pageblocks, lowest
-    /// last; blocks are taken from the lowest range that has room, so in
-    /// ascending PFN order.
+    /// [`TYPES`] order): the ranges of held pages of its pageblocks, taken
+    /// from the end: lowest last, so blocks come in ascending PFN order,
+    /// except that the pageblocks [`HostFreeStart::release_kept`] adds at
+    /// the end come first.
     spare: Vec<[Vec<std::ops::Range<u64>>; 3]>,
     /// Per zone and migratetype: wholly held pageblocks kept for the
     /// per-CPU lists, out of `spare` until [`HostFreeStart::release_kept`]

@@ -182,17 +182,25 @@ impl HostPcpStart {
 }
 
 /// Whole held pageblocks for the blocks above order 0 that the trace shows
-/// on the host's per-CPU lists, as far as each CPU's `count:` goes: one per
-/// pageblock-order block, and room for the order 1..=3 blocks; per host
-/// zone (node and name) and migratetype (0 Unmovable, 1 Movable,
-/// 2 Reclaimable). The copy of the host's free lists keeps that many out
-/// of its placing ([`super::host_free::copy_host_free_lists`]): on a host
-/// with much free memory no aligned room is left otherwise, and such a
-/// block is not listed (the untar trace of 2026-11-28 05:30 lost 13 of
-/// CPU 1's 26 order-9 blocks, and its replay refilled 13 times more than
-/// the kernel). Order-0 frames need no room of their own: a frame that
-/// finds no pageblock for its host pageblock takes any held page.
-pub fn pageblocks_wanted(trace: &Trace, pageblock_order: u8) -> Vec<((u16, String), [u64; 3])> {
+/// on the per-CPU lists of the host's first `nr_cpus` CPUs, as far as each
+/// CPU's `count:` goes (taken highest order first, as [`plan_host_pcp`]
+/// takes them): one per pageblock-order block, and room for the order
+/// 1..=3 blocks packed together; per host zone (node and name) and
+/// migratetype (0 Unmovable, 1 Movable, 2 Reclaimable). The copy of the
+/// host's free lists keeps that many out of its placing
+/// ([`super::host_free::copy_host_free_lists`]): on a host with much free
+/// memory no aligned room is left otherwise, and such a block is not
+/// listed (the untar trace of 2026-11-28 05:30 lost 13 of CPU 1's 26
+/// order-9 blocks, and its replay refilled 81 times against the kernel's
+/// 59). An order 1..=3 block keeps its host offset only while a pageblock
+/// is left for its host pageblock, as an order-0 frame does; past that it
+/// takes room of its order in any held memory, which the packed room
+/// ensures.
+pub fn pageblocks_wanted(
+    trace: &Trace,
+    pageblock_order: u8,
+    nr_cpus: usize,
+) -> Vec<((u16, String), [u64; 3])> {
     let Some(zoneinfo) = host_file(trace, Moment::Start, "zoneinfo") else {
         return Vec::new();
     };
@@ -206,10 +214,15 @@ pub fn pageblocks_wanted(trace: &Trace, pageblock_order: u8) -> Vec<((u16, Strin
         else {
             continue;
         };
+        if host.cpu >= nr_cpus {
+            continue;
+        }
         let mut left = u64::from(host.count);
         // Per migratetype: pageblock-order blocks, pages in order 1..=3 blocks.
         let mut needed = [(0u64, 0u64); 3];
-        for list in inferred.of(host.cpu, host_zone) {
+        let mut lists: Vec<&PcpListStart> = inferred.of(host.cpu, host_zone).collect();
+        lists.sort_by_key(|list| std::cmp::Reverse(list.order));
+        for list in lists {
             let block = 1u64 << list.order;
             let taken = (list.pages / block).min(left / block);
             left -= taken * block;

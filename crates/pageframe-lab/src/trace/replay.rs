@@ -669,11 +669,11 @@ fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
         let mut keep = vec![[0u64; 3]; allocator.nr_zones()];
         if options.host_pcp_start {
             let zones = allocator.zone_snapshots();
-            for ((node, name), wanted) in pageblocks_wanted(trace, layout.pageblock_order.0) {
-                if let Some(zone) = zones
-                    .iter()
-                    .position(|zone| zone.node.0 == node && zone.zone_type.name() == name)
-                {
+            let wanted = pageblocks_wanted(trace, layout.pageblock_order.0, handles.len());
+            for ((node, name), wanted) in wanted {
+                if let Some(zone) = zones.iter().position(|zone| {
+                    zone.node.0 == node && zone.zone_type.name() == name && zone.managed > 0
+                }) {
                     keep[zone] = wanted;
                 }
             }
