@@ -851,6 +851,40 @@ fn high_decays_at_the_workers_traced_runs() {
     assert_ne!(here.pcp_high_end, other.pcp_high_end);
 }
 
+/// On a real trace with the worker's runs (`traces/vmstat-worker-64m.pftrace`,
+/// see `traces/README.md`) the kernel drained pages only because CPU 0's
+/// worker had lowered `high` while its list was nearly empty: the replay
+/// at the traced runs drains what the kernel drained; by the clock (the
+/// trace is under a second) it drains nothing and lists more at the end.
+#[test]
+fn the_workers_traced_runs_give_the_kernels_drains() {
+    let path = trace::shipped_trace_path().with_file_name("vmstat-worker-64m.pftrace");
+    let trace = trace::read_file(&path).unwrap();
+    assert!(trace.records_vmstat_worker());
+    let kernel: u64 = trace
+        .events
+        .iter()
+        .filter(|event| event.kind == EventKind::PcpuDrain)
+        .map(|event| 1u64 << event.order)
+        .sum();
+    assert!(kernel > 1_000, "the kernel drained {kernel} pages");
+    let runs = replay_decaying(&trace, PcpDecay::Worker);
+    let clock = replay_decaying(&trace, PcpDecay::Timer);
+    assert!(runs.counts.vmstat_passes > 0);
+    assert_eq!(clock.counts.vmstat_passes, 0);
+    assert!(
+        runs.pcp_drain_pages.abs_diff(kernel) * 10 <= kernel,
+        "at the runs: {} drained against the kernel's {kernel}",
+        runs.pcp_drain_pages
+    );
+    assert!(
+        clock.pcp_drain_pages.abs_diff(kernel) * 2 > kernel,
+        "by the clock: {} drained against the kernel's {kernel}",
+        clock.pcp_drain_pages
+    );
+    assert!(runs.pcp_pages_end < clock.pcp_pages_end);
+}
+
 /// A machine with fewer CPUs than the trace (`--fit`) takes each CPU's
 /// worker runs from the traced CPU of its number only: four traced CPUs
 /// folded onto two are decayed once per run of CPUs 0 and 1, not four
