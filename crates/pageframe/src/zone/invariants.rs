@@ -107,15 +107,22 @@ impl Zone {
     }
 
     /// A free block and its free buddy of the same order must have merged,
-    /// unless the merge was refused (MAX_PAGE_ORDER, or across pageblocks where
-    /// one side is HIGHATOMIC or ISOLATE).
+    /// unless the merge was refused (MAX_PAGE_ORDER), or the two are whole
+    /// pageblocks or larger: those merge only if their pageblocks'
+    /// freetypes allow it when one is freed, and a pageblock's type can
+    /// change later without a merge, as the kernel's move_to_free_list()
+    /// and move_freepages_block() do when unreserve_highatomic_pageblock()
+    /// or a fallback claim re-types a pageblock holding free blocks (a
+    /// HIGHATOMIC order-9 block next to a free Unmovable one becomes
+    /// Unmovable and stays unmerged until one of them is allocated). Below
+    /// the pageblock order both lie in one pageblock: they must merge.
     fn check_unmerged_buddy(
         &self,
         frames: &Frames,
         pfn: FrameIdx,
         order: Order,
     ) -> Result<(), String> {
-        if order >= self.max_order {
+        if order >= self.max_order || order >= self.pageblock_order {
             return Ok(());
         }
         let buddy = pfn.buddy(order);
@@ -125,16 +132,6 @@ impl Zone {
         let info = frames.memmap.info(buddy);
         if info.state() != PageState::Buddy || info.order() != order {
             return Ok(());
-        }
-        if order >= self.pageblock_order {
-            if frames.blocks.zone(buddy.pfn()) != Some(self.index) {
-                return Ok(());
-            }
-            let mine = frames.blocks.freetype(pfn.pfn());
-            let theirs = frames.blocks.freetype(buddy.pfn());
-            if !super::buddy::pageblocks_mergeable(mine, theirs) {
-                return Ok(());
-            }
         }
         Err(format!(
             "free buddies {pfn} and {buddy} of order {order} are not merged"

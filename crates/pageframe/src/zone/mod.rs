@@ -11,8 +11,10 @@
 //! - every listed block is aligned to its order, lies in the zone's span, has
 //!   a Buddy record of that order and freetype, and sits on the list of its
 //!   pageblock's freetype;
-//! - no two free buddies of the same order (below MAX_PAGE_ORDER) are both on
-//!   mergeable lists unmerged;
+//! - no two free buddies of the same order below the pageblock order are
+//!   unmerged (at the pageblock order and above a pageblock re-typed while
+//!   it holds a free block may leave it unmerged beside its buddy, as in
+//!   the kernel);
 //! - `nr_free` equals the pages on all lists but ISOLATE's;
 //! - bit `o` of `listed_orders[t]` is set exactly when the order-`o` list
 //!   of freetype `t` is not empty.
