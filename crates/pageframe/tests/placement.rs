@@ -204,6 +204,74 @@ fn highatomic_reserve_is_made_under_pressure_used_then_released() {
     assert_conserved(&allocator, 0);
 }
 
+/// An unreserved HIGHATOMIC pageblock keeps its free order-9 block as it
+/// was, beside a free buddy pageblock: the kernel's
+/// unreserve_highatomic_pageblock() moves the block to the list of its new
+/// type (move_to_free_list()) without merging it, and so does pageframe,
+/// whose invariants let free buddies of a pageblock or more stay unmerged
+/// (a fast-path proptest once reached this state and failed them).
+#[test]
+fn an_unreserved_highatomic_block_stays_unmerged_beside_its_buddy() {
+    let allocator = boot(&one_node(2048, 1));
+    let cpu = allocator.cpu(CpuId(0)).unwrap();
+    let mut held = Vec::new();
+    while let Ok(page) = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)) {
+        held.push(page);
+    }
+    let first = cpu.alloc_pages(Gfp::ATOMIC, Order(4), NodeId(0)).unwrap();
+    assert_eq!(block_type(&allocator, first), MigrateType::HighAtomic);
+    // Everything but the reserve held too, past the watermarks, without a
+    // failing request (one would release the reserve).
+    let reserve_free = |allocator: &LocalPageAllocator| -> u64 {
+        let zone = &allocator.zone_snapshots()[0];
+        let lists = &zone.list_blocks[MigrateType::HighAtomic.index()];
+        lists
+            .iter()
+            .enumerate()
+            .map(|(order, blocks)| blocks << order)
+            .sum()
+    };
+    allocator.drain_all_pages();
+    let left = allocator.zone_snapshots()[0].free - reserve_free(&allocator);
+    for _ in 0..left {
+        let gfp = Gfp::KERNEL | Gfp::MEMALLOC;
+        held.push(cpu.alloc_pages(gfp, Order(0), NodeId(0)).unwrap());
+    }
+    let reserve = first.pfn().0 & !511;
+    let buddy = reserve ^ 512;
+    let in_pair = |page: &Page| [reserve, buddy].contains(&(page.pfn().0 & !511));
+    let (pair, mut held): (Vec<Page>, Vec<Page>) = held.into_iter().partition(in_pair);
+    cpu.free_pages(first, Order(4)).unwrap();
+    for page in pair {
+        cpu.free_pages(page, Order(0)).unwrap();
+    }
+    allocator.drain_all_pages();
+    allocator.check_invariants().unwrap();
+    // Blocks per order over every list, and the reserve's order-9 blocks.
+    let free_blocks = |allocator: &LocalPageAllocator, order: usize| -> (u64, u64) {
+        let lists = allocator.zone_snapshots()[0].list_blocks.clone();
+        let all = lists.iter().map(|orders| orders[order]).sum();
+        (all, lists[MigrateType::HighAtomic.index()][order])
+    };
+    let (order9, reserved9) = free_blocks(&allocator, 9);
+    let (order10, _) = free_blocks(&allocator, 10);
+    assert_eq!(reserved9, 1, "the reserve's pageblock is one free block");
+    // An ordinary request under pressure releases the reserve; its block
+    // moves to the request's list and merges with nothing.
+    if let Ok(page) = cpu.alloc_pages(Gfp::KERNEL, Order(0), NodeId(0)) {
+        held.push(page);
+    }
+    assert_eq!(vmstat_value(&allocator, "highatomic_unreserved"), 1);
+    let now = allocator.pageblock_migratetype(pageframe::Pfn(reserve));
+    assert_eq!(now, allocator.pageblock_migratetype(pageframe::Pfn(buddy)));
+    allocator.check_invariants().unwrap();
+    assert_eq!(free_blocks(&allocator, 9), (order9, 0));
+    assert_eq!(free_blocks(&allocator, 10).0, order10);
+    cpu.free_pages_bulk(&held).unwrap();
+    allocator.drain_all_pages();
+    assert_conserved(&allocator, 0);
+}
+
 /// Three nodes of 16 MiB, one CPU each; node 0 is nearer to node 2 than to 1.
 fn three_nodes() -> LocalPageAllocator {
     let mut desc = MachineDesc::uniform(48 * MIB, 3, 3).unwrap();
