@@ -120,7 +120,7 @@ const TYPES: [MigrateType; 3] = [
 /// place on the Movable lists besides the host's, and `keep_pageblocks`,
 /// per zone and migratetype (Unmovable, Movable, Reclaimable), wholly held pageblocks
 /// to keep out of the placing, spare for the per-CPU lists
-/// ([`super::host_pcp::pageblocks_wanted`]). `None` (nothing changed)
+/// ([`super::host_pcp::HostLists::pageblocks_wanted`]). `None` (nothing changed)
 /// when the trace saved no pagetypeinfo or it names none of our zones.
 pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
     trace: &Trace,

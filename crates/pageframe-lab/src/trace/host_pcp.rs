@@ -181,71 +181,117 @@ impl HostPcpStart {
     }
 }
 
-/// Whole held pageblocks for the blocks above order 0 that the trace shows
-/// on the per-CPU lists of the host's first `nr_cpus` CPUs, as far as each
-/// CPU's `count:` goes (taken highest order first, as [`plan_host_pcp`]
-/// takes them): one per pageblock-order block, and room for the order
-/// 1..=3 blocks packed together; per host zone (node and name) and
-/// migratetype (0 Unmovable, 1 Movable, 2 Reclaimable). The copy of the
-/// host's free lists keeps that many out of its placing
-/// ([`super::host_free::copy_host_free_lists`]): on a host with much free
-/// memory no aligned room is left otherwise, and such a block is not
-/// listed (the untar trace of 2026-11-28 05:30 lost 13 of CPU 1's 26
-/// order-9 blocks, and its replay refilled 81 times against the kernel's
-/// 59). An order 1..=3 block keeps its host offset only while a pageblock
-/// is left for its host pageblock, as an order-0 frame does; past that it
-/// takes room of its order in any held memory, which the packed room
-/// ensures.
-pub fn pageblocks_wanted(
-    trace: &Trace,
+/// One CPU's lists in one zone at the trace's start, as the host's
+/// zoneinfo gave them, on a CPU and zone the replay machine has.
+struct HostCpuLists {
+    /// The CPU (also the index of its handle).
+    cpu: usize,
+    /// Our zone (an index of `zone_snapshots()`).
+    zone: usize,
+    /// The host's zone (an index of its zoneinfo's spans), when known.
+    host_zone: Option<usize>,
+    /// The host's `count:`.
+    count: u32,
+    /// The host's `high:`.
+    high: u32,
+}
+
+/// The host's per-CPU lists at the trace's start, read once for the
+/// set-up: every (CPU, zone) of the host's zoneinfo that the machine has (a
+/// CPU below its count, a zone of ours with managed pages), and what the
+/// trace shows of each list ([`HostPcpStart::infer`]).
+pub struct HostLists {
+    cpus: Vec<HostCpuLists>,
+    inferred: HostPcpStart,
     pageblock_order: u8,
-    nr_cpus: usize,
-) -> Vec<((u16, String), [u64; 3])> {
-    let Some(zoneinfo) = host_file(trace, Moment::Start, "zoneinfo") else {
-        return Vec::new();
-    };
-    let spans = super::host::parse_zone_spans(&zoneinfo);
-    let inferred = HostPcpStart::infer(trace, &spans, pageblock_order);
-    let mut wanted: Vec<((u16, String), [u64; 3])> = Vec::new();
-    for host in parse_pcp(&zoneinfo) {
-        let Some(host_zone) = spans
-            .iter()
-            .position(|span| span.node == host.node && span.zone == host.zone)
-        else {
-            continue;
-        };
-        if host.cpu >= nr_cpus {
-            continue;
-        }
-        let mut left = u64::from(host.count);
-        // Per migratetype: pageblock-order blocks, pages in order 1..=3 blocks.
-        let mut needed = [(0u64, 0u64); 3];
-        let mut lists: Vec<&PcpListStart> = inferred.of(host.cpu, host_zone).collect();
-        lists.sort_by_key(|list| std::cmp::Reverse(list.order));
-        for list in lists {
-            let block = 1u64 << list.order;
-            let taken = (list.pages / block).min(left / block);
-            left -= taken * block;
-            let need = &mut needed[usize::from(list.migratetype)];
-            if list.order == pageblock_order {
-                need.0 += taken;
-            } else if list.order > 0 {
-                need.1 += taken * block;
-            }
-        }
-        let key = (host.node, host.zone);
-        let index = match wanted.iter().position(|(zone, _)| *zone == key) {
-            Some(index) => index,
-            None => {
-                wanted.push((key, [0; 3]));
-                wanted.len() - 1
-            }
-        };
-        for (slot, (whole, pages)) in needed.into_iter().enumerate() {
-            wanted[index].1[slot] += whole + pages.div_ceil(1u64 << pageblock_order);
-        }
+}
+
+impl HostLists {
+    /// The lists of `trace`'s host on `allocator`'s first `nr_cpus` CPUs;
+    /// `None` when the trace saved no zoneinfo (a text import).
+    pub fn read(
+        trace: &Trace,
+        allocator: &LocalPageAllocator,
+        nr_cpus: usize,
+    ) -> Option<HostLists> {
+        let zoneinfo = host_file(trace, Moment::Start, "zoneinfo")?;
+        let pageblock_order = allocator.layout().pageblock_order.0;
+        let spans = super::host::parse_zone_spans(&zoneinfo);
+        let zones = allocator.zone_snapshots();
+        let cpus = parse_pcp(&zoneinfo)
+            .into_iter()
+            .filter(|host| host.cpu < nr_cpus)
+            .filter_map(|host| {
+                let zone = zones.iter().position(|zone| {
+                    zone.node.0 == host.node
+                        && zone.zone_type.name() == host.zone
+                        && zone.managed > 0
+                })?;
+                let host_zone = spans
+                    .iter()
+                    .position(|span| span.node == host.node && span.zone == host.zone);
+                Some(HostCpuLists {
+                    cpu: host.cpu,
+                    zone,
+                    host_zone,
+                    count: host.count,
+                    high: host.high,
+                })
+            })
+            .collect();
+        Some(HostLists {
+            cpus,
+            inferred: HostPcpStart::infer(trace, &spans, pageblock_order),
+            pageblock_order,
+        })
     }
-    wanted
+
+    /// Whole held pageblocks for the blocks above order 0 that the trace
+    /// shows on the lists, as far as each CPU's `count:` goes (taken
+    /// highest order first, as [`plan_host_pcp`] takes them): one per
+    /// pageblock-order block, and room for the order 1..=3 blocks packed
+    /// together; per zone of ours (`nr_zones` of them) and migratetype (0
+    /// Unmovable, 1 Movable, 2 Reclaimable). The copy of the host's free
+    /// lists keeps that many out of its placing
+    /// ([`super::host_free::copy_host_free_lists`]): on a host with much
+    /// free memory no aligned room is left otherwise, and such a block is
+    /// not listed (the untar trace of 2026-11-28 05:30 lost 13 of CPU 1's
+    /// 26 order-9 blocks, and its replay refilled 81 times against the
+    /// kernel's 59). An order 1..=3 block keeps its host offset only while
+    /// a pageblock is left for its host pageblock, as an order-0 frame
+    /// does; past that it takes room of its order in any held memory,
+    /// which the packed room ensures.
+    pub fn pageblocks_wanted(&self, nr_zones: usize) -> Vec<[u64; 3]> {
+        let mut wanted = vec![[0u64; 3]; nr_zones];
+        for host in &self.cpus {
+            let Some(host_zone) = host.host_zone else {
+                continue;
+            };
+            let mut left = u64::from(host.count);
+            // Per migratetype: pageblock-order blocks, pages in order 1..=3 blocks.
+            let mut needed = [(0u64, 0u64); 3];
+            let mut lists: Vec<&PcpListStart> = self.inferred.of(host.cpu, host_zone).collect();
+            lists.sort_by_key(|list| std::cmp::Reverse(list.order));
+            for list in lists {
+                let block = 1u64 << list.order;
+                let taken = (list.pages / block).min(left / block);
+                left -= taken * block;
+                let need = &mut needed[usize::from(list.migratetype)];
+                if list.order == self.pageblock_order {
+                    need.0 += taken;
+                } else if list.order > 0 {
+                    need.1 += taken * block;
+                }
+            }
+            let Some(zone) = wanted.get_mut(host.zone) else {
+                continue;
+            };
+            for (slot, (whole, pages)) in needed.into_iter().enumerate() {
+                zone[slot] += whole + pages.div_ceil(1u64 << self.pageblock_order);
+            }
+        }
+        wanted
+    }
 }
 
 /// What [`plan_host_pcp`] and [`PcpPlan::list`] listed.
@@ -295,7 +341,7 @@ struct Planning {
 /// ([`PcpPlan::list`] lists them). The blocks the trace shows are taken for
 /// every CPU before any list's remainder, the highest order first, so that
 /// those above order 0 find the aligned room kept for them
-/// ([`pageblocks_wanted`]) before order-0 frames take it.
+/// ([`HostLists::pageblocks_wanted`]) before order-0 frames take it.
 #[derive(Default)]
 pub struct PcpPlan {
     cpus: Vec<PlannedLists>,
@@ -312,41 +358,26 @@ pub struct PcpPlan {
 /// pageblock: allocating it would take a block the host had free; without
 /// them, it is allocated on the CPU with that migratetype.
 pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
-    trace: &Trace,
+    host_lists: &HostLists,
     allocator: &LocalPageAllocator,
     handles: &[CpuHandle<H, Local>],
     mut host_free: Option<&mut HostFreeStart>,
 ) -> PcpPlan {
-    let Some(zoneinfo) = host_file(trace, Moment::Start, "zoneinfo") else {
-        return PcpPlan::default();
-    };
-    let pageblock_order = allocator.layout().pageblock_order.0;
+    let pageblock_order = host_lists.pageblock_order;
     let block_pages = 1u64 << pageblock_order;
-    let spans = super::host::parse_zone_spans(&zoneinfo);
-    let inferred = HostPcpStart::infer(trace, &spans, pageblock_order);
+    let inferred = &host_lists.inferred;
     let zones = allocator.zone_snapshots();
     let mut plan = PcpPlan::default();
     let mut state: Vec<Planning> = Vec::new();
-    for host in parse_pcp(&zoneinfo) {
-        let Some(zone) = zones.iter().position(|zone| {
-            zone.node.0 == host.node && zone.zone_type.name() == host.zone && zone.managed > 0
-        }) else {
-            continue;
-        };
-        if host.cpu >= handles.len() {
-            continue;
-        }
-        let host_zone = spans
-            .iter()
-            .position(|span| span.node == host.node && span.zone == host.zone);
+    for host in &host_lists.cpus {
         plan.cpus.push(PlannedLists {
-            zone,
+            zone: host.zone,
             cpu: host.cpu,
             high: host.high,
             lists: BTreeMap::new(),
         });
         state.push(Planning {
-            host_zone,
+            host_zone: host.host_zone,
             left: u64::from(host.count),
             blocks: HashMap::new(),
         });
@@ -405,7 +436,7 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
     };
     // The trace's lists of every CPU first, as far as `count` goes, the
     // highest order first: a block above order 0 needs aligned room, which
-    // order-0 frames would otherwise use up (`pageblocks_wanted`).
+    // order-0 frames would otherwise use up (`HostLists::pageblocks_wanted`).
     let mut traced: Vec<(usize, &PcpListStart)> = Vec::new();
     for (at, (planned, planning)) in plan.cpus.iter().zip(&state).enumerate() {
         if let Some(host_zone) = planning.host_zone {

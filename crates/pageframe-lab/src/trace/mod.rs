@@ -50,6 +50,7 @@
 //! the fallback order and the per-CPU list sizing ([`ReplayPolicy`]).
 
 pub mod compare;
+pub mod decay;
 pub mod event;
 pub mod format;
 pub mod frag;
@@ -66,11 +67,12 @@ pub mod text_import;
 pub mod tracefs;
 
 pub use compare::{compare, ReplayRow};
+pub use decay::PcpDecay;
 pub use event::{EventKind, Trace, TraceClock, TraceEvent};
 pub use format::{decode, encode, read_file, write_file};
 pub use policy::ReplayPolicy;
 pub use record::{record, RecordOptions, RecordTarget};
-pub use replay::{replay, FragSample, PcpDecay, ReplayOptions, ReplayOutcome};
+pub use replay::{replay, FragSample, ReplayOptions, ReplayOutcome};
 
 use std::path::{Path, PathBuf};
 

@@ -33,11 +33,12 @@
 //! Deterministic: the machine boots with `options.seed` and nothing else
 //! is random.
 
-use super::event::{EventKind, Trace, TraceClock};
+use super::decay::{PcpDecay, VmstatWorker};
+use super::event::{EventKind, Trace};
 use super::frag::{fragmentation_index, unusable_free_index};
 use super::host::{host_bytes, host_cpus, host_file, kernel_release, Moment};
 use super::host_free::copy_host_free_lists;
-use super::host_pcp::{pageblocks_wanted, plan_host_pcp};
+use super::host_pcp::{plan_host_pcp, HostLists};
 use super::live::LiveBlocks;
 use super::TraceError;
 use crate::machine_args::check_host_holds;
@@ -103,33 +104,11 @@ pub struct ReplayOptions {
     pub free_high: Option<FreeHighThreshold>,
 }
 
-/// When a replay runs the vmstat worker's pass over the per-CPU lists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PcpDecay {
-    /// At each run of the worker the trace recorded, on that run's CPU (the
-    /// kernel's vmstat_update() runs about once a second on a CPU with
-    /// counters to fold, and not at all on an idle one; where in its
-    /// second is not known otherwise). A trace that did not record the
-    /// worker falls back to [`PcpDecay::Timer`].
-    Worker,
-    /// Once a second of the trace's time from its first event, on every
-    /// CPU (`sysctl_stat_interval`); not on a clock of ticks
-    /// ([`TraceClock::Ticks`]), which gives no seconds.
-    Timer,
-    /// Never: `high` moves only with allocations and frees.
-    Off,
-}
-
 impl ReplayOptions {
     /// How the decay runs on `trace`: as asked where the trace allows it,
     /// else the next one down (the worker's runs, the clock, none).
     pub fn decay_on(&self, trace: &Trace) -> PcpDecay {
-        let by_time = trace.clock() == TraceClock::Nanoseconds;
-        match self.pcp_decay {
-            PcpDecay::Worker if trace.records_vmstat_worker() => PcpDecay::Worker,
-            PcpDecay::Worker | PcpDecay::Timer if by_time => PcpDecay::Timer,
-            _ => PcpDecay::Off,
-        }
+        self.pcp_decay.on(trace)
     }
 }
 
@@ -152,34 +131,12 @@ impl Default for ReplayOptions {
     }
 }
 
-/// The vmstat worker's period (`sysctl_stat_interval`, HZ jiffies).
-const VMSTAT_INTERVAL_NS: u64 = 1_000_000_000;
-
-/// `passes` of the vmstat worker over every CPU's lists, or fewer when no
-/// list has further to decay (a gap of hours in a trace is a few passes);
-/// returns the passes made, counted per CPU.
-fn decay_pcp_lists(allocator: &LocalPageAllocator, passes: u64) -> u64 {
-    let mut made = 0;
-    for _ in 0..passes {
-        let mut more = false;
-        for cpu in 0..allocator.nr_cpus() {
-            // Every CPU of the machine exists: the call cannot fail.
-            more |= allocator.decay_pcp_high(CpuId(cpu as u16)).unwrap_or(false);
-            made += 1;
-        }
-        if !more {
-            break;
-        }
-    }
-    made
-}
-
 /// Both fragmentation indices per order at one point of the replay.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FragSample {
     /// Events replayed so far.
     pub events: u64,
-    /// Trace time of the last of them, in the trace's clock ([`TraceClock`]).
+    /// Trace time of the last of them, in the trace's clock ([`super::TraceClock`]).
     pub timestamp: u64,
     /// Free blocks per order over all zones.
     pub nr_free: Vec<u64>,
@@ -470,15 +427,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
-    let mut next_decay_ns = VMSTAT_INTERVAL_NS;
-    let decay = options.decay_on(trace);
+    let mut worker = VmstatWorker::new(options.decay_on(trace));
 
     for (index, event) in trace.events.iter().enumerate() {
-        if decay == PcpDecay::Timer && event.timestamp >= next_decay_ns {
-            let passes = (event.timestamp - next_decay_ns) / VMSTAT_INTERVAL_NS + 1;
-            counts.vmstat_passes += decay_pcp_lists(&allocator, passes);
-            next_decay_ns = next_decay_ns.saturating_add(passes.saturating_mul(VMSTAT_INTERVAL_NS));
-        }
+        counts.vmstat_passes += worker.passes_due(&allocator, event.timestamp);
         if until_sample == 0 {
             until_sample = sample_every;
             samples.push(FragSample::from_nr_free(
@@ -555,10 +507,8 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                 // each of its CPUs' runs from one traced CPU, the one of
                 // the same number: the kernel's worker passes over a CPU
                 // about once a second, not once per CPU folded onto it.
-                if decay == PcpDecay::Worker && cpu == target {
-                    // The traced CPU's handle exists: the call cannot fail.
-                    let _ = allocator.decay_pcp_high(CpuId(target as u16));
-                    counts.vmstat_passes += 1;
+                if cpu == target {
+                    counts.vmstat_passes += worker.traced_run(&allocator, CpuId(target as u16));
                 }
             }
             EventKind::Extfrag => add(
@@ -655,6 +605,12 @@ fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
     let stand_in_zone: Vec<Option<usize>> = (0..layout.nodes.len())
         .map(|node| highest_zone(allocator, NodeId(node as u16)))
         .collect();
+    // The host's per-CPU lists, read once: the free-list copy keeps room
+    // for them, and they are listed after the stand-ins.
+    let host_lists = options
+        .host_pcp_start
+        .then(|| HostLists::read(trace, allocator, handles.len()))
+        .flatten();
     let mut host_free = None;
     if options.host_free_start && options.machine.is_none() {
         let mut extra = vec![vec![0u64; usize::from(max_order) + 1]; allocator.nr_zones()];
@@ -666,18 +622,9 @@ fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
         }
         // Held pageblocks for the blocks the per-CPU lists will take at
         // their host offsets, kept out of the free lists' placing.
-        let mut keep = vec![[0u64; 3]; allocator.nr_zones()];
-        if options.host_pcp_start {
-            let zones = allocator.zone_snapshots();
-            let wanted = pageblocks_wanted(trace, layout.pageblock_order.0, handles.len());
-            for ((node, name), wanted) in wanted {
-                if let Some(zone) = zones.iter().position(|zone| {
-                    zone.node.0 == node && zone.zone_type.name() == name && zone.managed > 0
-                }) {
-                    keep[zone] = wanted;
-                }
-            }
-        }
+        let keep = host_lists.as_ref().map_or_else(Vec::new, |lists| {
+            lists.pageblocks_wanted(allocator.nr_zones())
+        });
         host_free = copy_host_free_lists(trace, allocator, &handles[0], &extra, &keep);
         if let Some(copy) = &host_free {
             counts.host_free_placed = copy.placed;
@@ -705,12 +652,12 @@ fn set_up_start<H: std::ops::Deref<Target = LocalPageAllocator>>(
         // The stand-ins' refills leave blocks listed that the host had free.
         allocator.drain_all_pages();
     }
-    if options.host_pcp_start {
+    if let Some(host_lists) = &host_lists {
         if let Some(copy) = &mut host_free {
             copy.release_kept();
         }
-        let copy =
-            plan_host_pcp(trace, allocator, handles, host_free.as_mut()).list(allocator, handles);
+        let copy = plan_host_pcp(host_lists, allocator, handles, host_free.as_mut())
+            .list(allocator, handles);
         counts.host_pcp_pages = copy.listed;
         counts.host_pcp_as_traced = copy.as_traced;
         counts.host_pcp_at_host_offset = copy.at_host_offset;
