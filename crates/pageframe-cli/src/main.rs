@@ -5,6 +5,7 @@
 //! with exit status 2; `--help` and `--version` exit 0; `conform` exits 1
 //! when a suite found a DIFF not listed as not modelled.
 
+mod arg_checks;
 mod args;
 mod calibrate;
 mod conform;

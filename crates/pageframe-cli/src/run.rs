@@ -149,7 +149,7 @@ fn print_views(
 
 /// `buddyinfo,vmstat` into machine view names (`pageframe::proc::VIEWS`).
 pub fn parse_machine_views(text: &str) -> Result<Vec<&'static str>, CliError> {
-    crate::plan::parse_view_names(text, &pageframe::proc::VIEWS, "--proc: ")
+    crate::arg_checks::parse_view_names(text, &pageframe::proc::VIEWS, "--proc: ")
 }
 
 /// The parameters of each experiment: the scale's defaults, overridden by

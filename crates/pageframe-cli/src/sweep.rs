@@ -62,7 +62,7 @@ impl SweepPlan {
                 .unwrap_or_else(|| "sweep".into());
             PathBuf::from(format!("{stem}-results"))
         });
-        crate::plan::check_out_dir(Some(&out))?;
+        crate::arg_checks::check_out_dir(Some(&out))?;
         if args
             .ray
             .as_deref()

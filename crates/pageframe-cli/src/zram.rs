@@ -86,7 +86,7 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
         ));
     }
     if let Some(trace) = &args.trace {
-        crate::plan::check_out_file("--trace", trace)?;
+        crate::arg_checks::check_out_file("--trace", trace)?;
     }
     if let Some(corpus) = args
         .trace_corpus

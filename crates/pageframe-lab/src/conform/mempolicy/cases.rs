@@ -15,6 +15,7 @@ use pageframe::vm::mempolicy::{
     MPOL_WEIGHTED_INTERLEAVE,
 };
 
+use super::names::{addr_name, mask_name, mode_name, prior_name};
 use super::{Addr, Call, Case, MaskArg, PageState, PidArg, MISSING_PID, PAGE};
 use PageState::{Hole, Read, Untouched, Written};
 
@@ -32,62 +33,6 @@ fn mask_shapes() -> Vec<MaskArg> {
 
 /// The `maxnode` edges.
 const MAXNODES: [u64; 6] = [0, 1, 2, 64, 1025, 2000];
-
-/// A mode with its flags, readably.
-pub(super) fn mode_name(mode: i32) -> String {
-    let flags = [
-        (MPOL_F_STATIC_NODES, "STATIC"),
-        (MPOL_F_RELATIVE_NODES, "RELATIVE"),
-        (MPOL_F_NUMA_BALANCING, "NUMA_BALANCING"),
-    ];
-    let base = mode & !(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES | MPOL_F_NUMA_BALANCING);
-    let mut name = match base {
-        MPOL_DEFAULT => "DEFAULT".to_string(),
-        MPOL_PREFERRED => "PREFERRED".to_string(),
-        MPOL_BIND => "BIND".to_string(),
-        MPOL_INTERLEAVE => "INTERLEAVE".to_string(),
-        MPOL_LOCAL => "LOCAL".to_string(),
-        MPOL_PREFERRED_MANY => "PREFERRED_MANY".to_string(),
-        MPOL_WEIGHTED_INTERLEAVE => "WEIGHTED_INTERLEAVE".to_string(),
-        other => format!("mode {other}"),
-    };
-    for (flag, flag_name) in flags {
-        if mode & flag != 0 {
-            name.push('|');
-            name.push_str(flag_name);
-        }
-    }
-    name
-}
-
-pub(super) fn mask_name(mask: &MaskArg) -> String {
-    match mask {
-        None => "NULL".to_string(),
-        Some(nodes) => {
-            let list: Vec<String> = nodes.iter().map(usize::to_string).collect();
-            format!("{{{}}}", list.join(","))
-        }
-    }
-}
-
-pub(super) fn addr_name(addr: Addr, layout: &[Vec<PageState>]) -> String {
-    match addr {
-        Addr::Null => "NULL".to_string(),
-        Addr::Raw(addr) => format!("{addr:#x}"),
-        Addr::Page {
-            region,
-            page,
-            offset,
-        } => {
-            let state = format!("{:?}", layout[region][page]).to_lowercase();
-            if offset == 0 {
-                format!("{state}@{region}.{page}")
-            } else {
-                format!("{state}@{region}.{page}+{offset}")
-            }
-        }
-    }
-}
 
 /// Every case of the suite.
 pub fn all_cases() -> Vec<Case> {
@@ -169,12 +114,7 @@ fn get_mempolicy_cases() -> Vec<Case> {
                 for (index, (want_mask, maxnode)) in masks.into_iter().enumerate() {
                     // Once each without the policy pointer.
                     let want_policy = index != 2;
-                    let prior_name =
-                        prior
-                            .as_ref()
-                            .map_or("default".to_string(), |(mode, nodes)| {
-                                format!("{} {}", mode_name(*mode), mask_name(&Some(nodes.clone())))
-                            });
+                    let prior_label = prior_name(prior);
                     let mut flag_names = Vec::new();
                     for (flag, name) in [
                         (MPOL_F_NODE, "NODE"),
@@ -188,7 +128,7 @@ fn get_mempolicy_cases() -> Vec<Case> {
                     }
                     cases.push(Case {
                         name: format!(
-                            "get_mempolicy(policy={}, nmask={}, maxnode={maxnode}, addr={}, flags={}) after {prior_name}",
+                            "get_mempolicy(policy={}, nmask={}, maxnode={maxnode}, addr={}, flags={}) after {prior_label}",
                             if want_policy { "ptr" } else { "NULL" },
                             if want_mask { "ptr" } else { "NULL" },
                             addr_name(addr, &layout),

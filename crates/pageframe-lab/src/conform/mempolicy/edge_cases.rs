@@ -11,7 +11,7 @@ use pageframe::vm::mempolicy::{
     MPOL_INTERLEAVE, MPOL_MF_MOVE, MPOL_MF_STRICT, MPOL_PREFERRED, MPOL_PREFERRED_MANY,
 };
 
-use super::random::call_name;
+use super::names::steps_name;
 use super::{Addr, Call, Case, PageState, PidArg, MISSING_PID, PAGE};
 use PageState::{Hole, Read, Untouched, Written};
 
@@ -32,13 +32,11 @@ fn case(pages: Vec<PageState>, before: Vec<Call>, call: Call) -> Case {
     } else {
         vec![pages]
     };
-    let mut steps: Vec<String> = before.iter().map(|call| call_name(call, &layout)).collect();
-    steps.push(call_name(&call, &layout));
     let on = layout
         .first()
         .map_or(String::new(), |pages| format!(" on {pages:?}"));
     Case {
-        name: format!("{}{on}", steps.join(" ; ")),
+        name: format!("{}{on}", steps_name(&before, &call, &layout)),
         layout,
         prior: None,
         before,

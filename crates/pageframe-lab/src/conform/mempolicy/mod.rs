@@ -18,6 +18,7 @@ mod cases;
 mod edge_cases;
 mod kernel;
 mod model;
+mod names;
 mod random;
 
 use super::{errno_label, ConformError, ConformRow, SuiteOutcome, SuiteResult};

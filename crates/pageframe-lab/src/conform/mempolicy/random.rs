@@ -19,7 +19,7 @@ use pageframe::vm::mempolicy::{
     MPOL_MF_MOVE_ALL, MPOL_MF_STRICT,
 };
 
-use super::cases::{addr_name, mask_name, mode_name};
+use super::names::{prior_name, steps_name};
 use super::{Addr, Call, Case, MaskArg, PageState, PidArg, MASK_WORDS, MISSING_PID, PAGE};
 
 /// A small deterministic generator (SplitMix64): the cases of a seed never
@@ -283,14 +283,6 @@ fn prior(rng: &mut Rng) -> Option<(i32, Vec<usize>)> {
     ]))
 }
 
-fn prior_name(prior: &Option<(i32, Vec<usize>)>) -> String {
-    prior
-        .as_ref()
-        .map_or("default".to_string(), |(mode, nodes)| {
-            format!("{} {}", mode_name(*mode), mask_name(&Some(nodes.clone())))
-        })
-}
-
 fn node_value(rng: &mut Rng) -> i32 {
     if rng.one_in(3) {
         rng.pick(&[1, 2, -1, 1023, 1024, 1025, i32::MAX, i32::MIN, -22])
@@ -346,11 +338,9 @@ fn case(rng: &mut Rng, index: usize) -> Case {
         _ => vec![],
     };
     let call = call(rng, &layout);
-    let mut steps: Vec<String> = before.iter().map(|call| call_name(call, &layout)).collect();
-    steps.push(call_name(&call, &layout));
     let name = format!(
         "random#{index} {} on {:?} after {}",
-        steps.join(" ; "),
+        steps_name(&before, &call, &layout),
         layout,
         prior_name(&prior)
     );
@@ -439,82 +429,6 @@ fn call(rng: &mut Rng, layout: &[Vec<PageState>]) -> Call {
                     rng.pick(&[0, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL])
                 },
             }
-        }
-    }
-}
-
-/// A call, readably.
-pub(super) fn call_name(call: &Call, layout: &[Vec<PageState>]) -> String {
-    match call {
-        Call::SetMempolicy {
-            mode,
-            mask,
-            maxnode,
-        } => format!(
-            "set_mempolicy({}, {}, maxnode={maxnode})",
-            mode_name(*mode),
-            mask_name(mask)
-        ),
-        Call::GetMempolicy {
-            want_policy,
-            want_mask,
-            maxnode,
-            addr,
-            flags,
-        } => format!(
-            "get_mempolicy(policy={}, nmask={}, maxnode={maxnode}, addr={}, flags={flags:#x})",
-            if *want_policy { "ptr" } else { "NULL" },
-            if *want_mask { "ptr" } else { "NULL" },
-            addr_name(*addr, layout)
-        ),
-        Call::Mbind {
-            addr,
-            len,
-            mode,
-            mask,
-            maxnode,
-            flags,
-        } => format!(
-            "mbind({}, len={len:#x}, {}, {}, maxnode={maxnode}, flags={flags:#x})",
-            addr_name(*addr, layout),
-            mode_name(*mode),
-            mask_name(mask)
-        ),
-        Call::MigratePages {
-            pid,
-            maxnode,
-            old,
-            new,
-        } => format!(
-            "migrate_pages(pid={}, maxnode={maxnode}, old={}, new={})",
-            pid.name(),
-            mask_name(old),
-            mask_name(new)
-        ),
-        Call::SetMempolicyHomeNode {
-            addr,
-            len,
-            home_node,
-            flags,
-        } => format!(
-            "set_mempolicy_home_node({}, len={len:#x}, home_node={home_node}, flags={flags:#x})",
-            addr_name(*addr, layout)
-        ),
-        Call::MovePages {
-            pid,
-            pages,
-            nodes,
-            flags,
-        } => {
-            let names: Vec<String> = pages.iter().map(|addr| addr_name(*addr, layout)).collect();
-            format!(
-                "move_pages(pid={}, [{}], nodes={}, flags={flags:#x})",
-                pid.name(),
-                names.join(","),
-                nodes
-                    .as_ref()
-                    .map_or("NULL".to_string(), |nodes| format!("{nodes:?}"))
-            )
         }
     }
 }

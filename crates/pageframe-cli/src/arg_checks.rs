@@ -1,0 +1,78 @@
+//! Checks of arguments that several commands share, made while a plan is
+//! built and before any work: output paths that can be written (`--out`
+//! directories, `-o`/`--plot`/`--trace` files) and comma-separated view
+//! names. Each returns the one-line [`CliError::Invalid`] the user sees.
+
+use crate::error::CliError;
+
+/// An `--out DIR` that exists must be a directory, and so must the nearest
+/// of its ancestors that exists (the rest are made when the results are
+/// written).
+pub(crate) fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
+    let Some(dir) = dir else { return Ok(()) };
+    match dir.ancestors().find(|path| path.exists()) {
+        Some(existing) if !existing.is_dir() => {
+            let what = if existing == dir {
+                "not a directory".to_string()
+            } else {
+                format!("{} is not a directory", existing.display())
+            };
+            Err(CliError::Invalid(format!(
+                "--out {}: {what}",
+                dir.display()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An output file is checked before any work that produces it: it must
+/// not be a directory or another file that is not a regular file (a
+/// device, a FIFO), and the directory it goes in must exist.
+pub(crate) fn check_out_file(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    let invalid = |what: String| CliError::Invalid(format!("{flag} {}: {what}", path.display()));
+    if path.is_dir() {
+        return Err(invalid("is a directory".into()));
+    }
+    if !pageframe_lab::files::is_replaceable(path) {
+        return Err(invalid("is not a regular file".into()));
+    }
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(invalid(format!("{} is not a directory", parent.display())));
+    }
+    Ok(())
+}
+
+/// Comma-separated view names into names of `known`, in the order given;
+/// the first unknown name, or one listed twice (it would print twice), is
+/// the error, its message led by `prefix`.
+pub(crate) fn parse_view_names(
+    text: &str,
+    known: &[&'static str],
+    prefix: &str,
+) -> Result<Vec<&'static str>, CliError> {
+    let mut views = Vec::new();
+    for name in text.split(',') {
+        let view = known
+            .iter()
+            .find(|view| **view == name.trim())
+            .copied()
+            .ok_or_else(|| {
+                CliError::Invalid(format!(
+                    "{prefix}unknown view '{name}' (known: {})",
+                    known.join(", ")
+                ))
+            })?;
+        if views.contains(&view) {
+            return Err(CliError::Invalid(format!(
+                "{prefix}view '{view}' is listed twice"
+            )));
+        }
+        views.push(view);
+    }
+    Ok(views)
+}
