@@ -23,7 +23,11 @@
 //! 4. their pages are freed and the per-CPU lists drained.
 //!
 //! Held pages are left over for the set-up's later steps
-//! ([`HostFreeStart::take_spare`], per migratetype): stand-ins of order 0
+//! ([`HostFreeStart::take_spare`], per migratetype), except each held
+//! run's guard: the last page of the buddy side of a placed block, handed
+//! out only with a whole pageblock whose taker keeps a page of it held
+//! ([`HostFreeStart::take_pageblock`]), so that no placed block merges
+//! past what the host showed when the pages handed out come back: stand-ins of order 0
 //! and the blocks listed on per-CPU lists come from them, not from the
 //! placed free blocks, as on the host neither is in its buddy lists. Before
 //! placing, as many wholly held pageblocks as the lists' blocks above order
@@ -47,7 +51,7 @@ pub struct HostFreeStart {
     /// from the end: lowest last, so blocks come in ascending PFN order,
     /// except that the pageblocks [`HostFreeStart::release_kept`] adds at
     /// the end come first.
-    spare: Vec<[Vec<std::ops::Range<u64>>; 3]>,
+    spare: Vec<[Vec<SpareRange>; 3]>,
     /// Per zone and migratetype: wholly held pageblocks kept for the
     /// per-CPU lists, out of `spare` until [`HostFreeStart::release_kept`]
     /// (the stand-ins, taken first, would use them up).
@@ -58,6 +62,8 @@ pub struct HostFreeStart {
     pub unplaced: u64,
     /// Pages per pageblock.
     block_pages: u64,
+    /// The order of a pageblock.
+    pageblock_order: Order,
 }
 
 impl HostFreeStart {
@@ -68,40 +74,131 @@ impl HostFreeStart {
         for (spare, kept) in self.spare.iter_mut().zip(&mut self.kept) {
             for (spare, kept) in spare.iter_mut().zip(kept) {
                 // `spare` is taken from its end: the kept blocks go there.
-                spare.extend(kept.drain(..).rev().map(|block| block..block + block_pages));
+                spare.extend(
+                    kept.drain(..)
+                        .rev()
+                        .map(|block| SpareRange::open(block..block + block_pages)),
+                );
             }
         }
+    }
+
+    /// Makes `ranges` of held pages of zone `zone`'s `migratetype`
+    /// pageblocks spare again (the unused part of a pageblock taken whole).
+    pub fn give_back(
+        &mut self,
+        zone: usize,
+        migratetype: MigrateType,
+        ranges: impl IntoIterator<Item = std::ops::Range<u64>>,
+    ) {
+        let Some(slot) = TYPES.iter().position(|&known| known == migratetype) else {
+            return;
+        };
+        let Some(spare) = self
+            .spare
+            .get_mut(zone)
+            .and_then(|spare| spare.get_mut(slot))
+        else {
+            return;
+        };
+        spare.extend(
+            ranges
+                .into_iter()
+                .filter(|range| !range.is_empty())
+                .map(SpareRange::open),
+        );
+        spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.pages.start));
     }
 
     /// The first PFN of `2^order` held pages, aligned to `order`, of a
     /// pageblock of `migratetype` (Unmovable, Movable or Reclaimable) in
     /// zone `zone`, given up by the copy: each page is an allocated order-0
-    /// block the caller frees, joins or keeps as a stand-in.
+    /// block the caller frees, joins or keeps as a stand-in. Guards are not
+    /// handed out.
     pub fn take_spare(
         &mut self,
         zone: usize,
         migratetype: MigrateType,
         order: Order,
     ) -> Option<Pfn> {
+        self.take(zone, migratetype, order, false)
+    }
+
+    /// A whole pageblock of held pages, as [`HostFreeStart::take_spare`],
+    /// its guard included if it ends with one: the caller keeps at least
+    /// one of its pages held for good, and may give the rest back
+    /// ([`HostFreeStart::give_back`]).
+    pub fn take_pageblock(&mut self, zone: usize, migratetype: MigrateType) -> Option<Pfn> {
+        self.take(zone, migratetype, self.pageblock_order, true)
+    }
+
+    fn take(
+        &mut self,
+        zone: usize,
+        migratetype: MigrateType,
+        order: Order,
+        whole: bool,
+    ) -> Option<Pfn> {
         let slot = TYPES.iter().position(|&known| known == migratetype)?;
         let ranges = self.spare.get_mut(zone)?.get_mut(slot)?;
         let pages = order.checked_nr_pages()?;
-        let at = ranges.iter().rposition(|range| {
-            range
-                .start
-                .checked_next_multiple_of(pages)
-                .and_then(|start| start.checked_add(pages))
-                .is_some_and(|end| end <= range.end)
-        })?;
+        let at = ranges
+            .iter()
+            .rposition(|range| range.room(pages, whole).is_some())?;
         let range = ranges[at].clone();
-        let start = range.start.next_multiple_of(pages);
-        // The pieces left on either side, the higher one first (lowest last).
-        let pieces = [start + pages..range.end, range.start..start];
-        ranges.splice(
-            at..=at,
-            pieces.into_iter().filter(|piece| !piece.is_empty()),
-        );
+        let start = range.room(pages, whole)?;
+        // The pieces left on either side, the higher one (with the guard,
+        // if it is left) first: lowest last.
+        let pieces = [
+            SpareRange {
+                pages: start + pages..range.pages.end,
+                guarded: range.guarded,
+            },
+            SpareRange::open(range.pages.start..start),
+        ];
+        ranges.splice(at..=at, pieces.into_iter().filter(SpareRange::serves));
         Some(Pfn(start))
+    }
+}
+
+/// A run of held pages handed out on request. A guarded one ends with a
+/// guard: a page of the buddy side of a placed (or kept) free block, held
+/// for good unless a whole pageblock is taken, so that no placed block
+/// merges past the order the host showed when everything handed out comes
+/// back (a host's free block had an allocated buddy). Handed out, guards
+/// made a replay's drains merge whole staircases of placed blocks up to
+/// MAX_PAGE_ORDER.
+#[derive(Clone, Debug, PartialEq)]
+struct SpareRange {
+    pages: std::ops::Range<u64>,
+    guarded: bool,
+}
+
+impl SpareRange {
+    /// A run without a guard.
+    fn open(pages: std::ops::Range<u64>) -> SpareRange {
+        SpareRange {
+            pages,
+            guarded: false,
+        }
+    }
+
+    /// Whether it has a page to hand out besides its guard (a run left
+    /// with only its guard is dropped: kept, every order-0 request would
+    /// step over it).
+    fn serves(&self) -> bool {
+        self.pages.end - self.pages.start > u64::from(self.guarded)
+    }
+
+    /// The first PFN of `pages` pages aligned to their size inside the
+    /// run, leaving its guard unless `whole`.
+    fn room(&self, pages: u64, whole: bool) -> Option<u64> {
+        let end = self.pages.end - u64::from(self.guarded && !whole);
+        let start = self.pages.start.checked_next_multiple_of(pages)?;
+        start
+            .checked_add(pages)
+            .is_some_and(|block_end| block_end <= end)
+            .then_some(start)
     }
 }
 
@@ -221,6 +318,7 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
         spare: vec![Default::default(); zones.len()],
         kept: vec![Default::default(); zones.len()],
         block_pages,
+        pageblock_order: layout.pageblock_order,
         ..HostFreeStart::default()
     };
     let mut frees = Vec::new();
@@ -328,15 +426,21 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
             }
         }
         copy.kept[index] = kept;
-        // What stays held is spare, per type, lowest PFN last.
+        // What stays held is spare, per type, lowest PFN last; a segment
+        // below MAX_PAGE_ORDER is the buddy side of a block placed or kept
+        // (or beside a pageblock of another type), and ends with a guard.
         for (spare, pools) in copy.spare[index].iter_mut().zip(&pools) {
             for (order, pool) in pools.iter().enumerate() {
                 spare.extend(
                     pool.iter()
-                        .map(|&segment| segment..segment + (1u64 << order)),
+                        .map(|&segment| SpareRange {
+                            pages: segment..segment + (1u64 << order),
+                            guarded: order < usize::from(max_order),
+                        })
+                        .filter(SpareRange::serves),
                 );
             }
-            spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.start));
+            spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.pages.start));
         }
     }
     // 4. The placed blocks' pages freed, then every list drained.
@@ -383,7 +487,7 @@ fn place(pool: &mut [Vec<u64>], order: usize, max_order: usize) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{place, HostFreeStart};
+    use super::{place, HostFreeStart, SpareRange};
     use pageframe::{MigrateType, Order, Pfn};
 
     /// Spare blocks come aligned, lowest first, from their type's ranges,
@@ -391,7 +495,11 @@ mod tests {
     #[test]
     fn spare_blocks_are_aligned_and_of_their_type() {
         let mut copy = HostFreeStart {
-            spare: vec![[vec![], vec![40..48, 3..12], vec![]]],
+            spare: vec![[
+                vec![],
+                vec![SpareRange::open(40..48), SpareRange::open(3..12)],
+                vec![],
+            ]],
             ..HostFreeStart::default()
         };
         let mut take = |migratetype, order| copy.take_spare(0, migratetype, Order(order));
@@ -408,6 +516,46 @@ mod tests {
                 .collect();
         assert_eq!(left, vec![8, 9, 10, 11]);
         assert_eq!(copy.take_spare(1, MigrateType::Movable, Order(0)), None);
+    }
+
+    /// A guard is handed out only with a whole pageblock, and a run left
+    /// with nothing but its guard is dropped.
+    #[test]
+    fn guards_go_only_with_a_whole_pageblock() {
+        let guarded = |pages| SpareRange {
+            pages,
+            guarded: true,
+        };
+        let mut copy = HostFreeStart {
+            spare: vec![[vec![], vec![guarded(512..1024), guarded(2..4)], vec![]]],
+            pageblock_order: Order(9),
+            block_pages: 512,
+            ..HostFreeStart::default()
+        };
+        // 2..4 serves page 2; its guard, 3, is not handed out.
+        assert_eq!(
+            copy.take_spare(0, MigrateType::Movable, Order(0)),
+            Some(Pfn(2))
+        );
+        assert_eq!(
+            copy.spare[0][1],
+            vec![guarded(512..1024)],
+            "3 alone is dropped"
+        );
+        let pages: Vec<u64> =
+            std::iter::from_fn(|| copy.take_spare(0, MigrateType::Movable, Order(0)))
+                .map(|pfn| pfn.0)
+                .collect();
+        assert_eq!(pages, (512..1023).collect::<Vec<_>>(), "1023 is a guard");
+        assert!(copy.spare[0][1].is_empty(), "{:?}", copy.spare[0][1]);
+        // A whole pageblock takes its guard along.
+        copy.give_back(0, MigrateType::Movable, std::iter::once(1024..1536));
+        copy.spare[0][1][0].guarded = true;
+        assert_eq!(copy.take_spare(0, MigrateType::Movable, Order(9)), None);
+        assert_eq!(
+            copy.take_pageblock(0, MigrateType::Movable),
+            Some(Pfn(1024))
+        );
     }
 
     /// Blocks placed never touch: each has a held page in its buddy.

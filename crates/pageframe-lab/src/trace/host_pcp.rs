@@ -20,8 +20,9 @@
 //! lists the trace never refilled.
 //!
 //! The trace also gives those pages' host frames, and [`plan_host_pcp`]
-//! keeps their buddy structure: each host pageblock they lie in gets a
-//! held pageblock of ours, the frames their offsets in it, so that what
+//! keeps their buddy structure: each host pageblock holding two of them or
+//! more gets a held pageblock of ours ([`super::host_pageblocks`]), the
+//! frames their offsets in it, so that what
 //! they merge with when they come back to the buddy lists is what they
 //! merged with on the host, as far as the trace shows it. (Taken from runs
 //! of held memory instead, the listed pages drained back whole and merged
@@ -37,10 +38,9 @@
 use super::event::{EventKind, Trace};
 use super::host::{host_file, parse_pcp, HostZoneSpan, Moment};
 use super::host_free::HostFreeStart;
-use pageframe::{
-    CpuHandle, Gfp, Local, LocalPageAllocator, MigrateType, Order, Page, Pfn, ZoneType,
-};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use super::host_pageblocks::HostPageblocks;
+use pageframe::{CpuHandle, Gfp, Local, LocalPageAllocator, MigrateType, Order, Page, ZoneType};
+use std::collections::{BTreeMap, HashSet};
 
 /// One per-CPU list of the host at the trace's start, as the trace shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -332,9 +332,6 @@ struct Planning {
     host_zone: Option<usize>,
     /// Pages of the host's `count:` not yet taken.
     left: u64,
-    /// The held pageblock of ours taken for each (migratetype, host
-    /// pageblock), so that two frames are buddies here when they were there.
-    blocks: HashMap<(u8, u64), u64>,
 }
 
 /// The host's per-CPU lists planned: every block taken, none listed yet
@@ -379,36 +376,42 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
         state.push(Planning {
             host_zone: host.host_zone,
             left: u64::from(host.count),
-            blocks: HashMap::new(),
         });
     }
+    let mut pageblocks = HostPageblocks::new(
+        host_lists.cpus.iter().flat_map(|host| {
+            host.host_zone.into_iter().flat_map(move |host_zone| {
+                inferred.of(host.cpu, host_zone).flat_map(|list| {
+                    list.drained
+                        .iter()
+                        .chain(&list.allocated)
+                        .map(|&host_pfn| (list.migratetype, host_pfn))
+                })
+            })
+        }),
+        block_pages,
+    );
     // One block for a list; `host_pfn` maps it into a held pageblock.
-    let mut take = |planned: &PlannedLists,
-                    blocks: &mut HashMap<(u8, u64), u64>,
-                    order: u8,
-                    migratetype: u8,
-                    host_pfn: Option<u64>|
+    let take = |host_free: Option<&mut HostFreeStart>,
+                planned: &PlannedLists,
+                pageblocks: &mut HostPageblocks,
+                order: u8,
+                migratetype: u8,
+                host_pfn: Option<u64>|
      -> Option<(Page, bool)> {
         let kind = MigrateType::from_index(usize::from(migratetype))?;
         let zone = &zones[planned.zone];
-        if let Some(free) = host_free.as_deref_mut() {
+        if let Some(free) = host_free {
             let mapped = host_pfn.and_then(|host_pfn| {
-                let key = (migratetype, host_pfn / block_pages);
-                let base = match blocks.get(&key) {
-                    Some(&base) => base,
-                    None => {
-                        let base = free
-                            .take_spare(planned.zone, kind, Order(pageblock_order))?
-                            .0;
-                        blocks.insert(key, base);
-                        base
-                    }
-                };
-                Some(Pfn(base + host_pfn % block_pages))
+                pageblocks.map(free, planned.zone, migratetype, order, host_pfn)
             });
             let pfn = match mapped {
                 Some(pfn) => pfn,
-                None => free.take_spare(planned.zone, kind, Order(order))?,
+                None => match free.take_spare(planned.zone, kind, Order(order)) {
+                    Some(pfn) => pfn,
+                    // The spare memory is in the pageblocks taken whole.
+                    None => pageblocks.take_unused(planned.zone, migratetype, order)?,
+                },
             };
             if order > 0 {
                 allocator.join_allocated_pages(pfn, Order(order)).ok()?;
@@ -446,7 +449,7 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
     traced.sort_by_key(|(_, list)| std::cmp::Reverse(list.order));
     for (at, list) in traced {
         let planned = &mut plan.cpus[at];
-        let Planning { left, blocks, .. } = &mut state[at];
+        let Planning { left, .. } = &mut state[at];
         let block = 1u64 << list.order;
         let mut runs: [Vec<Page>; 3] = Default::default();
         for (at, pfns) in [(0, &list.drained), (2, &list.allocated)] {
@@ -455,8 +458,9 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
                     break;
                 }
                 let Some((page, mapped)) = take(
+                    host_free.as_deref_mut(),
                     planned,
-                    blocks,
+                    &mut pageblocks,
                     list.order,
                     list.migratetype,
                     Some(host_pfn),
@@ -480,22 +484,30 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
             into.extend(run);
         }
     }
+    // What the traced frames left of the pageblocks taken for them is
+    // spare again.
+    if let Some(free) = host_free.as_deref_mut() {
+        pageblocks.give_back(free);
+    }
     // The rest on lists the trace did not refill, each while blocks of its
     // type last (without a trace: Movable order 0), between a list's
     // drained and allocated blocks.
     for (planned, planning) in plan.cpus.iter_mut().zip(&mut state) {
-        let Planning {
-            host_zone,
-            left,
-            blocks,
-        } = planning;
+        let Planning { host_zone, left } = planning;
         let rest = host_zone.map_or_else(
             || vec![(0, MigrateType::Movable as u8)],
             |host_zone| inferred.unrefilled_lists(planned.cpu, host_zone, pageblock_order),
         );
         for (order, migratetype) in rest {
             while *left >= 1u64 << order {
-                let Some((page, _)) = take(planned, blocks, order, migratetype, None) else {
+                let Some((page, _)) = take(
+                    host_free.as_deref_mut(),
+                    planned,
+                    &mut pageblocks,
+                    order,
+                    migratetype,
+                    None,
+                ) else {
                     break;
                 };
                 planned.lists.entry((order, migratetype)).or_default()[1].push(page);

@@ -57,6 +57,7 @@ pub mod frag;
 pub mod gfp_names;
 pub mod host;
 pub mod host_free;
+pub mod host_pageblocks;
 pub mod host_pcp;
 pub mod live;
 pub mod plot;
