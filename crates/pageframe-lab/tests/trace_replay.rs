@@ -741,24 +741,3 @@ fn a_fallback_inside_a_refill_does_not_split_it() {
     assert_eq!(outcome.counts.trace_refill_calls, 3);
     assert_eq!(outcome.counts.trace_refill_pages, 5);
 }
-
-/// The report says when the replay could not start where the host stood:
-/// a text import carries no host files, a recording does.
-#[test]
-fn the_report_names_a_start_without_host_state() {
-    let text =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_data/tracefs_trace.txt");
-    let mentions_fresh_start = |trace: &Trace, options: &ReplayOptions| {
-        let report = run_replay(trace, options).unwrap();
-        trace::replay_report(&text, trace, &report, options)
-            .notes
-            .iter()
-            .any(|note| note.contains("no host state"))
-    };
-    let imported = trace::import(&text).unwrap();
-    assert!(mentions_fresh_start(&imported, &small_machine()));
-    assert!(!mentions_fresh_start(
-        &shipped_prefix(2_000),
-        &ReplayOptions::default()
-    ));
-}

@@ -422,6 +422,21 @@ pub fn host_bytes(trace: &Trace) -> Option<u64> {
     managed_pages(&host_file(trace, Moment::Start, "zoneinfo")?)?.checked_mul(4096)
 }
 
+/// How much a /proc/vmstat counter grew between the recording's start and
+/// end (`None` when either snapshot lacks it, or it went down: a counter
+/// the kernel does not only increase).
+pub fn vmstat_growth(trace: &Trace, name: &str) -> Option<u64> {
+    let value = |moment| {
+        host_file(trace, moment, "vmstat")?
+            .lines()
+            .find_map(|line| {
+                let (key, value) = line.split_once(' ')?;
+                (key == name).then(|| value.trim().parse::<u64>().ok())?
+            })
+    };
+    value(Moment::End)?.checked_sub(value(Moment::Start)?)
+}
+
 /// Number of CPUs in `/sys/devices/system/cpu/online` notation (`0-3,6`).
 pub fn count_cpu_list(text: &str) -> Option<usize> {
     let mut count = 0usize;

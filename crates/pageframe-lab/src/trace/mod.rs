@@ -272,6 +272,7 @@ fn replay_notes(
                 .to_string(),
         );
     }
+    notes.extend(host_work_notes(trace));
     let unrecorded = match trace.meta(event::VMSTAT_WORKER_KEY) {
         Some(why) => format!("the recording kept no vmstat worker runs ({why})"),
         None => "the trace does not record the vmstat worker's runs \
@@ -293,6 +294,44 @@ fn replay_notes(
                 .to_string(),
         ),
         _ => {}
+    }
+    notes
+}
+
+/// What the host's /proc/vmstat shows it did during the recording besides
+/// the traced allocations and frees: compaction, which moves pages without
+/// an allocation event (its free scanner isolates its targets from the
+/// buddy lists; a moved page's later free is of a block the replay never
+/// saw) and which pageframe does not run; and reclaim, whose frees the
+/// trace shows and the replay makes, but which pageframe's page allocator
+/// does not start.
+fn host_work_notes(trace: &Trace) -> Vec<String> {
+    let growth = |name| host::vmstat_growth(trace, name).unwrap_or(0);
+    let mut notes = Vec::new();
+    let (migrated, stalls, woken) = (
+        growth("pgmigrate_success"),
+        growth("compact_stall"),
+        growth("compact_daemon_wake"),
+    );
+    if migrated > 0 || stalls > 0 {
+        notes.push(format!(
+            "the host compacted memory during the trace (/proc/vmstat: \
+             pgmigrate_success +{migrated}, compact_stall +{stalls}, \
+             compact_daemon_wake +{woken}); pageframe does not compact, and \
+             pages compaction moved have no allocation event: expect more \
+             failed allocations, frees of unknown blocks and smaller free \
+             blocks at the end than the kernel's"
+        ));
+    }
+    let (kswapd, direct) = (growth("pgsteal_kswapd"), growth("pgsteal_direct"));
+    if kswapd > 0 || direct > 0 {
+        notes.push(format!(
+            "the host reclaimed pages during the trace (/proc/vmstat: \
+             pgsteal_kswapd +{kswapd}, pgsteal_direct +{direct}); the replay \
+             frees them where the trace does (blocks from before the trace \
+             are held by stand-ins), but its page allocator starts no \
+             reclaim of its own"
+        ));
     }
     notes
 }

@@ -1,0 +1,71 @@
+//! The notes under a replay's rows: what the replay could not take from
+//! the trace or the host, said beside the figures it affects.
+
+mod common;
+
+use common::{shipped_prefix, small_machine};
+use pageframe_lab::trace::{self, run_replay, ReplayOptions, Trace};
+
+/// The report says when the replay could not start where the host stood:
+/// a text import carries no host files, a recording does.
+#[test]
+fn the_report_names_a_start_without_host_state() {
+    let text =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_data/tracefs_trace.txt");
+    let mentions_fresh_start = |trace: &Trace, options: &ReplayOptions| {
+        let report = run_replay(trace, options).unwrap();
+        trace::replay_report(&text, trace, &report, options)
+            .notes
+            .iter()
+            .any(|note| note.contains("no host state"))
+    };
+    let imported = trace::import(&text).unwrap();
+    assert!(mentions_fresh_start(&imported, &small_machine()));
+    assert!(!mentions_fresh_start(
+        &shipped_prefix(2_000),
+        &ReplayOptions::default()
+    ));
+}
+
+/// The host's vmstat counters at the recording's start and end say when it
+/// compacted or reclaimed memory during the trace, which the replay does
+/// not do by itself: the notes name the counters' growth.
+#[test]
+fn the_report_names_the_hosts_compaction_and_reclaim() {
+    let notes_for = |start: &str, end: &str| {
+        let mut trace = shipped_prefix(2_000);
+        trace.set_meta("host.start.vmstat", start);
+        trace.set_meta("host.end.vmstat", end);
+        let options = ReplayOptions::default();
+        let report = run_replay(&trace, &options).unwrap();
+        trace::replay_report(std::path::Path::new("t"), &trace, &report, &options).notes
+    };
+    let quiet = "pgmigrate_success 10\ncompact_stall 2\npgsteal_kswapd 5\npgsteal_direct 0\n";
+    let notes = notes_for(quiet, quiet);
+    assert!(
+        !notes
+            .iter()
+            .any(|note| note.contains("compacted") || note.contains("reclaimed")),
+        "{notes:?}"
+    );
+    let busy = "pgmigrate_success 510\ncompact_stall 3\npgsteal_kswapd 5\npgsteal_direct 40\n";
+    let notes = notes_for(quiet, busy);
+    let compacted = notes.iter().find(|note| note.contains("compacted"));
+    assert!(
+        compacted.is_some_and(
+            |note| note.contains("pgmigrate_success +500") && note.contains("compact_stall +1")
+        ),
+        "{notes:?}"
+    );
+    let reclaimed = notes.iter().find(|note| note.contains("reclaimed"));
+    assert!(
+        reclaimed.is_some_and(
+            |note| note.contains("pgsteal_kswapd +0") && note.contains("pgsteal_direct +40")
+        ),
+        "{notes:?}"
+    );
+    // A counter that went down (a different boot) says nothing.
+    assert!(!notes_for(busy, quiet)
+        .iter()
+        .any(|note| note.contains("compacted")));
+}
