@@ -69,3 +69,26 @@ fn the_report_names_the_hosts_compaction_and_reclaim() {
         .iter()
         .any(|note| note.contains("compacted")));
 }
+
+/// A host-shaped machine has the host's managed memory, the kernel's
+/// pageblock counts cover its present memory: the note says how much of
+/// it the kernel reserved at boot, and only when the counts differ.
+#[test]
+fn the_report_names_the_memory_reserved_at_boot() {
+    let trace = shipped_prefix(2_000);
+    let options = ReplayOptions::default();
+    let report = run_replay(&trace, &options).unwrap();
+    let blocks = |pick: fn(&trace::ReplayRow) -> Option<f64>| -> f64 {
+        report
+            .rows
+            .iter()
+            .filter(|row| row.section == "pageblocks")
+            .filter_map(pick)
+            .sum()
+    };
+    let differ = blocks(|row| row.kernel) != blocks(|row| row.pageframe);
+    let notes = trace::replay_report(std::path::Path::new("t"), &trace, &report, &options).notes;
+    let reserved = notes.iter().any(|note| note.contains("reserved at boot"));
+    assert_eq!(reserved, differ, "{notes:?}");
+    assert!(differ, "the shipped trace's host reserved memory at boot");
+}

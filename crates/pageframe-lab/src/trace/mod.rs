@@ -273,6 +273,7 @@ fn replay_notes(
         );
     }
     notes.extend(host_work_notes(trace));
+    notes.extend(reserved_memory_note(trace, report));
     let unrecorded = match trace.meta(event::VMSTAT_WORKER_KEY) {
         Some(why) => format!("the recording kept no vmstat worker runs ({why})"),
         None => "the trace does not record the vmstat worker's runs \
@@ -334,6 +335,36 @@ fn host_work_notes(trace: &Trace) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// Why the pageblock counts differ when they do: the kernel's
+/// /proc/pagetypeinfo counts the pageblocks of its present memory,
+/// memblock reservations (the memmap, the kernel image, firmware tables)
+/// included, which pageframe does not model; a machine shaped like the
+/// host has its managed memory only.
+fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> {
+    let total = |pick: fn(&ReplayRow) -> Option<f64>| -> f64 {
+        report
+            .rows
+            .iter()
+            .filter(|row| row.section == "pageblocks")
+            .filter_map(pick)
+            .sum()
+    };
+    let (kernel, ours) = (total(|row| row.kernel), total(|row| row.pageframe));
+    if kernel == ours {
+        return None;
+    }
+    let zones = host::parse_zoneinfo(&host::host_file(trace, host::Moment::End, "zoneinfo")?);
+    let sum = |key| zones.iter().filter_map(|zone| zone.field(key)).sum::<u64>();
+    let (present, managed) = (sum("present"), sum("managed"));
+    Some(format!(
+        "the kernel's pageblock counts ({kernel} in all) cover its present memory, \
+         {present} pages, of which {} are reserved at boot (the memmap, the kernel \
+         image, firmware) and never free, which pageframe does not model; this \
+         machine's ({ours}) cover its own memory",
+        present.saturating_sub(managed)
+    ))
 }
 
 /// The trace shipped with the repository (recorded on a 2-CPU machine).
