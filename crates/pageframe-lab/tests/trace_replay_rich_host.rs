@@ -29,8 +29,8 @@ fn end_free_error(trace: &trace::Trace, outcome: &trace::ReplayOutcome) -> (u64,
 /// page beside a copied free block, so drains do not merge whole runs of
 /// copied blocks up to MAX_PAGE_ORDER: the free blocks at the end are
 /// within 2% of the kernel's pages (they were 8%, 316 072 pages, when
-/// those pages were handed out), and the lists refill as often as the
-/// kernel's did.
+/// those pages were handed out), and the lists refill within 10% as often
+/// as the kernel's did.
 #[test]
 fn drains_on_a_free_memory_rich_host_merge_as_the_hosts_did() {
     let path = trace::shipped_trace_path().with_file_name("untar-sync-free-memory-rich.pftrace");

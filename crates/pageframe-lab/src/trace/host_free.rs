@@ -27,9 +27,10 @@
 //! run's guard: the last page of the buddy side of a placed block, handed
 //! out only with a whole pageblock whose taker keeps a page of it held
 //! ([`HostFreeStart::take_pageblock`]), so that no placed block merges
-//! past what the host showed when the pages handed out come back: stand-ins of order 0
-//! and the blocks listed on per-CPU lists come from them, not from the
-//! placed free blocks, as on the host neither is in its buddy lists. Before
+//! past what the host showed when the pages handed out come back.
+//! Stand-ins of order 0 and the blocks listed on per-CPU lists come from
+//! the held pages, not from the placed free blocks, as on the host neither
+//! is in its buddy lists. Before
 //! placing, as many wholly held pageblocks as the lists' blocks above order
 //! 0 need are kept aside, and made spare only for the lists
 //! ([`HostFreeStart::release_kept`]), after the stand-ins. Stand-ins of a
@@ -50,7 +51,8 @@ pub struct HostFreeStart {
     /// [`TYPES`] order): the ranges of held pages of its pageblocks, taken
     /// from the end: lowest last, so blocks come in ascending PFN order,
     /// except that the pageblocks [`HostFreeStart::release_kept`] adds at
-    /// the end come first.
+    /// the end come first and the ranges [`HostFreeStart::give_back`] adds
+    /// at the start come last.
     spare: Vec<[Vec<SpareRange>; 3]>,
     /// Per zone and migratetype: wholly held pageblocks kept for the
     /// per-CPU lists, out of `spare` until [`HostFreeStart::release_kept`]
@@ -84,7 +86,8 @@ impl HostFreeStart {
     }
 
     /// Makes `ranges` of held pages of zone `zone`'s `migratetype`
-    /// pageblocks spare again (the unused part of a pageblock taken whole).
+    /// pageblocks spare again (the unused part of a pageblock taken whole),
+    /// taken after every other spare range, lowest first.
     pub fn give_back(
         &mut self,
         zone: usize,
@@ -101,13 +104,14 @@ impl HostFreeStart {
         else {
             return;
         };
-        spare.extend(
-            ranges
-                .into_iter()
-                .filter(|range| !range.is_empty())
-                .map(SpareRange::open),
-        );
-        spare.sort_unstable_by_key(|range| std::cmp::Reverse(range.pages.start));
+        let mut given: Vec<SpareRange> = ranges
+            .into_iter()
+            .filter(|range| !range.is_empty())
+            .map(SpareRange::open)
+            .collect();
+        // `spare` is taken from its end: these go before its start.
+        given.sort_unstable_by_key(|range| std::cmp::Reverse(range.pages.start));
+        spare.splice(0..0, given);
     }
 
     /// The first PFN of `2^order` held pages, aligned to `order`, of a

@@ -21,7 +21,7 @@
 use super::host_free::HostFreeStart;
 use pageframe::{MigrateType, Pfn};
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Key: (migratetype, host pageblock number).
 type Key = (u8, u64);
@@ -72,9 +72,12 @@ pub struct HostPageblocks {
 impl HostPageblocks {
     /// Counts the traced frames (`(migratetype, host PFN)`) per host
     /// pageblock of `block_pages` pages.
+    /// A frame listed twice (the inference saw it on two lists) counts
+    /// once.
     pub fn new(frames: impl IntoIterator<Item = (u8, u64)>, block_pages: u64) -> HostPageblocks {
+        let distinct: BTreeSet<(u8, u64)> = frames.into_iter().collect();
         let mut framed: HashMap<Key, u32> = HashMap::new();
-        for (migratetype, host_pfn) in frames {
+        for (migratetype, host_pfn) in distinct {
             *framed
                 .entry((migratetype, host_pfn / block_pages))
                 .or_default() += 1;
@@ -91,7 +94,8 @@ impl HostPageblocks {
     /// pageblock of ours for its host pageblock (taken whole from `free`
     /// the first time). `None` when its host pageblock holds no other
     /// traced frame, when its pageblock of ours is in another zone, when
-    /// another block took its frames, or when no pageblock is left.
+    /// another block took its frames or they are the pageblock's last
+    /// unused ones, or when no pageblock is left.
     pub fn map(
         &mut self,
         free: &mut HostFreeStart,
@@ -119,7 +123,9 @@ impl HostPageblocks {
             }
         };
         let offset = (host_pfn % self.block_pages) as usize;
-        (block.zone == zone && block.claim(offset, 1usize << order))
+        let pages = 1usize << order;
+        // The last unused page stays held, whoever asks.
+        (block.zone == zone && block.unused > pages && block.claim(offset, pages))
             .then(|| Pfn(block.base + offset as u64))
     }
 
@@ -149,9 +155,20 @@ impl HostPageblocks {
     }
 
     /// Gives the pages no block took back to `free`'s spare memory, but
-    /// for each pageblock's last one.
-    pub fn give_back(&self, free: &mut HostFreeStart) {
-        // Per zone and migratetype, so that each spare list is sorted once.
+    /// for each pageblock's last unused one; consumed, so that nothing is
+    /// lent or mapped from them afterwards.
+    pub fn give_back(self, free: &mut HostFreeStart) {
+        for ((zone, migratetype), runs) in self.unused_ranges() {
+            if let Some(kind) = MigrateType::from_index(usize::from(migratetype)) {
+                free.give_back(zone, kind, runs);
+            }
+        }
+    }
+
+    /// Per zone and migratetype (so that each spare list is sorted once),
+    /// the runs of pages no block took, each pageblock's last unused page
+    /// left out.
+    fn unused_ranges(&self) -> BTreeMap<(usize, u8), Vec<std::ops::Range<u64>>> {
         let mut runs: BTreeMap<(usize, u8), Vec<std::ops::Range<u64>>> = BTreeMap::new();
         for (&(migratetype, _), block) in &self.mapped {
             let Some(held) = block.held() else {
@@ -162,11 +179,7 @@ impl HostPageblocks {
                     .map(|run| block.base + run.start as u64..block.base + run.end as u64),
             );
         }
-        for ((zone, migratetype), runs) in runs {
-            if let Some(kind) = MigrateType::from_index(usize::from(migratetype)) {
-                free.give_back(zone, kind, runs);
-            }
-        }
+        runs
     }
 }
 
@@ -220,6 +233,37 @@ mod tests {
         assert_eq!(blocks.take_unused(1, movable, 0), None, "another zone");
         let block = &blocks.mapped[&(movable, 125)];
         assert_eq!((block.unused, block.held()), (1, Some(7)));
+        // The held page is not mapped either, even for a frame there.
+        let block = blocks.mapped.get_mut(&(movable, 125)).unwrap();
+        assert!(!(block.unused > 1 && block.claim(7, 1)));
+        assert_eq!(block.held(), Some(7));
+        // Nothing left to give back: the held page is not given.
+        assert!(blocks.unused_ranges().values().all(Vec::is_empty));
+    }
+
+    /// What is given back is every unused run but the last unused page,
+    /// per zone and migratetype; a duplicate frame counts once.
+    #[test]
+    fn given_back_runs_leave_the_last_unused_page() {
+        let mut blocks = HostPageblocks::new([(1, 9), (1, 9), (0, 17), (0, 18)], 8);
+        assert_eq!(blocks.framed.get(&(1, 1)), Some(&1), "9 counted once");
+        for (key, base, zone) in [((1u8, 1u64), 0u64, 0usize), ((0, 2), 8, 1)] {
+            blocks.mapped.insert(
+                key,
+                MappedPageblock {
+                    base,
+                    zone,
+                    used: vec![false; 8],
+                    unused: 8,
+                    low: 0,
+                },
+            );
+        }
+        let block = blocks.mapped.get_mut(&(1, 1)).unwrap();
+        assert!(block.claim(1, 1) && block.claim(4, 2));
+        let runs = blocks.unused_ranges();
+        assert_eq!(runs[&(0, 1)], vec![0..1, 2..4, 6..7], "7 stays held");
+        assert_eq!(runs[&(1, 0)], vec![8..15], "15 stays held");
     }
 
     #[test]

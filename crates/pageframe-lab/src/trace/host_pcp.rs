@@ -350,10 +350,13 @@ pub struct PcpPlan {
 /// list as [`HostPcpStart::infer`] finds them, the rest on
 /// [`HostPcpStart::unrefilled_lists`], each while blocks last. With the
 /// host's free lists copied, each block is a spare held block of the list's
-/// migratetype (joined into one block of its order), a frame the trace
+/// migratetype (joined into one block of its order), or a frame the trace
 /// shows at its host offset in a held pageblock of ours taken for its host
-/// pageblock: allocating it would take a block the host had free; without
-/// them, it is allocated on the CPU with that migratetype.
+/// pageblock when two traced frames or more lie there
+/// ([`super::host_pageblocks`], whose unused pages are lent while the
+/// traced lists are planned): allocating it would take a block the host
+/// had free; without them, it is allocated on the CPU with that
+/// migratetype.
 pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
     host_lists: &HostLists,
     allocator: &LocalPageAllocator,
@@ -391,10 +394,11 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
         }),
         block_pages,
     );
-    // One block for a list; `host_pfn` maps it into a held pageblock.
+    // One block for a list; `host_pfn` maps it into a held pageblock of
+    // `pageblocks`, which also lend their unused pages while planned.
     let take = |host_free: Option<&mut HostFreeStart>,
+                mut pageblocks: Option<&mut HostPageblocks>,
                 planned: &PlannedLists,
-                pageblocks: &mut HostPageblocks,
                 order: u8,
                 migratetype: u8,
                 host_pfn: Option<u64>|
@@ -402,15 +406,17 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
         let kind = MigrateType::from_index(usize::from(migratetype))?;
         let zone = &zones[planned.zone];
         if let Some(free) = host_free {
-            let mapped = host_pfn.and_then(|host_pfn| {
-                pageblocks.map(free, planned.zone, migratetype, order, host_pfn)
-            });
+            let mapped = host_pfn
+                .zip(pageblocks.as_deref_mut())
+                .and_then(|(host_pfn, blocks)| {
+                    blocks.map(free, planned.zone, migratetype, order, host_pfn)
+                });
             let pfn = match mapped {
                 Some(pfn) => pfn,
                 None => match free.take_spare(planned.zone, kind, Order(order)) {
                     Some(pfn) => pfn,
                     // The spare memory is in the pageblocks taken whole.
-                    None => pageblocks.take_unused(planned.zone, migratetype, order)?,
+                    None => pageblocks?.take_unused(planned.zone, migratetype, order)?,
                 },
             };
             if order > 0 {
@@ -459,8 +465,8 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
                 }
                 let Some((page, mapped)) = take(
                     host_free.as_deref_mut(),
+                    Some(&mut pageblocks),
                     planned,
-                    &mut pageblocks,
                     list.order,
                     list.migratetype,
                     Some(host_pfn),
@@ -485,7 +491,7 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
         }
     }
     // What the traced frames left of the pageblocks taken for them is
-    // spare again.
+    // spare again, and no longer theirs to lend.
     if let Some(free) = host_free.as_deref_mut() {
         pageblocks.give_back(free);
     }
@@ -502,8 +508,8 @@ pub fn plan_host_pcp<H: std::ops::Deref<Target = LocalPageAllocator>>(
             while *left >= 1u64 << order {
                 let Some((page, _)) = take(
                     host_free.as_deref_mut(),
+                    None,
                     planned,
-                    &mut pageblocks,
                     order,
                     migratetype,
                     None,

@@ -273,7 +273,9 @@ fn replay_notes(
         );
     }
     notes.extend(host_work_notes(trace));
-    notes.extend(reserved_memory_note(trace, report));
+    if options.machine.is_none() {
+        notes.extend(reserved_memory_note(trace, report));
+    }
     let unrecorded = match trace.meta(event::VMSTAT_WORKER_KEY) {
         Some(why) => format!("the recording kept no vmstat worker runs ({why})"),
         None => "the trace does not record the vmstat worker's runs \
@@ -300,7 +302,9 @@ fn replay_notes(
 }
 
 /// What the host's /proc/vmstat shows it did during the recording besides
-/// the traced allocations and frees: compaction, which moves pages without
+/// the traced allocations and frees: compaction (told by its own counters:
+/// `pgmigrate_success` also counts NUMA balancing's and demotion's moves),
+/// which moves pages without
 /// an allocation event (its free scanner isolates its targets from the
 /// buddy lists; a moved page's later free is of a block the replay never
 /// saw) and which pageframe does not run; and reclaim, whose frees the
@@ -309,16 +313,18 @@ fn replay_notes(
 fn host_work_notes(trace: &Trace) -> Vec<String> {
     let growth = |name| host::vmstat_growth(trace, name).unwrap_or(0);
     let mut notes = Vec::new();
-    let (migrated, stalls, woken) = (
-        growth("pgmigrate_success"),
+    let (isolated, stalls, woken, migrated) = (
+        growth("compact_isolated"),
         growth("compact_stall"),
         growth("compact_daemon_wake"),
+        growth("pgmigrate_success"),
     );
-    if migrated > 0 || stalls > 0 {
+    if isolated > 0 || stalls > 0 {
         notes.push(format!(
             "the host compacted memory during the trace (/proc/vmstat: \
-             pgmigrate_success +{migrated}, compact_stall +{stalls}, \
-             compact_daemon_wake +{woken}); pageframe does not compact, and \
+             compact_isolated +{isolated}, compact_stall +{stalls}, \
+             compact_daemon_wake +{woken}, pgmigrate_success +{migrated}); \
+             pageframe does not compact, and \
              pages compaction moved have no allocation event: expect more \
              failed allocations, frees of unknown blocks and smaller free \
              blocks at the end than the kernel's"
@@ -341,7 +347,7 @@ fn host_work_notes(trace: &Trace) -> Vec<String> {
 /// /proc/pagetypeinfo counts the pageblocks of its present memory,
 /// memblock reservations (the memmap, the kernel image, firmware tables)
 /// included, which pageframe does not model; a machine shaped like the
-/// host has its managed memory only.
+/// host has its managed memory only, so it counts fewer.
 fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> {
     let total = |pick: fn(&ReplayRow) -> Option<f64>| -> f64 {
         report
@@ -352,11 +358,16 @@ fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> 
             .sum()
     };
     let (kernel, ours) = (total(|row| row.kernel), total(|row| row.pageframe));
-    if kernel == ours {
+    if kernel <= ours {
         return None;
     }
     let zones = host::parse_zoneinfo(&host::host_file(trace, host::Moment::End, "zoneinfo")?);
-    let sum = |key| zones.iter().filter_map(|zone| zone.field(key)).sum::<u64>();
+    let sum = |key| {
+        zones
+            .iter()
+            .filter_map(|zone| zone.field(key))
+            .fold(0u64, u64::saturating_add)
+    };
     let (present, managed) = (sum("present"), sum("managed"));
     Some(format!(
         "the kernel's pageblock counts ({kernel} in all) cover its present memory, \
