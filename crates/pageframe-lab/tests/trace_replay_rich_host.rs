@@ -29,8 +29,8 @@ fn end_free_error(trace: &trace::Trace, outcome: &trace::ReplayOutcome) -> (u64,
 /// page beside a copied free block, so drains do not merge whole runs of
 /// copied blocks up to MAX_PAGE_ORDER: the free blocks at the end are
 /// within 2% of the kernel's pages (they were 8%, 316 072 pages, when
-/// those pages were handed out), and the lists refill within 10% as often
-/// as the kernel's did.
+/// those pages were handed out), every page the host listed is listed,
+/// and the lists refill within 10% as often as the kernel's did.
 #[test]
 fn drains_on_a_free_memory_rich_host_merge_as_the_hosts_did() {
     let path = trace::shipped_trace_path().with_file_name("untar-sync-free-memory-rich.pftrace");
@@ -45,6 +45,13 @@ fn drains_on_a_free_memory_rich_host_merge_as_the_hosts_did() {
         error * 50 <= kernel_pages,
         "end free blocks {error} pages off the kernel's, of {kernel_pages}"
     );
+    // Every page the host listed is listed once: a page handed out twice
+    // would fail its second free onto a list.
+    let listed = trace::compare(&trace, &outcome)
+        .into_iter()
+        .find(|row| row.key == "pages listed at start")
+        .expect("a listed-pages row");
+    assert_eq!(listed.kernel, listed.pageframe);
     let kernel_refills = outcome.counts.trace_refill_calls;
     assert!(
         outcome.pcp_refill.abs_diff(kernel_refills) * 10 <= kernel_refills,
