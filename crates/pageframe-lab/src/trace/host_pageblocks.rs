@@ -15,8 +15,10 @@
 //! unused page held for good, so that it never comes back to the buddy
 //! lists whole (its buddy may be a free block the host showed).
 //!
-//! Invariant: a page of a mapped pageblock is taken at most once
-//! (`used`), and `unused` counts the pages not taken.
+//! Invariants: a page of a mapped pageblock is taken at most once
+//! (`used`), `unused` counts the pages not taken, and at least one is
+//! never taken (neither [`HostPageblocks::map`] nor
+//! [`HostPageblocks::take_unused`] takes a pageblock's last unused page).
 
 use super::host_free::HostFreeStart;
 use pageframe::{MigrateType, Pfn};
@@ -71,9 +73,8 @@ pub struct HostPageblocks {
 
 impl HostPageblocks {
     /// Counts the traced frames (`(migratetype, host PFN)`) per host
-    /// pageblock of `block_pages` pages.
-    /// A frame listed twice (the inference saw it on two lists) counts
-    /// once.
+    /// pageblock of `block_pages` pages; a frame listed twice (the
+    /// inference saw it on two lists) counts once.
     pub fn new(frames: impl IntoIterator<Item = (u8, u64)>, block_pages: u64) -> HostPageblocks {
         let distinct: BTreeSet<(u8, u64)> = frames.into_iter().collect();
         let mut framed: HashMap<Key, u32> = HashMap::new();
