@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{shipped_prefix, small_machine};
+use common::{alloc, free, shipped_prefix, small_machine};
 use pageframe_lab::trace::{self, run_replay, ReplayOptions, Trace};
 
 /// The report says when the replay could not start where the host stood:
@@ -101,6 +101,43 @@ fn the_report_names_the_memory_reserved_at_boot() {
     let notes = trace::replay_report(std::path::Path::new("t"), &trace, &report, &small).notes;
     assert!(
         !notes.iter().any(|note| note.contains("reserved at boot")),
+        "{notes:?}"
+    );
+}
+
+/// A block freed twice with no allocation between was allocated without
+/// an event (alloc_pages_bulk()): its second free is skipped, counted
+/// apart from other unknown frees, and named in a note.
+#[test]
+fn a_free_after_a_free_is_an_allocation_the_trace_missed() {
+    let kernel = pageframe::Gfp::KERNEL.bits();
+    let trace = Trace {
+        events: vec![
+            alloc(1, 0, 0x1000, 0, kernel),
+            free(2, 0, 0x1000, 0),
+            free(3, 0, 0x1000, 0),
+            alloc(4, 0, 0x1000, 0, kernel),
+            free(5, 0, 0x1000, 0),
+            alloc(6, 0, 0x2000, 0, kernel),
+            free(7, 1, 0x2000, 0),
+        ],
+        ..Trace::default()
+    };
+    let options = small_machine();
+    let report = run_replay(&trace, &options).unwrap();
+    let counts = &report.outcome.counts;
+    assert_eq!(
+        (
+            counts.frees,
+            counts.frees_unknown,
+            counts.frees_after_untraced_alloc
+        ),
+        (3, 1, 1)
+    );
+    let notes = trace::replay_report(std::path::Path::new("t"), &trace, &report, &options).notes;
+    assert!(
+        notes.iter().any(|note| note
+            .starts_with("frees of blocks the trace had freed and not allocated since (1)")),
         "{notes:?}"
     );
 }

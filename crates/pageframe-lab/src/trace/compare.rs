@@ -161,6 +161,12 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
     ));
     rows.push(ReplayRow::new(
         "replay",
+        "of those, of blocks freed before and not allocated since",
+        None,
+        f(counts.frees_after_untraced_alloc),
+    ));
+    rows.push(ReplayRow::new(
+        "replay",
         "free order mismatches",
         None,
         f(counts.free_order_mismatches),

@@ -273,6 +273,18 @@ fn replay_notes(
         );
     }
     notes.extend(host_work_notes(trace));
+    let untraced = report.outcome.counts.frees_after_untraced_alloc;
+    if untraced > 0 {
+        notes.push(format!(
+            "frees of blocks the trace had freed and not allocated since \
+             ({untraced}): those blocks were allocated without an mm_page_alloc event (the \
+             kernel's alloc_pages_bulk() takes pages from a per-CPU list without \
+             one: vmalloc, as for kernel stacks, and page pools; so does \
+             compaction's free scanner, from the buddy lists); the replay skips \
+             those frees, and the host's lists lost those pages at a time the \
+             trace does not show"
+        ));
+    }
     if options.machine.is_none() {
         notes.extend(reserved_memory_note(trace, report));
     }

@@ -196,6 +196,10 @@ pub struct ReplayCounts {
     /// (not held, or the stand-in could not be allocated) or by a failed
     /// replay, skipped.
     pub frees_unknown: u64,
+    /// Of those, frees of a block the trace freed before and never
+    /// allocated since: allocated without an `mm_page_alloc` event (6.12's
+    /// alloc_pages_bulk() takes pages from a per-CPU list without one).
+    pub frees_after_untraced_alloc: u64,
     /// Pages listed on the per-CPU lists before the replay, copying the
     /// host's lists at the trace's start.
     pub host_pcp_pages: u64,
@@ -427,6 +431,8 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let sample_every = trace.events.len().div_ceil(options.samples.max(1)).max(1);
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
+    // Host blocks the trace freed and has not allocated since.
+    let mut freed_untaken: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let mut worker = VmstatWorker::new(options.decay_on(trace));
 
     for (index, event) in trace.events.iter().enumerate() {
@@ -455,6 +461,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                     counts.host_failed_allocs += 1;
                     continue;
                 }
+                freed_untaken.remove(&event.pfn);
                 if event.order > max_order {
                     counts.unreplayable_allocs += 1;
                     continue;
@@ -488,8 +495,14 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                         Ok(()) => counts.frees += 1,
                         Err(_) => counts.free_errors += 1,
                     }
+                    freed_untaken.insert(event.pfn);
                 }
-                None => counts.frees_unknown += 1,
+                None => {
+                    counts.frees_unknown += 1;
+                    if freed_untaken.contains(&event.pfn) {
+                        counts.frees_after_untraced_alloc += 1;
+                    }
+                }
             },
             EventKind::ZoneLocked => {
                 if is_refill {
