@@ -35,7 +35,11 @@ fn end_free_error(trace: &trace::Trace, outcome: &trace::ReplayOutcome) -> (u64,
 fn drains_on_a_free_memory_rich_host_merge_as_the_hosts_did() {
     let path = trace::shipped_trace_path().with_file_name("untar-sync-free-memory-rich.pftrace");
     let trace = trace::read_file(&path).unwrap();
-    let outcome = trace::replay(&trace, &ReplayOptions::default()).unwrap();
+    let options = ReplayOptions {
+        check_invariants: true,
+        ..ReplayOptions::default()
+    };
+    let outcome = trace::replay(&trace, &options).unwrap();
     let (error, kernel_pages) = end_free_error(&trace, &outcome);
     assert!(
         kernel_pages > 1 << 21,
