@@ -79,15 +79,8 @@ fn the_report_names_the_memory_reserved_at_boot() {
     let trace = shipped_prefix(2_000);
     let options = ReplayOptions::default();
     let report = run_replay(&trace, &options).unwrap();
-    let blocks = |pick: fn(&trace::ReplayRow) -> Option<f64>| -> f64 {
-        report
-            .rows
-            .iter()
-            .filter(|row| row.section == "pageblocks")
-            .filter_map(pick)
-            .sum()
-    };
-    let fewer = blocks(|row| row.pageframe) < blocks(|row| row.kernel);
+    let (kernel, ours) = trace::section_totals(&report.rows, "pageblocks");
+    let fewer = ours < kernel;
     let notes = trace::replay_report(std::path::Path::new("t"), &trace, &report, &options).notes;
     let reserved = notes.iter().any(|note| note.contains("reserved at boot"));
     assert_eq!(reserved, fewer, "{notes:?}");

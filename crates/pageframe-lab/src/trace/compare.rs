@@ -99,6 +99,19 @@ fn host_nr_free(trace: &Trace, moment: Moment) -> Option<Vec<u64>> {
     Some(sum_orders(lines.iter().map(|line| line.nr_free.as_slice())))
 }
 
+/// The kernel's and pageframe's figures of a section's rows, each summed
+/// (a row without a figure adds nothing).
+pub fn section_totals(rows: &[ReplayRow], section: &str) -> (f64, f64) {
+    rows.iter()
+        .filter(|row| row.section == section)
+        .fold((0.0, 0.0), |(kernel, ours), row| {
+            (
+                kernel + row.kernel.unwrap_or(0.0),
+                ours + row.pageframe.unwrap_or(0.0),
+            )
+        })
+}
+
 /// The rows of a replay beside the trace it replayed.
 pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
     let counts = &outcome.counts;

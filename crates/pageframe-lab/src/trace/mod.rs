@@ -67,7 +67,7 @@ pub mod replay;
 pub mod text_import;
 pub mod tracefs;
 
-pub use compare::{compare, ReplayRow};
+pub use compare::{compare, section_totals, ReplayRow};
 pub use decay::PcpDecay;
 pub use event::{EventKind, Trace, TraceClock, TraceEvent};
 pub use format::{decode, encode, read_file, write_file};
@@ -361,15 +361,7 @@ fn host_work_notes(trace: &Trace) -> Vec<String> {
 /// included, which pageframe does not model; a machine shaped like the
 /// host has its managed memory only, so it counts fewer.
 fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> {
-    let total = |pick: fn(&ReplayRow) -> Option<f64>| -> f64 {
-        report
-            .rows
-            .iter()
-            .filter(|row| row.section == "pageblocks")
-            .filter_map(pick)
-            .sum()
-    };
-    let (kernel, ours) = (total(|row| row.kernel), total(|row| row.pageframe));
+    let (kernel, ours) = section_totals(&report.rows, "pageblocks");
     if kernel <= ours {
         return None;
     }

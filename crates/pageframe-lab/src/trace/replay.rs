@@ -47,6 +47,7 @@ use pageframe::{
     AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, MigrateType,
     NodeId, Order, Pfn,
 };
+use std::collections::HashSet;
 
 /// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
 /// to, less `__GFP_ZERO`. Higher kernel bits (`__GFP_ZEROTAGS`,
@@ -432,7 +433,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut until_sample = 0usize;
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
     // Host blocks the trace freed and has not allocated since.
-    let mut freed_untaken: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut freed_untaken: HashSet<u64> = HashSet::new();
     let mut worker = VmstatWorker::new(options.decay_on(trace));
 
     for (index, event) in trace.events.iter().enumerate() {
