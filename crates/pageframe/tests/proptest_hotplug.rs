@@ -1,22 +1,27 @@
-//! State-machine property test of the page allocator with memory hotplug:
-//! random sequences of allocations, frees, bulk allocations and frees,
-//! drains, and onlines and offlines of 4 MiB sections, run against a
-//! reference model (the blocks the caller holds, by (PFN, order), and the
-//! sections online). After every step `check_invariants()` holds, the
-//! allocator's allocated pages and present pages equal the model's, and
-//! every refused online left the views and the layout unchanged; an
-//! offline succeeds exactly when the model holds no page of the section.
-//! proptest shrinks a failing sequence to a short one.
+//! State-machine property test of the page allocator with memory hotplug
+//! and boot-time reservations: a machine booted with a few random
+//! `memblock_reserve()`d byte ranges, then random sequences of allocations,
+//! frees, bulk allocations and frees, drains, and onlines and offlines of
+//! 4 MiB sections (boot memory's and the hotplug area's), run against a
+//! reference model (the blocks the caller holds, by (PFN, order), the
+//! sections online and the reserved pages). After every step
+//! `check_invariants()` holds, the allocator's allocated pages and present
+//! pages equal the model's, no block handed out touches a reserved page,
+//! and every refused online left the views and the layout unchanged; an
+//! offline succeeds exactly when the section holds no reserved page and
+//! the model holds none of its pages. proptest shrinks a failing sequence
+//! to a short one.
 //!
 //! ```text
-//!  PFN 0             8192              16384
-//!  | boot memory (32M) | hotplug area: 8 sections of 4 MiB (1024 pages) |
+//!  PFN 0                8192              16384
+//!  | boot memory (32M):   | hotplug area:    |
+//!  | sections 0-7, online | sections 8-15    |   a section: 4 MiB (1024 pages)
 //! ```
 
 mod common;
 
 use common::{assert_unchanged_mut, MIB};
-use pageframe::machine::PfnRange;
+use pageframe::machine::{MemRange, PfnRange};
 use pageframe::{
     CpuId, Gfp, HotplugError, LocalPageAllocator, MachineDesc, NodeId, Order, Page, Pfn, ZoneType,
 };
@@ -27,11 +32,28 @@ const NR_CPUS: u16 = 2;
 const BOOT_PAGES: u64 = (32 * MIB) >> 12;
 /// Pages in a hotplug section (one MAX_PAGE_ORDER block).
 const SECTION_PAGES: u64 = 1024;
-const NR_SECTIONS: u64 = 8;
+/// Sections of boot memory, then as many in the hotplug area.
+const BOOT_SECTIONS: u64 = BOOT_PAGES / SECTION_PAGES;
+const NR_SECTIONS: u64 = 2 * BOOT_SECTIONS;
 
-/// Two nodes of 16 MiB, a CPU each.
-fn machine() -> MachineDesc {
-    MachineDesc::uniform(32 * MIB, 2, NR_CPUS as usize).unwrap()
+/// Two nodes of 16 MiB, a CPU each, with `reserved` as (start, bytes).
+fn machine(reserved: &[(u64, u64)]) -> MachineDesc {
+    let mut desc = MachineDesc::uniform(32 * MIB, 2, NR_CPUS as usize).unwrap();
+    desc.reserved = reserved
+        .iter()
+        .map(|&(start, size)| MemRange { start, size })
+        .collect();
+    desc
+}
+
+/// Up to four reservations inside boot memory: byte starts and sizes, so
+/// that partial pages are reserved whole; most small, some up to 2 MiB.
+fn reserved_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    let size = prop_oneof![3 => 1u64..=64 << 10, 1 => 1u64..=2 * MIB];
+    proptest::collection::vec(
+        (0..32 * MIB, size).prop_map(|(start, size)| (start, size.min(32 * MIB - start))),
+        0..=4,
+    )
 }
 
 fn gfp_choices() -> [Gfp; 4] {
@@ -92,20 +114,40 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// What the caller holds and which sections are online.
-#[derive(Default)]
+/// What the caller holds, which sections are online and which pages are
+/// reserved.
 struct Model {
     held: BTreeMap<u64, Order>,
     online: BTreeSet<u64>,
+    reserved: BTreeSet<u64>,
 }
 
 impl Model {
+    /// Boot memory online; the pages the reservations touch, reserved.
+    fn booted(reserved: &[(u64, u64)]) -> Model {
+        Model {
+            held: BTreeMap::new(),
+            online: (0..BOOT_SECTIONS).collect(),
+            reserved: reserved
+                .iter()
+                .flat_map(|&(start, size)| start >> 12..(start + size).div_ceil(4096))
+                .collect(),
+        }
+    }
+
     fn allocated_pages(&self) -> u64 {
         self.held.values().map(|order| order.nr_pages()).sum()
     }
 
     fn present_pages(&self) -> u64 {
-        BOOT_PAGES + self.online.len() as u64 * SECTION_PAGES
+        self.online.len() as u64 * SECTION_PAGES
+    }
+
+    fn reserves_any_of(&self, range: PfnRange) -> bool {
+        self.reserved
+            .range(range.start.0..range.end.0)
+            .next()
+            .is_some()
     }
 
     fn take(&mut self, pfn: u64, order: Order) {
@@ -119,11 +161,17 @@ impl Model {
         if let Some((&above, _)) = self.held.range(pfn..).next() {
             assert!(pfn + order.nr_pages() <= above, "{pfn} overlaps {above}");
         }
-        let in_boot_memory = pfn + order.nr_pages() <= BOOT_PAGES;
-        let section = (pfn - BOOT_PAGES.min(pfn)) / SECTION_PAGES;
         assert!(
-            in_boot_memory || self.online.contains(&section),
+            self.online.contains(&(pfn / SECTION_PAGES)),
             "PFN {pfn} is in an offline section"
+        );
+        let block = PfnRange {
+            start: Pfn(pfn),
+            end: Pfn(pfn + order.nr_pages()),
+        };
+        assert!(
+            !self.reserves_any_of(block),
+            "order-{order} block at {pfn} is reserved"
         );
         self.held.insert(pfn, order);
     }
@@ -136,7 +184,7 @@ impl Model {
 }
 
 fn section_range(section: u64) -> PfnRange {
-    let start = BOOT_PAGES + section * SECTION_PAGES;
+    let start = section * SECTION_PAGES;
     PfnRange {
         start: Pfn(start),
         end: Pfn(start + SECTION_PAGES),
@@ -219,7 +267,7 @@ fn step(allocator: &mut LocalPageAllocator, model: &mut Model, op: &Op) {
                     matches!(result, Err(HotplugError::Invalid(_))),
                     "{result:?}"
                 );
-            } else if model.holds_any_of(range) {
+            } else if model.reserves_any_of(range) || model.holds_any_of(range) {
                 assert!(
                     matches!(result, Err(HotplugError::Busy { .. })),
                     "{result:?}"
@@ -232,9 +280,9 @@ fn step(allocator: &mut LocalPageAllocator, model: &mut Model, op: &Op) {
     }
 }
 
-fn run(ops: &[Op]) {
-    let mut allocator = LocalPageAllocator::boot(&machine()).unwrap();
-    let mut model = Model::default();
+fn run(reserved: &[(u64, u64)], ops: &[Op]) {
+    let mut allocator = LocalPageAllocator::boot(&machine(reserved)).unwrap();
+    let mut model = Model::booted(reserved);
     for op in ops {
         step(&mut allocator, &mut model, op);
         allocator.check_invariants().unwrap();
@@ -256,11 +304,22 @@ fn run(ops: &[Op]) {
             handle.free_pages(Page::from_pfn(Pfn(pfn)), order).unwrap();
         }
     }
+    let mut kept = 0;
     for &section in &model.online {
-        allocator.offline_pages(section_range(section)).unwrap();
+        let range = section_range(section);
+        let result = allocator.offline_pages(range);
+        if model.reserves_any_of(range) {
+            assert!(
+                matches!(result, Err(HotplugError::Busy { .. })),
+                "{result:?}"
+            );
+            kept += SECTION_PAGES;
+        } else {
+            assert_eq!(result.unwrap(), SECTION_PAGES);
+        }
         allocator.check_invariants().unwrap();
     }
-    assert_eq!(allocator.layout().present_pages(), BOOT_PAGES);
+    assert_eq!(allocator.layout().present_pages(), kept);
     assert_eq!(allocator.nr_allocated_pages(), 0);
 }
 
@@ -271,8 +330,9 @@ proptest! {
 
     #[test]
     fn page_allocator_with_hotplug_matches_the_model(
+        reserved in reserved_strategy(),
         ops in proptest::collection::vec(op_strategy(), 1..300)
     ) {
-        run(&ops);
+        run(&reserved, &ops);
     }
 }

@@ -32,6 +32,10 @@
 //! zone = "movable"  # or "normal"
 //! ```
 //!
+//! and, at the top level (before any table), memory reserved at boot,
+//! present but never managed (memblock_reserve()):
+//! `reserved = [{ start = "0x1000000", size = "48M" }]`.
+//!
 //! Errors in the file name their key path with a `config` prefix
 //! (`config node[1].bogus: unknown key ...`), found from the error's byte
 //! span in the document.
@@ -369,6 +373,13 @@ pub fn parse_machine_file(text: &str) -> Result<MachineFile, DescError> {
             .fold(next_cpu, u32::max);
         desc.nodes.push(NodeDesc { ranges, cpus });
     }
+    for (index, range) in file.reserved.iter().enumerate() {
+        let field = |key: &str| format!("config reserved[{index}].{key}");
+        desc.reserved.push(MemRange {
+            start: parse_size(&field("start"), &range.start.to_text())?,
+            size: parse_size(&field("size"), &range.size.to_text())?,
+        });
+    }
     for (index, step) in file.hotplug.iter().enumerate() {
         let field = |key: &str| format!("config hotplug[{index}].{key}");
         let online = match step.action.as_str() {
@@ -420,6 +431,8 @@ struct FileRoot {
     node: Vec<FileNode>,
     #[serde(default)]
     hotplug: Vec<FileHotplug>,
+    #[serde(default)]
+    reserved: Vec<FileRange>,
 }
 
 /// One `[[hotplug]]` step: `action = "online"`, `start`, `size`, `node`,
@@ -443,7 +456,7 @@ struct FileNode {
     cpus: Option<CpusValue>,
 }
 
-/// One `{ start = ..., size = ... }` of a node's `ranges`.
+/// One `{ start = ..., size = ... }` of a node's `ranges` or of `reserved`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRange {

@@ -453,3 +453,40 @@ fn hotplug_steps_past_the_time_or_memory_bounds_are_refused() {
     let past = file(&step("online", "16T"));
     assert!(check_hotplug_steps(&past, &layout, Some(20 << 30)).is_ok());
 }
+
+#[test]
+fn file_reservations_are_present_but_not_managed() {
+    let text = "reserved = [{ start = \"16M\", size = \"3M\" }, { start = 4097, size = 1 }]\n\
+                [[node]]\nmem = \"1G\"\ncpus = 2\n";
+    let desc = parse_machine_file(text).unwrap().desc;
+    assert_eq!(
+        desc.reserved,
+        [
+            MemRange {
+                start: 16 << 20,
+                size: 3 << 20
+            },
+            MemRange {
+                start: 4097,
+                size: 1
+            }
+        ]
+    );
+    let zone = desc.layout().unwrap().nodes[0].zones[0].clone();
+    assert_eq!(zone.managed_pages(), zone.present_pages() - 768 - 1);
+    assert!(
+        file_error("reserved = [{ start = \"1G\", size = \"x\" }]\n")
+            .starts_with("config reserved[0].size: 'x'")
+    );
+    let outside = temp_file(
+        "reserved",
+        "reserved = [{ start = \"1G\", size = \"4K\" }]\n[[node]]\nmem = \"1G\"\ncpus = 1\n",
+    );
+    assert_eq!(
+        error_field(&MachineArgs {
+            config: Some(outside),
+            ..flags()
+        }),
+        "reserved[0]"
+    );
+}

@@ -122,6 +122,11 @@ pub struct MachineDesc {
     pub numa_fake: Option<NumaFake>,
     /// Memory-hotplug steps to apply after boot (not part of the layout).
     pub hotplug: Vec<HotplugStep>,
+    /// Memory reserved at boot (`memblock_reserve()`: firmware tables, the
+    /// kernel image, the memmap): present, but never given to the buddy
+    /// allocator. A reservation's partial pages are reserved whole, as
+    /// memblock_free_all() frees only the pages wholly outside them.
+    pub reserved: Vec<MemRange>,
 }
 
 impl Default for MachineDesc {
@@ -156,6 +161,7 @@ impl MachineDesc {
             shuffle: ShuffleParam::default(),
             numa_fake: None,
             hotplug: Vec::new(),
+            reserved: Vec::new(),
         };
         if nr_nodes == 0 {
             return Err(DescError::new("nodes", "a machine needs at least one node"));
@@ -277,6 +283,7 @@ impl MachineDesc {
             ));
         }
         self.validate_ranges()?;
+        self.validate_reserved()?;
         self.validate_cpus()?;
         self.validate_distances()?;
         self.validate_shuffle_and_cache()
@@ -391,6 +398,51 @@ impl MachineDesc {
                 return Err(DescError::new(
                     format!("node[{node_b}].mem"),
                     format!("range at {start_b:#x} overlaps a range of node {node_a}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each reservation is non-empty and lies inside the machine's memory
+    /// (`mem=` aside: a reservation above the limit reserves nothing).
+    fn validate_reserved(&self) -> Result<(), DescError> {
+        let mut memory: Vec<(u64, u64)> = self
+            .nodes
+            .iter()
+            .flat_map(|node| node.ranges.iter())
+            .map(|range| (range.start, range.end()))
+            .collect();
+        memory.sort_unstable();
+        for (index, range) in self.reserved.iter().enumerate() {
+            let field = format!("reserved[{index}]");
+            if range.size == 0 {
+                return Err(DescError::new(field, "a reservation of zero bytes"));
+            }
+            let Some(end) = range.start.checked_add(range.size) else {
+                return Err(DescError::new(
+                    field,
+                    format!(
+                        "{:#x} + {:#x} ends past 2^64 bytes",
+                        range.start, range.size
+                    ),
+                ));
+            };
+            // Walk the sorted memory ranges, which validate_ranges() found
+            // disjoint, over the reservation's bytes.
+            let mut covered_to = range.start;
+            for &(start, stop) in &memory {
+                if start <= covered_to && covered_to < stop {
+                    covered_to = stop;
+                }
+            }
+            if covered_to < end {
+                return Err(DescError::new(
+                    field,
+                    format!(
+                        "{:#x}..{end:#x} is not all inside the machine's memory (byte {covered_to:#x} is not)",
+                        range.start
+                    ),
                 ));
             }
         }

@@ -67,6 +67,9 @@ pub struct ZoneLayout {
     pub span: PfnRange,
     /// Present memory inside the span, sorted; holes are what is missing.
     pub present: Vec<PfnRange>,
+    /// The present pages memblock kept at boot, sorted, disjoint and inside
+    /// `present`: never in the buddy allocator, so not `managed`.
+    pub reserved: Vec<PfnRange>,
 }
 
 impl ZoneLayout {
@@ -78,6 +81,43 @@ impl ZoneLayout {
     /// Pages of memory in the zone (`present_pages`).
     pub fn present_pages(&self) -> u64 {
         self.present.iter().map(PfnRange::len).sum()
+    }
+
+    /// Pages reserved at boot.
+    pub fn reserved_pages(&self) -> u64 {
+        self.reserved.iter().map(PfnRange::len).sum()
+    }
+
+    /// Pages the buddy allocator manages: present and not reserved
+    /// (`managed_pages`).
+    pub fn managed_pages(&self) -> u64 {
+        self.present_pages().saturating_sub(self.reserved_pages())
+    }
+
+    /// The managed memory: the present ranges with the reserved ones cut
+    /// out, sorted.
+    pub fn managed_ranges(&self) -> Vec<PfnRange> {
+        let mut managed = Vec::with_capacity(self.present.len() + self.reserved.len());
+        let mut reserved = self.reserved.iter().peekable();
+        for range in &self.present {
+            let mut start = range.start;
+            while let Some(cut) = reserved.next_if(|cut| cut.start < range.end) {
+                if start < cut.start {
+                    managed.push(PfnRange {
+                        start,
+                        end: cut.start,
+                    });
+                }
+                start = start.max(cut.end);
+            }
+            if start < range.end {
+                managed.push(PfnRange {
+                    start,
+                    end: range.end,
+                });
+            }
+        }
+        managed
     }
 
     /// True when the zone has memory.
@@ -195,6 +235,7 @@ impl MachineDesc {
             dma_end
         };
         let movable_start = self.zone_movable_pfns(&node_ranges, total_pages, dma32_end)?;
+        let reserved = reserved_pfns(&self.reserved, shift);
         let mut nodes = Vec::with_capacity(self.nodes.len());
         for (index, ranges) in node_ranges.iter().enumerate() {
             let node = NodeId(index as u16);
@@ -213,7 +254,9 @@ impl MachineDesc {
             bounds.push((ZoneType::Movable, normal_end, node_end));
             let zones = bounds
                 .into_iter()
-                .map(|(zone_type, start, end)| zone_layout(node, zone_type, start, end, ranges))
+                .map(|(zone_type, start, end)| {
+                    zone_layout(node, zone_type, start, end, ranges, &reserved)
+                })
                 .collect();
             nodes.push(NodeLayout {
                 id: node,
@@ -240,6 +283,17 @@ impl MachineDesc {
             .map(|range| range.end)
             .max()
             .unwrap_or(Pfn(0));
+        let managed: u64 = nodes
+            .iter()
+            .flat_map(|node| node.zones.iter())
+            .map(ZoneLayout::managed_pages)
+            .sum();
+        if managed == 0 {
+            return Err(DescError::new(
+                "reserved",
+                "the reservations leave no memory to manage",
+            ));
+        }
         Ok(MachineLayout {
             page_shift: self.page_shift,
             max_order: Order(self.max_order),
@@ -426,14 +480,12 @@ fn zone_layout(
     start: Pfn,
     end: Pfn,
     ranges: &[PfnRange],
+    reserved: &[PfnRange],
 ) -> ZoneLayout {
-    let present: Vec<PfnRange> = ranges
+    let present = clip(ranges, start, end);
+    let reserved = present
         .iter()
-        .map(|range| PfnRange {
-            start: range.start.max(start),
-            end: range.end.min(end),
-        })
-        .filter(|range| !range.is_empty())
+        .flat_map(|range| clip(reserved, range.start, range.end))
         .collect();
     let span = PfnRange::covering(&present);
     ZoneLayout {
@@ -441,7 +493,44 @@ fn zone_layout(
         zone_type,
         span,
         present,
+        reserved,
     }
+}
+
+/// The parts of sorted `ranges` inside `[start, end)`.
+fn clip(ranges: &[PfnRange], start: Pfn, end: Pfn) -> Vec<PfnRange> {
+    ranges
+        .iter()
+        .map(|range| PfnRange {
+            start: range.start.max(start),
+            end: range.end.min(end),
+        })
+        .filter(|range| !range.is_empty())
+        .collect()
+}
+
+/// The reservations as sorted, merged page ranges, each rounded out to
+/// whole pages (memblock_free_all() frees `PFN_UP(start)..PFN_DOWN(end)`
+/// of the memory between reservations).
+fn reserved_pfns(reserved: &[super::desc::MemRange], shift: u32) -> Vec<PfnRange> {
+    let page = 1u64 << shift;
+    let mut ranges: Vec<PfnRange> = reserved
+        .iter()
+        .map(|range| PfnRange {
+            start: Pfn(range.start >> shift),
+            // validate_reserved() refused an end past 2^64.
+            end: Pfn(range.end().div_ceil(page)),
+        })
+        .collect();
+    ranges.sort_unstable_by_key(|range| range.start);
+    let mut merged: Vec<PfnRange> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match merged.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => merged.push(range),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]

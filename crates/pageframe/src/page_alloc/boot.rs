@@ -187,7 +187,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 }
                 let mut buddy =
                     Zone::new(index, zone.span, layout.max_order, layout.pageblock_order);
-                buddy.add_managed(zone.present_pages());
+                buddy.add_managed(zone.managed_pages());
                 buddy.set_shuffle(
                     layout.shuffle.then_some(layout.shuffle_order),
                     rng.next_u64(),
@@ -197,6 +197,7 @@ impl<L: LockFamily> PageAllocator<L> {
                     node: zone.node,
                     zone_type: zone.zone_type,
                     present_pages: zone.present_pages(),
+                    managed_pages: zone.managed_pages(),
                     spanned_pages: zone.spanned_pages(),
                     start_pfn: zone.span.start.0,
                     // Set by recompute_zone_limits() below.
@@ -251,13 +252,15 @@ impl<L: LockFamily> PageAllocator<L> {
         Ok(allocator)
     }
 
-    /// Frees every present page into the buddy lists, in the largest aligned
-    /// blocks, to the tail. mirrors __free_pages_memory().
+    /// Frees every present page outside the reservations into the buddy
+    /// lists, in the largest aligned blocks, to the tail. mirrors
+    /// memblock_free_all() and __free_pages_memory(); the reserved pages
+    /// stay out, as PageReserved pages do.
     fn free_boot_memory(&self) {
         let max_order = self.layout.max_order;
         for (index, zone) in self.zone_ids().zip(self.layout.zones()) {
             let mut buddy = self.lock_zone(index);
-            for range in &zone.present {
+            for range in &zone.managed_ranges() {
                 let (mut start, end) = (range.start.0, range.end.0);
                 while start < end {
                     let mut order = Order(start.trailing_zeros() as u8).min(max_order);

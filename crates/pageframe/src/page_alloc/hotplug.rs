@@ -29,7 +29,8 @@
 //! buddy); there is no page migration, so offline succeeds only when every
 //! page of the range is free; isolation saves each pageblock's exact
 //! freetype and restores it, where the kernel restores MOVABLE (a block it
-//! could isolate had only movable or free pages).
+//! could isolate had only movable or free pages). A range holding reserved
+//! pages fails before the per-CPU lists are drained.
 
 use super::shuffle::ShuffleStats;
 use super::PageAllocator;
@@ -47,10 +48,11 @@ pub enum HotplugError {
     /// A bad range, node or zone (EINVAL).
     #[error("EINVAL: {0}")]
     Invalid(String),
-    /// Pages of the range are in use (EBUSY).
+    /// Pages of the range are in use or reserved (EBUSY).
     #[error("EBUSY: {in_use} pages in use in {start:#x}..{end:#x}, first at PFN {first}")]
     Busy {
-        /// Pages allocated (or on their way to being freed) in the range.
+        /// Pages allocated (or on their way to being freed) in the range;
+        /// or, when any is reserved, its reserved pages.
         in_use: u64,
         /// The first of them.
         first: Pfn,
@@ -271,6 +273,29 @@ impl<L: LockFamily> PageAllocator<L> {
                 "PFN range {:#x}..{:#x} is not all online memory of one zone",
                 range.start.0, range.end.0
             )));
+        }
+        // has_unmovable_pages(): a reserved page can neither be migrated
+        // nor freed, so isolating its pageblock fails.
+        let reserved = self
+            .zone_layout(zone)
+            .reserved
+            .iter()
+            .map(|reserved| PfnRange {
+                start: reserved.start.max(range.start),
+                end: reserved.end.min(range.end),
+            });
+        let (in_use, first) = reserved
+            .filter(|part| !part.is_empty())
+            .fold((0, None), |(pages, first), part| {
+                (pages + part.len(), first.or(Some(part.start)))
+            });
+        if let Some(first) = first {
+            return Err(HotplugError::Busy {
+                in_use,
+                first,
+                start: range.start.0,
+                end: range.end.0,
+            });
         }
         // zone_pcp_disable(): the zone's per-CPU pages go back first.
         self.drain_zone_pcp(zone);

@@ -1,8 +1,10 @@
 //! The allocator's invariants as code: each zone's lists, each CPU's lists,
-//! and a walk of the memmap proving that every present page belongs to
-//! exactly one block (free, on a per-CPU list, or allocated), so that
-//! `free + isolated + pcp + allocated == managed` per zone; and what each
-//! zone publishes for lockless readers equals what its lists hold.
+//! and a walk of the memmap proving that every managed page (present, not
+//! reserved) belongs to exactly one block (free, on a per-CPU list, or
+//! allocated) and no reserved page does, so that
+//! `free + isolated + pcp + allocated == managed == present - reserved` per
+//! zone; and what each zone publishes for lockless readers equals what its
+//! lists hold.
 
 use super::PageAllocator;
 use crate::error::InvariantError;
@@ -36,8 +38,27 @@ impl<L: LockFamily> PageAllocator<L> {
                     buddy.block_orders().0
                 )));
             }
+            let slot = &self.zones[index.index()];
+            if buddy.managed() != zone.managed_pages() || slot.managed_pages != zone.managed_pages()
+            {
+                return Err(InvariantError(format!(
+                    "zone {index}: managed {} (slot {}) but the layout has {} present less {} reserved",
+                    buddy.managed(),
+                    slot.managed_pages,
+                    zone.present_pages(),
+                    zone.reserved_pages()
+                )));
+            }
+            for range in &zone.reserved {
+                if let Some((head, _)) = self.frames.memmap.heads(range.start, range.end).next() {
+                    return Err(InvariantError(format!(
+                        "zone {index}: reserved PFN {} heads a block",
+                        head.pfn()
+                    )));
+                }
+            }
             let mut walked = [0u64; 4];
-            for range in &zone.present {
+            for range in &zone.managed_ranges() {
                 let mut pfn = range.start.0;
                 while pfn < range.end.0 {
                     let info = self.frames.memmap.info(FrameIdx::covered(Pfn(pfn)));

@@ -119,6 +119,9 @@ pub(crate) struct ZoneSlot<L: LockFamily> {
     pub(crate) node: NodeId,
     pub(crate) zone_type: ZoneType,
     pub(crate) present_pages: u64,
+    /// The layout's present pages less its reserved ones
+    /// (`zone_managed_pages()`): what the zone's sizes are computed from.
+    pub(crate) managed_pages: u64,
     pub(crate) spanned_pages: u64,
     pub(crate) start_pfn: u64,
     pub(crate) watermarks: Watermarks,
@@ -282,7 +285,7 @@ impl<L: LockFamily> PageAllocator<L> {
     /// clear_reclaim_active().
     pub(crate) fn set_reclaim_active(&self, node: NodeId, highest_zone: ZoneType, active: bool) {
         for slot in self.zones.iter().filter(|slot| {
-            slot.node == node && slot.zone_type <= highest_zone && slot.present_pages > 0
+            slot.node == node && slot.zone_type <= highest_zone && slot.managed_pages > 0
         }) {
             slot.flags.set_reclaim_active(active);
         }

@@ -12,7 +12,7 @@
 //!
 //! Invariant kept by every call: a zone's present ranges in the layout are
 //! sorted, disjoint and coalesced; its span covers them; its slot's
-//! `start_pfn`, `spanned_pages` and `present_pages` and its buddy span
+//! `start_pfn`, `spanned_pages`, `present_pages` and `managed_pages` and its buddy span
 //! agree with the layout; `managed` changes by exactly the pages added or
 //! removed. All take `&mut self` (no CPU handle alive) but the drain.
 
@@ -111,7 +111,7 @@ impl<L: LockFamily> PageAllocator<L> {
         self.zones
             .iter()
             .filter(|slot| slot.zone_type <= ZoneType::Normal)
-            .map(|slot| slot.present_pages.saturating_sub(slot.watermarks.high))
+            .map(|slot| slot.managed_pages.saturating_sub(slot.watermarks.high))
             .sum()
     }
 
@@ -126,12 +126,12 @@ impl<L: LockFamily> PageAllocator<L> {
             .zones
             .iter()
             .filter(|slot| slot.zone_type != ZoneType::Movable)
-            .map(|slot| slot.present_pages)
+            .map(|slot| slot.managed_pages)
             .sum();
         for slot in self.zones.iter_mut() {
             slot.watermarks = zone_watermarks(
                 pages_min,
-                slot.present_pages,
+                slot.managed_pages,
                 lowmem_pages,
                 WATERMARK_SCALE_FACTOR,
                 slot.zone_type == ZoneType::Movable,
@@ -142,7 +142,7 @@ impl<L: LockFamily> PageAllocator<L> {
             let slot = &self.zones[index];
             let limit = max_watermark_boost(
                 slot.watermarks.high,
-                slot.present_pages,
+                slot.managed_pages,
                 pageblock_pages,
                 self.options.watermark_boost_factor,
             );
@@ -184,7 +184,7 @@ impl<L: LockFamily> PageAllocator<L> {
         for node in 0..self.layout.nodes.len() {
             let mut managed = [0u64; ZoneType::COUNT];
             for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
-                managed[slot.zone_type.index()] = slot.present_pages;
+                managed[slot.zone_type.index()] = slot.managed_pages;
             }
             let reserves = lowmem_reserves(&managed);
             for slot in self
@@ -206,13 +206,13 @@ impl<L: LockFamily> PageAllocator<L> {
             // zone_set_pageset_high_and_batch() (Linux 6.12): high_min and
             // high_max split over the node's CPUs; the batch override is a
             // replay policy beyond the kernel (`PcpSizing`).
-            let (high_min, high_max, batch) = if slot.present_pages == 0 {
+            let (high_min, high_max, batch) = if slot.managed_pages == 0 {
                 (0, 0, 1)
             } else {
                 let sizing = self.options.pcp;
                 let batch = sizing
                     .batch
-                    .unwrap_or_else(|| zone_batchsize(slot.present_pages, page_bytes));
+                    .unwrap_or_else(|| zone_batchsize(slot.managed_pages, page_bytes));
                 let local_cpus = self.layout.nodes[slot.node.index()].cpus.len();
                 // mirrors zone_highsize(): high_min from the low watermark,
                 // or the managed pages / vm.percpu_pagelist_high_fraction
@@ -220,11 +220,11 @@ impl<L: LockFamily> PageAllocator<L> {
                 // high_max from an eighth of the zone.
                 let high_min_pages = match sizing.high_fraction {
                     0 => slot.watermarks.low,
-                    fraction => slot.present_pages / u64::from(fraction),
+                    fraction => slot.managed_pages / u64::from(fraction),
                 };
                 let high_min = zone_highsize(high_min_pages, batch, local_cpus, nr_cpus);
                 let high_max = if sizing.high_fraction == 0 {
-                    let eighth = slot.present_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
+                    let eighth = slot.managed_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
                     zone_highsize(eighth, batch, local_cpus, nr_cpus)
                 } else {
                     high_min
@@ -263,11 +263,13 @@ impl<L: LockFamily> PageAllocator<L> {
     fn sync_zone_size(&mut self, zone: ZoneIdx) {
         let layout = self.layout_zone_mut(zone);
         layout.span = PfnRange::covering(&layout.present);
-        let (span, present) = (layout.span, layout.present_pages());
+        let (span, present, managed) =
+            (layout.span, layout.present_pages(), layout.managed_pages());
         let slot = &mut self.zones[zone.index()];
         slot.start_pfn = span.start.0;
         slot.spanned_pages = span.len();
         slot.present_pages = present;
+        slot.managed_pages = managed;
         self.lock_zone(zone).set_span(span);
     }
 }
