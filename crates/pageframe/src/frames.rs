@@ -50,8 +50,14 @@ impl MetadataCost {
 impl Frames {
     /// Tables for PFNs `0..end_pfn`; `None` when the memmap cannot be allocated.
     pub fn new(end_pfn: Pfn, pageblock_order: Order) -> Option<Frames> {
+        // The memmap covers the last pageblock whole, as the kernel's covers
+        // whole sections: walks over a pageblock (move_freepages_block(),
+        // the invariants) then never leave it, wherever memory ends.
+        let covered = end_pfn
+            .0
+            .checked_next_multiple_of(pageblock_order.nr_pages())?;
         Some(Frames {
-            memmap: MemMap::new(end_pfn.index())?,
+            memmap: MemMap::new(usize::try_from(covered).ok()?)?,
             blocks: PageblockTable::new(end_pfn, pageblock_order),
         })
     }

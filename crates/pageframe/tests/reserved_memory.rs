@@ -152,8 +152,12 @@ fn bad_reservations_are_refused_naming_the_field() {
     let cases: [Case; 5] = [
         (&[(4096, 0)], "reserved[0]", "zero bytes"),
         (&[(4096, 1), (u64::MAX, 2)], "reserved[1]", "past 2^64"),
-        (&[(64 * MIB, 1)], "reserved[0]", "not all inside"),
-        (&[(63 * MIB, 2 * MIB)], "reserved[0]", "not all inside"),
+        (&[(64 * MIB, 1)], "reserved[0]", "holds no memory"),
+        (
+            &[(4096, 1), (100 * MIB, 2 * MIB)],
+            "reserved[1]",
+            "holds no memory",
+        ),
         (&[(0, 64 * MIB)], "reserved", "no memory to manage"),
     ];
     for (reserved, field, words) in cases {

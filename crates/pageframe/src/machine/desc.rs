@@ -28,7 +28,11 @@ impl MemRange {
 /// One NUMA node: its memory ranges (holes between them are allowed) and CPUs.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct NodeDesc {
-    /// Physical memory ranges of the node.
+    /// Physical memory ranges of the node, in bytes (as firmware reports
+    /// them: e820's `System RAM`); the pages wholly inside a range are
+    /// present. Ranges of two nodes may not share a pageblock: pageframe
+    /// keeps a pageblock's zone in its pageblock word, where the kernel
+    /// keeps each page's zone in its page flags.
     pub ranges: Vec<MemRange>,
     /// CPUs of the node; a node may have none (a memory-only node).
     pub cpus: Vec<CpuId>,
@@ -125,7 +129,8 @@ pub struct MachineDesc {
     /// Memory reserved at boot (`memblock_reserve()`: firmware tables, the
     /// kernel image, the memmap): present, but never given to the buddy
     /// allocator. A reservation's partial pages are reserved whole, as
-    /// memblock_free_all() frees only the pages wholly outside them.
+    /// memblock_free_all() frees only the pages wholly outside them; the
+    /// part of a reservation over a hole reserves nothing.
     pub reserved: Vec<MemRange>,
 }
 
@@ -367,19 +372,11 @@ impl MachineDesc {
                 if range.size == 0 {
                     return Err(DescError::new(field, "a range of zero bytes"));
                 }
-                if range.start % block != 0 || range.size % block != 0 {
-                    return Err(DescError::new(
-                        field,
-                        format!(
-                            "range {:#x}+{} is not aligned to the pageblock size {}",
-                            range.start,
-                            format_size(range.size),
-                            format_size(block)
-                        ),
-                    ));
-                }
+                // The memmap covers the last pageblock whole (see
+                // Frames::new), so memory ends a pageblock below the limit.
                 let limit = self.max_end_bytes();
-                if range.end() > limit || range.start.checked_add(range.size).is_none() {
+                let pageblock_limit = limit / block * block;
+                if range.end() > pageblock_limit || range.start.checked_add(range.size).is_none() {
                     return Err(DescError::new(
                         field,
                         format!(
@@ -404,16 +401,11 @@ impl MachineDesc {
         Ok(())
     }
 
-    /// Each reservation is non-empty and lies inside the machine's memory
-    /// (`mem=` aside: a reservation above the limit reserves nothing).
+    /// Each reservation is non-empty, ends below 2^64 and reaches the
+    /// machine's memory (`mem=` aside: a reservation above the limit
+    /// reserves nothing). Like memblock_reserve(), it may cover holes too:
+    /// only the present pages in it are reserved.
     fn validate_reserved(&self) -> Result<(), DescError> {
-        let mut memory: Vec<(u64, u64)> = self
-            .nodes
-            .iter()
-            .flat_map(|node| node.ranges.iter())
-            .map(|range| (range.start, range.end()))
-            .collect();
-        memory.sort_unstable();
         for (index, range) in self.reserved.iter().enumerate() {
             let field = format!("reserved[{index}]");
             if range.size == 0 {
@@ -428,19 +420,16 @@ impl MachineDesc {
                     ),
                 ));
             };
-            // Walk the sorted memory ranges, which validate_ranges() found
-            // disjoint, over the reservation's bytes.
-            let mut covered_to = range.start;
-            for &(start, stop) in &memory {
-                if start <= covered_to && covered_to < stop {
-                    covered_to = stop;
-                }
-            }
-            if covered_to < end {
+            let reaches_memory = self
+                .nodes
+                .iter()
+                .flat_map(|node| node.ranges.iter())
+                .any(|memory| memory.start < end && range.start < memory.end());
+            if !reaches_memory {
                 return Err(DescError::new(
                     field,
                     format!(
-                        "{:#x}..{end:#x} is not all inside the machine's memory (byte {covered_to:#x} is not)",
+                        "{:#x}..{end:#x} holds no memory of the machine",
                         range.start
                     ),
                 ));

@@ -63,7 +63,8 @@ pub struct ZoneLayout {
     pub node: NodeId,
     /// The zone type.
     pub zone_type: ZoneType,
-    /// The span `[zone_start_pfn, zone_end_pfn)`; empty for an unpopulated zone.
+    /// The span `[zone_start_pfn, zone_end_pfn)`: the zone's bounds within
+    /// the node, holes included; empty for an unpopulated zone.
     pub span: PfnRange,
     /// Present memory inside the span, sorted; holes are what is missing.
     pub present: Vec<PfnRange>,
@@ -203,13 +204,18 @@ impl MachineDesc {
             .nodes
             .iter()
             .map(|node| {
+                // The pages wholly inside each range, as memblock's
+                // for_each_mem_pfn_range() gives them: PFN_UP(start) to
+                // PFN_DOWN(end).
+                let page = 1u64 << shift;
                 let mut ranges: Vec<PfnRange> = node
                     .ranges
                     .iter()
                     .map(|range| PfnRange {
-                        start: Pfn(range.start >> shift),
+                        start: Pfn(range.start.div_ceil(page)),
                         end: Pfn(range.end() >> shift),
                     })
+                    .filter(|range| !range.is_empty())
                     .collect();
                 ranges.sort_unstable_by_key(|range| range.start);
                 ranges
@@ -221,6 +227,7 @@ impl MachineDesc {
         for ranges in &mut node_ranges {
             coalesce_touching(ranges);
         }
+        check_no_shared_pageblock(&node_ranges, self.pageblock_order)?;
         let total_pages: u64 = node_ranges.iter().flatten().map(PfnRange::len).sum();
         // mirrors zone_sizes_init() of x86-64: ZONE_DMA ends at 16 MiB
         // (MAX_DMA_PFN), ZONE_DMA32 at 4 GiB.
@@ -459,6 +466,42 @@ fn apply_mem_limit(
     Ok(())
 }
 
+/// Refuses memory of two nodes in one pageblock (the deviation noted on
+/// [`super::NodeDesc::ranges`]), naming the later node.
+fn check_no_shared_pageblock(
+    node_ranges: &[Vec<PfnRange>],
+    pageblock_order: u8,
+) -> Result<(), DescError> {
+    let mut blocks: Vec<(u64, u64, usize)> = node_ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(node, ranges)| {
+            ranges.iter().map(move |range| {
+                let first = range.start.0 >> pageblock_order;
+                let last = (range.end.0 - 1) >> pageblock_order;
+                (first, last, node)
+            })
+        })
+        .collect();
+    blocks.sort_unstable();
+    // The ranges are disjoint, so only a range's first and last pageblock
+    // can be shared, each with a range ending or starting beside it.
+    for pair in blocks.windows(2) {
+        let ((_, last_a, node_a), (first_b, _, node_b)) = (pair[0], pair[1]);
+        if node_a != node_b && first_b <= last_a {
+            return Err(DescError::new(
+                format!("node[{node_b}].mem"),
+                format!(
+                    "memory at PFN {:#x} shares a pageblock with node {node_a}; give each node whole pageblocks of {} pages",
+                    first_b << pageblock_order,
+                    1u64 << pageblock_order
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Merges sorted ranges of one node where one ends at the next one's
 /// start, so that a buddy block across the seam lies inside one present
 /// range. mirrors memblock_merge_regions(), which merges neighbouring
@@ -487,7 +530,14 @@ fn zone_layout(
         .iter()
         .flat_map(|range| clip(reserved, range.start, range.end))
         .collect();
-    let span = PfnRange::covering(&present);
+    // mirrors zone_spanned_pages_in_node(): a zone spans from its bounds
+    // clipped to the node, holes at its ends included (DMA32 spans to 4G
+    // over a hole from 3G); an unpopulated zone spans nothing here.
+    let span = if present.is_empty() {
+        PfnRange::covering(&present)
+    } else {
+        PfnRange { start, end }
+    };
     ZoneLayout {
         node,
         zone_type,

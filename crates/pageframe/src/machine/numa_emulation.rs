@@ -21,8 +21,10 @@
 //!
 //! Deviations: the kernel's emulated nodes span holes so that each holds the
 //! same present memory; here each gets the same present bytes by carving the
-//! parent's ranges, which is the same thing for our hole model. Memory left
-//! over after the last emulated node of a parent goes to that node.
+//! parent's ranges, which is the same thing for our hole model, with a cut
+//! inside a range moved up to the next pageblock (see
+//! [`super::NodeDesc::ranges`]). Memory left over after the last emulated
+//! node of a parent goes to that node.
 
 use super::desc::{MachineDesc, MemRange, NodeDesc, NumaFake};
 use super::error::DescError;
@@ -41,9 +43,10 @@ pub fn emulate_numa(desc: &MachineDesc) -> Result<(MachineDesc, Vec<usize>), Des
         return Ok((desc.clone(), (0..desc.nodes.len()).collect()));
     };
     let phys = clipped_nodes(desc);
+    let block = desc.pageblock_bytes();
     let (children, parents) = match fake {
-        NumaFake::Uniform(per_node) => split_uniform(&phys, per_node as u64)?,
-        NumaFake::Interleave(nr_nodes) => split_interleave(&phys, nr_nodes as u64)?,
+        NumaFake::Uniform(per_node) => split_uniform(&phys, per_node as u64, block)?,
+        NumaFake::Interleave(nr_nodes) => split_interleave(&phys, nr_nodes as u64, block)?,
     };
     if children.is_empty() {
         return Err(DescError::new(
@@ -132,19 +135,26 @@ fn clipped_nodes(desc: &MachineDesc) -> Vec<NodeDesc> {
     nodes
 }
 
-/// Takes `bytes` of memory from the front of `ranges`.
-fn carve(ranges: &mut Vec<MemRange>, mut bytes: u64) -> Vec<MemRange> {
+/// Takes `bytes` of memory from the front of `ranges`, and more up to the
+/// next multiple of `block` when the cut falls inside a range, so that no
+/// pageblock is left shared by two emulated nodes.
+fn carve(ranges: &mut Vec<MemRange>, mut bytes: u64, block: u64) -> Vec<MemRange> {
     let mut taken = Vec::new();
     while bytes > 0 && !ranges.is_empty() {
         let first = &mut ranges[0];
-        let size = first.size.min(bytes);
+        let mut size = first.size.min(bytes);
+        if size < first.size {
+            let cut = first.start + size;
+            let aligned = cut.div_ceil(block).saturating_mul(block);
+            size = (size + (aligned - cut)).min(first.size);
+        }
         taken.push(MemRange {
             start: first.start,
             size,
         });
         first.start += size;
         first.size -= size;
-        bytes -= size;
+        bytes = bytes.saturating_sub(size);
         if first.size == 0 {
             ranges.remove(0);
         }
@@ -162,7 +172,7 @@ type Split = (Vec<Vec<MemRange>>, Vec<usize>);
 /// `numa=fake=NU`: each physical node into `per_node` equal nodes, sized in
 /// multiples of FAKE_NODE_MIN_SIZE, the last taking the remainder.
 /// mirrors split_nodes_size_interleave_uniform().
-fn split_uniform(phys: &[NodeDesc], per_node: u64) -> Result<Split, DescError> {
+fn split_uniform(phys: &[NodeDesc], per_node: u64, block: u64) -> Result<Split, DescError> {
     if per_node == 0 {
         return Err(DescError::new(
             "cmdline numa",
@@ -194,7 +204,7 @@ fn split_uniform(phys: &[NodeDesc], per_node: u64) -> Result<Split, DescError> {
             } else {
                 size
             };
-            children.push(carve(&mut left, bytes));
+            children.push(carve(&mut left, bytes, block));
             parents.push(parent);
         }
     }
@@ -205,7 +215,7 @@ fn split_uniform(phys: &[NodeDesc], per_node: u64) -> Result<Split, DescError> {
 /// mirrors split_nodes_interleave(): the size is the memory over N rounded
 /// down to FAKE_NODE_MIN_SIZE, with the rounding remainder spread as one
 /// extra FAKE_NODE_MIN_SIZE over the first nodes.
-fn split_interleave(phys: &[NodeDesc], nr_nodes: u64) -> Result<Split, DescError> {
+fn split_interleave(phys: &[NodeDesc], nr_nodes: u64, block: u64) -> Result<Split, DescError> {
     let total: u64 = phys.iter().map(|node| node_bytes(&node.ranges)).sum();
     if nr_nodes == 0 || total / nr_nodes < FAKE_NODE_MIN_SIZE {
         return Err(DescError::new(
@@ -238,7 +248,7 @@ fn split_interleave(phys: &[NodeDesc], nr_nodes: u64) -> Result<Split, DescError
                 bytes = u64::MAX;
             }
             last_child[parent] = Some(children.len());
-            children.push(carve(ranges, bytes));
+            children.push(carve(ranges, bytes, block));
             parents.push(parent);
         }
     }

@@ -1,5 +1,6 @@
-//! Booting a machine: zones from the layout, watermarks, lowmem reserves,
-//! per-CPU list sizes, then every present page freed into the buddy lists.
+//! Booting a machine: pageblocks' zones and types (memmap_init.rs), zones
+//! from the layout, watermarks, lowmem reserves, per-CPU list sizes, then
+//! every present page outside the reservations freed into the buddy lists.
 //! mirrors free_area_init(), init_per_zone_wmark_min(),
 //! zone_set_pageset_high_and_batch(), build_all_zonelists() and
 //! memblock_free_all()/__free_pages_memory().
@@ -174,17 +175,11 @@ impl<L: LockFamily> PageAllocator<L> {
                 ),
             )
         })?;
+        super::memmap_init::init_pageblocks(&layout, &frames);
         let mut zones = Vec::new();
         for node in &layout.nodes {
             for zone in &node.zones {
                 let index = ZoneIdx(zones.len() as u16);
-                for range in &zone.present {
-                    let mut block = range.start.0;
-                    while block < range.end.0 {
-                        frames.blocks.set_zone(Pfn(block), index);
-                        block += layout.pageblock_order.nr_pages();
-                    }
-                }
                 let mut buddy =
                     Zone::new(index, zone.span, layout.max_order, layout.pageblock_order);
                 buddy.add_managed(zone.managed_pages());

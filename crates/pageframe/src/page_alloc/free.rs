@@ -158,8 +158,19 @@ impl<L: LockFamily> PageAllocator<L> {
                 allocated: info.order(),
                 freed: order,
             },
+            // A hole in a memory section has a pageblock of a zone (see
+            // memmap_init.rs) but is no memory.
+            PageState::Untracked if !self.is_present(pfn) => FreeError::NotMemory(pfn),
             PageState::Untracked => FreeError::NotAllocated(pfn),
         }
+    }
+
+    /// True when `pfn` is present memory (managed or reserved).
+    fn is_present(&self, pfn: Pfn) -> bool {
+        self.layout
+            .zones()
+            .flat_map(|zone| zone.present.iter())
+            .any(|range| range.contains(pfn))
     }
 
     /// Zone and pageblock freetype of a PFN, if it is memory of this machine.

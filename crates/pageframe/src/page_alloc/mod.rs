@@ -26,6 +26,7 @@ mod free;
 mod handle;
 mod hotplug;
 mod invariants;
+mod memmap_init;
 mod resize;
 mod setup;
 mod shuffle;
