@@ -1,24 +1,24 @@
 //! A pageframe machine shaped like the running host, for the zoneinfo and
 //! buddy suites: its memory from the top-level `System RAM` ranges of
-//! `/proc/iomem`, rounded out to whole memory sections (128 MiB on x86-64:
-//! the kernel's pageblock counts cover every block of an online section),
-//! its nodes and zones from `/proc/zoneinfo` (a DMA and a DMA32 zone when
-//! the host has them), the CPUs of each node from sysfs, and
-//! `transparent_hugepage` as the host's THP setting.
+//! `/proc/iomem` (at the bytes e820 gives: holes and all), its nodes and
+//! zones from `/proc/zoneinfo` (a DMA and a DMA32 zone when the host has
+//! them), the CPUs of each node from sysfs, `transparent_hugepage` as the
+//! host's THP setting, and in each zone as many pages reserved at boot as
+//! the host's zone has present pages it does not manage.
 //!
-//! The kernel keeps memblock reservations (firmware, the kernel image, the
-//! memmap) out of the buddy allocator, which pageframe does not model; for
-//! the watermark cases [`HostMachine::managed_layout`] gives each zone the
-//! host's managed pages instead, dropping pages from the zone's start.
+//! Where the host's reservations lie is not visible after boot (x86 keeps
+//! no memblock debugfs), so they are placed as x86-64 makes most of them:
+//! every present page below 1 MiB first (setup_arch() reserves the first
+//! MiB), then the rest at the top of the zone's memory, where memblock's
+//! top-down allocations (the memmap, page tables) put theirs. Sizes depend
+//! only on the counts; the buddy lists' shape near the kernel image does
+//! not match.
 
 use super::host::{cmdline_param, read};
 use super::ConformError;
 use crate::trace::host::{parse_zoneinfo, ZoneText};
-use pageframe::machine::{apply_cmdline, MemRange, NodeDesc, PfnRange};
+use pageframe::machine::{apply_cmdline, MemRange, NodeDesc};
 use pageframe::{CpuId, MachineDesc, MachineLayout};
-
-/// x86-64's `SECTION_SIZE_BITS`: memory sections of 128 MiB.
-const SECTION_BYTES: u64 = 1 << 27;
 
 /// Page size of the machine (x86-64).
 const PAGE_SHIFT: u32 = 12;
@@ -48,28 +48,6 @@ fn system_ram(iomem: &str) -> Vec<(u64, u64)> {
             (end > start).then_some((start, end))
         })
         .collect()
-}
-
-/// Ranges rounded out to memory sections, merged where they meet.
-fn section_ranges(ram: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut rounded: Vec<(u64, u64)> = ram
-        .iter()
-        .map(|&(start, end)| {
-            (
-                start / SECTION_BYTES * SECTION_BYTES,
-                end.div_ceil(SECTION_BYTES) * SECTION_BYTES,
-            )
-        })
-        .collect();
-    rounded.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::new();
-    for (start, end) in rounded {
-        match merged.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
-        }
-    }
-    merged
 }
 
 /// Whether PMD-size THP is enabled on the host: the global setting, or the
@@ -120,7 +98,7 @@ impl HostMachine {
     /// Reads the host and describes the machine shaped like it.
     pub fn read() -> Result<HostMachine, ConformError> {
         let zones = parse_zoneinfo(&read("/proc/zoneinfo")?);
-        let ram = section_ranges(&system_ram(&read("/proc/iomem")?));
+        let ram = system_ram(&read("/proc/iomem")?);
         if ram.is_empty() {
             return Err(ConformError::Host(
                 "/proc/iomem shows no System RAM addresses".into(),
@@ -145,12 +123,7 @@ impl HostMachine {
             let ranges = match span(node) {
                 Some((start, end)) => ram
                     .iter()
-                    .map(|&(s, e)| {
-                        (
-                            s.max(start / SECTION_BYTES * SECTION_BYTES),
-                            e.min(end.div_ceil(SECTION_BYTES) * SECTION_BYTES),
-                        )
-                    })
+                    .map(|&(s, e)| (s.max(start), e.min(end)))
                     .filter(|(s, e)| e > s)
                     .map(|(start, end)| MemRange {
                         start,
@@ -178,7 +151,51 @@ impl HostMachine {
                     .map_err(|err| ConformError::Boot(err.to_string()))?;
             }
         }
-        Ok(HostMachine { zones, desc })
+        let mut host = HostMachine { zones, desc };
+        host.desc.reserved = host.reservations()?;
+        Ok(host)
+    }
+
+    /// Byte ranges reserving, in each zone, the host's present pages less
+    /// its managed ones (placed as the module header says). Fails when a
+    /// zone of the host manages more than the machine has present.
+    fn reservations(&self) -> Result<Vec<MemRange>, ConformError> {
+        const LOW_MEMORY_PFNS: u64 = (1 << 20) >> PAGE_SHIFT;
+        let layout = self.layout()?;
+        let mut reserved = Vec::new();
+        for zone in layout.zones() {
+            let name = zone.zone_type.name();
+            let host = self.zone(zone.node.index(), name);
+            let managed = host.and_then(|zone| zone.field("managed")).unwrap_or(0);
+            let present = zone.present_pages();
+            let mut left = present.checked_sub(managed).ok_or_else(|| {
+                ConformError::Boot(format!(
+                    "node {} {name}: the host manages {managed} pages, the machine has {present}",
+                    zone.node
+                ))
+            })?;
+            // (first PFN, pages): the low MiB from the bottom, then the
+            // rest from the top.
+            let mut pfn_ranges = Vec::new();
+            for range in &zone.present {
+                let end = range.end.0.min(LOW_MEMORY_PFNS);
+                let pages = end.saturating_sub(range.start.0).min(left);
+                pfn_ranges.push((range.start.0, pages));
+                left -= pages;
+            }
+            for range in zone.present.iter().rev() {
+                let start = range.start.0.max(LOW_MEMORY_PFNS);
+                let pages = range.end.0.saturating_sub(start).min(left);
+                pfn_ranges.push((range.end.0 - pages, pages));
+                left -= pages;
+            }
+            pfn_ranges.retain(|&(_, pages)| pages > 0);
+            reserved.extend(pfn_ranges.into_iter().map(|(start, pages)| MemRange {
+                start: start << PAGE_SHIFT,
+                size: pages << PAGE_SHIFT,
+            }));
+        }
+        Ok(reserved)
     }
 
     /// The host's zone `name` of node `node`.
@@ -188,48 +205,11 @@ impl HostMachine {
             .find(|zone| zone.node == node && zone.name == name)
     }
 
-    /// The machine's layout (present memory as the host's sections).
+    /// The machine's layout.
     pub fn layout(&self) -> Result<MachineLayout, ConformError> {
         self.desc
             .layout()
             .map_err(|err| ConformError::Boot(err.to_string()))
-    }
-
-    /// The layout with each zone holding the host's managed pages (its
-    /// first present pages dropped), so that watermarks, reserves and
-    /// per-CPU sizes see the host's sizes. Fails when a zone of the host
-    /// manages more than the machine has present.
-    pub fn managed_layout(&self) -> Result<MachineLayout, ConformError> {
-        let mut layout = self.layout()?;
-        for node in &mut layout.nodes {
-            for zone in &mut node.zones {
-                let host = self.zone(node.id.index(), zone.zone_type.name());
-                let managed = host.and_then(|zone| zone.field("managed")).unwrap_or(0);
-                let present = zone.present_pages();
-                let mut drop = present.checked_sub(managed).ok_or_else(|| {
-                    ConformError::Boot(format!(
-                        "node {} {}: the host manages {managed} pages, the machine has {present}",
-                        node.id,
-                        zone.zone_type.name()
-                    ))
-                })?;
-                let mut kept = Vec::with_capacity(zone.present.len());
-                for range in &zone.present {
-                    let cut = drop.min(range.len());
-                    drop -= cut;
-                    let start = pageframe::Pfn(range.start.0 + cut);
-                    if start < range.end {
-                        kept.push(PfnRange {
-                            start,
-                            end: range.end,
-                        });
-                    }
-                }
-                zone.present = kept;
-                zone.span = PfnRange::covering(&zone.present);
-            }
-        }
-        Ok(layout)
     }
 }
 
@@ -238,14 +218,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn system_ram_rounds_out_to_sections() {
+    fn system_ram_is_read_at_its_bytes() {
         let iomem = "00000000-00000fff : Reserved\n00001000-0009fbff : System RAM\n00100000-bfffffff : System RAM\n  01000000-01ffffff : Kernel code\n100000000-63fffffff : System RAM\n";
-        let ram = system_ram(iomem);
-        assert_eq!(ram.len(), 3);
-        assert_eq!(ram[0], (0x1000, 0x9fc00));
         assert_eq!(
-            section_ranges(&ram),
-            [(0, 0xc000_0000), (0x1_0000_0000, 0x6_4000_0000)]
+            system_ram(iomem),
+            [
+                (0x1000, 0x9fc00),
+                (0x10_0000, 0xc000_0000),
+                (0x1_0000_0000, 0x6_4000_0000)
+            ]
         );
     }
 }

@@ -1,10 +1,12 @@
-//! The `zoneinfo` conformance suite: per zone of the host, the watermarks
-//! (min, low, high, promo), the protection (lowmem_reserve) and each CPU's
-//! pageset sizes (batch, high_min, high_max) of `/proc/zoneinfo` beside
-//! pageframe's `/proc/zoneinfo` view of a machine booted with the host's
-//! zones, managed pages, CPUs and THP setting (both texts are read by the
-//! same parser); then min_free_kbytes as pageframe computes it for that
-//! memory beside the host's, and the sysctls the formulas use.
+//! The `zoneinfo` conformance suite: per zone of the host, its sizes
+//! (start_pfn, spanned, present, managed), the watermarks (min, low, high,
+//! promo), the protection (lowmem_reserve) and each CPU's pageset sizes
+//! (batch, high_min, high_max) of `/proc/zoneinfo` beside pageframe's
+//! `/proc/zoneinfo` view of a machine booted with the host's memory map,
+//! zones, reserved pages, CPUs and THP setting (`HostMachine`; both texts
+//! are read by the same parser); then min_free_kbytes as pageframe
+//! computes it for that memory beside the host's, and the sysctls the
+//! formulas use.
 //!
 //! Not compared (see the README): a CPU's current `high`, which the
 //! adaptive per-CPU lists move with the host's workload between `high_min`
@@ -22,6 +24,10 @@ use pageframe::{AllocOptions, LocalPageAllocator, ZoneType};
 
 /// The suite's name.
 const SUITE: &str = "zoneinfo";
+
+/// The size lines compared: where the zone starts, the pages its bounds
+/// span, those present, those managed (present less reserved).
+const SIZES: [&str; 4] = ["start_pfn", "spanned", "present", "managed"];
 
 /// The watermark lines compared.
 const WATERMARKS: [&str; 4] = ["min", "low", "high", "promo"];
@@ -43,7 +49,7 @@ fn show(values: &[u64]) -> String {
 fn zone_rows(host: &ZoneText, ours: &ZoneText, rows: &mut Vec<ConformRow>) {
     let zone = format!("node {} {}", host.node, host.name);
     let number = |value: Option<u64>| value.map_or("absent".to_string(), |value| value.to_string());
-    for mark in WATERMARKS {
+    for mark in SIZES.into_iter().chain(WATERMARKS) {
         if ours.field(mark).is_none() && host.field(mark).is_none() {
             continue;
         }
@@ -124,9 +130,8 @@ pub fn run() -> Result<SuiteResult, ConformError> {
         });
     }
     let host = HostMachine::read()?;
-    let allocator =
-        LocalPageAllocator::boot_layout(host.managed_layout()?, AllocOptions::default())
-            .map_err(|err| ConformError::Boot(err.to_string()))?;
+    let allocator = LocalPageAllocator::boot_layout(host.layout()?, AllocOptions::default())
+        .map_err(|err| ConformError::Boot(err.to_string()))?;
     let ours = crate::trace::host::parse_zoneinfo(&pageframe::proc::zoneinfo(&allocator));
     let mut rows = Vec::new();
     sysctl_rows(&mut rows)?;

@@ -344,6 +344,31 @@ fn example_two_node_file_parses_and_boots() {
     allocator.check_invariants().unwrap();
 }
 
+#[test]
+fn example_pc_file_has_the_hosts_low_zones() {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/machines/pc-e820.toml"
+    ));
+    let desc = MachineArgs {
+        config: Some(path),
+        ..flags()
+    }
+    .to_desc()
+    .unwrap();
+    let allocator = LocalPageAllocator::boot(&desc).unwrap();
+    let sizes: Vec<(u64, u64, u64)> = allocator
+        .zone_snapshots()
+        .iter()
+        .map(|zone| (zone.spanned, zone.present, zone.managed))
+        .collect();
+    // The host's DMA and DMA32 spanned/present, DMA's managed; DMA32 less
+    // the 48 MiB reserved at 16 MiB.
+    assert_eq!(sizes[0], (4095, 3998, 3840));
+    assert_eq!(sizes[1], (1044480, 782336, 782336 - 12288));
+    allocator.check_invariants().unwrap();
+}
+
 /// A machine whose memmap and pageblock table are more than the host has
 /// available is refused naming the sizes; unknown availability passes.
 #[test]
