@@ -1,5 +1,6 @@
 //! `pageframe info`: boot the machine and describe it — nodes and zones with
-//! spanned/present/managed pages, CPUs, distances, the boot time, what the
+//! spanned/present/managed pages, CPUs, distances, where each `reserve_mem=`
+//! entry lies, the boot time, what the
 //! per-page metadata costs, the process's resident set, min_free_kbytes.
 //!
 //! The boot time and resident set vary from run to run; everything else is
@@ -81,6 +82,16 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
                 format_size(zone.present_pages() * page_bytes)
             )?;
         }
+    }
+    for (name, range) in &layout.reserve_mem {
+        // The kernel's boot log line for each reserve_mem= entry.
+        writeln!(
+            out,
+            "reserve_mem {name}: {:#x}-{:#x} ({})",
+            range.start,
+            range.end() - 1,
+            format_size(range.size)
+        )?;
     }
     writeln!(out, "backing: {}", allocator.backing().describe())?;
     writeln!(out, "boot time: {:.3} ms", boot_time.as_secs_f64() * 1e3)?;

@@ -184,3 +184,44 @@ fn a_zone_wholly_reserved_is_populated_but_never_used() {
     assert!(pages.iter().all(|page| page.pfn().0 >= 4096));
     assert_conserved(&allocator, pages.len() as u64);
 }
+
+#[test]
+fn reserve_mem_is_placed_top_down_after_mem_and_reserved() {
+    let mut desc = one_node(256, 2);
+    desc.reserved = vec![MemRange {
+        start: 120 * MIB,
+        size: 8 * MIB,
+    }];
+    pageframe::machine::apply_cmdline(
+        &mut desc,
+        "reserve_mem=8M:2M:oops mem=128M reserve_mem=1M:4K:trace",
+    )
+    .unwrap();
+    let layout = desc.layout().unwrap();
+    // mem= first (the kernel runs the handler after setup_arch()): memory
+    // ends at 128M, whose top 8M are reserved; "oops" goes below them and
+    // "trace" below it.
+    let placed: Vec<(&str, u64, u64)> = layout
+        .reserve_mem
+        .iter()
+        .map(|(name, range)| (name.as_str(), range.start, range.size))
+        .collect();
+    assert_eq!(
+        placed,
+        [("oops", 112 * MIB, 8 * MIB), ("trace", 111 * MIB, MIB)]
+    );
+    let zone = &layout.nodes[0].zones[0];
+    assert_eq!(
+        zone.reserved,
+        [PfnRange {
+            start: Pfn((111 * MIB) >> 12),
+            end: Pfn((128 * MIB) >> 12)
+        }]
+    );
+    let allocator = boot(&desc);
+    assert_eq!(allocator.zone_snapshots()[0].managed, (111 * MIB) >> 12);
+    // The same entries on a machine too small for them are refused.
+    let mut small = one_node(64, 1);
+    pageframe::machine::apply_cmdline(&mut small, "reserve_mem=64M:0:big").unwrap();
+    assert_eq!(small.layout().unwrap_err().field, "cmdline reserve_mem");
+}

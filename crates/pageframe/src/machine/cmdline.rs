@@ -3,12 +3,13 @@
 
 use super::desc::{MachineDesc, NumaFake};
 use super::error::DescError;
+use super::reserve_mem::ReserveMem;
 use super::size::parse_size;
 
 /// Applies a kernel command line (`"movablecore=2G mem=16G"`) to a
 /// description. Known parameters: `mem=`, `movablecore=`, `kernelcore=`,
 /// `page_alloc.shuffle=`, `page_alloc.shuffle_order=`, `numa=fake=`,
-/// `transparent_hugepage=`.
+/// `transparent_hugepage=`, `reserve_mem=`.
 /// Any other parameter is an error naming it, and the description is left
 /// unchanged on error.
 pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescError> {
@@ -56,6 +57,10 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
                 updated.shuffle.order = Some(order);
             }
             "numa" => updated.numa_fake = Some(parse_numa_fake(&field, value)?),
+            "reserve_mem" => {
+                let entry = ReserveMem::parse(value, &updated.reserve_mem)?;
+                updated.reserve_mem.push(entry);
+            }
             // mirrors setup_transparent_hugepage(): always, madvise or never.
             "transparent_hugepage" => {
                 updated.transparent_hugepage = match value {
@@ -72,7 +77,7 @@ pub fn apply_cmdline(desc: &mut MachineDesc, cmdline: &str) -> Result<(), DescEr
             _ => {
                 return Err(DescError::new(
                     "cmdline",
-                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=, transparent_hugepage=)"),
+                    format!("unknown parameter '{key}' (known: mem=, movablecore=, kernelcore=, page_alloc.shuffle=, page_alloc.shuffle_order=, numa=fake=, transparent_hugepage=, reserve_mem=)"),
                 ))
             }
         }

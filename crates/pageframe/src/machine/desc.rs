@@ -132,6 +132,9 @@ pub struct MachineDesc {
     /// memblock_free_all() frees only the pages wholly outside them; the
     /// part of a reservation over a hole reserves nothing.
     pub reserved: Vec<MemRange>,
+    /// `reserve_mem=`: reservations by name, placed by memblock's
+    /// allocator when the machine is laid out (see [`super::ReserveMem`]).
+    pub reserve_mem: Vec<super::ReserveMem>,
 }
 
 impl Default for MachineDesc {
@@ -167,6 +170,7 @@ impl MachineDesc {
             numa_fake: None,
             hotplug: Vec::new(),
             reserved: Vec::new(),
+            reserve_mem: Vec::new(),
         };
         if nr_nodes == 0 {
             return Err(DescError::new("nodes", "a machine needs at least one node"));

@@ -98,27 +98,7 @@ impl ZoneLayout {
     /// The managed memory: the present ranges with the reserved ones cut
     /// out, sorted.
     pub fn managed_ranges(&self) -> Vec<PfnRange> {
-        let mut managed = Vec::with_capacity(self.present.len() + self.reserved.len());
-        let mut reserved = self.reserved.iter().peekable();
-        for range in &self.present {
-            let mut start = range.start;
-            while let Some(cut) = reserved.next_if(|cut| cut.start < range.end) {
-                if start < cut.start {
-                    managed.push(PfnRange {
-                        start,
-                        end: cut.start,
-                    });
-                }
-                start = start.max(cut.end);
-            }
-            if start < range.end {
-                managed.push(PfnRange {
-                    start,
-                    end: range.end,
-                });
-            }
-        }
-        managed
+        subtract(&self.present, &self.reserved)
     }
 
     /// True when the zone has memory.
@@ -165,6 +145,9 @@ pub struct MachineLayout {
     /// PMD-size transparent hugepages are enabled (see
     /// [`MachineDesc::transparent_hugepage`]).
     pub transparent_hugepage: bool,
+    /// Where each `reserve_mem=` entry was placed, by name, in the order
+    /// given (its pages are in the zones' `reserved`).
+    pub reserve_mem: Vec<(String, super::desc::MemRange)>,
 }
 
 impl MachineLayout {
@@ -242,7 +225,11 @@ impl MachineDesc {
             dma_end
         };
         let movable_start = self.zone_movable_pfns(&node_ranges, total_pages, dma32_end)?;
-        let reserved = reserved_pfns(&self.reserved, shift);
+        let mut reserved = reserved_pfns(&self.reserved, shift);
+        let mut memory: Vec<PfnRange> = node_ranges.iter().flatten().copied().collect();
+        memory.sort_unstable_by_key(|range| range.start);
+        let reserve_mem =
+            super::reserve_mem::place(&self.reserve_mem, &memory, &mut reserved, shift)?;
         let mut nodes = Vec::with_capacity(self.nodes.len());
         for (index, ranges) in node_ranges.iter().enumerate() {
             let node = NodeId(index as u16);
@@ -316,6 +303,7 @@ impl MachineDesc {
                 .map(|node| NodeId(node as u16))
                 .collect(),
             transparent_hugepage: self.transparent_hugepage,
+            reserve_mem,
         })
     }
 
@@ -572,15 +560,48 @@ fn reserved_pfns(reserved: &[super::desc::MemRange], shift: u32) -> Vec<PfnRange
             end: Pfn(range.end().div_ceil(page)),
         })
         .collect();
+    merge_sorted(&mut ranges);
+    ranges
+}
+
+/// Sorted `ranges` less sorted, disjoint `cuts`.
+pub(super) fn subtract(ranges: &[PfnRange], cuts: &[PfnRange]) -> Vec<PfnRange> {
+    let mut left = Vec::with_capacity(ranges.len() + cuts.len());
+    for range in ranges {
+        let mut start = range.start;
+        for cut in cuts
+            .iter()
+            .filter(|cut| cut.start < range.end && range.start < cut.end)
+        {
+            if start < cut.start {
+                left.push(PfnRange {
+                    start,
+                    end: cut.start,
+                });
+            }
+            start = start.max(cut.end);
+        }
+        if start < range.end {
+            left.push(PfnRange {
+                start,
+                end: range.end,
+            });
+        }
+    }
+    left
+}
+
+/// Sorts ranges and merges those that overlap or touch.
+pub(super) fn merge_sorted(ranges: &mut Vec<PfnRange>) {
     ranges.sort_unstable_by_key(|range| range.start);
     let mut merged: Vec<PfnRange> = Vec::with_capacity(ranges.len());
-    for range in ranges {
+    for range in ranges.drain(..) {
         match merged.last_mut() {
             Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
             _ => merged.push(range),
         }
     }
-    merged
+    *ranges = merged;
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod desc;
 mod error;
 mod layout;
 mod numa_emulation;
+mod reserve_mem;
 mod size;
 
 pub use cmdline::apply_cmdline;
@@ -34,4 +35,5 @@ pub use error::DescError;
 pub(crate) use layout::coalesce_touching;
 pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout, MAX_CPU_ZONE_PAIRS};
 pub use numa_emulation::{emulate_numa, FAKE_NODE_MIN_SIZE};
+pub use reserve_mem::{ReserveMem, RESERVE_MEM_MAX_ENTRIES};
 pub use size::{format_size, parse_size};
