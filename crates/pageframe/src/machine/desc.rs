@@ -410,6 +410,15 @@ impl MachineDesc {
     /// reserves nothing). Like memblock_reserve(), it may cover holes too:
     /// only the present pages in it are reserved.
     fn validate_reserved(&self) -> Result<(), DescError> {
+        // validate_ranges() found the memory ranges disjoint: sorted by
+        // start, they are sorted by end too.
+        let mut memory: Vec<(u64, u64)> = self
+            .nodes
+            .iter()
+            .flat_map(|node| node.ranges.iter())
+            .map(|memory| (memory.start, memory.end()))
+            .collect();
+        memory.sort_unstable();
         for (index, range) in self.reserved.iter().enumerate() {
             let field = format!("reserved[{index}]");
             if range.size == 0 {
@@ -424,11 +433,9 @@ impl MachineDesc {
                     ),
                 ));
             };
-            let reaches_memory = self
-                .nodes
-                .iter()
-                .flat_map(|node| node.ranges.iter())
-                .any(|memory| memory.start < end && range.start < memory.end());
+            // The first memory range ending after the reservation's start.
+            let after = memory.partition_point(|&(_, stop)| stop <= range.start);
+            let reaches_memory = memory.get(after).is_some_and(|&(start, _)| start < end);
             if !reaches_memory {
                 return Err(DescError::new(
                     field,

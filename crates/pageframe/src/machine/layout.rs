@@ -514,10 +514,7 @@ fn zone_layout(
     reserved: &[PfnRange],
 ) -> ZoneLayout {
     let present = clip(ranges, start, end);
-    let reserved = present
-        .iter()
-        .flat_map(|range| clip(reserved, range.start, range.end))
-        .collect();
+    let reserved = intersect(&present, reserved);
     // mirrors zone_spanned_pages_in_node(): a zone spans from its bounds
     // clipped to the node, holes at its ends included (DMA32 spans to 4G
     // over a hole from 3G); an unpopulated zone spans nothing here.
@@ -564,14 +561,22 @@ fn reserved_pfns(reserved: &[super::desc::MemRange], shift: u32) -> Vec<PfnRange
     ranges
 }
 
-/// Sorted `ranges` less sorted, disjoint `cuts`.
+/// Sorted, disjoint `ranges` less sorted, disjoint `cuts`, in one pass
+/// over both (a cut is looked at again only for each range it overlaps).
 pub(super) fn subtract(ranges: &[PfnRange], cuts: &[PfnRange]) -> Vec<PfnRange> {
     let mut left = Vec::with_capacity(ranges.len() + cuts.len());
+    let mut first_cut = 0;
     for range in ranges {
+        while cuts
+            .get(first_cut)
+            .is_some_and(|cut| cut.end <= range.start)
+        {
+            first_cut += 1;
+        }
         let mut start = range.start;
-        for cut in cuts
+        for cut in cuts[first_cut..]
             .iter()
-            .filter(|cut| cut.start < range.end && range.start < cut.end)
+            .take_while(|cut| cut.start < range.end)
         {
             if start < cut.start {
                 left.push(PfnRange {
@@ -589,6 +594,28 @@ pub(super) fn subtract(ranges: &[PfnRange], cuts: &[PfnRange]) -> Vec<PfnRange> 
         }
     }
     left
+}
+
+/// The overlaps of sorted, disjoint `ranges` with sorted, disjoint `others`,
+/// in one pass over both.
+fn intersect(ranges: &[PfnRange], others: &[PfnRange]) -> Vec<PfnRange> {
+    let (mut at, mut other) = (0, 0);
+    let mut both = Vec::new();
+    while let (Some(a), Some(b)) = (ranges.get(at), others.get(other)) {
+        let part = PfnRange {
+            start: a.start.max(b.start),
+            end: a.end.min(b.end),
+        };
+        if !part.is_empty() {
+            both.push(part);
+        }
+        if a.end <= b.end {
+            at += 1;
+        } else {
+            other += 1;
+        }
+    }
+    both
 }
 
 /// Sorts ranges and merges those that overlap or touch.
@@ -676,6 +703,28 @@ mod tests {
         assert_eq!(layout.present_pages(), (12u64 << 30) >> 12);
         desc.mem_limit = Some(4 << 30);
         assert_eq!(desc.layout().unwrap_err().field, "mem");
+    }
+
+    #[test]
+    fn subtract_and_intersect_walk_sorted_ranges() {
+        let r = |start: u64, end: u64| PfnRange {
+            start: Pfn(start),
+            end: Pfn(end),
+        };
+        let ranges = [r(0, 10), r(20, 30), r(40, 50)];
+        // A cut over a range's end and the next one's start, one inside a
+        // range, one between ranges, one past them all.
+        let cuts = [r(5, 25), r(27, 28), r(32, 35), r(45, 60)];
+        assert_eq!(
+            subtract(&ranges, &cuts),
+            [r(0, 5), r(25, 27), r(28, 30), r(40, 45)]
+        );
+        assert_eq!(
+            intersect(&ranges, &cuts),
+            [r(5, 10), r(20, 25), r(27, 28), r(45, 50)]
+        );
+        assert_eq!(subtract(&ranges, &[]), ranges);
+        assert!(intersect(&ranges, &[]).is_empty());
     }
 
     #[test]
