@@ -358,8 +358,9 @@ fn host_work_notes(trace: &Trace) -> Vec<String> {
 /// Why the pageblock counts differ when they do: the kernel's
 /// /proc/pagetypeinfo counts the pageblocks of its present memory,
 /// memblock reservations (the memmap, the kernel image, firmware tables)
-/// included, which pageframe does not model; a machine shaped like the
-/// host has its managed memory only, so it counts fewer.
+/// included; the replay's machine shaped like the host has its managed
+/// memory only (pageframe models reservations, `MachineDesc::reserved`, but
+/// a trace does not save where the host's lie), so it counts fewer.
 fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> {
     let (kernel, ours) = section_totals(&report.rows, "pageblocks");
     if kernel <= ours {
@@ -376,8 +377,8 @@ fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> 
     Some(format!(
         "the kernel's pageblock counts ({kernel} in all) cover its present memory, \
          {present} pages, of which {} are reserved at boot (the memmap, the kernel \
-         image, firmware) and never free, which pageframe does not model; this \
-         machine's ({ours}) cover its own memory",
+         image, firmware) and never free; this machine's ({ours}) cover the \
+         host's managed memory, without reservations",
         present.saturating_sub(managed)
     ))
 }
