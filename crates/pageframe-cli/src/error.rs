@@ -69,12 +69,22 @@ const MAX_MESSAGE_CHARS: usize = 1000;
 /// Joins the lines of a message, so that no error spans two lines, and cuts
 /// the middle out of one longer than [`MAX_MESSAGE_CHARS`].
 fn single_line(message: &str) -> String {
+    // Any line break a reader may split on (\r, vertical tab, form feed,
+    // NEL, the Unicode line and paragraph separators) joins as \n does;
+    // other control characters show as `?`.
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
     let joined = message
-        .lines()
+        .split(breaks)
         .map(str::trim)
         .filter(|line| !line.is_empty())
         .collect::<Vec<_>>()
-        .join("; ");
+        .join("; ")
+        .replace(|c: char| c.is_control(), "?");
     let chars = joined.chars().count();
     if chars <= MAX_MESSAGE_CHARS {
         return joined;
@@ -88,6 +98,14 @@ fn single_line(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_of_line_break_joins_and_controls_show_as_marks() {
+        let message = "--mem '64\rM\u{b}x\u{c}y\u{85}z\u{2028}w\u{2029}v\u{7}': not a size";
+        let line = CliError::Invalid(message.into()).to_string();
+        assert_eq!(line, "--mem '64; M; x; y; z; w; v?': not a size");
+        assert_eq!(line.lines().count(), 1);
+    }
 
     #[test]
     fn a_long_message_keeps_its_start_and_end_on_one_line() {

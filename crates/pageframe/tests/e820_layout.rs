@@ -210,3 +210,67 @@ fn numa_emulation_cuts_at_pageblocks() {
     );
     assert_conserved(&allocator, 0);
 }
+
+/// One node of `ranges` (start, bytes) with one CPU.
+fn one_node_of(ranges: &[(u64, u64)]) -> MachineDesc {
+    let mut desc = MachineDesc::uniform(GIB, 1, 1).unwrap();
+    desc.nodes[0].ranges = ranges
+        .iter()
+        .map(|&(start, size)| MemRange { start, size })
+        .collect();
+    desc
+}
+
+#[test]
+fn ranges_touching_inside_a_page_merge_as_memblock_merges_them() {
+    // Page 1 is split between the two entries: memblock merges touching
+    // regions of a node, so it is present.
+    let desc = one_node_of(&[(0, 0x1800), (0x1800, 8 << 20)]);
+    let layout = desc.layout().unwrap();
+    assert_eq!(layout.present_pages(), 2049);
+    boot(&desc);
+}
+
+#[test]
+fn mem_limit_counts_bytes_with_or_without_numa_emulation() {
+    // 32 MiB of memory from byte 1 ends at byte 32M + 1: pages 1 to 8191.
+    let mut desc = one_node_of(&[(1, 64 << 20)]);
+    pageframe::machine::apply_cmdline(&mut desc, "mem=32M").unwrap();
+    assert_eq!(desc.layout().unwrap().present_pages(), 8191);
+    pageframe::machine::apply_cmdline(&mut desc, "numa=fake=1").unwrap();
+    assert_eq!(desc.layout().unwrap().present_pages(), 8191);
+}
+
+#[test]
+fn numa_emulation_never_leaves_a_pageblock_to_two_nodes() {
+    // Emulated node 0's 32 MiB end at 32M + 4K, and the next range starts
+    // at 33M, in the same pageblock: node 0 takes that pageblock's memory.
+    let desc_of = |fake: &str| {
+        let mut desc = one_node_of(&[(0x1000, 32 << 20), (33 << 20, 32 << 20)]);
+        pageframe::machine::apply_cmdline(&mut desc, fake).unwrap();
+        desc
+    };
+    for fake in ["numa=fake=2", "numa=fake=2U"] {
+        let layout = desc_of(fake).layout().unwrap();
+        assert_eq!(layout.nodes.len(), 2, "{fake}");
+        assert_eq!(layout.nodes[1].zones[0].span.start.0, (34 << 20) >> 12);
+        boot(&desc_of(fake));
+    }
+}
+
+#[test]
+fn a_zone_ending_inside_a_pageblock_is_refused() {
+    // 64K pages make 32 MiB pageblocks: ZONE_DMA's 16 MiB end is inside one.
+    let mut desc = MachineDesc::uniform(64 << 20, 1, 1).unwrap();
+    desc.page_shift = 16;
+    desc.dma = true;
+    let err = desc.layout().unwrap_err();
+    assert_eq!(err.field, "dma", "{err}");
+    desc.dma = false;
+    desc.dma32 = true;
+    // 8 GiB pageblocks: ZONE_DMA32's 4 GiB end is inside one.
+    desc.max_order = 17;
+    desc.pageblock_order = 17;
+    desc.nodes[0].ranges[0].size = 16 << 30;
+    assert_eq!(desc.layout().unwrap_err().field, "dma32");
+}

@@ -242,6 +242,52 @@ impl MachineDesc {
         self.nodes.iter().map(|node| node.cpus.len()).sum()
     }
 
+    /// The nodes as memory sizing sees them: each node's ranges sorted, and
+    /// merged where one ends at the next one's start (memblock_add() merges
+    /// touching regions of a node, so a page split between two e820 entries
+    /// is present); then `mem=`: the lowest addresses kept up to the limit,
+    /// rounded down to a pageblock, ranges left empty dropped (a node may
+    /// be left without memory).
+    pub(super) fn nodes_within_mem_limit(&self) -> Vec<NodeDesc> {
+        let mut nodes = self.nodes.clone();
+        for node in &mut nodes {
+            node.ranges.sort_unstable_by_key(|range| range.start);
+            let mut merged: Vec<MemRange> = Vec::with_capacity(node.ranges.len());
+            for range in node.ranges.drain(..) {
+                match merged.last_mut() {
+                    Some(last) if last.end() == range.start => last.size += range.size,
+                    _ => merged.push(range),
+                }
+            }
+            node.ranges = merged;
+        }
+        let Some(limit) = self.mem_limit else {
+            return nodes;
+        };
+        let block = self.pageblock_bytes();
+        let mut all: Vec<(u64, usize, usize)> = nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(node, desc)| {
+                desc.ranges
+                    .iter()
+                    .enumerate()
+                    .map(move |(at, range)| (range.start, node, at))
+            })
+            .collect();
+        all.sort_unstable();
+        let mut left = limit / block * block;
+        for (_, node, at) in all {
+            let range = &mut nodes[node].ranges[at];
+            range.size = range.size.min(left);
+            left -= range.size;
+        }
+        for node in &mut nodes {
+            node.ranges.retain(|range| range.size > 0);
+        }
+        nodes
+    }
+
     /// Bytes of memory over all nodes (before `mem=`).
     pub fn total_bytes(&self) -> u64 {
         self.nodes
@@ -292,6 +338,7 @@ impl MachineDesc {
             ));
         }
         self.validate_ranges()?;
+        self.validate_zone_ends()?;
         self.validate_reserved()?;
         self.validate_cpus()?;
         self.validate_distances()?;
@@ -308,6 +355,29 @@ impl MachineDesc {
     /// The order shuffled: `page_alloc.shuffle_order=` or MAX_PAGE_ORDER.
     pub fn shuffle_order(&self) -> u8 {
         self.shuffle.order.unwrap_or(self.max_order)
+    }
+
+    /// ZONE_DMA ends at 16 MiB and ZONE_DMA32 at 4 GiB; each end must be a
+    /// pageblock boundary, as pageframe keeps one zone per pageblock (with
+    /// 64K pages a pageblock is 32 MiB).
+    fn validate_zone_ends(&self) -> Result<(), DescError> {
+        let block = self.pageblock_bytes();
+        for (on, field, end) in [
+            (self.dma, "dma", 16u64 << 20),
+            (self.dma32, "dma32", 4 << 30),
+        ] {
+            if on && end % block != 0 {
+                return Err(DescError::new(
+                    field,
+                    format!(
+                        "the zone ends at {}, inside a pageblock of {}; pageframe keeps one zone per pageblock",
+                        format_size(end),
+                        format_size(block)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn validate_shuffle_and_cache(&self) -> Result<(), DescError> {

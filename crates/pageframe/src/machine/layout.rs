@@ -183,29 +183,37 @@ impl MachineDesc {
     fn layout_validated(&self, parents: Vec<usize>) -> Result<MachineLayout, DescError> {
         self.check_per_cpu_state()?;
         let shift = self.page_shift as u32;
+        // The pages wholly inside each range, as memblock's
+        // for_each_mem_pfn_range() gives them: PFN_UP(start) to
+        // PFN_DOWN(end), after mem= and the merging of touching ranges.
+        let page = 1u64 << shift;
         let mut node_ranges: Vec<Vec<PfnRange>> = self
-            .nodes
+            .nodes_within_mem_limit()
             .iter()
             .map(|node| {
-                // The pages wholly inside each range, as memblock's
-                // for_each_mem_pfn_range() gives them: PFN_UP(start) to
-                // PFN_DOWN(end).
-                let page = 1u64 << shift;
-                let mut ranges: Vec<PfnRange> = node
-                    .ranges
+                node.ranges
                     .iter()
                     .map(|range| PfnRange {
                         start: Pfn(range.start.div_ceil(page)),
                         end: Pfn(range.end() >> shift),
                     })
                     .filter(|range| !range.is_empty())
-                    .collect();
-                ranges.sort_unstable_by_key(|range| range.start);
-                ranges
+                    .collect()
             })
             .collect();
-        if let Some(limit) = self.mem_limit {
-            apply_mem_limit(&mut node_ranges, limit >> shift, self.pageblock_order)?;
+        if let Some(node) = node_ranges.iter().position(Vec::is_empty) {
+            return Err(match self.mem_limit {
+                Some(_) => DescError::new(
+                    "mem",
+                    format!(
+                        "the limit leaves node {node} without memory; give fewer nodes or a larger mem="
+                    ),
+                ),
+                None => DescError::new(
+                    format!("node[{node}].mem"),
+                    "no whole page of memory in its ranges",
+                ),
+            });
         }
         for ranges in &mut node_ranges {
             coalesce_touching(ranges);
@@ -413,45 +421,6 @@ impl MachineDesc {
             })
             .collect())
     }
-}
-
-/// `mem=`: keeps only the lowest `limit_pages` pages of memory.
-fn apply_mem_limit(
-    node_ranges: &mut [Vec<PfnRange>],
-    limit_pages: u64,
-    pageblock_order: u8,
-) -> Result<(), DescError> {
-    let block = 1u64 << pageblock_order;
-    let mut all: Vec<(Pfn, usize, usize)> = node_ranges
-        .iter()
-        .enumerate()
-        .flat_map(|(node, ranges)| {
-            ranges
-                .iter()
-                .enumerate()
-                .map(move |(at, range)| (range.start, node, at))
-        })
-        .collect();
-    all.sort_unstable();
-    let mut left = limit_pages / block * block;
-    for (_, node, at) in all {
-        let range = &mut node_ranges[node][at];
-        let keep = range.len().min(left);
-        range.end = Pfn(range.start.0 + keep);
-        left -= keep;
-    }
-    for ranges in node_ranges.iter_mut() {
-        ranges.retain(|range| !range.is_empty());
-    }
-    if let Some(node) = node_ranges.iter().position(Vec::is_empty) {
-        return Err(DescError::new(
-            "mem",
-            format!(
-                "the limit leaves node {node} without memory; give fewer nodes or a larger mem="
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Refuses memory of two nodes in one pageblock (the deviation noted on

@@ -42,7 +42,7 @@ pub fn emulate_numa(desc: &MachineDesc) -> Result<(MachineDesc, Vec<usize>), Des
     let Some(fake) = desc.numa_fake else {
         return Ok((desc.clone(), (0..desc.nodes.len()).collect()));
     };
-    let phys = clipped_nodes(desc);
+    let phys = desc.nodes_within_mem_limit();
     let block = desc.pageblock_bytes();
     let (children, parents) = match fake {
         NumaFake::Uniform(per_node) => split_uniform(&phys, per_node as u64, block)?,
@@ -102,62 +102,41 @@ pub fn emulate_numa(desc: &MachineDesc) -> Result<(MachineDesc, Vec<usize>), Des
     Ok((emulated, parents))
 }
 
-/// The physical nodes with `mem=` applied (lowest addresses kept).
-fn clipped_nodes(desc: &MachineDesc) -> Vec<NodeDesc> {
-    let mut nodes = desc.nodes.clone();
-    for node in &mut nodes {
-        node.ranges.sort_unstable_by_key(|range| range.start);
+/// Takes `bytes` of memory from the front of `ranges`, then the memory
+/// left below the next multiple of `block` after what it took, so that no
+/// pageblock is left shared by two emulated nodes (a cut inside a range,
+/// or at a range's end with the next range starting in the same pageblock).
+fn carve(ranges: &mut Vec<MemRange>, bytes: u64, block: u64) -> Vec<MemRange> {
+    let mut taken = Vec::new();
+    let mut left = bytes;
+    while left > 0 && !ranges.is_empty() {
+        let size = ranges[0].size.min(left);
+        taken.push(take_front(ranges, size));
+        left -= size;
     }
-    let Some(limit) = desc.mem_limit else {
-        return nodes;
-    };
-    let block = desc.pageblock_bytes();
-    let mut all: Vec<(u64, usize, usize)> = nodes
-        .iter()
-        .enumerate()
-        .flat_map(|(node, n)| {
-            n.ranges
-                .iter()
-                .enumerate()
-                .map(move |(at, range)| (range.start, node, at))
-        })
-        .collect();
-    all.sort_unstable();
-    let mut left = limit / block * block;
-    for (_, node, at) in all {
-        let range = &mut nodes[node].ranges[at];
-        range.size = range.size.min(left);
-        left -= range.size;
+    if let Some(boundary) = taken
+        .last()
+        .map(|last: &MemRange| last.end().div_ceil(block).saturating_mul(block))
+    {
+        while let Some(first) = ranges.first().filter(|first| first.start < boundary) {
+            let size = boundary.min(first.end()) - first.start;
+            taken.push(take_front(ranges, size));
+        }
     }
-    for node in &mut nodes {
-        node.ranges.retain(|range| range.size > 0);
-    }
-    nodes
+    taken
 }
 
-/// Takes `bytes` of memory from the front of `ranges`, and more up to the
-/// next multiple of `block` when the cut falls inside a range, so that no
-/// pageblock is left shared by two emulated nodes.
-fn carve(ranges: &mut Vec<MemRange>, mut bytes: u64, block: u64) -> Vec<MemRange> {
-    let mut taken = Vec::new();
-    while bytes > 0 && !ranges.is_empty() {
-        let first = &mut ranges[0];
-        let mut size = first.size.min(bytes);
-        if size < first.size {
-            let cut = first.start + size;
-            let aligned = cut.div_ceil(block).saturating_mul(block);
-            size = (size + (aligned - cut)).min(first.size);
-        }
-        taken.push(MemRange {
-            start: first.start,
-            size,
-        });
-        first.start += size;
-        first.size -= size;
-        bytes = bytes.saturating_sub(size);
-        if first.size == 0 {
-            ranges.remove(0);
-        }
+/// The first `size` bytes of the first range, taken off it.
+fn take_front(ranges: &mut Vec<MemRange>, size: u64) -> MemRange {
+    let first = &mut ranges[0];
+    let taken = MemRange {
+        start: first.start,
+        size,
+    };
+    first.start += size;
+    first.size -= size;
+    if first.size == 0 {
+        ranges.remove(0);
     }
     taken
 }
