@@ -10,6 +10,7 @@ pub mod conform;
 pub mod corpus;
 pub mod experiments;
 pub mod files;
+pub mod host_layout;
 pub mod host_memory;
 pub mod machine_args;
 pub mod object_views;

@@ -4,15 +4,8 @@
 //! zones from `/proc/zoneinfo` (a DMA and a DMA32 zone when the host has
 //! them), the CPUs of each node from sysfs, `transparent_hugepage` as the
 //! host's THP setting, and in each zone as many pages reserved at boot as
-//! the host's zone has present pages it does not manage.
-//!
-//! Where the host's reservations lie is not visible after boot (x86 keeps
-//! no memblock debugfs), so they are placed as x86-64 makes most of them:
-//! every present page below 1 MiB first (setup_arch() reserves the first
-//! MiB), then the rest at the top of the zone's memory, where memblock's
-//! top-down allocations (the memmap, page tables) put theirs. Sizes depend
-//! only on the counts; the buddy lists' shape near the kernel image does
-//! not match.
+//! the host's zone has present pages it does not manage, placed as
+//! [`crate::host_layout::reserve_unmanaged`] places them.
 
 use super::host::{cmdline_param, read};
 use super::ConformError;
@@ -152,50 +145,9 @@ impl HostMachine {
             }
         }
         let mut host = HostMachine { zones, desc };
-        host.desc.reserved = host.reservations()?;
+        host.desc.reserved = crate::host_layout::reserve_unmanaged(&host.layout()?, &host.zones)
+            .map_err(ConformError::Boot)?;
         Ok(host)
-    }
-
-    /// Byte ranges reserving, in each zone, the host's present pages less
-    /// its managed ones (placed as the module header says). Fails when a
-    /// zone of the host manages more than the machine has present.
-    fn reservations(&self) -> Result<Vec<MemRange>, ConformError> {
-        const LOW_MEMORY_PFNS: u64 = (1 << 20) >> PAGE_SHIFT;
-        let layout = self.layout()?;
-        let mut reserved = Vec::new();
-        for zone in layout.zones() {
-            let name = zone.zone_type.name();
-            let host = self.zone(zone.node.index(), name);
-            let managed = host.and_then(|zone| zone.field("managed")).unwrap_or(0);
-            let present = zone.present_pages();
-            let mut left = present.checked_sub(managed).ok_or_else(|| {
-                ConformError::Boot(format!(
-                    "node {} {name}: the host manages {managed} pages, the machine has {present}",
-                    zone.node
-                ))
-            })?;
-            // (first PFN, pages): the low MiB from the bottom, then the
-            // rest from the top.
-            let mut pfn_ranges = Vec::new();
-            for range in &zone.present {
-                let end = range.end.0.min(LOW_MEMORY_PFNS);
-                let pages = end.saturating_sub(range.start.0).min(left);
-                pfn_ranges.push((range.start.0, pages));
-                left -= pages;
-            }
-            for range in zone.present.iter().rev() {
-                let start = range.start.0.max(LOW_MEMORY_PFNS);
-                let pages = range.end.0.saturating_sub(start).min(left);
-                pfn_ranges.push((range.end.0 - pages, pages));
-                left -= pages;
-            }
-            pfn_ranges.retain(|&(_, pages)| pages > 0);
-            reserved.extend(pfn_ranges.into_iter().map(|(start, pages)| MemRange {
-                start: start << PAGE_SHIFT,
-                size: pages << PAGE_SHIFT,
-            }));
-        }
-        Ok(reserved)
     }
 
     /// The host's zone `name` of node `node`.

@@ -38,7 +38,8 @@
 //! blocks of their order placed first. Blocks that do not fit are counted
 //! ([`HostFreeStart::unplaced`]), not placed; a zone the host's file does
 //! not describe (in both of its tables), or describes with more free pages
-//! than the zone has, gets its memory back, as booted.
+//! than the zone has, or with all its managed pages free (a zone the host
+//! never used), gets its memory back, as booted.
 
 use super::event::Trace;
 use super::host::{host_file, parse_pagetypeinfo, Moment};
@@ -283,6 +284,13 @@ pub fn copy_host_free_lists<H: std::ops::Deref<Target = LocalPageAllocator>>(
                     })
             });
             if free_pages.is_none_or(|pages| pages > zone.spanned) {
+                return None;
+            }
+            // Every managed page free: the host never used the zone, whose
+            // lists are then those boot gives it (a machine shaped like the
+            // host frees the same pages at boot as memblock_free_all()
+            // did), so it is left as booted.
+            if free_pages == Some(zone.managed) {
                 return None;
             }
             Some((pageblocks, free))

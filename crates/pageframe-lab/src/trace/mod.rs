@@ -358,9 +358,11 @@ fn host_work_notes(trace: &Trace) -> Vec<String> {
 /// Why the pageblock counts differ when they do: the kernel's
 /// /proc/pagetypeinfo counts the pageblocks of its present memory,
 /// memblock reservations (the memmap, the kernel image, firmware tables)
-/// included; the replay's machine shaped like the host has its managed
-/// memory only (pageframe models reservations, `MachineDesc::reserved`, but
-/// a trace does not save where the host's lie), so it counts fewer.
+/// included. A replay machine shaped from the trace's zoneinfo has them
+/// too (reserved); one of the host's managed memory, which a replay boots
+/// when the saved pagetypeinfo does not count the pageblocks of the present
+/// pages (a guest whose balloon took memory) or there is no zoneinfo,
+/// counts fewer.
 fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> {
     let (kernel, ours) = section_totals(&report.rows, "pageblocks");
     if kernel <= ours {
@@ -376,9 +378,9 @@ fn reserved_memory_note(trace: &Trace, report: &ReplayReport) -> Option<String> 
     let (present, managed) = (sum("present"), sum("managed"));
     Some(format!(
         "the kernel's pageblock counts ({kernel} in all) cover its present memory, \
-         {present} pages, of which {} are reserved at boot (the memmap, the kernel \
-         image, firmware) and never free; this machine's ({ours}) cover the \
-         host's managed memory, without reservations",
+         {present} pages, of which {} are not managed (reserved at boot: the memmap, \
+         the kernel image, firmware; or taken by a balloon or virtio-mem in a guest) \
+         and never free; this machine's ({ours}) cover the host's managed memory",
         present.saturating_sub(managed)
     ))
 }

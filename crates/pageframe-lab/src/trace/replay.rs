@@ -288,6 +288,9 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
     let host_memory = host_bytes(trace);
     let mut desc = match &options.machine {
         Some(desc) => desc.clone(),
+        None if shaped_from_zoneinfo(trace, host_cpus).is_some() => {
+            shaped_from_zoneinfo(trace, host_cpus).expect("checked")
+        }
         None => {
             // Without saved zoneinfo (an imported text trace), the highest
             // PFN seen bounds the host's memory from below.
@@ -347,6 +350,36 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
         TraceError::Machine(format!("{err}{shaped}"))
     })?;
     Ok(desc)
+}
+
+/// A machine with the traced host's zones, from the zoneinfo saved at the
+/// start ([`crate::host_layout::from_zoneinfo`]: spans, present pages, the
+/// unmanaged ones reserved), when the pagetypeinfo saved beside it counts,
+/// in each zone, the pageblocks of its present pages; `None` otherwise. (A
+/// guest whose memory a balloon or virtio-mem took shows present pages that
+/// are neither managed nor counted in pageblocks: reserving them would
+/// give a machine the host did not have.)
+fn shaped_from_zoneinfo(trace: &Trace, cpus: usize) -> Option<MachineDesc> {
+    let zones = super::host::parse_zoneinfo(&host_file(trace, Moment::Start, "zoneinfo")?);
+    let blocks =
+        super::host::parse_pagetypeinfo(&host_file(trace, Moment::Start, "pagetypeinfo")?).blocks;
+    let pageblock_pages = 1u64 << MachineDesc::default().pageblock_order;
+    let counted = zones
+        .iter()
+        .filter(|zone| zone.field("present").unwrap_or(0) > 0)
+        .all(|zone| {
+            let present = zone.field("present").unwrap_or(0);
+            let host: u64 = blocks
+                .iter()
+                .filter(|line| line.node as usize == zone.node && line.zone == zone.name)
+                .flat_map(|line| line.counts.iter().map(|(_, count)| *count))
+                .fold(0, u64::saturating_add);
+            (present / pageblock_pages..=present.div_ceil(pageblock_pages)).contains(&host)
+        });
+    if !counted {
+        return None;
+    }
+    crate::host_layout::from_zoneinfo(&zones, cpus)
 }
 
 fn add(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey, count: u64) {

@@ -1,0 +1,167 @@
+//! Machine descriptions shaped like a host from what its `/proc/zoneinfo`
+//! shows: the conformance suites' machine (with `/proc/iomem`'s memory map)
+//! and a trace replay's (from the zoneinfo the recording saved).
+//!
+//! Where a host's boot reservations lie is not visible after boot (x86
+//! keeps no memblock debugfs). [`reserve_unmanaged`] places, in each zone,
+//! as many pages as the host's zone has present but does not manage, as
+//! x86-64 makes most of them: every present page below 1 MiB first
+//! (setup_arch() reserves the first MiB), then the rest at the top of the
+//! zone's memory, where memblock's top-down allocations (the memmap, page
+//! tables) put theirs. Sizes then follow the host's counts; the buddy
+//! lists' shape near the kernel image does not.
+
+use crate::trace::host::ZoneText;
+use pageframe::machine::{MemRange, NodeDesc};
+use pageframe::{CpuId, MachineDesc, MachineLayout};
+
+/// Page size of the hosts described (x86-64).
+const PAGE_SHIFT: u32 = 12;
+
+/// The first MiB, in pages.
+const LOW_MEMORY_PFNS: u64 = (1 << 20) >> PAGE_SHIFT;
+
+/// Byte ranges reserving, in each zone of `layout`, its present pages less
+/// the managed pages of the host's zone of the same node and name in
+/// `zones` (placed as the module header says). Fails naming the zone when
+/// the host manages more than the zone has present.
+pub fn reserve_unmanaged(
+    layout: &MachineLayout,
+    zones: &[ZoneText],
+) -> Result<Vec<MemRange>, String> {
+    let mut reserved = Vec::new();
+    for zone in layout.zones() {
+        let name = zone.zone_type.name();
+        let managed = zones
+            .iter()
+            .find(|host| host.node == zone.node.index() && host.name == name)
+            .and_then(|host| host.field("managed"))
+            .unwrap_or(0);
+        let present = zone.present_pages();
+        let mut left = present.checked_sub(managed).ok_or_else(|| {
+            format!(
+                "node {} {name}: the host manages {managed} pages, the machine has {present}",
+                zone.node
+            )
+        })?;
+        // (first PFN, pages): the low MiB from the bottom, then the rest
+        // from the top.
+        let mut pfn_ranges = Vec::new();
+        for range in &zone.present {
+            let end = range.end.0.min(LOW_MEMORY_PFNS);
+            let pages = end.saturating_sub(range.start.0).min(left);
+            pfn_ranges.push((range.start.0, pages));
+            left -= pages;
+        }
+        for range in zone.present.iter().rev() {
+            let start = range.start.0.max(LOW_MEMORY_PFNS);
+            let pages = range.end.0.saturating_sub(start).min(left);
+            pfn_ranges.push((range.end.0 - pages, pages));
+            left -= pages;
+        }
+        pfn_ranges.retain(|&(_, pages)| pages > 0);
+        reserved.extend(pfn_ranges.into_iter().map(|(start, pages)| MemRange {
+            start: start << PAGE_SHIFT,
+            size: pages << PAGE_SHIFT,
+        }));
+    }
+    Ok(reserved)
+}
+
+/// A machine with the zones of `zones` (a parsed `/proc/zoneinfo`): each
+/// populated zone's present pages from its `start_pfn` on (its holes, which
+/// zoneinfo does not locate, gathered at the end of its span), DMA and
+/// DMA32 zones when the host has them, `nr_cpus` CPUs spread over the
+/// nodes in blocks, and each zone's unmanaged pages reserved
+/// ([`reserve_unmanaged`]). `None` when the text lacks a zone's start or
+/// sizes, or the layout is refused (two nodes in one pageblock, say).
+pub fn from_zoneinfo(zones: &[ZoneText], nr_cpus: usize) -> Option<MachineDesc> {
+    let nr_nodes = zones.iter().map(|zone| zone.node + 1).max()?;
+    let mut nodes = vec![NodeDesc::default(); nr_nodes];
+    for zone in zones {
+        let present = zone.field("present")?;
+        if present == 0 {
+            continue;
+        }
+        let start = zone.field("start_pfn")?;
+        if present > zone.field("spanned")? {
+            return None;
+        }
+        nodes[zone.node].ranges.push(MemRange {
+            start: start.checked_shl(PAGE_SHIFT)?,
+            size: present.checked_shl(PAGE_SHIFT)?,
+        });
+    }
+    for (node, desc) in nodes.iter_mut().enumerate() {
+        desc.cpus = (node * nr_cpus / nr_nodes..(node + 1) * nr_cpus / nr_nodes)
+            .map(|cpu| u16::try_from(cpu).map(CpuId))
+            .collect::<Result<_, _>>()
+            .ok()?;
+    }
+    let has = |name: &str| zones.iter().any(|zone| zone.name == name);
+    let mut desc = MachineDesc {
+        nodes,
+        dma: has("DMA"),
+        dma32: has("DMA32"),
+        ..MachineDesc::default()
+    };
+    let layout = desc.layout().ok()?;
+    desc.reserved = reserve_unmanaged(&layout, zones).ok()?;
+    desc.layout().ok()?;
+    Some(desc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::host::parse_zoneinfo;
+
+    /// This host's zone sizes (Linux 6.18, 24 GiB).
+    const ZONEINFO: &str = "Node 0, zone      DMA\n  pages free     3840\n        spanned  4095\n        present  3998\n        managed  3840\n  start_pfn:           1\n\
+        Node 0, zone    DMA32\n  pages free     1000\n        spanned  1044480\n        present  782336\n        managed  772917\n  start_pfn:           4096\n\
+        Node 0, zone   Normal\n  pages free     1000\n        spanned  5505024\n        present  5505024\n        managed  5394266\n  start_pfn:           1048576\n\
+        Node 0, zone  Movable\n  pages free     0\n        spanned  0\n        present  0\n        managed  0\n";
+
+    #[test]
+    fn a_machine_from_zoneinfo_has_the_hosts_zone_sizes() {
+        let zones = parse_zoneinfo(ZONEINFO);
+        let desc = from_zoneinfo(&zones, 2).unwrap();
+        let layout = desc.layout().unwrap();
+        let sizes: Vec<(u64, u64, u64, u64)> = layout
+            .zones()
+            .filter(|zone| zone.is_populated())
+            .map(|zone| {
+                (
+                    zone.span.start.0,
+                    zone.spanned_pages(),
+                    zone.present_pages(),
+                    zone.managed_pages(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            [
+                (1, 4095, 3998, 3840),
+                (4096, 1044480, 782336, 772917),
+                (1048576, 5505024, 5505024, 5394266)
+            ]
+        );
+        // The DMA zone's unmanaged pages are its first MiB; the others' at
+        // their tops.
+        assert_eq!(layout.nodes[0].zones[0].reserved[0].start.0, 1);
+        assert_eq!(
+            layout.nodes[0].zones[2].reserved.last().unwrap().end.0,
+            1048576 + 5505024
+        );
+    }
+
+    #[test]
+    fn zoneinfo_without_sizes_or_managing_too_much_gives_none() {
+        let no_start = ZONEINFO.replace("start_pfn:           4096", "");
+        assert!(from_zoneinfo(&parse_zoneinfo(&no_start), 2).is_none());
+        let too_much = ZONEINFO.replace("managed  772917", "managed  999999");
+        assert!(from_zoneinfo(&parse_zoneinfo(&too_much), 2).is_none());
+        assert!(from_zoneinfo(&[], 2).is_none());
+    }
+}
