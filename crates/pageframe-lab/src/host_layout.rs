@@ -88,8 +88,8 @@ pub fn from_zoneinfo(zones: &[ZoneText], nr_cpus: usize) -> Option<MachineDesc> 
             return None;
         }
         nodes[zone.node].ranges.push(MemRange {
-            start: start.checked_shl(PAGE_SHIFT)?,
-            size: present.checked_shl(PAGE_SHIFT)?,
+            start: start.checked_mul(1 << PAGE_SHIFT)?,
+            size: present.checked_mul(1 << PAGE_SHIFT)?,
         });
     }
     for (node, desc) in nodes.iter_mut().enumerate() {

@@ -63,3 +63,43 @@ fn drains_on_a_free_memory_rich_host_merge_as_the_hosts_did() {
         outcome.pcp_refill
     );
 }
+
+/// The trace's host counted the pageblocks of its present memory: the
+/// replay's machine, shaped from the saved zoneinfo with the host's
+/// unmanaged pages reserved, has as many pageblocks, and each zone the
+/// host's spanned, present and managed pages.
+#[test]
+fn the_replay_machine_has_the_hosts_zones_and_pageblocks() {
+    let path = trace::shipped_trace_path().with_file_name("untar-sync-free-memory-rich.pftrace");
+    let trace = trace::read_file(&path).unwrap();
+    let desc = trace::replay::replay_machine(&trace, &ReplayOptions::default()).unwrap();
+    let layout = desc.layout().unwrap();
+    let host = trace::host::parse_zoneinfo(
+        &trace::host::host_file(&trace, trace::host::Moment::Start, "zoneinfo").unwrap(),
+    );
+    for zone in layout.zones().filter(|zone| zone.is_populated()) {
+        let theirs = host
+            .iter()
+            .find(|host| host.node == zone.node.index() && host.name == zone.zone_type.name())
+            .unwrap();
+        assert_eq!(
+            (
+                zone.span.start.0,
+                zone.spanned_pages(),
+                zone.present_pages(),
+                zone.managed_pages()
+            ),
+            (
+                theirs.field("start_pfn").unwrap(),
+                theirs.field("spanned").unwrap(),
+                theirs.field("present").unwrap(),
+                theirs.field("managed").unwrap()
+            ),
+            "{}",
+            zone.zone_type.name()
+        );
+    }
+    let outcome = trace::replay(&trace, &ReplayOptions::default()).unwrap();
+    let (kernel, ours) = trace::section_totals(&trace::compare(&trace, &outcome), "pageblocks");
+    assert_eq!(kernel, ours);
+}

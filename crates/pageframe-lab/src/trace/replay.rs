@@ -280,17 +280,16 @@ pub struct ReplayOutcome {
     pub pageblocks: [u64; 5],
 }
 
-/// The machine a replay boots: the given one, else one shaped like the
-/// host; then the policy switches. Checks the size against the traced host,
+/// The machine a replay boots: the given one, else one with the host's
+/// zones (from the saved zoneinfo), else one of the host's managed memory;
+/// then the policy switches. Checks the size against the traced host,
 /// and its page metadata against this host's memory.
 pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineDesc, TraceError> {
     let host_cpus = host_cpus(trace);
     let host_memory = host_bytes(trace);
-    let mut desc = match &options.machine {
-        Some(desc) => desc.clone(),
-        None if shaped_from_zoneinfo(trace, host_cpus).is_some() => {
-            shaped_from_zoneinfo(trace, host_cpus).expect("checked")
-        }
+    let shaped = || shaped_from_zoneinfo(trace, host_cpus);
+    let mut desc = match options.machine.clone().or_else(shaped) {
+        Some(desc) => desc,
         None => {
             // Without saved zoneinfo (an imported text trace), the highest
             // PFN seen bounds the host's memory from below.
