@@ -156,6 +156,76 @@ mod tests {
         );
     }
 
+    /// A zoneinfo text of one node's DMA (from PFN 1), DMA32 (from 4096)
+    /// and Normal (from 4G) zones with the given (present, managed) pages,
+    /// each zone spanning its bounds.
+    fn pc_zoneinfo(sizes: [(u64, u64); 3]) -> String {
+        let zones = [
+            ("DMA", 1u64, 4095u64),
+            ("DMA32", 4096, (1 << 20) - 4096),
+            ("Normal", 1 << 20, 1 << 21),
+        ];
+        zones
+            .iter()
+            .zip(sizes)
+            .map(|(&(name, start, spanned), (present, managed))| {
+                format!(
+                    "Node 0, zone {name}\n        spanned  {spanned}\n        present  {present}\n        managed  {managed}\n  start_pfn:           {start}\n"
+                )
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Whatever a trace's zoneinfo claims, a machine comes back only
+        /// when its layout is valid, with each populated zone's present
+        /// and managed pages as claimed; nothing panics. Sizes are drawn
+        /// near the zones' spans, then one field may be set to anything.
+        #[test]
+        fn any_zoneinfo_gives_a_valid_machine_or_none(
+            sizes in proptest::collection::vec((0u64..1 << 20, 0u64..1 << 20), 3),
+            hostile in proptest::option::of((0usize..15, proptest::prelude::any::<u64>())),
+            cpus in 0usize..5,
+        ) {
+            let spans = [4095u64, (1 << 20) - 4096, 1 << 21];
+            let sizes = [0, 1, 2].map(|zone| {
+                let (present, managed) = sizes[zone];
+                let present = present % (spans[zone] + 1);
+                (present, managed % (present + 1))
+            });
+            let mut text = pc_zoneinfo(sizes);
+            if let Some((field, value)) = hostile {
+                // Replace the field-th number of the text.
+                let mut count = 0;
+                text = text
+                    .split('\n')
+                    .map(|line| {
+                        let words: Vec<&str> = line.split_whitespace().collect();
+                        match words.last().and_then(|word| word.parse::<u64>().ok()) {
+                            Some(_) if { count += 1; count - 1 == field } => {
+                                format!("{} {value}", words[..words.len() - 1].join(" "))
+                            }
+                            _ => line.to_string(),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+            }
+            let parsed = parse_zoneinfo(&text);
+            if let Some(desc) = from_zoneinfo(&parsed, cpus) {
+                let layout = desc.layout().unwrap();
+                for zone in layout.zones().filter(|zone| zone.is_populated()) {
+                    let host = parsed
+                        .iter()
+                        .find(|host| host.node == zone.node.index() && host.name == zone.zone_type.name())
+                        .unwrap();
+                    proptest::prop_assert_eq!(zone.present_pages(), host.field("present").unwrap());
+                    proptest::prop_assert_eq!(zone.managed_pages(), host.field("managed").unwrap());
+                }
+            }
+        }
+    }
+
     #[test]
     fn zoneinfo_without_sizes_or_managing_too_much_gives_none() {
         let no_start = ZONEINFO.replace("start_pfn:           4096", "");
