@@ -23,6 +23,7 @@ mod desc;
 mod error;
 mod layout;
 mod numa_emulation;
+mod pfn_range;
 mod reserve_mem;
 mod size;
 

@@ -15,7 +15,7 @@
 
 use super::desc::MemRange;
 use super::error::DescError;
-use super::layout::PfnRange;
+use super::pfn_range::{merge_sorted, subtract, PfnRange};
 use super::size::{format_size, parse_size};
 
 /// Most `reserve_mem=` entries (RESERVE_MEM_MAX_ENTRIES).
@@ -89,7 +89,7 @@ pub(super) fn place(
     let page = 1u64 << page_shift;
     let mut placed = Vec::with_capacity(entries.len());
     for entry in entries {
-        let free = super::layout::subtract(memory, reserved);
+        let free = subtract(memory, reserved);
         // memblock_find_in_range_node(): never below the first page.
         let start = free.iter().rev().find_map(|range| {
             let low = (range.start.0 << page_shift).max(page);
@@ -116,7 +116,7 @@ pub(super) fn place(
             start: crate::types::Pfn(start >> page_shift),
             end: crate::types::Pfn(range.end().div_ceil(page)),
         });
-        super::layout::merge_sorted(reserved);
+        merge_sorted(reserved);
         placed.push((entry.name.clone(), range));
     }
     Ok(placed)
