@@ -267,7 +267,12 @@ fn step(allocator: &mut LocalPageAllocator, model: &mut Model, op: &Op) {
                     matches!(result, Err(HotplugError::Invalid(_))),
                     "{result:?}"
                 );
-            } else if model.reserves_any_of(range) || model.holds_any_of(range) {
+            } else if model.reserves_any_of(range) {
+                assert!(
+                    matches!(result, Err(HotplugError::Reserved { .. })),
+                    "{result:?}"
+                );
+            } else if model.holds_any_of(range) {
                 assert!(
                     matches!(result, Err(HotplugError::Busy { .. })),
                     "{result:?}"
@@ -310,7 +315,7 @@ fn run(reserved: &[(u64, u64)], ops: &[Op]) {
         let result = allocator.offline_pages(range);
         if model.reserves_any_of(range) {
             assert!(
-                matches!(result, Err(HotplugError::Busy { .. })),
+                matches!(result, Err(HotplugError::Reserved { .. })),
                 "{result:?}"
             );
             kept += SECTION_PAGES;

@@ -109,8 +109,8 @@ fn offlining_reserved_memory_fails_with_ebusy_and_changes_nothing() {
     });
     assert_eq!(
         err,
-        HotplugError::Busy {
-            in_use: 1,
+        HotplugError::Reserved {
+            reserved: 1,
             first: Pfn(2049),
             start: 2048,
             end: 3072

@@ -48,12 +48,26 @@ pub enum HotplugError {
     /// A bad range, node or zone (EINVAL).
     #[error("EINVAL: {0}")]
     Invalid(String),
-    /// Pages of the range are in use or reserved (EBUSY).
+    /// Pages of the range are in use (EBUSY).
     #[error("EBUSY: {in_use} pages in use in {start:#x}..{end:#x}, first at PFN {first}")]
     Busy {
-        /// Pages allocated (or on their way to being freed) in the range;
-        /// or, when any is reserved, its reserved pages.
+        /// Pages allocated (or on their way to being freed) in the range.
         in_use: u64,
+        /// The first of them.
+        first: Pfn,
+        /// The range's first PFN.
+        start: u64,
+        /// One past its last PFN.
+        end: u64,
+    },
+    /// Pages of the range were reserved at boot (EBUSY): never free, so
+    /// never offline.
+    #[error(
+        "EBUSY: {reserved} pages reserved at boot in {start:#x}..{end:#x}, first at PFN {first}"
+    )]
+    Reserved {
+        /// Reserved pages in the range.
+        reserved: u64,
         /// The first of them.
         first: Pfn,
         /// The range's first PFN.
@@ -71,7 +85,7 @@ impl HotplugError {
     pub fn errno(&self) -> Errno {
         match self {
             HotplugError::Invalid(_) => Errno::EINVAL,
-            HotplugError::Busy { .. } => Errno::EBUSY,
+            HotplugError::Busy { .. } | HotplugError::Reserved { .. } => Errno::EBUSY,
             HotplugError::NoMemory(_) => Errno::ENOMEM,
         }
     }
@@ -284,14 +298,14 @@ impl<L: LockFamily> PageAllocator<L> {
                 start: reserved.start.max(range.start),
                 end: reserved.end.min(range.end),
             });
-        let (in_use, first) = reserved
+        let (pages, first) = reserved
             .filter(|part| !part.is_empty())
             .fold((0, None), |(pages, first), part| {
                 (pages + part.len(), first.or(Some(part.start)))
             });
         if let Some(first) = first {
-            return Err(HotplugError::Busy {
-                in_use,
+            return Err(HotplugError::Reserved {
+                reserved: pages,
                 first,
                 start: range.start.0,
                 end: range.end.0,
