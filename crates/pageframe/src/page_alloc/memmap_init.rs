@@ -33,7 +33,7 @@ use crate::types::{Pfn, ZoneIdx};
 
 /// x86-64's `SECTION_SIZE_BITS`: memory sections of 128 MiB, the unit the
 /// memmap exists in (SPARSEMEM).
-pub(crate) const SECTION_SIZE_BITS: u32 = 27;
+const SECTION_SIZE_BITS: u32 = 27;
 
 /// Gives each pageblock of the machine its zone and boot migratetype.
 pub(super) fn init_pageblocks(layout: &MachineLayout, frames: &Frames) {
