@@ -148,7 +148,7 @@ impl MachineDesc {
         // for_each_mem_pfn_range() gives them: PFN_UP(start) to
         // PFN_DOWN(end), after mem= and the merging of touching ranges.
         let page = 1u64 << shift;
-        let mut node_ranges: Vec<Vec<PfnRange>> = self
+        let node_ranges: Vec<Vec<PfnRange>> = self
             .nodes_within_mem_limit()
             .iter()
             .map(|node| {
@@ -175,9 +175,6 @@ impl MachineDesc {
                     "no whole page of memory in its ranges",
                 ),
             });
-        }
-        for ranges in &mut node_ranges {
-            coalesce_touching(ranges);
         }
         check_no_shared_pageblock(&node_ranges, self.pageblock_order)?;
         let total_pages: u64 = node_ranges.iter().flatten().map(PfnRange::len).sum();
@@ -420,21 +417,6 @@ fn check_no_shared_pageblock(
     Ok(())
 }
 
-/// Merges sorted ranges of one node where one ends at the next one's
-/// start, so that a buddy block across the seam lies inside one present
-/// range. mirrors memblock_merge_regions(), which merges neighbouring
-/// regions of the same node.
-pub(crate) fn coalesce_touching(sorted: &mut Vec<PfnRange>) {
-    let mut merged: Vec<PfnRange> = Vec::with_capacity(sorted.len());
-    for range in sorted.drain(..) {
-        match merged.last_mut() {
-            Some(last) if last.end == range.start => last.end = range.end,
-            _ => merged.push(range),
-        }
-    }
-    *sorted = merged;
-}
-
 fn zone_layout(
     node: NodeId,
     zone_type: ZoneType,
@@ -443,7 +425,7 @@ fn zone_layout(
     ranges: &[PfnRange],
     reserved: &[PfnRange],
 ) -> ZoneLayout {
-    let present = clip(ranges, start, end);
+    let present = intersect(ranges, &[PfnRange { start, end }]);
     let reserved = intersect(&present, reserved);
     // mirrors zone_spanned_pages_in_node(): a zone spans from its bounds
     // clipped to the node, holes at its ends included (DMA32 spans to 4G
@@ -460,18 +442,6 @@ fn zone_layout(
         present,
         reserved,
     }
-}
-
-/// The parts of sorted `ranges` inside `[start, end)`.
-fn clip(ranges: &[PfnRange], start: Pfn, end: Pfn) -> Vec<PfnRange> {
-    ranges
-        .iter()
-        .map(|range| PfnRange {
-            start: range.start.max(start),
-            end: range.end.min(end),
-        })
-        .filter(|range| !range.is_empty())
-        .collect()
 }
 
 /// The reservations as sorted, merged page ranges, each rounded out to

@@ -33,8 +33,8 @@ pub use desc::{
     LOCAL_DISTANCE, REMOTE_DISTANCE,
 };
 pub use error::DescError;
-pub(crate) use layout::coalesce_touching;
 pub use layout::{MachineLayout, NodeLayout, PfnRange, ZoneLayout, MAX_CPU_ZONE_PAIRS};
 pub use numa_emulation::{emulate_numa, FAKE_NODE_MIN_SIZE};
+pub(crate) use pfn_range::{intersect, merge_sorted};
 pub use reserve_mem::{ReserveMem, RESERVE_MEM_MAX_ENTRIES};
 pub use size::{format_size, parse_size};

@@ -36,7 +36,7 @@ use super::shuffle::ShuffleStats;
 use super::PageAllocator;
 use crate::error::Errno;
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
-use crate::machine::{HotplugStep, PfnRange};
+use crate::machine::{intersect, HotplugStep, PfnRange};
 use crate::memmap::{FrameIdx, PageState};
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneType};
@@ -290,19 +290,9 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         // has_unmovable_pages(): a reserved page can neither be migrated
         // nor freed, so isolating its pageblock fails.
-        let reserved = self
-            .zone_layout(zone)
-            .reserved
-            .iter()
-            .map(|reserved| PfnRange {
-                start: reserved.start.max(range.start),
-                end: reserved.end.min(range.end),
-            });
-        let (pages, first) = reserved
-            .filter(|part| !part.is_empty())
-            .fold((0, None), |(pages, first), part| {
-                (pages + part.len(), first.or(Some(part.start)))
-            });
+        let reserved = intersect(&self.zone_layout(zone).reserved, &[range]);
+        let pages = reserved.iter().map(PfnRange::len).sum();
+        let first = reserved.first().map(|part| part.start);
         if let Some(first) = first {
             return Err(HotplugError::Reserved {
                 reserved: pages,

@@ -17,7 +17,7 @@
 //! removed. All take `&mut self` (no CPU handle alive) but the drain.
 
 use super::{build_zonelists, nofragment, PageAllocator};
-use crate::machine::{coalesce_touching, PfnRange, ZoneLayout};
+use crate::machine::{merge_sorted, PfnRange, ZoneLayout};
 use crate::pcp::PcpIndex;
 use crate::pcp::MIN_PERCPU_PAGELIST_HIGH_FRACTION;
 use crate::sync::LockFamily;
@@ -63,8 +63,7 @@ impl<L: LockFamily> PageAllocator<L> {
     pub(super) fn add_zone_memory(&mut self, zone: ZoneIdx, range: PfnRange) {
         let layout = self.layout_zone_mut(zone);
         layout.present.push(range);
-        layout.present.sort_unstable_by_key(|present| present.start);
-        coalesce_touching(&mut layout.present);
+        merge_sorted(&mut layout.present);
         self.sync_zone_size(zone);
         self.lock_zone(zone).add_managed(range.len());
     }
