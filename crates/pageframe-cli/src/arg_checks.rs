@@ -76,3 +76,32 @@ pub(crate) fn parse_view_names(
     }
     Ok(views)
 }
+
+/// `--sysctl NAME=VALUE` arguments into the sysctls they name and the text
+/// to write; the value is checked when it is written, after boot. A name
+/// that is not a page-allocator sysctl, or an argument without `=`, is the
+/// error.
+pub(crate) fn parse_sysctl_writes(
+    writes: &[String],
+) -> Result<Vec<(pageframe::VmSysctl, String)>, CliError> {
+    writes
+        .iter()
+        .map(|write| {
+            let (name, value) = write
+                .split_once('=')
+                .ok_or_else(|| CliError::Invalid(format!("--sysctl {write}: not NAME=VALUE")))?;
+            let sysctl = pageframe::VmSysctl::from_name(name.trim()).ok_or_else(|| {
+                let known: Vec<String> = pageframe::VmSysctl::ALL
+                    .iter()
+                    .map(|sysctl| format!("vm.{}", sysctl.name()))
+                    .collect();
+                CliError::Invalid(format!(
+                    "--sysctl {write}: unknown sysctl '{}' (known: {})",
+                    name.trim(),
+                    known.join(", ")
+                ))
+            })?;
+            Ok((sysctl, value.to_string()))
+        })
+        .collect()
+}

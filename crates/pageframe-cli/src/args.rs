@@ -382,7 +382,7 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ProcArgs {
     /// Views, comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat,
-    /// shuffle (Y or N);
+    /// shuffle (Y or N), sysctl (the vm sysctls, as `sysctl` prints them);
     /// slabinfo and zs-classes run a seeded slab / zsmalloc workload of
     /// --churn operations (default 20000) first.
     pub views: String,
@@ -398,6 +398,9 @@ pub struct ProcArgs {
     /// Seed of the churn.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Sysctl writes after boot.
+    #[command(flatten)]
+    pub sysctl: SysctlOptions,
 }
 
 /// `pageframe info`.
@@ -406,10 +409,25 @@ pub struct InfoArgs {
     /// The machine.
     #[command(flatten)]
     pub machine: MachineOptions,
+    /// Sysctl writes after boot.
+    #[command(flatten)]
+    pub sysctl: SysctlOptions,
     /// Back the machine with real memory (a memfd arena of its size, the
     /// direct map, the mermap windows) instead of the simulation.
     #[arg(long)]
     pub arena: bool,
+}
+
+/// Writes to the page allocator's sysctls, made after boot and before the
+/// machine file's hotplug steps (as sysctl.conf is applied at boot).
+#[derive(Debug, Args)]
+pub struct SysctlOptions {
+    /// `vm.NAME=VALUE`, as written to /proc/sys/vm/NAME; repeatable, applied
+    /// in order: vm.min_free_kbytes, vm.watermark_boost_factor,
+    /// vm.watermark_scale_factor, vm.percpu_pagelist_high_fraction,
+    /// vm.lowmem_reserve_ratio ("256 256 32 0").
+    #[arg(long = "sysctl", value_name = "NAME=VALUE")]
+    pub writes: Vec<String>,
 }
 
 /// The machine options shared by `proc` and `info`. Later sources win:

@@ -19,6 +19,8 @@ pub struct InfoPlan {
     pub machine: MachineDesc,
     /// Boot it over a real memfd arena instead of the simulation.
     pub arena: bool,
+    /// Sysctl writes made after boot, in order.
+    pub sysctl: Vec<(pageframe::VmSysctl, String)>,
 }
 
 /// Boots the machine and prints what it is and what it cost.
@@ -35,6 +37,7 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
         LocalPageAllocator::boot(&plan.machine)?
     };
     let boot_time = started.elapsed();
+    crate::proc_views::apply_sysctl_writes(&mut allocator, &plan.sysctl)?;
     crate::proc_views::apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let layout = allocator.layout();
     let page_bytes = 1u64 << layout.page_shift;

@@ -2,7 +2,7 @@
 //! parsed, the machine description read and laid out — so that nothing a
 //! user typed can fail once execution starts (an experiment still can).
 
-use crate::arg_checks::{check_out_dir, check_out_file, parse_view_names};
+use crate::arg_checks::{check_out_dir, check_out_file, parse_sysctl_writes, parse_view_names};
 use crate::args::{Cli, Command, TraceCommand};
 use crate::conform::ConformPlan;
 use crate::error::{CliError, Completion};
@@ -138,12 +138,14 @@ impl Plan {
                         )));
                     }
                 }
+                let sysctl = parse_sysctl_writes(&args.sysctl.writes)?;
                 let machine = MachineArgs::from(args.machine).to_desc()?;
                 Ok(Plan::Proc(ProcPlan {
                     machine,
                     views,
                     churn: args.churn.map(|ops| (ops, args.seed)),
                     seed: args.seed,
+                    sysctl,
                 }))
             }
             Command::Conform(args) => {
@@ -178,6 +180,7 @@ impl Plan {
                 Ok(Plan::Calibrate(args))
             }
             Command::Info(args) => Ok(Plan::Info(InfoPlan {
+                sysctl: parse_sysctl_writes(&args.sysctl.writes)?,
                 machine: MachineArgs::from(args.machine).to_desc()?,
                 arena: args.arena,
             })),

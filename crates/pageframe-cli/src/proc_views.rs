@@ -23,6 +23,8 @@ pub struct ProcPlan {
     pub churn: Option<(u64, u64)>,
     /// Seed of the object-allocator workloads (slabinfo, zs-classes).
     pub seed: u64,
+    /// Sysctl writes made after boot, in order.
+    pub sysctl: Vec<(pageframe::VmSysctl, String)>,
 }
 
 /// Operations from which a step shows a progress bar.
@@ -38,6 +40,21 @@ fn with_bar<T>(progress: &Progress, index: usize, body: impl FnOnce() -> T) -> T
     let (result, _) = observe::observed(observer, body);
     progress.finish(index, String::new());
     result
+}
+
+/// Makes the `--sysctl` writes in order, as `proc` and `info` do after
+/// boot; a refused write is an error naming it (the writes before it are
+/// made).
+pub fn apply_sysctl_writes(
+    allocator: &mut LocalPageAllocator,
+    writes: &[(pageframe::VmSysctl, String)],
+) -> Result<(), CliError> {
+    for (sysctl, value) in writes {
+        allocator.write_sysctl(*sysctl, value).map_err(|errno| {
+            CliError::Invalid(format!("--sysctl vm.{}={value}: {errno}", sysctl.name()))
+        })?;
+    }
+    Ok(())
 }
 
 /// Runs the machine file's `[[hotplug]]` steps after boot, as `proc` and
@@ -58,6 +75,7 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
         pageframe::AllocOptions::default(),
         plan.seed,
     )?;
+    apply_sysctl_writes(&mut allocator, &plan.sysctl)?;
     apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let object_ops = plan.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
     let mut steps: Vec<&str> = Vec::new();

@@ -34,7 +34,14 @@ fn conform_all_suites_json_show_no_unlisted_diff_as_root_or_a_skip() {
         .collect();
     assert_eq!(
         names,
-        ["mempolicy", "zoneinfo", "slab", "zsmalloc", "buddy"]
+        [
+            "mempolicy",
+            "zoneinfo",
+            "slab",
+            "zsmalloc",
+            "buddy",
+            "sysctl"
+        ]
     );
     for suite in suites {
         match suite["status"].as_str() {

@@ -491,3 +491,52 @@ fn zram_untars_flags_in_a_run_without_it_are_refused() {
     let message = error_of(&["run", "bulk", "--corpus", "/dev/null"]);
     assert!(message.contains("--corpus is zram-untar's"), "{message}");
 }
+
+#[test]
+fn sysctl_writes_are_made_in_order_and_a_refused_one_is_one_line() {
+    let shown = stdout_of(&[
+        "proc",
+        "sysctl",
+        "--mem",
+        "1G",
+        "--sysctl",
+        "vm.min_free_kbytes=0x400",
+        "--sysctl",
+        "/proc/sys/vm/lowmem_reserve_ratio=1 2",
+        "--sysctl",
+        "watermark_scale_factor=017",
+    ]);
+    assert!(shown.contains("vm.min_free_kbytes = 1024\n"), "{shown}");
+    assert!(
+        shown.contains("vm.lowmem_reserve_ratio = 1\t2\t32\t0\n"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("vm.watermark_scale_factor = 15\n"),
+        "{shown}"
+    );
+    for (arg, expected) in [
+        (
+            "vm.watermark_scale_factor=0",
+            "--sysctl vm.watermark_scale_factor=0: EINVAL",
+        ),
+        ("vm.percpu_pagelist_high_fraction=7", "EINVAL"),
+        ("vm.min_free_kbytes=12abc", "EINVAL"),
+        ("vm.min_free_kbytes=99999999999999999999999999", "EINVAL"),
+        // Text after the one value is not read ("1\n2" writes 1), but
+        // controls before it make it refused, in a message of one line.
+        ("vm.min_free_kbytes=\r\n\u{2028}1", "EINVAL"),
+        ("vm.swappiness=60", "unknown sysctl 'vm.swappiness'"),
+        ("vm.min_free_kbytes", "not NAME=VALUE"),
+    ] {
+        for command in ["proc", "info"] {
+            let mut args = vec![command];
+            if command == "proc" {
+                args.push("sysctl");
+            }
+            args.extend(["--mem", "1G", "--sysctl", arg]);
+            let message = error_of(&args);
+            assert!(message.contains(expected), "{arg:?}: {message}");
+        }
+    }
+}

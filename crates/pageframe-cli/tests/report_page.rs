@@ -91,7 +91,14 @@ fn out_dir_has_json_csv_plots_and_the_page() {
 }
 
 /// The suites `pageframe conform all` runs.
-const SUITES: [&str; 5] = ["mempolicy", "zoneinfo", "slab", "zsmalloc", "buddy"];
+const SUITES: [&str; 6] = [
+    "mempolicy",
+    "zoneinfo",
+    "slab",
+    "zsmalloc",
+    "buddy",
+    "sysctl",
+];
 
 /// The page's conformance section has one row per suite, each with its
 /// counts (cases = MATCH + DIFF) or `skipped: ` and a reason.

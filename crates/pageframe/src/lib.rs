@@ -106,12 +106,13 @@ pub use machine::{DescError, MachineDesc, MachineLayout};
 pub use page_alloc::{
     AccessError, AllocError, AllocOptions, ArenaOptions, BootError, CpuError, CpuHandle, FreeError,
     HotplugError, LocalPageAllocator, Page, PageAllocator, PcpSnapshot, SetupError,
-    SharedPageAllocator, ShuffleStats, VmEvent, ZoneSnapshot, BULK_LIST_RUN, PAGETYPEINFO_CAP,
+    SharedPageAllocator, ShuffleStats, VmEvent, VmSysctl, ZoneSnapshot, BULK_LIST_RUN,
+    PAGETYPEINFO_CAP,
 };
 pub use rng::MachineRng;
 pub use slab::SlabError;
 pub use sync::{Local, LockFamily, Shared, SpinGuard, SpinLock};
 pub use types::{CpuId, NodeId, Nodemask, Order, Pfn, ZoneIdx, ZoneType, MAX_NUMNODES};
-pub use zone::watermark::{lowmem_reserve_ratio, Watermarks, WATERMARK_SCALE_FACTOR};
+pub use zone::watermark::{Watermarks, LOWMEM_RESERVE_RATIO, WATERMARK_SCALE_FACTOR};
 pub use zone::{ExtfragKey, ZoneEvents};
 pub use zpool::ZpoolError;

@@ -335,9 +335,20 @@ fn render_knows_every_view_by_name() {
     let allocator = boot(&one_node(16, 1));
     assert_eq!(
         proc::VIEWS,
-        ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat", "shuffle"]
+        [
+            "buddyinfo",
+            "pagetypeinfo",
+            "zoneinfo",
+            "vmstat",
+            "shuffle",
+            "sysctl"
+        ]
     );
     assert_eq!(proc::render(&allocator, "shuffle").as_deref(), Some("N\n"));
+    assert_eq!(
+        proc::render(&allocator, "sysctl"),
+        Some(proc::sysctl(&allocator))
+    );
     assert_eq!(
         proc::render(&allocator, "buddyinfo"),
         Some(proc::buddyinfo(&allocator))

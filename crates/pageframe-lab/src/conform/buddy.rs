@@ -38,12 +38,10 @@ const LAZY_INIT: &str = "the host initialises struct pages on demand (deferred_i
 /// addresses of `/proc/iomem` are root's).
 pub fn run() -> Result<SuiteResult, ConformError> {
     if !is_root() {
-        return Ok(SuiteResult {
-            suite: SUITE,
-            outcome: SuiteOutcome::Skipped {
-                reason: "not root (/proc/pagetypeinfo is readable by root only)".into(),
-            },
-        });
+        return Ok(SuiteResult::skipped(
+            SUITE,
+            "not root (/proc/pagetypeinfo is readable by root only)",
+        ));
     }
     let kernel = parse_pagetypeinfo(&read("/proc/pagetypeinfo")?);
     let host = HostMachine::read()?;

@@ -56,3 +56,57 @@ pub fn count_in_list(path: &str) -> Result<usize, ConformError> {
     }
     Ok(count)
 }
+
+/// A lock on the host's memory-management state between suites and
+/// processes: the suites that read the host's watermarks and per-CPU lists
+/// hold it shared, the `sysctl` suite, which changes them for a moment,
+/// holds it exclusive (flock(2) on a file in the temporary directory;
+/// released when dropped).
+pub struct HostStateLock {
+    _file: std::fs::File,
+}
+
+impl HostStateLock {
+    /// Waits for the lock: `exclusive` for a suite that writes host state.
+    pub fn take(exclusive: bool) -> Result<HostStateLock, ConformError> {
+        let path = std::env::temp_dir().join("pageframe-conform-host.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|err| ConformError::Host(format!("{}: {err}", path.display())))?;
+        let operation = if exclusive {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_SH
+        };
+        // SAFETY: flock on a descriptor this function owns; no memory is
+        // passed.
+        let done = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), operation) };
+        if done != 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(ConformError::Host(format!(
+                "flock {}: {err}",
+                path.display()
+            )));
+        }
+        Ok(HostStateLock { _file: file })
+    }
+}
+
+/// Writes `text` to a host sysctl in one write(2), as `echo -n` does: the
+/// Linux errno when the kernel refuses it.
+pub fn write_sysctl(path: &str, text: &[u8]) -> Result<Result<(), i32>, ConformError> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|err| ConformError::Host(format!("{path}: {err}")))?;
+    Ok(match file.write(text) {
+        Ok(_) => Ok(()),
+        Err(err) => Err(err
+            .raw_os_error()
+            .ok_or_else(|| ConformError::Host(format!("{path}: {err}")))?),
+    })
+}

@@ -3,7 +3,7 @@
 //!
 //! Owns the shapes every suite reports in ([`ConformRow`], [`SuiteResult`],
 //! [`Verdict`]) and their text table, so that each suite (mempolicy,
-//! zoneinfo, slab, zsmalloc, buddy) only produces rows. A suite that
+//! zoneinfo, slab, zsmalloc, buddy, sysctl) only produces rows. A suite that
 //! cannot run on this host (not root, a syscall missing) reports itself
 //! [`SuiteOutcome::Skipped`] with the reason: never failed, never faked.
 
@@ -14,6 +14,7 @@ pub mod mempolicy;
 pub mod saved;
 pub mod slab;
 pub mod suites;
+pub mod sysctl;
 pub mod zoneinfo;
 pub mod zram_device;
 pub mod zsmalloc;
@@ -106,6 +107,16 @@ pub struct SuiteResult {
 }
 
 impl SuiteResult {
+    /// A suite skipped for `reason` (not root, a syscall missing, ...).
+    pub fn skipped(suite: &'static str, reason: impl Into<String>) -> SuiteResult {
+        SuiteResult {
+            suite,
+            outcome: SuiteOutcome::Skipped {
+                reason: reason.into(),
+            },
+        }
+    }
+
     /// The rows (none when skipped).
     pub fn rows(&self) -> &[ConformRow] {
         match &self.outcome {

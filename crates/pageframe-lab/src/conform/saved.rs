@@ -5,7 +5,7 @@
 //!
 //! Where the page's results come from ([`for_page`]): a suite found in
 //! `DIR/conform.json` is taken from there; any other suite runs now, except
-//! the suites of [`suites::SLOW_SUITES`], which the page reports skipped with
+//! the suites of [`suites::PAGE_SKIPS`], which the page reports skipped with
 //! the command that measures them. Nothing is made up: a suite that could not
 //! run says why.
 
@@ -189,16 +189,18 @@ pub fn for_page(dir: &Path) -> Result<Vec<SuiteSummary>, String> {
         .map(|(name, run)| {
             match saved.iter().position(|summary| summary.suite == *name) {
                 Some(at) => saved.swap_remove(at),
-                None if suites::SLOW_SUITES.contains(name) => SuiteSummary {
-                    suite: name.to_string(),
-                    source: Source::ThisRun,
-                    state: SummaryState::Skipped {
-                        reason: format!(
-                            "not run with the page (it takes seconds on a real device): `pageframe conform {name} --out DIR` writes DIR/{FILE_NAME}, which the page then shows"
-                        ),
+                None => match suites::PAGE_SKIPS.iter().find(|(skipped, _)| skipped == name) {
+                    Some((_, why)) => SuiteSummary {
+                        suite: name.to_string(),
+                        source: Source::ThisRun,
+                        state: SummaryState::Skipped {
+                            reason: format!(
+                                "not run with the page ({why}): `pageframe conform {name} --out DIR` writes DIR/{FILE_NAME}, which the page then shows"
+                            ),
+                        },
                     },
+                    None => run_now(name, *run),
                 },
-                None => run_now(name, *run),
             }
         })
         .collect())

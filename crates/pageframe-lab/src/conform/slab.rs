@@ -102,14 +102,7 @@ fn host_params() -> Result<SlabParams, ConformError> {
 /// Runs the suite; skipped without root (`/proc/slabinfo` is root's) or on
 /// a page size other than 4 KiB.
 pub fn run() -> Result<SuiteResult, ConformError> {
-    let skipped = |reason: &str| {
-        Ok(SuiteResult {
-            suite: SUITE,
-            outcome: SuiteOutcome::Skipped {
-                reason: reason.to_string(),
-            },
-        })
-    };
+    let skipped = |reason: &str| Ok(SuiteResult::skipped(SUITE, reason));
     if !is_root() {
         return skipped("not root (/proc/slabinfo is readable by root only)");
     }

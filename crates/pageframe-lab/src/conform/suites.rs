@@ -19,12 +19,17 @@ pub const SUITES: &[(&str, SuiteRun)] = &[
     ("slab", super::slab::run),
     ("zsmalloc", super::zsmalloc::run),
     ("buddy", super::buddy::run),
+    ("sysctl", super::sysctl::run),
 ];
 
 /// Suites the report page of `pageframe run --out DIR` does not run itself,
-/// because they take seconds (zsmalloc writes pages into a real zram
-/// device): the page shows them from `DIR/conform.json` (see `saved`).
-pub const SLOW_SUITES: &[&str] = &["zsmalloc"];
+/// and why: zsmalloc takes seconds (it writes pages into a real zram
+/// device), sysctl changes the host's sysctls for a moment. The page shows
+/// them from `DIR/conform.json` (see `saved`).
+pub const PAGE_SKIPS: &[(&str, &str)] = &[
+    ("zsmalloc", "it takes seconds on a real device"),
+    ("sysctl", "it writes the host's vm sysctls for a moment"),
+];
 
 /// DIFF rows that are known and accepted: (suite, case, why pageframe
 /// differs). A case listed here is reported but does not fail the run.

@@ -15,12 +15,11 @@
 //! `high_min`, its `high` (the static size, which is `high_min`) stands for
 //! it; `high_max` is compared once the view prints it.
 
-use super::host::{is_root, read, read_number};
+use super::host::{is_root, read, read_number, HostStateLock};
 use super::host_machine::HostMachine;
 use super::{ConformError, ConformRow, SuiteOutcome, SuiteResult};
 use crate::trace::host::ZoneText;
-use pageframe::{lowmem_reserve_ratio, WATERMARK_SCALE_FACTOR};
-use pageframe::{AllocOptions, LocalPageAllocator, ZoneType};
+use pageframe::{AllocOptions, LocalPageAllocator, VmSysctl};
 
 /// The suite's name.
 const SUITE: &str = "zoneinfo";
@@ -30,7 +29,7 @@ const SUITE: &str = "zoneinfo";
 const SIZES: [&str; 4] = ["start_pfn", "spanned", "present", "managed"];
 
 /// The watermark lines compared.
-const WATERMARKS: [&str; 4] = ["min", "low", "high", "promo"];
+pub(super) const WATERMARKS: [&str; 4] = ["min", "low", "high", "promo"];
 
 /// The pageset fields compared, with the pageframe field standing in when
 /// its view lacks the first.
@@ -45,11 +44,19 @@ fn show(values: &[u64]) -> String {
     format!("({})", values.join(", "))
 }
 
-/// The rows of one zone both sides have.
-fn zone_rows(host: &ZoneText, ours: &ZoneText, rows: &mut Vec<ConformRow>) {
-    let zone = format!("node {} {}", host.node, host.name);
+/// The rows of one zone both sides have: the `lines` given (sizes,
+/// watermarks), the protection and each CPU's pageset, each case named
+/// after `prefix`.
+pub(super) fn zone_rows(
+    prefix: &str,
+    lines: &[&str],
+    host: &ZoneText,
+    ours: &ZoneText,
+    rows: &mut Vec<ConformRow>,
+) {
+    let zone = format!("{prefix}node {} {}", host.node, host.name);
     let number = |value: Option<u64>| value.map_or("absent".to_string(), |value| value.to_string());
-    for mark in SIZES.into_iter().chain(WATERMARKS) {
+    for &mark in lines {
         if ours.field(mark).is_none() && host.field(mark).is_none() {
             continue;
         }
@@ -90,31 +97,50 @@ fn zone_rows(host: &ZoneText, ours: &ZoneText, rows: &mut Vec<ConformRow>) {
     }
 }
 
-/// The sysctls the formulas read, host beside pageframe's fixed values.
-fn sysctl_rows(rows: &mut Vec<ConformRow>) -> Result<(), ConformError> {
-    rows.push(ConformRow::compare(
-        "vm.watermark_scale_factor".into(),
-        read_number("/proc/sys/vm/watermark_scale_factor")?.to_string(),
-        WATERMARK_SCALE_FACTOR.to_string(),
-    ));
-    let ratios: Vec<u64> = read("/proc/sys/vm/lowmem_reserve_ratio")?
-        .split_whitespace()
-        .filter_map(|value| value.parse().ok())
-        .collect();
-    let ours: Vec<u64> = ZoneType::ALL
-        .iter()
-        .map(|zone| lowmem_reserve_ratio(*zone))
-        .collect();
-    rows.push(ConformRow::compare(
-        "vm.lowmem_reserve_ratio".into(),
-        show(&ratios[..ours.len().min(ratios.len())]),
-        show(&ours),
-    ));
-    rows.push(ConformRow::compare(
-        "vm.percpu_pagelist_high_fraction".into(),
-        read_number("/proc/sys/vm/percpu_pagelist_high_fraction")?.to_string(),
-        "0".into(),
-    ));
+/// Each zone of the host beside pageframe's zone of the same node and
+/// name, for the zones both have.
+pub(super) fn zone_pairs<'a>(
+    host: &'a [ZoneText],
+    ours: &'a [ZoneText],
+) -> impl Iterator<Item = (&'a ZoneText, &'a ZoneText)> {
+    host.iter().filter_map(|zone| {
+        let mine = ours
+            .iter()
+            .find(|mine| mine.node == zone.node && mine.name == zone.name)?;
+        Some((zone, mine))
+    })
+}
+
+/// The sysctls the formulas read besides min_free_kbytes (its own row),
+/// host beside pageframe's defaults: each value pageframe has (the host's
+/// lowmem_reserve_ratio also has ZONE_DEVICE's).
+fn sysctl_rows(
+    allocator: &LocalPageAllocator,
+    rows: &mut Vec<ConformRow>,
+) -> Result<(), ConformError> {
+    for sysctl in VmSysctl::ALL {
+        if sysctl == VmSysctl::MinFreeKbytes {
+            continue;
+        }
+        let host: Vec<u64> = read(&format!("/proc/sys/vm/{}", sysctl.name()))?
+            .split_whitespace()
+            .filter_map(|value| value.parse().ok())
+            .collect();
+        let ours = allocator.sysctl_values(sysctl);
+        let (host, ours) = if ours.len() == 1 {
+            (
+                host.first().map_or("absent".into(), u64::to_string),
+                ours[0].to_string(),
+            )
+        } else {
+            (show(&host[..ours.len().min(host.len())]), show(&ours))
+        };
+        rows.push(ConformRow::compare(
+            format!("vm.{}", sysctl.name()),
+            host,
+            ours,
+        ));
+    }
     Ok(())
 }
 
@@ -122,26 +148,20 @@ fn sysctl_rows(rows: &mut Vec<ConformRow>) -> Result<(), ConformError> {
 /// root only).
 pub fn run() -> Result<SuiteResult, ConformError> {
     if !is_root() {
-        return Ok(SuiteResult {
-            suite: SUITE,
-            outcome: SuiteOutcome::Skipped {
-                reason: "not root (/proc/iomem shows the memory map to root only)".into(),
-            },
-        });
+        return Ok(SuiteResult::skipped(
+            SUITE,
+            "not root (/proc/iomem shows the memory map to root only)",
+        ));
     }
+    let _lock = HostStateLock::take(false)?;
     let host = HostMachine::read()?;
     let allocator = LocalPageAllocator::boot_layout(host.layout()?, AllocOptions::default())
         .map_err(|err| ConformError::Boot(err.to_string()))?;
     let ours = crate::trace::host::parse_zoneinfo(&pageframe::proc::zoneinfo(&allocator));
     let mut rows = Vec::new();
-    sysctl_rows(&mut rows)?;
-    for zone in &host.zones {
-        if let Some(mine) = ours
-            .iter()
-            .find(|mine| mine.node == zone.node && mine.name == zone.name)
-        {
-            zone_rows(zone, mine, &mut rows);
-        }
+    sysctl_rows(&allocator, &mut rows)?;
+    for (zone, mine) in zone_pairs(&host.zones, &ours) {
+        zone_rows("", &[SIZES, WATERMARKS].concat(), zone, mine, &mut rows);
     }
     rows.push(ConformRow::compare(
         format!(

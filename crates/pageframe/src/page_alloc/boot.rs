@@ -164,6 +164,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 ),
             )
         })?;
+        options.check_sysctl_fields()?;
         let mut rng = crate::rng::MachineRng::new(seed);
         let frames = Frames::new(layout.end_pfn, layout.pageblock_order).ok_or_else(|| {
             DescError::new(
@@ -236,6 +237,7 @@ impl<L: LockFamily> PageAllocator<L> {
             zonelists: Box::default(),
             options,
             min_free_kbytes: 0,
+            user_min_free_kbytes: None,
             rng,
             seed,
             backing,

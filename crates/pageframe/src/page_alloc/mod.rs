@@ -31,6 +31,7 @@ mod resize;
 mod setup;
 mod shuffle;
 mod snapshot;
+mod sysctl;
 mod watermark;
 mod zone_flags;
 mod zonelist;
@@ -44,6 +45,7 @@ pub use handle::{CpuHandle, Page, BULK_LIST_RUN};
 pub use hotplug::HotplugError;
 pub use shuffle::{ShuffleStats, SHUFFLE_RETRY};
 pub use snapshot::{PcpSnapshot, ZoneSnapshot, PAGETYPEINFO_CAP};
+pub use sysctl::VmSysctl;
 
 use crate::alloc_policy::{FallbackOrder, FreeHighThreshold, PcpSizing};
 use crate::backing::Backing;
@@ -86,6 +88,14 @@ pub struct AllocOptions {
     /// ten-thousandths of the high watermark, until kswapd reclaims the
     /// boost back (`zone::boost`). 0 turns boosting off.
     pub watermark_boost_factor: u64,
+    /// `vm.watermark_scale_factor`: the gap between a zone's watermarks, in
+    /// ten-thousandths of its managed pages (at least a quarter of its min
+    /// watermark); from 1 to 3000.
+    pub watermark_scale_factor: u32,
+    /// `vm.lowmem_reserve_ratio`, per zone type (DMA, DMA32, NORMAL,
+    /// MOVABLE): a zone keeps 1/ratio of the managed pages of the zones
+    /// above it in its node from their allocations; 0 keeps none.
+    pub lowmem_reserve_ratio: [u32; ZoneType::COUNT],
     /// The fallback table of the migratetypes (the kernel's `fallbacks[]`
     /// by default).
     pub fallback_order: FallbackOrder,
@@ -103,6 +113,8 @@ impl AllocOptions {
         free_checks: true,
         unmapped_movable: false,
         watermark_boost_factor: crate::zone::boost::WATERMARK_BOOST_FACTOR,
+        watermark_scale_factor: crate::zone::watermark::WATERMARK_SCALE_FACTOR,
+        lowmem_reserve_ratio: crate::zone::watermark::LOWMEM_RESERVE_RATIO,
         fallback_order: FallbackOrder::Kernel,
         pcp: PcpSizing::KERNEL,
         free_high: FreeHighThreshold::Batch,
@@ -189,6 +201,10 @@ pub struct PageAllocator<L: LockFamily = Local> {
     pub(crate) zonelists: Box<[Zonelists]>,
     pub(crate) options: AllocOptions,
     pub(crate) min_free_kbytes: u64,
+    /// The value last written to `vm.min_free_kbytes` (the kernel's
+    /// `user_min_free_kbytes`, -1 there until a write): a resize keeps
+    /// min_free_kbytes while the formula does not exceed it.
+    pub(crate) user_min_free_kbytes: Option<u64>,
     /// The machine's one seeded RNG (shuffle passes; the per-zone pick-tail
     /// bits are seeded from it). Used only with `&mut self`.
     pub(crate) rng: crate::rng::MachineRng,
@@ -226,7 +242,8 @@ impl<L: LockFamily> PageAllocator<L> {
         self.seed
     }
 
-    /// `min_free_kbytes` as computed at boot.
+    /// `min_free_kbytes`: as computed at boot or after a resize, or as
+    /// written to `vm.min_free_kbytes`.
     pub fn min_free_kbytes(&self) -> u64 {
         self.min_free_kbytes
     }

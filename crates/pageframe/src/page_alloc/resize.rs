@@ -8,7 +8,12 @@
 //! [`PageAllocator::zone_of`], [`PageAllocator::grow_frames`],
 //! [`PageAllocator::add_zone_memory`], [`PageAllocator::remove_zone_memory`],
 //! [`PageAllocator::drain_zone_pcp`] and
-//! [`PageAllocator::recompute_zone_limits`].
+//! [`PageAllocator::recompute_zone_limits`]; the sysctl writes
+//! (`sysctl.rs`) recompute parts of the limits through
+//! [`PageAllocator::setup_per_zone_wmarks`],
+//! [`PageAllocator::setup_lowmem_reserve`],
+//! [`PageAllocator::set_pageset_high_and_batch`] and
+//! [`PageAllocator::set_boost_limits`].
 //!
 //! Invariant kept by every call: a zone's present ranges in the layout are
 //! sorted, disjoint and coalesced; its span covers them; its slot's
@@ -24,8 +29,8 @@ use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::boost::max_watermark_boost;
 use crate::zone::watermark::{
-    lowmem_reserves, min_free_kbytes, thp_min_free_kbytes, zone_batchsize, zone_highsize,
-    zone_watermarks, WATERMARK_SCALE_FACTOR,
+    calculate_min_free_kbytes, lowmem_reserves, thp_min_free_kbytes, zone_batchsize, zone_highsize,
+    zone_watermarks,
 };
 
 impl<L: LockFamily> PageAllocator<L> {
@@ -114,8 +119,8 @@ impl<L: LockFamily> PageAllocator<L> {
             .sum()
     }
 
-    /// Every zone's watermarks from min_free_kbytes, and the limit of its
-    /// watermark boost (any boost dropped). mirrors
+    /// Every zone's watermarks from min_free_kbytes and
+    /// `vm.watermark_scale_factor`, any boost dropped. mirrors
     /// __setup_per_zone_wmarks() (6.12): ZONE_MOVABLE's pages do not count
     /// in the lowmem total.
     fn setup_zone_watermarks(&mut self) {
@@ -132,10 +137,17 @@ impl<L: LockFamily> PageAllocator<L> {
                 pages_min,
                 slot.managed_pages,
                 lowmem_pages,
-                WATERMARK_SCALE_FACTOR,
+                self.options.watermark_scale_factor,
                 slot.zone_type == ZoneType::Movable,
             );
         }
+        self.set_boost_limits(false);
+    }
+
+    /// Every zone's largest watermark boost from its high watermark and
+    /// `vm.watermark_boost_factor`; `keep_boost` keeps the boosts in force
+    /// (see [`crate::zone::Zone`]'s `set_boost_limit`).
+    pub(super) fn set_boost_limits(&self, keep_boost: bool) {
         let pageblock_pages = self.layout.pageblock_order.nr_pages();
         for index in 0..self.zones.len() {
             let slot = &self.zones[index];
@@ -147,8 +159,36 @@ impl<L: LockFamily> PageAllocator<L> {
             );
             // Not lock_zone(): recomputing limits is no allocator traffic.
             let (mut buddy, _) = L::lock(&slot.buddy);
-            buddy.set_boost_limit(limit);
+            buddy.set_boost_limit(limit, keep_boost);
             self.publish(ZoneIdx(index as u16), &buddy);
+        }
+    }
+
+    /// The watermarks of every zone, then each zone's per-CPU high and
+    /// batch, which follow the low watermark. mirrors
+    /// setup_per_zone_wmarks().
+    pub(super) fn setup_per_zone_wmarks(&mut self) {
+        self.setup_zone_watermarks();
+        self.set_pageset_high_and_batch();
+    }
+
+    /// Every zone's `lowmem_reserve[]` from the managed pages of the zones
+    /// above it in its node and `vm.lowmem_reserve_ratio`. mirrors
+    /// setup_per_zone_lowmem_reserve().
+    pub(super) fn setup_lowmem_reserve(&mut self) {
+        for node in 0..self.layout.nodes.len() {
+            let mut managed = [0u64; ZoneType::COUNT];
+            for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
+                managed[slot.zone_type.index()] = slot.managed_pages;
+            }
+            let reserves = lowmem_reserves(&managed, &self.options.lowmem_reserve_ratio);
+            for slot in self
+                .zones
+                .iter_mut()
+                .filter(|slot| slot.node.index() == node)
+            {
+                slot.lowmem_reserve = reserves[slot.zone_type.index()];
+            }
         }
     }
 
@@ -157,13 +197,17 @@ impl<L: LockFamily> PageAllocator<L> {
     /// enables it) and the watermarks of every zone, lowmem reserves,
     /// ALLOC_NOFRAGMENT, per-CPU high and batch (the per-CPU lists drained
     /// to them) and the zonelists. mirrors init_per_zone_wmark_min() with
-    /// khugepaged_min_free_kbytes_update() (6.12), zone_pcp_update() and
-    /// build_all_zonelists().
+    /// khugepaged_min_free_kbytes_update() (6.12), zone_pcp_update() with
+    /// the drain of zone_pcp_disable(), and build_all_zonelists().
     pub(super) fn recompute_zone_limits(&mut self) {
         let page_kb = (1u64 << self.layout.page_shift) >> 10;
-        // mirrors calculate_min_free_kbytes(): from the watermarks in force
-        // (none at boot).
-        self.min_free_kbytes = min_free_kbytes(self.free_buffer_pages() * page_kb);
+        // From the watermarks in force (none at boot); a value written to
+        // vm.min_free_kbytes may be kept.
+        self.min_free_kbytes = calculate_min_free_kbytes(
+            self.free_buffer_pages() * page_kb,
+            self.min_free_kbytes,
+            self.user_min_free_kbytes,
+        );
         self.setup_zone_watermarks();
         if self.layout.transparent_hugepage {
             let nr_zones = self
@@ -180,31 +224,29 @@ impl<L: LockFamily> PageAllocator<L> {
             );
             self.setup_zone_watermarks();
         }
-        for node in 0..self.layout.nodes.len() {
-            let mut managed = [0u64; ZoneType::COUNT];
-            for slot in self.zones.iter().filter(|slot| slot.node.index() == node) {
-                managed[slot.zone_type.index()] = slot.managed_pages;
-            }
-            let reserves = lowmem_reserves(&managed);
-            for slot in self
-                .zones
-                .iter_mut()
-                .filter(|slot| slot.node.index() == node)
-            {
-                slot.lowmem_reserve = reserves[slot.zone_type.index()];
-            }
-        }
+        self.setup_lowmem_reserve();
         for index in 0..self.zones.len() {
             let (node, zone_type) = (self.zones[index].node, self.zones[index].zone_type);
             self.zones[index].nofragment = nofragment(&self.layout, node, zone_type);
         }
+        self.set_pageset_high_and_batch();
+        for zone in self.zone_ids() {
+            self.drain_zone_pcp(zone);
+        }
+        self.zonelists = build_zonelists(&self.layout, &self.zones);
+    }
+
+    /// Every zone's per-CPU `high_min`, `high_max` and `batch` from its
+    /// managed pages, low watermark and `vm.percpu_pagelist_high_fraction`;
+    /// what the lists hold is left to the next free or decay. mirrors
+    /// zone_set_pageset_high_and_batch() for every zone (Linux 6.12).
+    pub(super) fn set_pageset_high_and_batch(&self) {
         let page_bytes = 1u64 << self.layout.page_shift;
         let nr_cpus = self.cpus.len();
         for zone in self.zone_ids() {
             let slot = &self.zones[zone.index()];
-            // zone_set_pageset_high_and_batch() (Linux 6.12): high_min and
-            // high_max split over the node's CPUs; the batch override is a
-            // replay policy beyond the kernel (`PcpSizing`).
+            // high_min and high_max split over the node's CPUs; the batch
+            // override is a replay policy beyond the kernel (`PcpSizing`).
             let (high_min, high_max, batch) = if slot.managed_pages == 0 {
                 (0, 0, 1)
             } else {
@@ -235,9 +277,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 pcp.set_high_and_batch(high_min, high_max, batch);
                 pcp.set_free_high_threshold(self.options.free_high);
             }
-            self.drain_zone_pcp(zone);
         }
-        self.zonelists = build_zonelists(&self.layout, &self.zones);
     }
 
     /// The zone's layout entry (present ranges and span).

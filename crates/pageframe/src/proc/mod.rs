@@ -1,7 +1,8 @@
 //! Kernel-format views of an allocator: `/proc/buddyinfo`,
 //! `/proc/pagetypeinfo`, `/proc/zoneinfo` and `/proc/vmstat`, laid out
 //! character for character as mm/vmstat.c prints them (for the counters
-//! pageframe has).
+//! pageframe has), and the page allocator's sysctls as `sysctl` prints
+//! them (the text of a sysctl write is parsed in `sysctl_text`).
 //!
 //! ```
 //! use pageframe::{LocalPageAllocator, MachineDesc};
@@ -17,6 +18,7 @@
 
 mod buddyinfo;
 mod pagetypeinfo;
+pub(crate) mod sysctl_text;
 mod vmstat;
 mod zoneinfo;
 
@@ -26,8 +28,26 @@ pub use vmstat::{vmstat, vmstat_counters};
 pub use zoneinfo::zoneinfo;
 
 /// The views by name, as `pageframe proc <view>` accepts them. `shuffle` is
-/// /sys/module/page_alloc/parameters/shuffle: `Y` or `N`.
-pub const VIEWS: [&str; 5] = ["buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat", "shuffle"];
+/// /sys/module/page_alloc/parameters/shuffle: `Y` or `N`; `sysctl` is
+/// `sysctl` of the page allocator's vm sysctls.
+pub const VIEWS: [&str; 6] = [
+    "buddyinfo",
+    "pagetypeinfo",
+    "zoneinfo",
+    "vmstat",
+    "shuffle",
+    "sysctl",
+];
+
+/// The page allocator's sysctls as `sysctl vm.NAME ...` prints them: a
+/// line `vm.NAME = <value>` each, in the kernel's table order, a vector's
+/// values separated by tabs.
+pub fn sysctl<L: crate::sync::LockFamily>(allocator: &crate::PageAllocator<L>) -> String {
+    crate::VmSysctl::ALL
+        .iter()
+        .map(|sysctl| format!("vm.{} = {}", sysctl.name(), allocator.read_sysctl(*sysctl)))
+        .collect()
+}
 
 /// /sys/module/page_alloc/parameters/shuffle. mirrors shuffle_show().
 pub fn shuffle<L: crate::sync::LockFamily>(allocator: &crate::PageAllocator<L>) -> String {
@@ -49,6 +69,7 @@ pub fn render<L: crate::sync::LockFamily>(
         "zoneinfo" => Some(zoneinfo(allocator)),
         "vmstat" => Some(vmstat(allocator)),
         "shuffle" => Some(shuffle(allocator)),
+        "sysctl" => Some(sysctl(allocator)),
         _ => None,
     }
 }

@@ -8,7 +8,10 @@
 //!
 //! Owns: the zone's `watermark_boost` (pages added to every watermark), its
 //! limit and the "wake kswapd" flag. Invariant: `watermark_boost <=
-//! boost_limit`; the limit is 0 when boosting is off or the zone is small.
+//! boost_ceiling`, where the ceiling is the limit, or the boost a write to
+//! `vm.watermark_boost_factor` left above a lowered limit (the kernel keeps
+//! it until the next boost or kswapd); the limit is 0 when boosting is off
+//! or the zone is small.
 
 use super::Zone;
 
@@ -32,11 +35,17 @@ pub fn max_watermark_boost(high: u64, managed: u64, pageblock_pages: u64, factor
 }
 
 impl Zone {
-    /// Sets the boost limit when the watermarks are (re)computed, and
-    /// drops any boost, as __setup_per_zone_wmarks() does.
-    pub(crate) fn set_boost_limit(&mut self, limit: u64) {
+    /// Sets the boost limit. Without `keep_boost` any boost is dropped, as
+    /// __setup_per_zone_wmarks() drops it when the watermarks are
+    /// (re)computed; with it the boost stays, as after a write to
+    /// `vm.watermark_boost_factor`, which the kernel only reads at the next
+    /// boost (boost_watermark() then holds the boost to the new limit).
+    pub(crate) fn set_boost_limit(&mut self, limit: u64, keep_boost: bool) {
         self.boost_limit = limit;
-        self.watermark_boost = 0;
+        if !keep_boost {
+            self.watermark_boost = 0;
+        }
+        self.boost_ceiling = limit.max(self.watermark_boost);
     }
 
     /// Raises the boost by a pageblock, up to the limit; false when
@@ -47,6 +56,7 @@ impl Zone {
         }
         let pageblock = 1u64 << self.pageblock_order.0;
         self.watermark_boost = (self.watermark_boost + pageblock).min(self.boost_limit);
+        self.boost_ceiling = self.boost_limit;
         true
     }
 

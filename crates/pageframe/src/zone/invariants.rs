@@ -12,10 +12,10 @@ impl Zone {
     /// number of free pages found (ISOLATE included).
     pub fn check_invariants(&self, frames: &Frames) -> Result<u64, InvariantError> {
         let fail = |what: String| Err(InvariantError(format!("zone {}: {what}", self.index)));
-        if self.watermark_boost > self.boost_limit {
+        if self.watermark_boost > self.boost_ceiling || self.boost_limit > self.boost_ceiling {
             return fail(format!(
-                "watermark boost {} above its limit {}",
-                self.watermark_boost, self.boost_limit
+                "watermark boost {} or its limit {} above the ceiling {}",
+                self.watermark_boost, self.boost_limit, self.boost_ceiling
             ));
         }
         let mut total = 0u64;

@@ -109,9 +109,11 @@ pub struct Zone {
     /// list; `Order(u8::MAX)` when the free lists are not shuffled.
     shuffle_order: Order,
     pick_tail: PickTail,
-    /// `watermark_boost` and its limit (`boost`).
+    /// `watermark_boost`, its limit and the ceiling the invariant holds it
+    /// to (`boost`).
     watermark_boost: u64,
     boost_limit: u64,
+    boost_ceiling: u64,
     /// ZONE_BOOSTED_WATERMARK.
     boosted_wakeup: bool,
     /// The table a request walks when its own lists are empty.
@@ -148,6 +150,7 @@ impl Zone {
             pick_tail: PickTail::new(0),
             watermark_boost: 0,
             boost_limit: 0,
+            boost_ceiling: 0,
             boosted_wakeup: false,
             fallback_order: FallbackOrder::Kernel,
             extfrag: extfrag::ExtfragCounts::new(max_order),

@@ -11,17 +11,12 @@
 use crate::gfp::AllocFlags;
 use crate::types::{Order, ZoneType};
 
-/// `watermark_scale_factor` default: 10 (0.1% of the zone).
-pub const WATERMARK_SCALE_FACTOR: u64 = 10;
+/// `vm.watermark_scale_factor`'s default: 10 (0.1% of the zone).
+pub const WATERMARK_SCALE_FACTOR: u32 = 10;
 
-/// `sysctl_lowmem_reserve_ratio` per zone type.
-pub fn lowmem_reserve_ratio(zone_type: ZoneType) -> u64 {
-    match zone_type {
-        ZoneType::Dma | ZoneType::Dma32 => 256,
-        ZoneType::Normal => 32,
-        ZoneType::Movable => 0,
-    }
-}
+/// `vm.lowmem_reserve_ratio`'s default, per zone type in [`ZoneType::ALL`]
+/// order (DMA, DMA32, NORMAL, MOVABLE): `sysctl_lowmem_reserve_ratio[]`.
+pub const LOWMEM_RESERVE_RATIO: [u32; ZoneType::COUNT] = [256, 256, 32, 0];
 
 /// `SWAP_CLUSTER_MAX`: the smallest min watermark of ZONE_MOVABLE.
 const SWAP_CLUSTER_MAX: u64 = 32;
@@ -61,7 +56,22 @@ impl Watermarks {
 
 /// `min_free_kbytes = int_sqrt(lowmem_kbytes * 16)`, clamped to [128, 262144].
 pub fn min_free_kbytes(lowmem_kbytes: u64) -> u64 {
-    (lowmem_kbytes * 16).isqrt().clamp(128, 262_144)
+    (lowmem_kbytes.saturating_mul(16))
+        .isqrt()
+        .clamp(128, 262_144)
+}
+
+/// min_free_kbytes after memory was added or removed, when it was
+/// `current`: the formula's value for `lowmem_kbytes`, unless a value
+/// written to `vm.min_free_kbytes` (`user`) is at least the unclamped
+/// formula, which is then kept ("user defined value is preferred").
+/// mirrors calculate_min_free_kbytes() (6.12).
+pub fn calculate_min_free_kbytes(lowmem_kbytes: u64, current: u64, user: Option<u64>) -> u64 {
+    let new = lowmem_kbytes.saturating_mul(16).isqrt();
+    match user {
+        Some(user) if new <= user => current,
+        _ => min_free_kbytes(lowmem_kbytes),
+    }
 }
 
 /// The watermarks of a zone of `managed` pages, when the zones other than
@@ -73,7 +83,7 @@ pub fn zone_watermarks(
     pages_min: u64,
     managed: u64,
     lowmem_pages: u64,
-    scale_factor: u64,
+    scale_factor: u32,
     movable: bool,
 ) -> Watermarks {
     let share = if lowmem_pages == 0 {
@@ -86,7 +96,7 @@ pub fn zone_watermarks(
     } else {
         share
     };
-    let step = (share / 4).max((managed as u128 * scale_factor as u128 / 10_000) as u64);
+    let step = (share / 4).max((managed as u128 * u128::from(scale_factor) / 10_000) as u64);
     Watermarks {
         min,
         low: min + step,
@@ -114,13 +124,16 @@ pub fn thp_min_free_kbytes(
 
 /// `lowmem_reserve[]` of every zone of one node: `reserves[i][j]` protects
 /// zone `i` from allocations whose highest zone is `j`. `managed[i]` is the
-/// managed pages of the node's zone of type i (0 when absent).
+/// managed pages of the node's zone of type i (0 when absent), `ratios[i]`
+/// its `vm.lowmem_reserve_ratio` (0: no reserve). mirrors
+/// setup_per_zone_lowmem_reserve().
 pub fn lowmem_reserves(
     managed: &[u64; ZoneType::COUNT],
+    ratios: &[u32; ZoneType::COUNT],
 ) -> [[u64; ZoneType::COUNT]; ZoneType::COUNT] {
     let mut reserves = [[0; ZoneType::COUNT]; ZoneType::COUNT];
-    for (lower, zone_type) in ZoneType::ALL.iter().enumerate().take(ZoneType::COUNT - 1) {
-        let ratio = lowmem_reserve_ratio(*zone_type);
+    for lower in 0..ZoneType::COUNT - 1 {
+        let ratio = u64::from(ratios[lower]);
         if ratio == 0 || managed[lower] == 0 {
             continue;
         }
@@ -202,6 +215,25 @@ mod tests {
         assert_eq!(min_free_kbytes(16 << 20), 16384);
         assert_eq!(min_free_kbytes(1024), 128);
         assert_eq!(min_free_kbytes(1 << 40), 262_144);
+        assert_eq!(min_free_kbytes(u64::MAX), 262_144);
+    }
+
+    /// A written value is kept while the formula does not exceed it, and
+    /// the formula (clamped) wins once it does.
+    #[test]
+    fn a_written_min_free_kbytes_is_kept_until_the_formula_exceeds_it() {
+        // 16 GiB: the formula gives 16384.
+        assert_eq!(calculate_min_free_kbytes(16 << 20, 1000, None), 16384);
+        assert_eq!(calculate_min_free_kbytes(16 << 20, 1000, Some(16384)), 1000);
+        assert_eq!(
+            calculate_min_free_kbytes(16 << 20, 1000, Some(16383)),
+            16384
+        );
+        // The comparison is before the clamp: 64 KiB gives sqrt(64 * 16) =
+        // 32, not above a written 100 (kept), but above a written 31 (the
+        // clamped formula, 128, replaces it).
+        assert_eq!(calculate_min_free_kbytes(64, 100, Some(100)), 100);
+        assert_eq!(calculate_min_free_kbytes(64, 100, Some(31)), 128);
     }
 
     #[test]
@@ -251,14 +283,14 @@ mod tests {
     #[test]
     fn lowmem_reserve_protects_lower_zones() {
         // No DMA zone: its row stays 0.
-        let reserves = lowmem_reserves(&[0, 1 << 20, 1 << 22, 1 << 21]);
+        let reserves = lowmem_reserves(&[0, 1 << 20, 1 << 22, 1 << 21], &LOWMEM_RESERVE_RATIO);
         assert_eq!(reserves[0], [0, 0, 0, 0]);
         assert_eq!(reserves[1][2], (1 << 22) / 256);
         assert_eq!(reserves[1][3], ((1 << 22) + (1 << 21)) / 256);
         assert_eq!(reserves[2][3], (1 << 21) / 32);
         assert_eq!(reserves[3], [0, 0, 0, 0]);
         // The host above: DMA protection (0, 3019, 24090, 24090).
-        let host = lowmem_reserves(&[3840, 772_917, 5_394_266, 0]);
+        let host = lowmem_reserves(&[3840, 772_917, 5_394_266, 0], &LOWMEM_RESERVE_RATIO);
         assert_eq!(host[0], [0, 3019, 24_090, 24_090]);
         assert_eq!(host[1], [0, 0, 21_071, 21_071]);
     }

@@ -58,6 +58,7 @@ pub struct ProcViews {
     pub pagetypeinfo: String,
     pub zoneinfo: String,
     pub vmstat: String,
+    pub sysctl: String,
 }
 
 impl ProcViews {
@@ -67,6 +68,7 @@ impl ProcViews {
             pagetypeinfo: proc::pagetypeinfo(allocator),
             zoneinfo: proc::zoneinfo(allocator),
             vmstat: proc::vmstat(allocator),
+            sysctl: proc::sysctl(allocator),
         }
     }
 }
@@ -88,6 +90,7 @@ pub fn assert_unchanged<L: LockFamily, T>(
     );
     assert_eq!(before.zoneinfo, after.zoneinfo, "zoneinfo changed");
     assert_eq!(before.vmstat, after.vmstat, "vmstat changed");
+    assert_eq!(before.sysctl, after.sysctl, "a sysctl changed");
     result
 }
 
