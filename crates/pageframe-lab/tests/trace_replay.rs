@@ -741,3 +741,54 @@ fn a_fallback_inside_a_refill_does_not_split_it() {
     assert_eq!(outcome.counts.trace_refill_calls, 3);
     assert_eq!(outcome.counts.trace_refill_pages, 5);
 }
+
+/// A recording saves the host's page-allocator sysctls; a replay on the
+/// host-shaped machine writes them, as the host's sysctl.conf did: a saved
+/// `vm.percpu_pagelist_high_fraction` of 8 replays as `--pcp-high-fraction
+/// 8` does, a flag given wins over the saved value, and a value no kernel
+/// holds is refused naming its key.
+#[test]
+fn the_hosts_saved_sysctls_shape_the_replay_machine() {
+    let plain = shipped_prefix(20_000);
+    let replay = |trace: &Trace, high_fraction: u32| {
+        trace::replay(
+            trace,
+            &ReplayOptions {
+                samples: 2,
+                alloc: pageframe::AllocOptions {
+                    pcp: pageframe::PcpSizing::new(high_fraction, None).unwrap(),
+                    ..pageframe::AllocOptions::KERNEL
+                },
+                ..ReplayOptions::default()
+            },
+        )
+    };
+    let mut saved = plain.clone();
+    saved.set_meta("host.start.percpu_pagelist_high_fraction", "8\n");
+    let by_file = replay(&saved, 0).unwrap();
+    let by_flag = replay(&plain, 8).unwrap();
+    let default = replay(&plain, 0).unwrap();
+    assert_eq!(by_file.pcp_high_end, by_flag.pcp_high_end);
+    assert_eq!(by_file.pcp_drain_pages, by_flag.pcp_drain_pages);
+    assert_ne!(by_file.pcp_high_end, default.pcp_high_end);
+    // The flag wins over the saved value.
+    let mut other = plain.clone();
+    other.set_meta("host.start.percpu_pagelist_high_fraction", "100\n");
+    assert_eq!(
+        replay(&other, 8).unwrap().pcp_high_end,
+        by_flag.pcp_high_end
+    );
+    for (key, value) in [
+        ("percpu_pagelist_high_fraction", "7\n"),
+        ("watermark_scale_factor", "0\n"),
+        ("min_free_kbytes", "-1\n"),
+    ] {
+        let mut damaged = plain.clone();
+        damaged.set_meta(&format!("host.start.{key}"), value);
+        let err = replay(&damaged, 0).unwrap_err();
+        assert!(
+            matches!(&err, TraceError::Invalid(message) if message.contains(key)),
+            "{err}"
+        );
+    }
+}

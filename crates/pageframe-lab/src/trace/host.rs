@@ -8,13 +8,28 @@
 use super::event::Trace;
 use std::collections::BTreeMap;
 
-/// The files saved, by short name.
-pub const HOST_FILES: [(&str, &str); 6] = [
+/// The files saved, by short name. The page allocator's sysctls are saved
+/// under their names (`pageframe::VmSysctl::name`), so that a replay on a
+/// host-shaped machine writes the host's values.
+pub const HOST_FILES: [(&str, &str); 10] = [
     ("zoneinfo", "/proc/zoneinfo"),
     ("buddyinfo", "/proc/buddyinfo"),
     ("pagetypeinfo", "/proc/pagetypeinfo"),
     ("vmstat", "/proc/vmstat"),
     ("min_free_kbytes", "/proc/sys/vm/min_free_kbytes"),
+    (
+        "watermark_boost_factor",
+        "/proc/sys/vm/watermark_boost_factor",
+    ),
+    (
+        "watermark_scale_factor",
+        "/proc/sys/vm/watermark_scale_factor",
+    ),
+    (
+        "percpu_pagelist_high_fraction",
+        "/proc/sys/vm/percpu_pagelist_high_fraction",
+    ),
+    ("lowmem_reserve_ratio", "/proc/sys/vm/lowmem_reserve_ratio"),
     ("osrelease", "/proc/sys/kernel/osrelease"),
 ];
 

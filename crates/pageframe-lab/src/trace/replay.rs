@@ -45,7 +45,7 @@ use crate::machine_args::check_host_holds;
 use pageframe::machine::apply_cmdline;
 use pageframe::{
     AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, MigrateType,
-    NodeId, Order, Pfn,
+    NodeId, Order, Pfn, VmSysctl,
 };
 use std::collections::HashSet;
 
@@ -398,6 +398,40 @@ fn host_pfn_end(trace: &Trace) -> Option<u64> {
         .max()
 }
 
+/// Writes the sysctls the recording saved to a machine shaped like its
+/// host, in the kernel's table order, as the host's sysctl.conf would have:
+/// min_free_kbytes where it differs from the machine's own (a value set by
+/// hand), and the others as saved; `vm.percpu_pagelist_high_fraction` only
+/// when `--pcp-high-fraction` did not choose it. A saved value the kernel
+/// would refuse is a damaged trace.
+fn write_host_sysctls(
+    trace: &Trace,
+    options: &ReplayOptions,
+    allocator: &mut LocalPageAllocator,
+) -> Result<(), TraceError> {
+    for sysctl in VmSysctl::ALL {
+        let Some(text) = host_file(trace, Moment::Start, sysctl.name()) else {
+            continue;
+        };
+        let skip = match sysctl {
+            VmSysctl::MinFreeKbytes => text.trim() == allocator.min_free_kbytes().to_string(),
+            VmSysctl::PercpuPagelistHighFraction => options.alloc.pcp.high_fraction != 0,
+            _ => false,
+        };
+        if skip {
+            continue;
+        }
+        allocator.write_sysctl(sysctl, &text).map_err(|errno| {
+            TraceError::Invalid(format!(
+                "host.start.{}: {:?} is not a value the kernel holds ({errno})",
+                sysctl.name(),
+                text.trim()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// Replays a trace. Deterministic for a given trace and options.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, TraceError> {
     trace.check_invariants()?;
@@ -434,6 +468,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     {
         desc.transparent_hugepage = true;
         allocator = boot(&desc)?;
+    }
+    if options.machine.is_none() {
+        write_host_sysctls(trace, options, &mut allocator)?;
     }
     let layout = allocator.layout();
     let nr_cpus = allocator.nr_cpus();
