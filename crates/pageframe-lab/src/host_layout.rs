@@ -1,6 +1,9 @@
 //! Machine descriptions shaped like a host from what its `/proc/zoneinfo`
-//! shows: the conformance suites' machine (with `/proc/iomem`'s memory map)
-//! and a trace replay's (from the zoneinfo the recording saved).
+//! shows: the conformance suites' machine and a trace replay's (from the
+//! zoneinfo the recording saved). With the host's `/proc/iomem`
+//! ([`system_ram`]) each node's memory is the `System RAM` within its
+//! zones' spans, at the bytes e820 gave ([`node_ranges`]); without it, a
+//! zone's present pages are laid from its `start_pfn` on.
 //!
 //! Where a host's boot reservations lie is not visible after boot (x86
 //! keeps no memblock debugfs). [`reserve_unmanaged`] places, in each zone,
@@ -68,16 +71,74 @@ pub fn reserve_unmanaged(
     Ok(reserved)
 }
 
-/// A machine with the zones of `zones` (a parsed `/proc/zoneinfo`): each
-/// populated zone's present pages from its `start_pfn` on (its holes, which
-/// zoneinfo does not locate, gathered at the end of its span), DMA and
-/// DMA32 zones when the host has them, `nr_cpus` CPUs spread over the
-/// nodes in blocks, and each zone's unmanaged pages reserved
-/// ([`reserve_unmanaged`]). `None` when the text lacks a zone's start or
-/// sizes, or the layout is refused (two nodes in one pageblock, say).
-pub fn from_zoneinfo(zones: &[ZoneText], nr_cpus: usize) -> Option<MachineDesc> {
+/// The top-level `System RAM` ranges of a `/proc/iomem` text as `[start,
+/// end)` bytes; `None` when the text hides the addresses (as it does from
+/// all but root: every range reads `00000000-00000000`) or has no RAM.
+pub fn system_ram(iomem: &str) -> Option<Vec<(u64, u64)>> {
+    let mut hidden = false;
+    let ram: Vec<(u64, u64)> = iomem
+        .lines()
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| {
+            let (range, name) = line.split_once(" : ")?;
+            if name.trim() != "System RAM" {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            let start = u64::from_str_radix(start.trim(), 16).ok()?;
+            let end = u64::from_str_radix(end.trim(), 16).ok()?;
+            hidden |= start == 0 && end == 0;
+            let end = end.checked_add(1)?;
+            (end > start).then_some((start, end))
+        })
+        .collect();
+    (!hidden && !ram.is_empty()).then_some(ram)
+}
+
+/// Each node's memory: the `ram` ranges within the span of its zones (from
+/// the lowest `start_pfn` to the highest end), clipped to it. `None` when a
+/// zone's start or span is missing or overflows.
+pub fn node_ranges(zones: &[ZoneText], ram: &[(u64, u64)]) -> Option<Vec<Vec<MemRange>>> {
     let nr_nodes = zones.iter().map(|zone| zone.node + 1).max()?;
-    let mut nodes = vec![NodeDesc::default(); nr_nodes];
+    let mut spans: Vec<Option<(u64, u64)>> = vec![None; nr_nodes];
+    for zone in zones
+        .iter()
+        .filter(|zone| zone.field("spanned").unwrap_or(0) > 0)
+    {
+        let start = zone.field("start_pfn")?.checked_mul(1 << PAGE_SHIFT)?;
+        let end = zone
+            .field("spanned")?
+            .checked_mul(1 << PAGE_SHIFT)?
+            .checked_add(start)?;
+        let span = &mut spans[zone.node];
+        *span = Some(span.map_or((start, end), |(s, e)| (s.min(start), e.max(end))));
+    }
+    Some(
+        spans
+            .into_iter()
+            .map(|span| {
+                let Some((start, end)) = span else {
+                    return Vec::new();
+                };
+                ram.iter()
+                    .map(|&(s, e)| (s.max(start), e.min(end)))
+                    .filter(|(s, e)| e > s)
+                    .map(|(start, end)| MemRange {
+                        start,
+                        size: end - start,
+                    })
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// Each node's memory without the memory map: each populated zone's present
+/// pages from its `start_pfn` on (its holes, which zoneinfo does not
+/// locate, gathered at the end of its span).
+fn ranges_from_zone_starts(zones: &[ZoneText]) -> Option<Vec<Vec<MemRange>>> {
+    let nr_nodes = zones.iter().map(|zone| zone.node + 1).max()?;
+    let mut nodes = vec![Vec::new(); nr_nodes];
     for zone in zones {
         let present = zone.field("present")?;
         if present == 0 {
@@ -87,11 +148,54 @@ pub fn from_zoneinfo(zones: &[ZoneText], nr_cpus: usize) -> Option<MachineDesc> 
         if present > zone.field("spanned")? {
             return None;
         }
-        nodes[zone.node].ranges.push(MemRange {
+        nodes[zone.node].push(MemRange {
             start: start.checked_mul(1 << PAGE_SHIFT)?,
             size: present.checked_mul(1 << PAGE_SHIFT)?,
         });
     }
+    Some(nodes)
+}
+
+/// A machine with the zones of `zones` (a parsed `/proc/zoneinfo`): each
+/// node's memory from `ram` (the host's `System RAM`, see [`node_ranges`])
+/// when given and it gives every zone the present pages zoneinfo counts,
+/// else from the zones' starts; DMA and DMA32 zones when the host has
+/// them, `nr_cpus` CPUs spread over the nodes in blocks, and each zone's
+/// unmanaged pages reserved ([`reserve_unmanaged`]). `None` when the text
+/// lacks a zone's start or sizes, or the layout is refused (two nodes in
+/// one pageblock, say).
+pub fn from_zoneinfo(
+    zones: &[ZoneText],
+    ram: Option<&[(u64, u64)]>,
+    nr_cpus: usize,
+) -> Option<MachineDesc> {
+    let mapped = ram.and_then(|ram| {
+        let desc = shaped(zones, node_ranges(zones, ram)?, nr_cpus)?;
+        let layout = desc.layout().ok()?;
+        let counts_match = layout.zones().all(|zone| {
+            let host = zones
+                .iter()
+                .find(|host| host.node == zone.node.index() && host.name == zone.zone_type.name());
+            host.and_then(|host| host.field("present")).unwrap_or(0) == zone.present_pages()
+        });
+        counts_match.then_some(desc)
+    });
+    match mapped {
+        Some(desc) => Some(desc),
+        None => shaped(zones, ranges_from_zone_starts(zones)?, nr_cpus),
+    }
+}
+
+/// [`from_zoneinfo`] with each node's memory given.
+fn shaped(zones: &[ZoneText], ranges: Vec<Vec<MemRange>>, nr_cpus: usize) -> Option<MachineDesc> {
+    let nr_nodes = ranges.len();
+    let mut nodes: Vec<NodeDesc> = ranges
+        .into_iter()
+        .map(|ranges| NodeDesc {
+            ranges,
+            cpus: Vec::new(),
+        })
+        .collect();
     for (node, desc) in nodes.iter_mut().enumerate() {
         desc.cpus = (node * nr_cpus / nr_nodes..(node + 1) * nr_cpus / nr_nodes)
             .map(|cpu| u16::try_from(cpu).map(CpuId))
@@ -125,7 +229,7 @@ mod tests {
     #[test]
     fn a_machine_from_zoneinfo_has_the_hosts_zone_sizes() {
         let zones = parse_zoneinfo(ZONEINFO);
-        let desc = from_zoneinfo(&zones, 2).unwrap();
+        let desc = from_zoneinfo(&zones, None, 2).unwrap();
         let layout = desc.layout().unwrap();
         let sizes: Vec<(u64, u64, u64, u64)> = layout
             .zones()
@@ -154,6 +258,56 @@ mod tests {
             layout.nodes[0].zones[2].reserved.last().unwrap().end.0,
             1048576 + 5505024
         );
+    }
+
+    /// This host's `System RAM` (24 GiB; e820's holes below 1 MiB and from
+    /// 3 GiB to 4 GiB).
+    const IOMEM: &str = "00000000-00000fff : Reserved\n00001000-0009fbff : System RAM\n000a0000-000fffff : Reserved\n00100000-bfffffff : System RAM\n  01000000-01ffffff : Kernel code\nc0000000-febfffff : PCI Bus 0000:00\n100000000-63fffffff : System RAM\n";
+
+    #[test]
+    fn system_ram_is_read_at_its_bytes_unless_hidden() {
+        assert_eq!(
+            system_ram(IOMEM),
+            Some(vec![
+                (0x1000, 0x9fc00),
+                (0x10_0000, 0xc000_0000),
+                (0x1_0000_0000, 0x6_4000_0000)
+            ])
+        );
+        // What a user other than root reads.
+        let hidden = "00000000-00000000 : Reserved\n00000000-00000000 : System RAM\n";
+        assert_eq!(system_ram(hidden), None);
+        assert_eq!(
+            system_ram("garbage\n: System RAM\nx-y : System RAM\n"),
+            None
+        );
+    }
+
+    /// With the memory map, the zones' holes are where e820 put them: the
+    /// DMA32 zone's present pages end at 3 GiB, not at its start plus its
+    /// present pages; sizes are the host's either way. A map that does not
+    /// give a zone its present pages is not used.
+    #[test]
+    fn the_memory_map_places_the_holes() {
+        let zones = parse_zoneinfo(ZONEINFO);
+        let ram = system_ram(IOMEM).unwrap();
+        let mapped = from_zoneinfo(&zones, Some(&ram), 2).unwrap();
+        let plain = from_zoneinfo(&zones, None, 2).unwrap();
+        let (mapped, plain) = (mapped.layout().unwrap(), plain.layout().unwrap());
+        let dma32 = |layout: &MachineLayout| {
+            let zone = &layout.nodes[0].zones[1];
+            (
+                zone.present_pages(),
+                zone.managed_pages(),
+                zone.present.last().unwrap().end.0,
+            )
+        };
+        assert_eq!(dma32(&mapped), (782_336, 772_917, 0xc0000));
+        assert_eq!(dma32(&plain), (782_336, 772_917, 4096 + 782_336));
+        assert_eq!(mapped.nodes[0].zones[0].present[0].end.0, 0x9f);
+        let short = [(0x1000, 0x9fc00), (0x10_0000, 0x8000_0000)];
+        let fallback = from_zoneinfo(&zones, Some(&short), 2).unwrap();
+        assert_eq!(fallback.layout().unwrap(), plain);
     }
 
     /// A zoneinfo text of one node's DMA (from PFN 1), DMA32 (from 4096)
@@ -212,7 +366,7 @@ mod tests {
                     .join("\n");
             }
             let parsed = parse_zoneinfo(&text);
-            if let Some(desc) = from_zoneinfo(&parsed, cpus) {
+            if let Some(desc) = from_zoneinfo(&parsed, None, cpus) {
                 let layout = desc.layout().unwrap();
                 for zone in layout.zones().filter(|zone| zone.is_populated()) {
                     let host = parsed
@@ -229,9 +383,9 @@ mod tests {
     #[test]
     fn zoneinfo_without_sizes_or_managing_too_much_gives_none() {
         let no_start = ZONEINFO.replace("start_pfn:           4096", "");
-        assert!(from_zoneinfo(&parse_zoneinfo(&no_start), 2).is_none());
+        assert!(from_zoneinfo(&parse_zoneinfo(&no_start), None, 2).is_none());
         let too_much = ZONEINFO.replace("managed  772917", "managed  999999");
-        assert!(from_zoneinfo(&parse_zoneinfo(&too_much), 2).is_none());
-        assert!(from_zoneinfo(&[], 2).is_none());
+        assert!(from_zoneinfo(&parse_zoneinfo(&too_much), None, 2).is_none());
+        assert!(from_zoneinfo(&[], None, 2).is_none());
     }
 }

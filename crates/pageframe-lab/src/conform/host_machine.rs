@@ -9,12 +9,10 @@
 
 use super::host::{cmdline_param, read};
 use super::ConformError;
+use crate::host_layout::{node_ranges, system_ram};
 use crate::trace::host::{parse_zoneinfo, ZoneText};
-use pageframe::machine::{apply_cmdline, MemRange, NodeDesc};
+use pageframe::machine::{apply_cmdline, NodeDesc};
 use pageframe::{CpuId, MachineDesc, MachineLayout};
-
-/// Page size of the machine (x86-64).
-const PAGE_SHIFT: u32 = 12;
 
 /// The host as the suites read it, and the machine shaped like it.
 pub struct HostMachine {
@@ -22,25 +20,6 @@ pub struct HostMachine {
     pub zones: Vec<ZoneText>,
     /// The machine description shaped like the host.
     pub desc: MachineDesc,
-}
-
-/// The top-level `System RAM` ranges of `/proc/iomem` as `[start, end)`
-/// bytes (root sees the addresses; others see zeros).
-fn system_ram(iomem: &str) -> Vec<(u64, u64)> {
-    iomem
-        .lines()
-        .filter(|line| !line.starts_with(' '))
-        .filter_map(|line| {
-            let (range, name) = line.split_once(" : ")?;
-            if name.trim() != "System RAM" {
-                return None;
-            }
-            let (start, end) = range.split_once('-')?;
-            let start = u64::from_str_radix(start.trim(), 16).ok()?;
-            let end = u64::from_str_radix(end.trim(), 16).ok()?.checked_add(1)?;
-            (end > start).then_some((start, end))
-        })
-        .collect()
 }
 
 /// Whether PMD-size THP is enabled on the host: the global setting, or the
@@ -91,45 +70,21 @@ impl HostMachine {
     /// Reads the host and describes the machine shaped like it.
     pub fn read() -> Result<HostMachine, ConformError> {
         let zones = parse_zoneinfo(&read("/proc/zoneinfo")?);
-        let ram = system_ram(&read("/proc/iomem")?);
-        if ram.is_empty() {
-            return Err(ConformError::Host(
-                "/proc/iomem shows no System RAM addresses".into(),
-            ));
-        }
-        let nr_nodes = zones.iter().map(|zone| zone.node + 1).max().unwrap_or(1);
-        // Each node's span: from its lowest zone start to its highest end.
-        let span = |node: usize| {
-            let spans = zones
-                .iter()
-                .filter(|zone| zone.node == node && zone.field("spanned").unwrap_or(0) > 0)
-                .filter_map(|zone| {
-                    let start = zone.field("start_pfn")? << PAGE_SHIFT;
-                    Some((start, start + (zone.field("spanned")? << PAGE_SHIFT)))
-                });
-            spans.fold(None, |acc: Option<(u64, u64)>, (start, end)| {
-                Some(acc.map_or((start, end), |(s, e)| (s.min(start), e.max(end))))
+        let ram = system_ram(&read("/proc/iomem")?).ok_or_else(|| {
+            ConformError::Host("/proc/iomem shows no System RAM addresses".into())
+        })?;
+        let ranges = node_ranges(&zones, &ram)
+            .ok_or_else(|| ConformError::Host("/proc/zoneinfo: a zone without its span".into()))?;
+        let nodes = ranges
+            .into_iter()
+            .enumerate()
+            .map(|(node, ranges)| {
+                Ok(NodeDesc {
+                    ranges,
+                    cpus: node_cpus(node)?,
+                })
             })
-        };
-        let mut nodes = Vec::with_capacity(nr_nodes);
-        for node in 0..nr_nodes {
-            let ranges = match span(node) {
-                Some((start, end)) => ram
-                    .iter()
-                    .map(|&(s, e)| (s.max(start), e.min(end)))
-                    .filter(|(s, e)| e > s)
-                    .map(|(start, end)| MemRange {
-                        start,
-                        size: end - start,
-                    })
-                    .collect(),
-                None => Vec::new(),
-            };
-            nodes.push(NodeDesc {
-                ranges,
-                cpus: node_cpus(node)?,
-            });
-        }
+            .collect::<Result<Vec<_>, ConformError>>()?;
         let has = |name: &str| zones.iter().any(|zone| zone.name == name);
         let mut desc = MachineDesc {
             nodes,
@@ -162,23 +117,5 @@ impl HostMachine {
         self.desc
             .layout()
             .map_err(|err| ConformError::Boot(err.to_string()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn system_ram_is_read_at_its_bytes() {
-        let iomem = "00000000-00000fff : Reserved\n00001000-0009fbff : System RAM\n00100000-bfffffff : System RAM\n  01000000-01ffffff : Kernel code\n100000000-63fffffff : System RAM\n";
-        assert_eq!(
-            system_ram(iomem),
-            [
-                (0x1000, 0x9fc00),
-                (0x10_0000, 0xc000_0000),
-                (0x1_0000_0000, 0x6_4000_0000)
-            ]
-        );
     }
 }

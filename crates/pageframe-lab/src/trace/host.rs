@@ -8,11 +8,13 @@
 use super::event::Trace;
 use std::collections::BTreeMap;
 
-/// The files saved, by short name. The page allocator's sysctls are saved
+/// The files saved, by short name (`/proc/iomem` shows its addresses to
+/// root only, which a recording is). The page allocator's sysctls are saved
 /// under their names (`pageframe::VmSysctl::name`), so that a replay on a
 /// host-shaped machine writes the host's values.
-pub const HOST_FILES: [(&str, &str); 10] = [
+pub const HOST_FILES: [(&str, &str); 11] = [
     ("zoneinfo", "/proc/zoneinfo"),
+    ("iomem", "/proc/iomem"),
     ("buddyinfo", "/proc/buddyinfo"),
     ("pagetypeinfo", "/proc/pagetypeinfo"),
     ("vmstat", "/proc/vmstat"),

@@ -353,7 +353,8 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
 
 /// A machine with the traced host's zones, from the zoneinfo saved at the
 /// start ([`crate::host_layout::from_zoneinfo`]: spans, present pages, the
-/// unmanaged ones reserved), when the pagetypeinfo saved beside it counts,
+/// unmanaged ones reserved; the memory at the host's `System RAM` bytes
+/// when the recording saved `/proc/iomem`), when the pagetypeinfo saved beside it counts,
 /// in each zone, the pageblocks of its present pages; `None` otherwise. (A
 /// guest whose memory a balloon or virtio-mem took shows present pages that
 /// are neither managed nor counted in pageblocks: reserving them would
@@ -378,7 +379,9 @@ fn shaped_from_zoneinfo(trace: &Trace, cpus: usize) -> Option<MachineDesc> {
     if !counted {
         return None;
     }
-    crate::host_layout::from_zoneinfo(&zones, cpus)
+    let ram = host_file(trace, Moment::Start, "iomem")
+        .and_then(|iomem| crate::host_layout::system_ram(&iomem));
+    crate::host_layout::from_zoneinfo(&zones, ram.as_deref(), cpus)
 }
 
 fn add(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey, count: u64) {
