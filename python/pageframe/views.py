@@ -103,6 +103,19 @@ def shuffle(text):
     return text.strip() == "Y"
 
 
+def sysctl(text):
+    """``{"vm.min_free_kbytes": 8192, "vm.lowmem_reserve_ratio": [256, 256, 32, 0], ...}``:
+    one value, or a list for a sysctl of several."""
+    values = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(" = ")
+        if not sep:
+            continue
+        numbers = [int(word) for word in value.split()]
+        values[name.strip()] = numbers[0] if len(numbers) == 1 else numbers
+    return values
+
+
 #: The parser of each view.
 PARSERS = {
     "buddyinfo": buddyinfo,
@@ -110,6 +123,7 @@ PARSERS = {
     "zoneinfo": zoneinfo,
     "vmstat": vmstat,
     "shuffle": shuffle,
+    "sysctl": sysctl,
 }
 
 

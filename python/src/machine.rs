@@ -4,7 +4,10 @@
 //! them into dicts and DataFrames). The object stays on the thread that made
 //! it (`unsendable`); its calls are short and keep the GIL.
 
-use crate::errors::{alloc_error, desc_error, free_error, invalid};
+use crate::errors::{alloc_error, desc_error, free_error, invalid, with_errno};
+
+/// ENOENT: no such file (an unknown sysctl's /proc/sys/vm entry).
+const ENOENT: i32 = pageframe::Errno::ENOENT as i32;
 use pageframe::{CpuId, Gfp, LocalPageAllocator, MachineDesc, NodeId, Order, Page, Pfn};
 use pageframe_lab::machine_args::MachineArgs;
 use pageframe_lab::trace::gfp_names;
@@ -135,8 +138,19 @@ impl Machine {
         self.cpu(cpu)?.free_pages_bulk(&pages).map_err(free_error)
     }
 
+    /// Writes `value` to a page-allocator sysctl (`vm.min_free_kbytes`,
+    /// ...) as `echo value > /proc/sys/vm/NAME` would; EINVAL (as the
+    /// kernel answers) leaves every value as it was.
+    fn write_sysctl(&mut self, name: &str, value: &str) -> PyResult<()> {
+        let sysctl = pageframe::VmSysctl::from_name(name)
+            .ok_or_else(|| with_errno(ENOENT, format!("no sysctl '{name}'")))?;
+        self.allocator
+            .write_sysctl(sysctl, value)
+            .map_err(|errno| with_errno(errno.code(), format!("{name}={value}: {errno}")))
+    }
+
     /// A kernel-format view as text (`buddyinfo`, `pagetypeinfo`,
-    /// `zoneinfo`, `vmstat`, `shuffle`).
+    /// `zoneinfo`, `vmstat`, `shuffle`, `sysctl`).
     fn view(&self, name: &str) -> PyResult<String> {
         pageframe::proc::render(&self.allocator, name).ok_or_else(|| {
             invalid(format!(

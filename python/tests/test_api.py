@@ -98,6 +98,23 @@ def test_every_view_has_text_and_structured_data():
     assert sum(zone["free"] for zone in normal) == free_pages
     assert len(normal[0]["pagesets"]) == 2 and "batch" in normal[0]["pagesets"][0]
     assert machine.data("shuffle") is False
+    sysctls = machine.data("sysctl")
+    assert sysctls["vm.watermark_scale_factor"] == 10
+    assert sysctls["vm.lowmem_reserve_ratio"] == [256, 256, 32, 0]
+
+
+def test_sysctls_are_written_as_the_kernel_takes_them():
+    machine = Machine(mem="128M")
+    machine.write_sysctl("vm.min_free_kbytes", "0x400\n")
+    assert machine.data("sysctl")["vm.min_free_kbytes"] == 1024
+    before = machine.text("zoneinfo")
+    with pytest.raises(pageframe.PageframeError) as refused:
+        machine.write_sysctl("vm.watermark_scale_factor", "0")
+    assert refused.value.errno == errno.EINVAL
+    assert machine.text("zoneinfo") == before
+    with pytest.raises(pageframe.PageframeError) as unknown:
+        machine.write_sysctl("vm.swappiness", "60")
+    assert unknown.value.errno == errno.ENOENT
     assert pageframe.views.parse("vmstat", machine.text("vmstat")) == machine.vmstat()
     with pytest.raises(PageframeError):
         machine.text("meminfo-of-mars")

@@ -95,11 +95,19 @@ pub fn system_ram(iomem: &str) -> Option<Vec<(u64, u64)>> {
     (!hidden && !ram.is_empty()).then_some(ram)
 }
 
+/// The nodes the zones name (the highest node number plus one); `None`
+/// past `MAX_NUMNODES` (a damaged text must not size the machine) or with
+/// no zone.
+fn node_count(zones: &[ZoneText]) -> Option<usize> {
+    let nr_nodes = zones.iter().map(|zone| zone.node.saturating_add(1)).max()?;
+    (nr_nodes <= pageframe::MAX_NUMNODES).then_some(nr_nodes)
+}
+
 /// Each node's memory: the `ram` ranges within the span of its zones (from
 /// the lowest `start_pfn` to the highest end), clipped to it. `None` when a
 /// zone's start or span is missing or overflows.
 pub fn node_ranges(zones: &[ZoneText], ram: &[(u64, u64)]) -> Option<Vec<Vec<MemRange>>> {
-    let nr_nodes = zones.iter().map(|zone| zone.node + 1).max()?;
+    let nr_nodes = node_count(zones)?;
     let mut spans: Vec<Option<(u64, u64)>> = vec![None; nr_nodes];
     for zone in zones
         .iter()
@@ -137,7 +145,7 @@ pub fn node_ranges(zones: &[ZoneText], ram: &[(u64, u64)]) -> Option<Vec<Vec<Mem
 /// pages from its `start_pfn` on (its holes, which zoneinfo does not
 /// locate, gathered at the end of its span).
 fn ranges_from_zone_starts(zones: &[ZoneText]) -> Option<Vec<Vec<MemRange>>> {
-    let nr_nodes = zones.iter().map(|zone| zone.node + 1).max()?;
+    let nr_nodes = node_count(zones)?;
     let mut nodes = vec![Vec::new(); nr_nodes];
     for zone in zones {
         let present = zone.field("present")?;
@@ -387,5 +395,10 @@ mod tests {
         let too_much = ZONEINFO.replace("managed  772917", "managed  999999");
         assert!(from_zoneinfo(&parse_zoneinfo(&too_much), None, 2).is_none());
         assert!(from_zoneinfo(&[], None, 2).is_none());
+        // A node number past MAX_NUMNODES sizes nothing (it asked for
+        // 206 GB of node descriptions before).
+        let far = "Node 4294967295, zone Normal\n        spanned  0\n        present  0\n        managed  0\n  start_pfn:           0\n";
+        assert!(from_zoneinfo(&parse_zoneinfo(far), None, 2).is_none());
+        assert!(node_ranges(&parse_zoneinfo(far), &[(0, 1 << 30)]).is_none());
     }
 }

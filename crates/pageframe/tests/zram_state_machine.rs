@@ -1,7 +1,8 @@
 //! State-machine property test of zram against a reference model (slot ->
 //! page bytes): plain and prepared writes of same-filled, compressible and
 //! incompressible pages, prepared pages of the wrong compressor (refused),
-//! reads, discards, compaction and slots past the end. After every step the
+//! reads, discards (of a slot and of a range), compaction and slots past
+//! the end. After every step the
 //! invariants hold and the slot touched reads back byte for byte; every
 //! slot at each compaction and at the end. A refused call leaves `mm_stat`
 //! unchanged and the slot readable. Every backend, both compressors, on the
@@ -41,6 +42,10 @@ enum Op {
     Discard {
         slot: usize,
     },
+    DiscardRange {
+        first: usize,
+        pages: usize,
+    },
     Compact,
     PastTheEnd {
         slot: usize,
@@ -54,6 +59,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(slot, kind, seed, foreign)| Op::Prepared { slot, kind, seed, foreign }),
         4 => (0..SLOTS).prop_map(|slot| Op::Read { slot }),
         2 => (0..SLOTS).prop_map(|slot| Op::Discard { slot }),
+        1 => (0..SLOTS + 4, 0..SLOTS + 4).prop_map(|(first, pages)| Op::DiscardRange { first, pages }),
         1 => Just(Op::Compact),
         1 => (SLOTS..usize::MAX).prop_map(|slot| Op::PastTheEnd { slot }),
     ]
@@ -160,6 +166,22 @@ proptest! {
                     zram.discard(slot).unwrap();
                     model[slot] = None;
                     check_slot(&mut zram, &model, slot);
+                }
+                Op::DiscardRange { first, pages } => {
+                    let before = (zram.mm_stat(), zram.stats());
+                    let result = zram.discard_range(first, pages);
+                    if first + pages > SLOTS {
+                        prop_assert!(result.is_err());
+                        prop_assert_eq!(zram.mm_stat(), before.0);
+                        prop_assert_eq!(zram.stats().invalid_io, before.1.invalid_io + 1);
+                    } else {
+                        result.unwrap();
+                        prop_assert_eq!(zram.stats().notify_free, before.1.notify_free + pages as u64);
+                        for slot in first..first + pages {
+                            model[slot] = None;
+                            check_slot(&mut zram, &model, slot);
+                        }
+                    }
                 }
                 Op::Compact => {
                     zram.compact().unwrap();

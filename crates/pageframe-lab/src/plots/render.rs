@@ -63,7 +63,45 @@ pub fn write_png(plot: &Plot, path: &Path) -> Result<(), String> {
     root.present().map_err(|err| err.to_string())
 }
 
+/// The largest magnitude a plotted value may have: the axes reach a few
+/// dozen times the data's extent, which must stay finite (plotters looks
+/// for the key points of an infinite axis forever).
+const MAX_PLOTTED: f64 = 1e300;
+
+/// Every value the plot draws (points, markers, bars and whiskers).
+fn plotted_values(kind: &PlotKind) -> Vec<f64> {
+    match kind {
+        PlotKind::Lines {
+            series, markers, ..
+        } => series
+            .iter()
+            .flat_map(|series| series.points.iter().flat_map(|(x, y)| [*x, *y]))
+            .chain(markers.iter().map(|(x, _)| *x))
+            .collect(),
+        PlotKind::Bars { series, .. } => series
+            .iter()
+            .flat_map(|bars| {
+                bars.values.iter().flatten().copied().chain(
+                    bars.ranges
+                        .iter()
+                        .flatten()
+                        .flat_map(|(min, max)| [*min, *max]),
+                )
+            })
+            .collect(),
+    }
+}
+
 fn draw<DB: DrawingBackend>(plot: &Plot, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    if let Some(value) = plotted_values(&plot.kind)
+        .into_iter()
+        .find(|value| value.is_nan() || value.abs() > MAX_PLOTTED)
+    {
+        return Err(format!(
+            "plot {}: the value {value} is past what an axis can show (±{MAX_PLOTTED:e})",
+            plot.name
+        ));
+    }
     root.fill(&WHITE).map_err(|err| err.to_string())?;
     match &plot.kind {
         PlotKind::Lines {
@@ -513,6 +551,26 @@ mod tests {
             assert!(bytes.len() > 5_000, "{} bytes", bytes.len());
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A value no axis can hold (plotters looped forever on the axis of
+    /// a bar of 1e308) is an error naming the plot, not a hang.
+    #[test]
+    fn values_past_an_axis_are_refused() {
+        for value in [1e308, -1e308, f64::INFINITY, f64::NAN] {
+            let mut plot = bars();
+            if let PlotKind::Bars { series, .. } = &mut plot.kind {
+                series[0].values[0] = Some(value);
+            }
+            let err = to_svg(&plot).unwrap_err();
+            assert!(err.contains("past what an axis can show"), "{err}");
+            let mut plot = lines();
+            if let PlotKind::Lines { series, .. } = &mut plot.kind {
+                series[0].points[0].1 = value;
+            }
+            assert!(to_svg(&plot).is_err());
+        }
+        assert!(to_svg(&bars()).is_ok());
     }
 
     #[test]

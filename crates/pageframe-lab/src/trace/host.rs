@@ -340,20 +340,35 @@ pub struct HostZoneSpan {
     pub spanned: u64,
 }
 
+/// The zone names a kernel's /proc/zoneinfo prints.
+const ZONE_NAMES: [&str; 6] = ["DMA", "DMA32", "Normal", "HighMem", "Movable", "Device"];
+
 /// Every zone of /proc/zoneinfo text with both `spanned` and `start_pfn:`,
-/// in the file's order.
+/// in the file's order: one per node (below `MAX_NUMNODES`) and zone name
+/// a kernel prints, the first where a damaged text repeats one, so that a
+/// PFN is placed among a bounded number of spans.
 pub fn parse_zone_spans(zoneinfo: &str) -> Vec<HostZoneSpan> {
-    parse_zoneinfo(zoneinfo)
-        .into_iter()
-        .filter_map(|zone| {
-            Some(HostZoneSpan {
-                node: u16::try_from(zone.node).ok()?,
-                start_pfn: zone.field("start_pfn")?,
-                spanned: zone.field("spanned")?,
-                zone: zone.name,
-            })
-        })
-        .collect()
+    let mut spans: Vec<HostZoneSpan> = Vec::new();
+    for zone in parse_zoneinfo(zoneinfo) {
+        let known = zone.node < pageframe::MAX_NUMNODES && ZONE_NAMES.contains(&zone.name.as_str());
+        let repeated = spans
+            .iter()
+            .any(|span| usize::from(span.node) == zone.node && span.zone == zone.name);
+        if !known || repeated {
+            continue;
+        }
+        let (Some(start_pfn), Some(spanned)) = (zone.field("start_pfn"), zone.field("spanned"))
+        else {
+            continue;
+        };
+        spans.push(HostZoneSpan {
+            node: zone.node as u16,
+            start_pfn,
+            spanned,
+            zone: zone.name,
+        });
+    }
+    spans
 }
 
 /// One CPU's per-CPU lists of one zone, as /proc/zoneinfo shows them.
@@ -431,6 +446,7 @@ pub fn host_cpus(trace: &Trace) -> usize {
     trace
         .meta("cpus")
         .and_then(|text| text.trim().parse::<usize>().ok())
+        .filter(|cpus| (1..=usize::from(u16::MAX)).contains(cpus))
         .unwrap_or_else(|| trace.nr_cpus_seen().max(1))
 }
 

@@ -663,5 +663,18 @@ mod tests {
             (spans[1].zone.as_str(), spans[1].start_pfn, spans[1].spanned),
             ("Normal", 4096, 1000)
         );
+        // A damaged text's repeats, unknown names and far nodes are left
+        // out, so that placing a PFN looks at a bounded number of spans.
+        let zone = |node: usize, name: &str| {
+            format!("Node {node}, zone {name}\n        spanned  1\n  start_pfn:           1\n")
+        };
+        let mut damaged = String::new();
+        for copy in 0..1000 {
+            damaged += &zone(0, "Normal");
+            damaged += &zone(copy, "Normal");
+            damaged += &zone(0, &format!("Zone{copy}"));
+        }
+        let spans = super::super::host::parse_zone_spans(&damaged);
+        assert_eq!(spans.len(), pageframe::MAX_NUMNODES);
     }
 }

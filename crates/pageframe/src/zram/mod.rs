@@ -24,7 +24,8 @@
 //! `pages_stored == same_pages + Σ stored slots`;
 //! `compr_data_size == Σ size of stored slots`;
 //! `huge_pages == stored slots with the huge flag`;
-//! `pool objects == stored slots`; the pool's own invariants hold.
+//! `pool objects == stored slots`; the pool's own invariants hold; the
+//! stored-slot index marks exactly the slots that are not empty.
 //!
 //! Locking: none; `&mut self` (the kernel's per-slot bit lock is the
 //! caller's business when a device is shared, e.g. a `Mutex<Zram>`).
@@ -48,6 +49,7 @@
 //! ```
 
 pub mod compress;
+mod stored_slots;
 
 pub use compress::Compressor;
 
@@ -60,6 +62,7 @@ use crate::zpool::ZpoolError;
 use crate::zpool::{Zpool, ZpoolHandle};
 use compress::Stream;
 use std::marker::PhantomData;
+use stored_slots::StoredSlots;
 use thiserror::Error;
 
 /// Why a zram operation failed. Nothing changed on any error.
@@ -335,6 +338,8 @@ pub struct Zram<'a, P: Zpool + ?Sized + 'a = dyn Zpool + 'a> {
     page_size: usize,
     huge_class_size: usize,
     table: Vec<Slot>,
+    /// Which slots of `table` are not empty.
+    stored: StoredSlots,
     stream: Stream,
     stats: ZramStats,
     /// Scratch for reads of compressed objects.
@@ -376,12 +381,19 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
             ))
         })?;
         table.resize(config.nr_slots, Slot::Empty);
+        let stored = StoredSlots::new(config.nr_slots).ok_or_else(|| {
+            ZramError::Config(format!(
+                "an index of {} slots does not fit in memory",
+                config.nr_slots
+            ))
+        })?;
         Ok(Zram {
             huge_class_size: pool.huge_class_size(),
             pool,
             config,
             page_size,
             table,
+            stored,
             stream,
             stats: ZramStats::default(),
             scratch: vec![0; page_size],
@@ -588,12 +600,18 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
             _ => {}
         }
         self.stats.pages_stored += 1;
+        if !matches!(new, Slot::Empty) {
+            self.stored.set(slot);
+        }
         self.table[slot] = new;
     }
 
     /// Empties a slot (zram_free_page()).
     fn free_slot(&mut self, slot: usize) -> Result<(), ZramError> {
         let old = std::mem::replace(&mut self.table[slot], Slot::Empty);
+        if !matches!(old, Slot::Empty) {
+            self.stored.clear(slot);
+        }
         match old {
             Slot::Empty => return Ok(()),
             Slot::Same(_) => self.stats.same_pages -= 1,
@@ -654,6 +672,31 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
         self.free_slot(slot)
     }
 
+    /// Discards `pages` slots from `first`, as one discard request of that
+    /// range (zram_bio_discard()): each slot is counted in `notify_free`
+    /// and the stored ones are freed. A range past the device is refused
+    /// whole (`invalid_io`, as valid_io_request() refuses the request) and
+    /// nothing changes. Visits the stored slots only (`stored_slots`).
+    pub fn discard_range(&mut self, first: usize, pages: usize) -> Result<(), ZramError> {
+        let Some(end) = first
+            .checked_add(pages)
+            .filter(|end| *end <= self.table.len())
+        else {
+            self.stats.invalid_io += 1;
+            return Err(ZramError::BadSlot {
+                slot: first.saturating_add(pages).saturating_sub(1),
+                nr_slots: self.table.len(),
+            });
+        };
+        self.stats.notify_free += pages as u64;
+        let mut at = first;
+        while let Some(slot) = self.stored.next_in(at, end) {
+            self.free_slot(slot)?;
+            at = slot + 1;
+        }
+        Ok(())
+    }
+
     /// True when `slot` holds a page.
     pub fn is_stored(&self, slot: usize) -> bool {
         !matches!(self.table.get(slot), None | Some(Slot::Empty))
@@ -696,7 +739,13 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
         self.pool.check_invariants()?;
         let (mut stored, mut same, mut huge, mut bytes) = (0u64, 0u64, 0u64, 0u64);
-        for slot in &self.table {
+        for (index, slot) in self.table.iter().enumerate() {
+            if self.stored.is_set(index) == matches!(slot, Slot::Empty) {
+                return Err(InvariantError(format!(
+                    "zram: slot {index} is {slot:?} but the stored index says {}",
+                    self.stored.is_set(index)
+                )));
+            }
             match slot {
                 Slot::Empty => {}
                 Slot::Same(_) => same += 1,
@@ -710,6 +759,11 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
                     huge += u64::from(*is_huge);
                 }
             }
+        }
+        if !self.stored.summary_agrees() {
+            return Err(InvariantError(
+                "zram: the stored index's summary disagrees with its bits".into(),
+            ));
         }
         let stats = &self.stats;
         let objects = self.pool.stats().objects;

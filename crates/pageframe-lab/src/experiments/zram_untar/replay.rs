@@ -116,10 +116,10 @@ pub fn replay(
                     .map_err(ExperimentError::failed)?;
             }
             TraceRecord::Discard { first, pages } => {
-                for slot in *first..first + pages {
-                    zram.discard(slot as usize)
-                        .map_err(ExperimentError::failed)?;
-                }
+                let first = usize::try_from(*first).map_err(ExperimentError::failed)?;
+                let pages = usize::try_from(*pages).map_err(ExperimentError::failed)?;
+                zram.discard_range(first, pages)
+                    .map_err(ExperimentError::failed)?;
             }
             TraceRecord::Step { round, label, real } => {
                 let stat = zram.mm_stat();
