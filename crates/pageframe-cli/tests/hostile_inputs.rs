@@ -370,6 +370,20 @@ fn experiment_parameters_whose_product_runs_for_days_are_refused() {
             && message.contains("more than 8388608"),
         "{message}"
     );
+    // A scan period of 1 ms: within every other bound, minutes of scans.
+    let scans = temp_file(
+        "run-scans.toml",
+        "[numa-balancing]
+scan_period_min_ms = 1
+scan_period_max_ms = 1
+",
+    );
+    let message = error_of(&["run", "numa-balancing", "--config", scans.to_str().unwrap()]);
+    assert!(
+        message.contains("3200000 scan passes of 16384 pages")
+            && message.contains("more than 2147483648"),
+        "{message}"
+    );
     // unmapped-populate's 8 GiB regions x 1000 samples x 5 variants.
     let message = error_of(&["run", "unmapped-populate", "--config", config]);
     assert!(

@@ -249,9 +249,13 @@ impl ConfigFile {
         experiments: &[&str],
     ) -> Result<ConfigFile, ConfigError> {
         let document: toml::Table = text.parse().map_err(|err: toml::de::Error| {
-            let line = err
-                .span()
-                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            // The line the error starts on: one more than the newlines
+            // before it (`lines()` of the text before a column-0 error
+            // counted one line short).
+            let line = err.span().map(|span| {
+                let before = &text.as_bytes()[..span.start.min(text.len())];
+                before.iter().filter(|byte| **byte == b'\n').count() + 1
+            });
             let message: Vec<&str> = err
                 .message()
                 .lines()
@@ -437,6 +441,10 @@ mod tests {
         let syntax = error("[bulk]\nrounds = = 3\n");
         assert!(syntax.starts_with("my.toml:2: "), "{syntax}");
         assert!(!syntax.contains('\n'), "{syntax}");
+        // An error at a line's first column is on that line (a duplicate
+        // key on line 3 was reported on line 2).
+        let duplicate = error("[bulk]\nrounds = 3\nrounds = 4\n");
+        assert!(duplicate.starts_with("my.toml:3: "), "{duplicate}");
     }
 
     #[test]

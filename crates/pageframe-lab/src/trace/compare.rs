@@ -214,10 +214,10 @@ pub fn compare(trace: &Trace, outcome: &ReplayOutcome) -> Vec<ReplayRow> {
         .collect();
     keys.sort();
     keys.dedup();
+    // Both lists are sorted by key (`ReplayCounts`).
     let lookup = |list: &[(FallbackKey, u64)], key: &FallbackKey| {
-        list.iter()
-            .find(|(k, _)| k == key)
-            .map_or(0, |(_, count)| *count)
+        list.binary_search_by_key(key, |(k, _)| *k)
+            .map_or(0, |at| list[at].1)
     };
     for key in &keys {
         rows.push(ReplayRow::new(

@@ -44,20 +44,47 @@ const VMSTAT_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// The worker's passes over a replay's lists, as [`PcpDecay`] (already
 /// decided for the trace, [`PcpDecay::on`]) has them run.
-#[derive(Clone, Copy, Debug)]
+///
+/// A timed pass visits only the CPUs whose lists may still decay: a CPU
+/// whose last pass found nothing further (`high` at `high_min`, nothing
+/// above it) is settled, and stays so until the replay allocates or frees
+/// on it ([`VmstatWorker::touch`]): decay_pcp_high() reads only that CPU's
+/// own lists, which other CPUs can only shorten (a drain). The passes are
+/// counted per CPU of the machine as before; a trace of events a second
+/// apart on a machine of 65 535 CPUs no longer costs a walk of them all
+/// per event.
+#[derive(Clone, Debug)]
 pub struct VmstatWorker {
     decay: PcpDecay,
     /// The trace time of the next once-a-second pass.
     next_ns: u64,
+    /// The CPUs not settled, in the order they became so.
+    unsettled: Vec<u16>,
+    /// Per CPU: whether it is in `unsettled`.
+    listed: Vec<bool>,
 }
 
 impl VmstatWorker {
-    /// A worker that runs as `decay` says, the first timed pass a second
-    /// after the trace's first event.
-    pub fn new(decay: PcpDecay) -> VmstatWorker {
+    /// A worker over `nr_cpus` CPUs (every one not settled) that runs as
+    /// `decay` says, the first timed pass a second after the trace's first
+    /// event.
+    pub fn new(decay: PcpDecay, nr_cpus: usize) -> VmstatWorker {
+        let nr_cpus = nr_cpus.min(usize::from(u16::MAX) + 1);
         VmstatWorker {
             decay,
             next_ns: VMSTAT_INTERVAL_NS,
+            unsettled: (0..nr_cpus).map(|cpu| cpu as u16).collect(),
+            listed: vec![true; nr_cpus],
+        }
+    }
+
+    /// The replay allocated or freed on `cpu`: its lists may decay again.
+    pub fn touch(&mut self, cpu: usize) {
+        if let Some(listed) = self.listed.get_mut(cpu) {
+            if !*listed {
+                *listed = true;
+                self.unsettled.push(cpu as u16);
+            }
         }
     }
 
@@ -74,13 +101,15 @@ impl VmstatWorker {
             .saturating_add(passes.saturating_mul(VMSTAT_INTERVAL_NS));
         let mut made = 0;
         for _ in 0..passes {
-            let mut more = false;
-            for cpu in 0..allocator.nr_cpus() {
+            let listed = &mut self.listed;
+            self.unsettled.retain(|&cpu| {
                 // Every CPU of the machine exists: the call cannot fail.
-                more |= allocator.decay_pcp_high(CpuId(cpu as u16)).unwrap_or(false);
-                made += 1;
-            }
-            if !more {
+                let more = allocator.decay_pcp_high(CpuId(cpu)).unwrap_or(false);
+                listed[usize::from(cpu)] = more;
+                more
+            });
+            made += allocator.nr_cpus() as u64;
+            if self.unsettled.is_empty() {
                 break;
             }
         }

@@ -255,7 +255,7 @@ fn replay_notes(
         format!("{}: {}", file.display(), summary(trace)),
         format!(
             "replayed on {} MiB, {} CPUs{}",
-            report.outcome.machine.total_bytes() >> 20,
+            report.outcome.machine.bytes_within_mem_limit() >> 20,
             report.outcome.machine.nr_cpus(),
             if cmdline.is_empty() {
                 String::new()

@@ -47,7 +47,7 @@ use pageframe::{
     AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, MigrateType,
     NodeId, Order, Pfn, VmSysctl,
 };
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 /// GFP bits replayed: the kernel's bits 0-22 that pageframe gives meaning
 /// to, less `__GFP_ZERO`. Higher kernel bits (`__GFP_ZEROTAGS`,
@@ -238,9 +238,10 @@ pub struct ReplayCounts {
     /// Ours: the vmstat worker's passes over one CPU's lists the replay
     /// made ([`PcpDecay`]).
     pub vmstat_passes: u64,
-    /// Trace: `mm_page_alloc_extfrag` per key.
+    /// Trace: `mm_page_alloc_extfrag` per key, sorted by key.
     pub trace_fallbacks: Vec<(FallbackKey, u64)>,
-    /// Ours: the engine's fallbacks per key, as the tracepoint reports them.
+    /// Ours: the engine's fallbacks per key, as the tracepoint reports
+    /// them, sorted by key.
     pub fallbacks: Vec<(FallbackKey, u64)>,
     /// Ours: blocks still allocated at the end.
     pub live_at_end: u64,
@@ -324,12 +325,15 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
             )));
         }
         if let Some(host) = host_memory {
-            if host > desc.total_bytes() {
+            // What the machine boots with, after a `mem=` on the command
+            // line.
+            let machine = desc.bytes_within_mem_limit();
+            if host > machine {
                 return Err(TraceError::Mismatch(format!(
                     "the traced host managed {} MiB, the replay machine has {} MiB; \
                      give a bigger machine or fit the trace to it",
                     host >> 20,
-                    desc.total_bytes() >> 20
+                    machine >> 20
                 )));
             }
         }
@@ -382,13 +386,6 @@ fn shaped_from_zoneinfo(trace: &Trace, cpus: usize) -> Option<MachineDesc> {
     let ram = host_file(trace, Moment::Start, "iomem")
         .and_then(|iomem| crate::host_layout::system_ram(&iomem));
     crate::host_layout::from_zoneinfo(&zones, ram.as_deref(), cpus)
-}
-
-fn add(counts: &mut Vec<(FallbackKey, u64)>, key: FallbackKey, count: u64) {
-    match counts.iter_mut().find(|(existing, _)| *existing == key) {
-        Some((_, total)) => *total += count,
-        None => counts.push((key, count)),
-    }
 }
 
 /// One past the highest host PFN any event of `trace` names, if any.
@@ -506,7 +503,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     let mut last_refill_cpu: Vec<bool> = vec![false; trace.nr_cpus_seen()];
     // Host blocks the trace freed and has not allocated since.
     let mut freed_untaken: HashSet<u64> = HashSet::new();
-    let mut worker = VmstatWorker::new(options.decay_on(trace));
+    let mut worker = VmstatWorker::new(options.decay_on(trace), nr_cpus);
+    // The trace's fallbacks per key (a damaged trace may name millions).
+    let mut trace_fallbacks: BTreeMap<FallbackKey, u64> = BTreeMap::new();
 
     for (index, event) in trace.events.iter().enumerate() {
         counts.vmstat_passes += worker.passes_due(&allocator, event.timestamp);
@@ -528,6 +527,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
         }
         let (target, node) = targets[cpu];
         let handle = &handles[target];
+        worker.touch(target);
         match event.kind {
             EventKind::Alloc => {
                 if event.pfn == u64::MAX {
@@ -597,16 +597,15 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
                     counts.vmstat_passes += worker.traced_run(&allocator, CpuId(target as u16));
                 }
             }
-            EventKind::Extfrag => add(
-                &mut counts.trace_fallbacks,
-                FallbackKey {
+            EventKind::Extfrag => {
+                let key = FallbackKey {
                     order: event.order,
                     migratetype: event.migratetype,
                     fallback_migratetype: event.fallback_migratetype,
                     change_ownership: event.flag,
-                },
-                1,
-            ),
+                };
+                *trace_fallbacks.entry(key).or_insert(0) += 1;
+            }
         }
     }
     samples.push(FragSample::from_nr_free(
@@ -616,6 +615,7 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     ));
     counts.live_at_end = live.len() as u64;
     let events = EventTotals::of(&allocator).since(&setup);
+    let mut fallbacks: BTreeMap<FallbackKey, u64> = BTreeMap::new();
     for &(key, count) in &events.extfrag {
         let key = FallbackKey {
             order: key.alloc_order.0,
@@ -623,10 +623,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
             fallback_migratetype: key.fallback_migratetype as i8,
             change_ownership: key.change_ownership,
         };
-        add(&mut counts.fallbacks, key, count);
+        *fallbacks.entry(key).or_insert(0) += count;
     }
-    counts.fallbacks.sort();
-    counts.trace_fallbacks.sort();
+    counts.fallbacks = fallbacks.into_iter().collect();
+    counts.trace_fallbacks = trace_fallbacks.into_iter().collect();
     drop(handles);
     if options.check_invariants {
         allocator

@@ -15,7 +15,9 @@
 //! markers are counted. A line naming one of our events
 //! without a field it needs is an error that names its line number, and a
 //! file with text but no event line at all (of any event) is not a trace:
-//! an error naming its first line, not an empty trace.
+//! an error naming its first line, not an empty trace. An empty or blank
+//! file is an empty trace: `perf script` prints nothing for a recording
+//! without events.
 
 use super::event::{EventKind, Trace, TraceClock, TraceEvent};
 use super::gfp_names::parse_gfp;

@@ -242,6 +242,15 @@ impl MachineDesc {
         self.nodes.iter().map(|node| node.cpus.len()).sum()
     }
 
+    /// The bytes of memory the machine boots with: its ranges as
+    /// [`MachineDesc::total_bytes`] adds them, after `mem=`.
+    pub fn bytes_within_mem_limit(&self) -> u64 {
+        self.nodes_within_mem_limit()
+            .iter()
+            .flat_map(|node| node.ranges.iter())
+            .fold(0u64, |sum, range| sum.saturating_add(range.size))
+    }
+
     /// The nodes as memory sizing sees them: each node's ranges sorted, and
     /// merged where one ends at the next one's start (memblock_add() merges
     /// touching regions of a node, so a page split between two e820 entries

@@ -66,6 +66,11 @@ pub const MAX_SAMPLES: u64 = 10_000;
 /// times the full scale's (the quick scale's 320 000 take about a second).
 /// Each bound alone allows 4096 processes x 10^9 ticks, years of work.
 pub const MAX_PROCESS_TICKS: u64 = 1 << 23;
+/// The most pages the NUMA-balancing scanner may visit per run, at most
+/// (processes x duration_s / scan_period_min_ms x the pages a pass scans):
+/// 2.5 times the full scale's 839 M. A scan period of 1 ms at quick scale
+/// (5.2e10 pages) ran for minutes within every other bound.
+pub const MAX_SCANNED_PAGES: u64 = 1 << 31;
 
 /// The (policy, MPOL_F_NUMA_BALANCING, kernel.numa_balancing) of each run.
 const RUNS: [(&str, bool, u8); 3] = [
@@ -135,6 +140,18 @@ impl Setup {
                 "scan_period_min_ms = {} must not exceed scan_period_max_ms = {}",
                 int("scan_period_min_ms"),
                 int("scan_period_max_ms")
+            ));
+        }
+        // task_numa_work() scans scan_size of a process's memory at most
+        // once per scan_period_min_ms.
+        let passes = processes
+            .saturating_mul(int("duration_s").saturating_mul(1000))
+            .div_ceil(int("scan_period_min_ms").max(1));
+        let pages_per_pass = int("scan_size_mb").min(map_mib).saturating_mul(256);
+        let scanned = passes.saturating_mul(pages_per_pass);
+        if scanned > MAX_SCANNED_PAGES {
+            return invalid(format!(
+                "processes x duration_s / scan_period_min_ms x min(scan_size_mb, map_mib) = {passes} scan passes of {pages_per_pass} pages = {scanned} pages scanned per run at most, more than {MAX_SCANNED_PAGES} (take a longer scan_period_min_ms, a smaller scan_size_mb, fewer processes or a shorter duration_s)"
             ));
         }
         let pattern = match params.choice("pattern") {

@@ -156,7 +156,7 @@ impl Experiment for TraceReplay {
             .map(|(_, report)| {
                 format!(
                     "{} MiB, {} CPUs",
-                    report.outcome.machine.total_bytes() >> 20,
+                    report.outcome.machine.bytes_within_mem_limit() >> 20,
                     report.outcome.machine.nr_cpus()
                 )
             })
