@@ -50,9 +50,25 @@ fn point_columns(sweep: &Sweep) -> Vec<String> {
     columns
 }
 
+/// The most lines a sweep's table may have: its rows are held in memory
+/// (tens of times the bytes of the point files), and the point files are
+/// input (a results directory whose 8 files of 7 MB held 1.6 M rows took
+/// 2.5 GB to gather). Real points have tens to hundreds of rows each.
+const MAX_TABLE_ROWS: usize = 1 << 20;
+
 /// The table of the sweep's stored records, as a report (its rows are the
-/// table's lines), and the counts of ok, failed and missing points.
-pub fn table(sweep: &Sweep, dir: &Path) -> (Report, [usize; 3]) {
+/// table's lines), and the counts of ok, failed and missing points; an
+/// error when the records hold more than [`MAX_TABLE_ROWS`] rows.
+pub fn table(sweep: &Sweep, dir: &Path) -> Result<(Report, [usize; 3]), String> {
+    table_within(sweep, dir, MAX_TABLE_ROWS)
+}
+
+/// [`table`] with at most `max_rows` rows.
+fn table_within(
+    sweep: &Sweep,
+    dir: &Path,
+    max_rows: usize,
+) -> Result<(Report, [usize; 3]), String> {
     let mut rows = Vec::new();
     let mut counts = [0usize; 3];
     for point in &sweep.points {
@@ -92,6 +108,12 @@ pub fn table(sweep: &Sweep, dir: &Path) -> (Report, [usize; 3]) {
                         }
                     }
                     rows.push(row);
+                    if rows.len() > max_rows {
+                        return Err(format!(
+                            "the points' records in {} hold more than {max_rows} rows in all",
+                            dir.display()
+                        ));
+                    }
                 }
             }
             Err(error) => {
@@ -111,13 +133,13 @@ pub fn table(sweep: &Sweep, dir: &Path) -> (Report, [usize; 3]) {
         rows,
         notes: Vec::new(),
     };
-    (report, counts)
+    Ok((report, counts))
 }
 
 /// Writes `DIR/results.csv` and `DIR/index.html` from the stored records.
 /// `spec_text` is shown on the page.
 pub fn gather(sweep: &Sweep, dir: &Path, spec_text: &str) -> Result<Gathered, String> {
-    let (report, [ok, failed, missing]) = table(sweep, dir);
+    let (report, [ok, failed, missing]) = table(sweep, dir)?;
     let write = |name: &str, bytes: &str| {
         let path = dir.join(name);
         files::write_atomic(&path, bytes)
@@ -301,4 +323,35 @@ fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
     let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Some((mean, low, high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::run::PointRecord;
+    use serde_json::json;
+
+    /// Point files are input: records holding more rows than a table may
+    /// have are an error, not gigabytes of rows.
+    #[test]
+    fn records_past_the_row_limit_are_refused() {
+        let dir =
+            std::env::temp_dir().join(format!("pageframe-gather-rows-{}", std::process::id()));
+        let spec = "experiment = \"numa-balancing\"\nseeds = 2";
+        let sweep = Sweep::parse("s", spec).unwrap();
+        for point in &sweep.points {
+            let rows: Vec<Value> = (0..3).map(|row| json!({"score": row})).collect();
+            PointRecord {
+                key: point.key.clone(),
+                outcome: Ok(json!({ "rows": rows })),
+                seconds: 1.0,
+            }
+            .write(&dir)
+            .unwrap();
+        }
+        assert_eq!(table_within(&sweep, &dir, 6).unwrap().0.rows.len(), 6);
+        let err = table_within(&sweep, &dir, 5).unwrap_err();
+        assert!(err.contains("more than 5 rows"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
