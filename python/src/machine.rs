@@ -139,8 +139,9 @@ impl Machine {
     }
 
     /// Writes `value` to a page-allocator sysctl (`vm.min_free_kbytes`,
-    /// ...) as `echo value > /proc/sys/vm/NAME` would; EINVAL (as the
-    /// kernel answers) leaves every value as it was.
+    /// ...) as `printf %s value > /proc/sys/vm/NAME` would; EINVAL (as
+    /// the kernel answers) leaves every value as it was, except what a bad
+    /// `lowmem_reserve_ratio` vector stored before its bad value.
     fn write_sysctl(&mut self, name: &str, value: &str) -> PyResult<()> {
         let sysctl = pageframe::VmSysctl::from_name(name)
             .ok_or_else(|| with_errno(ENOENT, format!("no sysctl '{name}'")))?;

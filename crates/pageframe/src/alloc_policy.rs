@@ -73,7 +73,8 @@ impl PcpSizing {
         high_fraction: 0,
         batch: None,
     };
-    /// The sysctl's floor (MIN_PERCPU_PAGELIST_HIGH_FRACTION).
+    /// The sysctl's floor (MIN_PERCPU_PAGELIST_HIGH_FRACTION), and the
+    /// fraction of a zone that its lists' `high_max` is by default.
     pub const MIN_HIGH_FRACTION: u32 = 8;
     /// The largest batch accepted (pages).
     pub const MAX_BATCH: u32 = 1 << 16;

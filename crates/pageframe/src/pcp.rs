@@ -27,7 +27,7 @@
 
 mod high;
 
-pub use high::{PcpHigh, ZonePressure, MIN_PERCPU_PAGELIST_HIGH_FRACTION};
+pub use high::{PcpHigh, ZonePressure};
 
 use crate::error::InvariantError;
 use crate::frames::Frames;

@@ -374,3 +374,42 @@ proptest! {
         }
     }
 }
+
+/// A min_free_kbytes large enough that the low watermark split over the
+/// CPUs passes an eighth of the zone: the kernel stores `high_min` above
+/// `high_max` as computed, and its clamp() then holds `high` at
+/// `high_max`, where a free drains (pageframe used to raise `high_max` to
+/// `high_min`: 32 000 against the kernel's 16 384 here).
+#[test]
+fn a_high_min_above_high_max_is_kept_and_high_stays_at_high_max() {
+    let mut allocator = boot(&one_node(1024, 2));
+    write(&mut allocator, VmSysctl::MinFreeKbytes, "204800");
+    let zone = allocator
+        .zone_snapshots()
+        .into_iter()
+        .find(|zone| zone.managed > 0)
+        .unwrap();
+    let (high_min, high_max) = (zone.pcp[0].high_min, zone.pcp[0].high_max);
+    assert_eq!(high_max, 16_384, "an eighth of 1 GiB over 2 CPUs");
+    assert!(high_min > high_max, "{high_min} {high_max}");
+    let cpu = allocator.cpu(CPU).unwrap();
+    let pages: Vec<_> = (0..20_000)
+        .map(|_| {
+            cpu.alloc_pages(Gfp::HIGHUSER_MOVABLE, Order(0), NODE)
+                .unwrap()
+        })
+        .collect();
+    for page in pages {
+        cpu.free_pages(page, Order(0)).unwrap();
+    }
+    drop(cpu);
+    allocator.check_invariants().unwrap();
+    let pcp = &allocator
+        .zone_snapshots()
+        .into_iter()
+        .find(|zone| zone.managed > 0)
+        .unwrap()
+        .pcp[0];
+    assert_eq!(pcp.high, high_max);
+    assert!(pcp.count <= high_max, "{} listed", pcp.count);
+}

@@ -9,9 +9,13 @@
 //! notation (`0x`, octal), junk after a number, partial vectors, and a
 //! write of zero bytes.
 //!
-//! The host is changed only for the moment of a case: each sysctl's value
-//! is read before the suite and written back after every case, also when a
-//! case fails. The changes are small (min_free_kbytes halved or raised by a
+//! The host is changed for the moment of a case: each sysctl's value is
+//! read before the suite, and the one a case wrote is written back after
+//! it, also when the case fails. Two effects last, as after any write of
+//! these files: a write of min_free_kbytes makes it the kernel's
+//! `user_min_free_kbytes` (kept through a later memory hotplug), and a
+//! write of min_free_kbytes or watermark_scale_factor drops a watermark
+//! boost in force. pageframe's machine starts from the host's values. The changes are small (min_free_kbytes halved or raised by a
 //! MiB, a scale factor of at most 2%) so that kswapd has nothing to do. The
 //! suite holds [`HostStateLock`] exclusive, so a `zoneinfo` suite of
 //! another process does not read the host in between; it is not run by the
@@ -55,7 +59,7 @@ const CASES: &[Case] = &[
     Case {
         name: "min_free_kbytes with a second number",
         sysctl: VmSysctl::MinFreeKbytes,
-        text: |host| format!("  {} 5\n", host - 1),
+        text: |host| format!("  {} 5\n", host.saturating_sub(1)),
     },
     Case {
         name: "min_free_kbytes negative",
@@ -171,28 +175,38 @@ fn values(text: &str, count: usize) -> String {
     values.join(" ")
 }
 
-/// Writes back every sysctl's saved text when dropped.
-struct Restore(Vec<(VmSysctl, String)>);
+/// The host's sysctls as the suite found them.
+struct Saved(Vec<(VmSysctl, String)>);
 
-impl Restore {
-    fn now(&self) -> Result<(), ConformError> {
-        for (sysctl, text) in &self.0 {
-            write_sysctl(&path(*sysctl), text.as_bytes())?.map_err(|errno| {
-                ConformError::Host(format!(
-                    "restoring {}: {}",
-                    path(*sysctl),
-                    errno_label(errno)
-                ))
-            })?;
-        }
-        Ok(())
+impl Saved {
+    /// The saved text of `sysctl`.
+    fn text(&self, sysctl: VmSysctl) -> &str {
+        self.0
+            .iter()
+            .find(|(saved, _)| *saved == sysctl)
+            .map_or("", |(_, text)| text.as_str())
+    }
+
+    /// Writes `sysctl`'s saved text back to the host.
+    fn restore(&self, sysctl: VmSysctl) -> Result<(), ConformError> {
+        write_sysctl(&path(sysctl), self.text(sysctl).as_bytes())?.map_err(|errno| {
+            ConformError::Host(format!(
+                "restoring {}: {}",
+                path(sysctl),
+                errno_label(errno)
+            ))
+        })
     }
 }
 
-impl Drop for Restore {
+/// Writes a case's sysctl back when dropped, also on an early return.
+struct RestoreOnDrop<'a>(&'a Saved, VmSysctl);
+
+impl Drop for RestoreOnDrop<'_> {
     fn drop(&mut self) {
-        // Best effort on an early return; `run` restores and checks itself.
-        let _ = self.now();
+        // Best effort on an early return; the case restores and checks
+        // itself first.
+        let _ = self.0.restore(self.1);
     }
 }
 
@@ -200,24 +214,37 @@ impl Drop for Restore {
 fn case_rows(
     case: &Case,
     host_machine: &HostMachine,
-    saved: &Restore,
+    saved: &Saved,
     rows: &mut Vec<ConformRow>,
 ) -> Result<(), ConformError> {
     let host_value = saved
-        .0
-        .iter()
-        .find(|(sysctl, _)| *sysctl == case.sysctl)
-        .and_then(|(_, text)| text.split_whitespace().next()?.parse().ok())
+        .text(case.sysctl)
+        .split_whitespace()
+        .next()
+        .and_then(|value| value.parse().ok())
         .unwrap_or(0);
     let text = (case.text)(host_value);
     let mut allocator =
         LocalPageAllocator::boot_layout(host_machine.layout()?, AllocOptions::default())
             .map_err(|err| ConformError::Boot(err.to_string()))?;
+    // The machine starts from the host's values where they are not the
+    // defaults (a sysctl.conf), as the host does.
+    for sysctl in VmSysctl::ALL {
+        let (host, ours) = (saved.text(sysctl), allocator.read_sysctl(sysctl));
+        let count = ours.split_whitespace().count();
+        if values(host, count) != values(&ours, count) {
+            allocator.write_sysctl(sysctl, host).map_err(|errno| {
+                ConformError::Host(format!("{}: {host:?}: {errno}", path(sysctl)))
+            })?;
+        }
+    }
     let ours_result = allocator.write_sysctl(case.sysctl, text.as_bytes());
+    let restore = RestoreOnDrop(saved, case.sysctl);
     let host_result = write_sysctl(&path(case.sysctl), text.as_bytes())?;
     let host_back = read(&path(case.sysctl))?;
     let host_zones = parse_zoneinfo(&read("/proc/zoneinfo")?);
-    saved.now()?;
+    saved.restore(case.sysctl)?;
+    std::mem::forget(restore);
     let label = |result: Result<(), i32>| result.map_or_else(errno_label, |()| "ok".into());
     let prefix = format!("{} ({text:?}): ", case.name);
     rows.push(ConformRow::compare(
@@ -250,7 +277,7 @@ pub fn run() -> Result<SuiteResult, ConformError> {
     }
     let _lock = HostStateLock::take(true)?;
     let host_machine = HostMachine::read()?;
-    let saved = Restore(
+    let saved = Saved(
         VmSysctl::ALL
             .iter()
             .map(|sysctl| Ok((*sysctl, read(&path(*sysctl))?)))
@@ -260,7 +287,6 @@ pub fn run() -> Result<SuiteResult, ConformError> {
     for case in CASES {
         case_rows(case, &host_machine, &saved, &mut rows)?;
     }
-    saved.now()?;
     Ok(SuiteResult {
         suite: SUITE,
         outcome: SuiteOutcome::Ran(rows),

@@ -54,7 +54,7 @@ fn point_columns(sweep: &Sweep) -> Vec<String> {
 /// (tens of times the bytes of the point files), and the point files are
 /// input (a results directory whose 8 files of 7 MB held 1.6 M rows took
 /// 2.5 GB to gather). Real points have tens to hundreds of rows each.
-const MAX_TABLE_ROWS: usize = 1 << 20;
+pub const MAX_TABLE_ROWS: usize = 1 << 20;
 
 /// The table of the sweep's stored records, as a report (its rows are the
 /// table's lines), and the counts of ok, failed and missing points; an

@@ -58,7 +58,9 @@ pub struct VmstatWorker {
     decay: PcpDecay,
     /// The trace time of the next once-a-second pass.
     next_ns: u64,
-    /// The CPUs not settled, in the order they became so.
+    /// The CPUs not settled (sorted before each pass, which visits them in
+    /// ascending order as a pass over every CPU does: the drains' order
+    /// shapes the buddy lists).
     unsettled: Vec<u16>,
     /// Per CPU: whether it is in `unsettled`.
     listed: Vec<bool>,
@@ -100,6 +102,7 @@ impl VmstatWorker {
             .next_ns
             .saturating_add(passes.saturating_mul(VMSTAT_INTERVAL_NS));
         let mut made = 0;
+        self.unsettled.sort_unstable();
         for _ in 0..passes {
             let listed = &mut self.listed;
             self.unsettled.retain(|&cpu| {

@@ -22,9 +22,9 @@
 //! removed. All take `&mut self` (no CPU handle alive) but the drain.
 
 use super::{build_zonelists, nofragment, PageAllocator};
+use crate::alloc_policy::PcpSizing;
 use crate::machine::{merge_sorted, PfnRange, ZoneLayout};
 use crate::pcp::PcpIndex;
-use crate::pcp::MIN_PERCPU_PAGELIST_HIGH_FRACTION;
 use crate::sync::LockFamily;
 use crate::types::{NodeId, Pfn, ZoneIdx, ZoneType};
 use crate::zone::boost::max_watermark_boost;
@@ -265,7 +265,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 };
                 let high_min = zone_highsize(high_min_pages, batch, local_cpus, nr_cpus);
                 let high_max = if sizing.high_fraction == 0 {
-                    let eighth = slot.managed_pages / MIN_PERCPU_PAGELIST_HIGH_FRACTION;
+                    let eighth = slot.managed_pages / u64::from(PcpSizing::MIN_HIGH_FRACTION);
                     zone_highsize(eighth, batch, local_cpus, nr_cpus)
                 } else {
                     high_min

@@ -104,16 +104,15 @@ impl VmSysctl {
     }
 
     /// Whether `value` is one the sysctl can hold: in its bounds, and for
-    /// the per-CPU fraction 0 or at least
-    /// [`PcpSizing::MIN_HIGH_FRACTION`].
+    /// the per-CPU fraction what [`PcpSizing::check`] takes.
     fn holds(self, value: u64) -> bool {
         let (min, max) = self.bounds();
         let in_bounds = i64::try_from(value)
             .is_ok_and(|value| (i64::from(min.max(0))..=i64::from(max)).contains(&value));
         in_bounds
             && (self != VmSysctl::PercpuPagelistHighFraction
-                || value == 0
-                || value >= u64::from(PcpSizing::MIN_HIGH_FRACTION))
+                || u32::try_from(value)
+                    .is_ok_and(|fraction| PcpSizing::new(fraction, None).is_ok()))
     }
 }
 
@@ -183,10 +182,11 @@ impl<L: LockFamily> PageAllocator<L> {
         render_ints(&values)
     }
 
-    /// Writes `text` to the sysctl, as `echo text > /proc/sys/vm/NAME`
+    /// Writes `text` to the sysctl, as `printf %s text > /proc/sys/vm/NAME`
     /// does, and recomputes what its handler recomputes (see the module
     /// header). EINVAL for text the kernel refuses, leaving every value as
-    /// it was.
+    /// it was (`lowmem_reserve_ratio` keeps what it stored before a bad
+    /// value and succeeds, as the kernel's handler does).
     pub fn write_sysctl(&mut self, sysctl: VmSysctl, text: impl AsRef<[u8]>) -> Result<(), Errno> {
         let (min, max) = sysctl.bounds();
         let page_size = 1usize << self.layout.page_shift;

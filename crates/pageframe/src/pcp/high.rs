@@ -16,12 +16,18 @@
 //! nr_pcp_alloc(), the counting half of free_unref_page_commit() and the
 //! sizing half of decay_pcp_high() of mm/page_alloc.c (Linux 6.12).
 //!
-//! Invariants: `high_min <= high_max`; `alloc_factor <= PCP_BATCH_SCALE_MAX`;
+//! `high_min` may exceed `high_max`: the low watermark a large
+//! `vm.min_free_kbytes` gives can pass an eighth of the zone, and the
+//! kernel stores both as computed; its clamp() then gives `high_max` to a
+//! `high` at or above it and `high_min` to any other ([`kernel_clamp`]).
+//!
+//! Invariants: `alloc_factor <= PCP_BATCH_SCALE_MAX`;
 //! `free_count < (batch << PCP_BATCH_SCALE_MAX) + 2^order` of the largest
-//! order freed; `high` is `high_min..=high_max` once it has been used
-//! (before that it is 0, as a fresh kernel pageset shows it), or at most
-//! the pages listed after a decay; `free_high_at` is the threshold rule's
-//! value for the current `batch` and `high_min`.
+//! order freed; `high` is between the lower and the higher of `high_min`
+//! and `high_max` once it has been used (before that it is 0, as a fresh
+//! kernel pageset shows it), or at most the pages listed after a decay;
+//! `free_high_at` is the threshold rule's value for the current `batch` and
+//! `high_min`.
 
 use crate::alloc_policy::FreeHighThreshold;
 use crate::types::Order;
@@ -30,9 +36,20 @@ use crate::types::Order;
 /// most `batch << 5` pages.
 pub const PCP_BATCH_SCALE_MAX: u32 = 5;
 
-/// `MIN_PERCPU_PAGELIST_HIGH_FRACTION`: `high_max` is this fraction (1/8) of
-/// the zone, split over its CPUs.
-pub const MIN_PERCPU_PAGELIST_HIGH_FRACTION: u64 = 8;
+/// The kernel's clamp(): `hi` for a value at or above it, else `lo` for a
+/// value at or below that, else the value. Unlike Rust's `clamp` it takes
+/// `lo > hi` (then every value below `hi` gives `lo`). mirrors __clamp() of
+/// include/linux/minmax.h.
+#[inline(always)]
+pub fn kernel_clamp(value: u32, lo: u32, hi: u32) -> u32 {
+    if value >= hi {
+        hi
+    } else if value <= lo {
+        lo
+    } else {
+        value
+    }
+}
 
 /// The zone flags the sizing reads: `ZONE_BELOW_HIGH` (an allocation saw
 /// the zone below its high watermark; cleared by a drain that finds it
@@ -94,7 +111,7 @@ impl PcpHigh {
     /// once, which only /proc/zoneinfo read in between could tell apart.
     pub fn update(&mut self, high_min: u32, high_max: u32, batch: u32) {
         self.high_min = high_min;
-        self.high_max = high_max.max(high_min);
+        self.high_max = high_max;
         self.batch = batch.max(1);
         self.free_high_at = self.free_high_threshold.at(self.batch, self.high_min);
         if self.high != 0 {
@@ -156,9 +173,7 @@ impl PcpHigh {
     /// nr_pcp_high() and nr_pcp_alloc()).
     #[inline(always)]
     pub(crate) fn clamped_high(&mut self) -> u32 {
-        // `clamp` without its check of the limits, which `high_min <=
-        // high_max` (an invariant) makes a branch never taken.
-        self.high = self.high.max(self.high_min).min(self.high_max);
+        self.high = kernel_clamp(self.high, self.high_min, self.high_max);
         self.high
     }
 
@@ -255,7 +270,7 @@ impl PcpHigh {
         if count >= high {
             let need_high = self.free_count + batch;
             if self.high < need_high {
-                self.high = need_high.clamp(self.high_min, self.high_max);
+                self.high = kernel_clamp(need_high, self.high_min, self.high_max);
             }
         }
         high
@@ -332,12 +347,6 @@ impl PcpHigh {
     /// listed (a decay keeps `high` within one big drain of the count, which
     /// refills of high orders can take past `high_max`).
     pub fn check(&self, count: u32) -> Result<(), String> {
-        if self.high_min > self.high_max {
-            return Err(format!(
-                "pcp high_min {} above high_max {}",
-                self.high_min, self.high_max
-            ));
-        }
         if self.alloc_factor as u32 > PCP_BATCH_SCALE_MAX {
             return Err(format!("pcp alloc_factor {}", self.alloc_factor));
         }
@@ -347,7 +356,11 @@ impl PcpHigh {
                 self.free_high_at, self.free_high_threshold, self.batch, self.high_min
             ));
         }
-        if self.high != 0 && (self.high < self.high_min || self.high > self.high_max.max(count)) {
+        let (lower, higher) = (
+            self.high_min.min(self.high_max),
+            self.high_min.max(self.high_max),
+        );
+        if self.high != 0 && (self.high < lower || self.high > higher.max(count)) {
             return Err(format!(
                 "pcp high {} outside {}..={}",
                 self.high, self.high_min, self.high_max
@@ -536,6 +549,20 @@ mod tests {
             }
             assert_eq!(at_once, one_by_one);
         }
+    }
+
+    /// The kernel's clamp is Rust's while the limits are in order, and
+    /// takes limits out of order without a panic.
+    #[test]
+    fn kernel_clamp_is_the_kernels() {
+        for value in [0, 5, 10, 15, 20, 25] {
+            assert_eq!(kernel_clamp(value, 10, 20), value.clamp(10, 20));
+        }
+        // lo 20 above hi 10: at or above hi gives hi, anything else lo.
+        assert_eq!(kernel_clamp(25, 20, 10), 10);
+        assert_eq!(kernel_clamp(10, 20, 10), 10);
+        assert_eq!(kernel_clamp(9, 20, 10), 20);
+        assert_eq!(kernel_clamp(0, 20, 10), 20);
     }
 
     #[test]

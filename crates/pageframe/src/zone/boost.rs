@@ -78,6 +78,7 @@ impl Zone {
     /// kswapd paid back `pages` of the boost.
     pub(crate) fn reduce_watermark_boost(&mut self, pages: u64) {
         self.watermark_boost -= self.watermark_boost.min(pages);
+        self.boost_ceiling = self.boost_limit.max(self.watermark_boost);
     }
 }
 

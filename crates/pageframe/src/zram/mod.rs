@@ -676,7 +676,9 @@ impl<'a, P: Zpool + ?Sized + 'a> Zram<'a, P> {
     /// range (zram_bio_discard()): each slot is counted in `notify_free`
     /// and the stored ones are freed. A range past the device is refused
     /// whole (`invalid_io`, as valid_io_request() refuses the request) and
-    /// nothing changes. Visits the stored slots only (`stored_slots`).
+    /// nothing changes. Visits the stored slots only (`stored_slots`). A
+    /// pool that fails to free a live handle (its invariants are broken,
+    /// which `check_invariants` reports) stops the discard there.
     pub fn discard_range(&mut self, first: usize, pages: usize) -> Result<(), ZramError> {
         let Some(end) = first
             .checked_add(pages)

@@ -515,6 +515,36 @@ pub fn run() -> Result<SuiteResult, ConformError> {
     run_cases(&all_cases())
 }
 
+/// How often a case the kernel answered differently is run on it again.
+const KERNEL_RETRIES: usize = 3;
+
+/// Runs each case whose kernel result differs from pageframe's on the
+/// kernel again (`rerun`, a new child), up to [`KERNEL_RETRIES`] times,
+/// and takes a result that agrees: the host's compaction may have been
+/// moving one of the child's pages, and migrate_pages() counts a page it
+/// finds under migration (a migration entry in its page table,
+/// queue_folios_pte_range()) as one it could not move. Seen in CI on a
+/// busy host: 1 to 7 such pages in 8 of 20 000 random cases. pageframe's
+/// answer is not re-run; a difference that stays is reported.
+fn rerun_differing(
+    kernel: &mut [String],
+    model: &[String],
+    cases: &[Case],
+    mut rerun: impl FnMut(&Case) -> Result<Vec<String>, ConformError>,
+) -> Result<(), ConformError> {
+    for ((kernel, model), case) in kernel.iter_mut().zip(model).zip(cases) {
+        for _ in 0..KERNEL_RETRIES {
+            if kernel == model {
+                break;
+            }
+            if rerun(case)?.first() == Some(model) {
+                kernel.clone_from(model);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs `cases` on both sides (see [`run`]).
 pub fn run_cases(cases: &[Case]) -> Result<SuiteResult, ConformError> {
     let suite = "mempolicy";
@@ -525,8 +555,11 @@ pub fn run_cases(cases: &[Case]) -> Result<SuiteResult, ConformError> {
         });
     }
     let host = model::HostTopology::read()?;
-    let kernel_results = kernel::run_in_child(cases)?;
+    let mut kernel_results = kernel::run_in_child(cases)?;
     let model_results = model::run(&host, cases)?;
+    rerun_differing(&mut kernel_results, &model_results, cases, |case| {
+        kernel::run_in_child(std::slice::from_ref(case))
+    })?;
     let rows = cases
         .iter()
         .zip(kernel_results)
