@@ -64,6 +64,8 @@ pub mod plot;
 pub mod policy;
 pub mod record;
 pub mod replay;
+mod replay_machine;
+mod replay_options;
 pub mod text_import;
 pub mod tracefs;
 

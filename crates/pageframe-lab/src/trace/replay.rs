@@ -27,25 +27,28 @@
 //! ([`pageframe::ExtfragKey`]): one per claim or steal, keyed as the
 //! tracepoint keys it.
 //!
-//! Policy switches: the kernel command line (`cmdline`: shuffle, ...) and
-//! the allocator's options (`alloc`: fallback order, pcp sizing).
+//! The machine: [`replay_machine`] (in `replay_machine.rs`, with the
+//! host's saved sysctls written to it once booted). Policy switches: the
+//! kernel command line (`cmdline`: shuffle, ...) and the allocator's
+//! options (`alloc`: fallback order, pcp sizing).
 //!
 //! Deterministic: the machine boots with `options.seed` and nothing else
 //! is random.
 
-use super::decay::{PcpDecay, VmstatWorker};
+use super::decay::VmstatWorker;
 use super::event::{EventKind, Trace};
 use super::frag::{fragmentation_index, unusable_free_index};
-use super::host::{host_bytes, host_cpus, host_file, kernel_release, Moment};
+use super::host::kernel_release;
 use super::host_free::copy_host_free_lists;
 use super::host_pcp::{plan_host_pcp, HostLists};
 use super::live::LiveBlocks;
+pub use super::replay_machine::replay_machine;
+use super::replay_machine::{host_pfn_end, write_host_sysctls};
+pub use super::replay_options::ReplayOptions;
 use super::TraceError;
-use crate::machine_args::check_host_holds;
-use pageframe::machine::apply_cmdline;
 use pageframe::{
     AllocOptions, CpuId, FreeHighThreshold, Gfp, LocalPageAllocator, MachineDesc, MigrateType,
-    NodeId, Order, Pfn, VmSysctl,
+    NodeId, Order, Pfn,
 };
 use std::collections::{BTreeMap, HashSet};
 
@@ -55,82 +58,6 @@ use std::collections::{BTreeMap, HashSet};
 /// page's contents, never which page is chosen, while the simulated
 /// backing's zeroing bookkeeping would cost the replay a tenth of its time.
 const REPLAYED_GFP_BITS: u32 = ((1 << 23) - 1) & !Gfp::ZERO.bits();
-
-/// How to replay.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReplayOptions {
-    /// The machine; `None` boots one shaped like the traced host (its
-    /// managed memory, CPUs and a DMA32 zone if it had one).
-    pub machine: Option<MachineDesc>,
-    /// Kernel command-line policy switches applied to the machine
-    /// (`page_alloc.shuffle=1`, `page_alloc.shuffle_order=9`, ...).
-    pub cmdline: String,
-    /// The allocator's policy switches besides the command line's: the
-    /// fallback order and the per-CPU list sizing (default: the kernel's).
-    pub alloc: AllocOptions,
-    /// The machine's RNG seed.
-    pub seed: u64,
-    /// Accept a machine smaller than the host (fewer CPUs: CPU `c` replays
-    /// on `c % nr_cpus`; less memory: allocations may fail and are counted).
-    pub fit: bool,
-    /// Fragmentation samples over the trace, at most (plus one at the end).
-    pub samples: usize,
-    /// Check the allocator's invariants at the end (a walk of the whole
-    /// memmap: about a fifth of the replay of the shipped trace). Tests
-    /// turn it on; an error is [`TraceError::Invariant`].
-    pub check_invariants: bool,
-    /// Hold a stand-in for every block the trace frees before it allocates
-    /// it (allocated before the trace began), so that its free reaches our
-    /// per-CPU lists as the kernel's did; off, such frees are skipped.
-    pub hold_pretrace: bool,
-    /// Start each CPU's lists where the host's stood at the trace's start
-    /// (its zoneinfo `count:` and `high:` per zone): pages listed on the
-    /// lists the trace shows (see [`super::host_pcp`]) and `high` set, on a
-    /// machine the host's shape. Off, the lists start empty at `high_min`,
-    /// as after boot.
-    pub host_pcp_start: bool,
-    /// When the vmstat worker's pass over a CPU's lists runs: `high` decays
-    /// by an eighth toward `high_min` and the pages above it are drained
-    /// (decay_pcp_high() from vmstat_update()).
-    pub pcp_decay: PcpDecay,
-    /// Lay the free memory out as the host's /proc/pagetypeinfo showed it
-    /// at the trace's start (free blocks per zone, migratetype and order;
-    /// Unmovable and Reclaimable pageblocks) and hold the rest, as the
-    /// host's workload held it (see [`super::host_free`]), on a machine the
-    /// host's shape (`machine: None`). Off, or on a given machine, the
-    /// replay starts on a freshly booted machine's free memory.
-    pub host_free_start: bool,
-    /// The rule for draining on high-order free runs; `None` takes the
-    /// traced kernel's (from its release), else `alloc.free_high`.
-    pub free_high: Option<FreeHighThreshold>,
-}
-
-impl ReplayOptions {
-    /// How the decay runs on `trace`: as asked where the trace allows it,
-    /// else the next one down (the worker's runs, the clock, none).
-    pub fn decay_on(&self, trace: &Trace) -> PcpDecay {
-        self.pcp_decay.on(trace)
-    }
-}
-
-impl Default for ReplayOptions {
-    fn default() -> ReplayOptions {
-        ReplayOptions {
-            machine: None,
-            cmdline: String::new(),
-            alloc: AllocOptions::KERNEL,
-            seed: 42,
-            fit: false,
-            samples: 32,
-            check_invariants: false,
-            hold_pretrace: true,
-            host_pcp_start: true,
-            pcp_decay: PcpDecay::Worker,
-            host_free_start: true,
-            free_high: None,
-        }
-    }
-}
 
 /// Both fragmentation indices per order at one point of the replay.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -236,7 +163,7 @@ pub struct ReplayCounts {
     /// Trace: runs of the vmstat worker it recorded, over all CPUs.
     pub trace_vmstat_runs: u64,
     /// Ours: the vmstat worker's passes over one CPU's lists the replay
-    /// made ([`PcpDecay`]).
+    /// made ([`super::PcpDecay`]).
     pub vmstat_passes: u64,
     /// Trace: `mm_page_alloc_extfrag` per key, sorted by key.
     pub trace_fallbacks: Vec<(FallbackKey, u64)>,
@@ -279,157 +206,6 @@ pub struct ReplayOutcome {
     pub pcp_high_end: u64,
     /// Pageblocks per migratetype at the end, over all zones.
     pub pageblocks: [u64; 5],
-}
-
-/// The machine a replay boots: the given one, else one with the host's
-/// zones (from the saved zoneinfo), else one of the host's managed memory;
-/// then the policy switches. Checks the size against the traced host,
-/// and its page metadata against this host's memory.
-pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineDesc, TraceError> {
-    let host_cpus = host_cpus(trace);
-    let host_memory = host_bytes(trace);
-    let shaped = || shaped_from_zoneinfo(trace, host_cpus);
-    let mut desc = match options.machine.clone().or_else(shaped) {
-        Some(desc) => desc,
-        None => {
-            // Without saved zoneinfo (an imported text trace), the highest
-            // PFN seen bounds the host's memory from below.
-            let bytes = host_memory
-                .unwrap_or_else(|| host_pfn_end(trace).unwrap_or(1 << 18).saturating_mul(4096));
-            let block = 2u64 << 20;
-            let bytes = bytes.div_ceil(block).saturating_mul(block).max(64 << 20);
-            let mut desc = MachineDesc::uniform(bytes, 1, host_cpus)
-                .map_err(|err| TraceError::Machine(err.to_string()))?;
-            let zoneinfo = host_file(trace, Moment::Start, "zoneinfo").unwrap_or_default();
-            let host_has = |name: &str| {
-                zoneinfo.lines().any(|line| {
-                    line.split_whitespace().collect::<Vec<_>>()[..].ends_with(&["zone", name])
-                })
-            };
-            desc.dma32 = host_has("DMA32") && bytes > 4 << 30;
-            desc.dma = host_has("DMA") && bytes > 16 << 20;
-            desc
-        }
-    };
-    if !options.cmdline.trim().is_empty() {
-        apply_cmdline(&mut desc, &options.cmdline)
-            .map_err(|err| TraceError::Machine(err.to_string()))?;
-    }
-    if !options.fit {
-        let cpus_seen = trace.nr_cpus_seen();
-        if cpus_seen > desc.nr_cpus() {
-            return Err(TraceError::Mismatch(format!(
-                "the trace uses {cpus_seen} CPUs, the replay machine has {}; \
-                 give a machine with more CPUs or fit the trace to it",
-                desc.nr_cpus()
-            )));
-        }
-        if let Some(host) = host_memory {
-            // What the machine boots with, after a `mem=` on the command
-            // line.
-            let machine = desc.bytes_within_mem_limit();
-            if host > machine {
-                return Err(TraceError::Mismatch(format!(
-                    "the traced host managed {} MiB, the replay machine has {} MiB; \
-                     give a bigger machine or fit the trace to it",
-                    host >> 20,
-                    machine >> 20
-                )));
-            }
-        }
-    }
-    // A trace's saved zoneinfo or highest PFN may claim terabytes: a 6 KiB
-    // trace whose zoneinfo managed 1.5e9 pages booted 19 GB and ran a minute.
-    let layout = desc
-        .layout()
-        .map_err(|err| TraceError::Machine(err.to_string()))?;
-    check_host_holds(&layout, crate::host_memory::available()).map_err(|err| {
-        let shaped = match options.machine {
-            Some(_) => "",
-            None => {
-                " (shaped like the traced host: give a smaller machine and fit the trace to it)"
-            }
-        };
-        TraceError::Machine(format!("{err}{shaped}"))
-    })?;
-    Ok(desc)
-}
-
-/// A machine with the traced host's zones, from the zoneinfo saved at the
-/// start ([`crate::host_layout::from_zoneinfo`]: spans, present pages, the
-/// unmanaged ones reserved; the memory at the host's `System RAM` bytes
-/// when the recording saved `/proc/iomem`), when the pagetypeinfo saved beside it counts,
-/// in each zone, the pageblocks of its present pages; `None` otherwise. (A
-/// guest whose memory a balloon or virtio-mem took shows present pages that
-/// are neither managed nor counted in pageblocks: reserving them would
-/// give a machine the host did not have.)
-fn shaped_from_zoneinfo(trace: &Trace, cpus: usize) -> Option<MachineDesc> {
-    let zones = super::host::parse_zoneinfo(&host_file(trace, Moment::Start, "zoneinfo")?);
-    let blocks =
-        super::host::parse_pagetypeinfo(&host_file(trace, Moment::Start, "pagetypeinfo")?).blocks;
-    let pageblock_pages = 1u64 << MachineDesc::default().pageblock_order;
-    let counted = zones
-        .iter()
-        .filter(|zone| zone.field("present").unwrap_or(0) > 0)
-        .all(|zone| {
-            let present = zone.field("present").unwrap_or(0);
-            let host: u64 = blocks
-                .iter()
-                .filter(|line| line.node as usize == zone.node && line.zone == zone.name)
-                .flat_map(|line| line.counts.iter().map(|(_, count)| *count))
-                .fold(0, u64::saturating_add);
-            (present / pageblock_pages..=present.div_ceil(pageblock_pages)).contains(&host)
-        });
-    if !counted {
-        return None;
-    }
-    let ram = host_file(trace, Moment::Start, "iomem")
-        .and_then(|iomem| crate::host_layout::system_ram(&iomem));
-    crate::host_layout::from_zoneinfo(&zones, ram.as_deref(), cpus)
-}
-
-/// One past the highest host PFN any event of `trace` names, if any.
-fn host_pfn_end(trace: &Trace) -> Option<u64> {
-    trace
-        .events
-        .iter()
-        .filter(|event| event.pfn != u64::MAX)
-        .map(|event| event.pfn.saturating_add(1 << event.order.min(63)))
-        .max()
-}
-
-/// Writes the sysctls the recording saved to a machine shaped like its
-/// host, in the kernel's table order, as the host's sysctl.conf would have:
-/// min_free_kbytes where it differs from the machine's own (a value set by
-/// hand), and the others as saved; `vm.percpu_pagelist_high_fraction` only
-/// when `--pcp-high-fraction` did not choose it. A saved value the kernel
-/// would refuse is a damaged trace.
-fn write_host_sysctls(
-    trace: &Trace,
-    options: &ReplayOptions,
-    allocator: &mut LocalPageAllocator,
-) -> Result<(), TraceError> {
-    for sysctl in VmSysctl::ALL {
-        let Some(text) = host_file(trace, Moment::Start, sysctl.name()) else {
-            continue;
-        };
-        let skip = match sysctl {
-            VmSysctl::MinFreeKbytes => text.trim() == allocator.min_free_kbytes().to_string(),
-            VmSysctl::PercpuPagelistHighFraction => options.alloc.pcp.high_fraction != 0,
-            _ => false,
-        };
-        if skip {
-            continue;
-        }
-        allocator.write_sysctl(sysctl, &text).map_err(|errno| {
-            TraceError::Invalid(format!(
-                "host.start.{}: {:?} is not a value the kernel holds ({errno})",
-                sysctl.name(),
-                text.trim()
-            ))
-        })?;
-    }
-    Ok(())
 }
 
 /// Replays a trace. Deterministic for a given trace and options.
