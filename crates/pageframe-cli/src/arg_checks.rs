@@ -5,24 +5,40 @@
 
 use crate::error::CliError;
 
-/// An `--out DIR` that exists must be a directory, and so must the nearest
-/// of its ancestors that exists (the rest are made when the results are
-/// written).
+/// An `--out DIR` that exists must be a directory a file can be made in
+/// (a probe file is made and removed: `/proc/self` is a directory that
+/// takes none, and a sweep found that out only after running its points),
+/// and so must the nearest of its ancestors that exists (the rest are made
+/// when the results are written).
 pub(crate) fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliError> {
     let Some(dir) = dir else { return Ok(()) };
+    let invalid = |what: String| CliError::Invalid(format!("--out {}: {what}", dir.display()));
     match dir.ancestors().find(|path| path.exists()) {
-        Some(existing) if !existing.is_dir() => {
-            let what = if existing == dir {
-                "not a directory".to_string()
-            } else {
-                format!("{} is not a directory", existing.display())
-            };
-            Err(CliError::Invalid(format!(
-                "--out {}: {what}",
-                dir.display()
-            )))
+        Some(existing) if !existing.is_dir() => Err(invalid(if existing == dir {
+            "not a directory".to_string()
+        } else {
+            format!("{} is not a directory", existing.display())
+        })),
+        Some(existing) => {
+            let probe = existing.join(format!(".pageframe-probe-{}", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+            {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&probe);
+                    Ok(())
+                }
+                // A probe left by a process of the same id: files can be made.
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(err) => Err(invalid(format!(
+                    "cannot make a file in {}: {err}",
+                    existing.display()
+                ))),
+            }
         }
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

@@ -554,3 +554,19 @@ fn sysctl_writes_are_made_in_order_and_a_refused_one_is_one_line() {
         }
     }
 }
+
+#[test]
+fn an_out_directory_that_takes_no_file_is_refused_before_the_work() {
+    // /proc/self is a directory in which no file can be made: a sweep ran
+    // its points and only then failed to write their results.
+    for args in [
+        vec!["conform", "zoneinfo", "--out", "/proc/self"],
+        vec!["run", "scaling", "--out", "/proc/self"],
+    ] {
+        let message = error_of(&args);
+        assert!(
+            message.contains("cannot make a file in /proc/self"),
+            "{message}"
+        );
+    }
+}
