@@ -16,7 +16,7 @@
 
 use crate::trace::host::ZoneText;
 use pageframe::machine::{MemRange, NodeDesc};
-use pageframe::{CpuId, MachineDesc, MachineLayout};
+use pageframe::{CpuId, Errno, LocalPageAllocator, MachineDesc, MachineLayout, VmSysctl};
 
 /// Page size of the hosts described (x86-64).
 const PAGE_SHIFT: u32 = 12;
@@ -221,6 +221,37 @@ fn shaped(zones: &[ZoneText], ranges: Vec<Vec<MemRange>>, nr_cpus: usize) -> Opt
     desc.reserved = reserve_unmanaged(&layout, zones).ok()?;
     desc.layout().ok()?;
     Some(desc)
+}
+
+/// The whitespace-separated values of a sysctl's text, at most `count`.
+fn sysctl_values(text: &str, count: usize) -> Vec<&str> {
+    text.split_whitespace().take(count).collect()
+}
+
+/// Writes a host's sysctls (`host` gives a sysctl's text, if known) to a
+/// machine shaped like it, in the kernel's table order, as the host's
+/// sysctl.conf did: each whose values differ from the machine's (the
+/// host's `lowmem_reserve_ratio` has one more, ZONE_DEVICE's), except
+/// those `keep` says the caller chose. A value no kernel holds is the
+/// error, with its sysctl and text.
+pub fn write_host_sysctls(
+    allocator: &mut LocalPageAllocator,
+    host: impl Fn(VmSysctl) -> Option<String>,
+    keep: impl Fn(VmSysctl) -> bool,
+) -> Result<(), (VmSysctl, String, Errno)> {
+    for sysctl in VmSysctl::ALL {
+        let Some(text) = host(sysctl).filter(|_| !keep(sysctl)) else {
+            continue;
+        };
+        let ours = allocator.read_sysctl(sysctl);
+        let count = ours.split_whitespace().count();
+        if sysctl_values(&text, count) != sysctl_values(&ours, count) {
+            allocator
+                .write_sysctl(sysctl, &text)
+                .map_err(|errno| (sysctl, text, errno))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use super::host::{is_root, read, write_sysctl, HostStateLock};
 use super::host_machine::HostMachine;
 use super::zoneinfo::{zone_pairs, zone_rows, WATERMARKS};
 use super::{errno_label, ConformError, ConformRow, SuiteOutcome, SuiteResult};
+use crate::host_layout::write_host_sysctls;
 use crate::trace::host::parse_zoneinfo;
 use pageframe::{AllocOptions, LocalPageAllocator, VmSysctl};
 
@@ -229,15 +230,14 @@ fn case_rows(
             .map_err(|err| ConformError::Boot(err.to_string()))?;
     // The machine starts from the host's values where they are not the
     // defaults (a sysctl.conf), as the host does.
-    for sysctl in VmSysctl::ALL {
-        let (host, ours) = (saved.text(sysctl), allocator.read_sysctl(sysctl));
-        let count = ours.split_whitespace().count();
-        if values(host, count) != values(&ours, count) {
-            allocator.write_sysctl(sysctl, host).map_err(|errno| {
-                ConformError::Host(format!("{}: {host:?}: {errno}", path(sysctl)))
-            })?;
-        }
-    }
+    write_host_sysctls(
+        &mut allocator,
+        |sysctl| Some(saved.text(sysctl).to_string()),
+        |_| false,
+    )
+    .map_err(|(sysctl, text, errno)| {
+        ConformError::Host(format!("{}: {text:?}: {errno}", path(sysctl)))
+    })?;
     let ours_result = allocator.write_sysctl(case.sysctl, text.as_bytes());
     let restore = RestoreOnDrop(saved, case.sysctl);
     let host_result = write_sysctl(&path(case.sysctl), text.as_bytes())?;

@@ -131,35 +131,27 @@ pub(super) fn host_pfn_end(trace: &Trace) -> Option<u64> {
 }
 
 /// Writes the sysctls the recording saved to a machine shaped like its
-/// host, in the kernel's table order, as the host's sysctl.conf would have:
-/// min_free_kbytes where it differs from the machine's own (a value set by
-/// hand), and the others as saved; `vm.percpu_pagelist_high_fraction` only
-/// when `--pcp-high-fraction` did not choose it. A saved value the kernel
-/// would refuse is a damaged trace.
+/// host ([`crate::host_layout::write_host_sysctls`]: where they differ from
+/// the machine's own, e.g. a min_free_kbytes set by hand);
+/// `vm.percpu_pagelist_high_fraction` only when `--pcp-high-fraction` did
+/// not choose it. A saved value the kernel would refuse is a damaged trace.
 pub(super) fn write_host_sysctls(
     trace: &Trace,
     options: &ReplayOptions,
     allocator: &mut LocalPageAllocator,
 ) -> Result<(), TraceError> {
-    for sysctl in VmSysctl::ALL {
-        let Some(text) = host_file(trace, Moment::Start, sysctl.name()) else {
-            continue;
-        };
-        let skip = match sysctl {
-            VmSysctl::MinFreeKbytes => text.trim() == allocator.min_free_kbytes().to_string(),
-            VmSysctl::PercpuPagelistHighFraction => options.alloc.pcp.high_fraction != 0,
-            _ => false,
-        };
-        if skip {
-            continue;
-        }
-        allocator.write_sysctl(sysctl, &text).map_err(|errno| {
-            TraceError::Invalid(format!(
-                "host.start.{}: {:?} is not a value the kernel holds ({errno})",
-                sysctl.name(),
-                text.trim()
-            ))
-        })?;
-    }
-    Ok(())
+    crate::host_layout::write_host_sysctls(
+        allocator,
+        |sysctl| host_file(trace, Moment::Start, sysctl.name()),
+        |sysctl| {
+            sysctl == VmSysctl::PercpuPagelistHighFraction && options.alloc.pcp.high_fraction != 0
+        },
+    )
+    .map_err(|(sysctl, text, errno)| {
+        TraceError::Invalid(format!(
+            "host.start.{}: {:?} is not a value the kernel holds ({errno})",
+            sysctl.name(),
+            text.trim()
+        ))
+    })
 }

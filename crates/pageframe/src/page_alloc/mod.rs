@@ -32,6 +32,7 @@ mod setup;
 mod shuffle;
 mod snapshot;
 mod sysctl;
+mod sysctl_text;
 mod watermark;
 mod zone_flags;
 mod zonelist;

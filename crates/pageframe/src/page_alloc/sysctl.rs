@@ -21,12 +21,12 @@
 //! nothing, except that `lowmem_reserve_ratio`, like the kernel's handler,
 //! ignores a parse error: the values before the bad one are stored and the
 //! write succeeds. The text is parsed as the kernel parses it
-//! (`proc::sysctl_text`). Writes take `&mut self`: no CPU handle is alive.
+//! (`sysctl_text`). Writes take `&mut self`: no CPU handle is alive.
 
+use super::sysctl_text::{parse_int_write, render_ints};
 use super::{AllocOptions, PageAllocator};
 use crate::alloc_policy::PcpSizing;
 use crate::machine::DescError;
-use crate::proc::sysctl_text::{parse_int_write, render_ints};
 use crate::sync::LockFamily;
 use crate::types::ZoneType;
 use crate::Errno;

@@ -42,12 +42,13 @@ pub const PCP_BATCH_SCALE_MAX: u32 = 5;
 /// include/linux/minmax.h.
 #[inline(always)]
 pub fn kernel_clamp(value: u32, lo: u32, hi: u32) -> u32 {
+    // Below `hi`, "at or below `lo` gives `lo`, else the value" is a max:
+    // one compare and select on this per-free path.
+    let raised = value.max(lo);
     if value >= hi {
         hi
-    } else if value <= lo {
-        lo
     } else {
-        value
+        raised
     }
 }
 

@@ -2,7 +2,7 @@
 //! `/proc/pagetypeinfo`, `/proc/zoneinfo` and `/proc/vmstat`, laid out
 //! character for character as mm/vmstat.c prints them (for the counters
 //! pageframe has), and the page allocator's sysctls as `sysctl` prints
-//! them (the text of a sysctl write is parsed in `sysctl_text`).
+//! them.
 //!
 //! ```
 //! use pageframe::{LocalPageAllocator, MachineDesc};
@@ -18,7 +18,6 @@
 
 mod buddyinfo;
 mod pagetypeinfo;
-pub(crate) mod sysctl_text;
 mod vmstat;
 mod zoneinfo;
 
