@@ -40,7 +40,8 @@ fn conform_all_suites_json_show_no_unlisted_diff_as_root_or_a_skip() {
             "slab",
             "zsmalloc",
             "buddy",
-            "sysctl"
+            "sysctl",
+            "pagecache"
         ]
     );
     for suite in suites {

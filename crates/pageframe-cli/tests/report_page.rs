@@ -91,13 +91,14 @@ fn out_dir_has_json_csv_plots_and_the_page() {
 }
 
 /// The suites `pageframe conform all` runs.
-const SUITES: [&str; 6] = [
+const SUITES: [&str; 7] = [
     "mempolicy",
     "zoneinfo",
     "slab",
     "zsmalloc",
     "buddy",
     "sysctl",
+    "pagecache",
 ];
 
 /// The page's conformance section has one row per suite, each with its

@@ -76,10 +76,12 @@ fn kswapd_wakes_below_low_and_reclaims_to_high() {
     assert_eq!(count(&mm, ReclaimEvent::PgstealFile), step.reclaimed);
     assert_eq!(count(&mm, ReclaimEvent::PgscanKswapd), step.scanned);
     conserved(&mm);
-    // The oldest pages went first: the file's start is gone, its end cached.
+    // The oldest pages went first: the file's start is gone, the last page
+    // read cached (with the readahead window beyond it).
     let cached = mm.file_pages(file).unwrap();
     assert!(cached[0].0 > 0);
-    assert_eq!(cached.last().unwrap().0, index - 1);
+    assert!(cached.iter().any(|&(page, _)| page == index - 1));
+    assert!(cached.last().unwrap().0 >= index - 1);
     // Still balanced after the nap: kswapd sleeps.
     assert_eq!(mm.kswapd_run(NODE).unwrap().state, KswapdState::Sleeping);
     assert_eq!(count(&mm, ReclaimEvent::KswapdHighWmarkHitQuickly), 0);

@@ -128,6 +128,7 @@ fn bad_truncations_are_einval_and_efbig_and_change_nothing() {
     let allocator = machine();
     let config = MmConfig {
         max_file_bytes: 64 * PAGE,
+        ..MmConfig::default()
     };
     let mut mm = Mm::new(&allocator, config);
     let file = mm.create_file();

@@ -11,6 +11,7 @@ pub mod buddy;
 pub mod host;
 pub mod host_machine;
 pub mod mempolicy;
+pub mod pagecache;
 pub mod saved;
 pub mod slab;
 pub mod suites;
@@ -206,6 +207,8 @@ pub fn errno_label(code: i32) -> String {
     match KNOWN.iter().find(|errno| errno.code() == code) {
         Some(errno) => errno.name().to_string(),
         None if code == libc::ENOSYS => "ENOSYS".to_string(),
+        None if code == libc::EBADF => "EBADF".to_string(),
+        None if code == libc::EFBIG => "EFBIG".to_string(),
         None => format!("errno {code}"),
     }
 }

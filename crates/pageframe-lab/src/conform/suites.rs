@@ -20,15 +20,18 @@ pub const SUITES: &[(&str, SuiteRun)] = &[
     ("zsmalloc", super::zsmalloc::run),
     ("buddy", super::buddy::run),
     ("sysctl", super::sysctl::run),
+    ("pagecache", super::pagecache::run),
 ];
 
 /// Suites the report page of `pageframe run --out DIR` does not run itself,
 /// and why: zsmalloc takes seconds (it writes pages into a real zram
-/// device), sysctl changes the host's sysctls for a moment. The page shows
-/// them from `DIR/conform.json` (see `saved`).
+/// device), sysctl changes the host's sysctls for a moment, pagecache
+/// mounts a file system of its own. The page shows them from
+/// `DIR/conform.json` (see `saved`).
 pub const PAGE_SKIPS: &[(&str, &str)] = &[
     ("zsmalloc", "it takes seconds on a real device"),
     ("sysctl", "it writes the host's vm sysctls for a moment"),
+    ("pagecache", "it mounts an ext4 of its own on a loop device"),
 ];
 
 /// DIFF rows that are known and accepted: (suite, case, why pageframe

@@ -96,6 +96,9 @@ pub(super) const DIRTY: u8 = 1 << 1;
 pub(super) const RECLAIM: u8 = 1 << 2;
 /// The accessed ("young") bit of the page's PTE, for mapped (anon) pages.
 pub(super) const YOUNG: u8 = 1 << 3;
+/// `PG_readahead`: reaching this page cache page starts the next
+/// readahead window.
+pub(super) const READAHEAD: u8 = 1 << 4;
 
 /// What the reclaim layer knows of one PFN.
 #[derive(Clone, Copy, Debug)]

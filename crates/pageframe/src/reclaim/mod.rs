@@ -5,8 +5,9 @@
 //!
 //! [`Mm`] owns, for one [`LocalPageAllocator`] it borrows:
 //! - files and their page cache (`page_cache`): pages by file offset,
-//!   sequential reads that allocate in order, dirty/clean state,
-//!   writeback, truncation and deletion;
+//!   reads that allocate in offset order through readahead windows
+//!   (`readahead`), dirty/clean state, writeback, `POSIX_FADV_DONTNEED`,
+//!   truncation and deletion;
 //! - processes with anonymous memory (`anon`), freed in address order at exit;
 //! - per-node LRU lists, inactive and active, anon and file (`lru`), aged
 //!   by `shrink_active_list()` and `shrink_inactive_list()` (`vmscan`);
@@ -38,6 +39,7 @@ mod kswapd;
 mod lru;
 mod meminfo;
 mod page_cache;
+mod readahead;
 mod slowpath;
 mod vmscan;
 mod vmstat;
@@ -87,12 +89,28 @@ pub struct MmConfig {
     /// The file system's maximum file size (`sb->s_maxbytes`); sizes beyond
     /// it are EFBIG.
     pub max_file_bytes: u64,
+    /// The file system's device's readahead window in KiB
+    /// (`/sys/block/DEV/queue/read_ahead_kb`; 0 turns readahead off, each
+    /// missing page is then read alone).
+    pub read_ahead_kb: u32,
+    /// The device's largest I/O in KiB (`max_sectors_kb`, the
+    /// `bdi->io_pages` a read larger than the window may use).
+    pub max_sectors_kb: u32,
 }
+
+/// `VM_READAHEAD_PAGES` in KiB: the default window (128 KiB).
+pub const DEFAULT_READ_AHEAD_KB: u32 = 128;
+
+/// The block layer's default largest I/O in KiB (`BLK_DEF_MAX_SECTORS_CAP`,
+/// 2560 sectors).
+pub const DEFAULT_MAX_SECTORS_KB: u32 = 1280;
 
 impl Default for MmConfig {
     fn default() -> MmConfig {
         MmConfig {
             max_file_bytes: MAX_LFS_FILESIZE,
+            read_ahead_kb: DEFAULT_READ_AHEAD_KB,
+            max_sectors_kb: DEFAULT_MAX_SECTORS_KB,
         }
     }
 }

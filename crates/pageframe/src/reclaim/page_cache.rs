@@ -10,7 +10,8 @@
 //! is its (file, offset).
 
 use super::error::MmError;
-use super::lru::{LruList, Owner, DIRTY, REFERENCED};
+use super::lru::{LruList, Owner, DIRTY, READAHEAD, REFERENCED};
+use super::readahead::RaState;
 use super::{FileId, Mm, ReclaimEvent};
 use crate::gfp::Gfp;
 use crate::types::CpuId;
@@ -26,13 +27,18 @@ pub(super) struct FileSlot {
     pub(super) dirty: u64,
     /// Page offset to PFN (`mapping->i_pages`).
     pub(super) pages: BTreeMap<u64, u64>,
+    /// The descriptor's readahead state (`file->f_ra`).
+    pub(super) ra: RaState,
 }
+
+/// `FOLIO_BATCH_SIZE`: the pages one read batch holds.
+const FOLIO_BATCH_SIZE: usize = 31;
 
 /// `mapping_gfp_mask()` of a regular file: GFP_HIGHUSER_MOVABLE.
 pub(super) const MAPPING_GFP: Gfp = Gfp::HIGHUSER_MOVABLE;
 
 impl Mm<'_> {
-    fn page_shift(&self) -> u32 {
+    pub(super) fn page_shift(&self) -> u32 {
         self.allocator.layout().page_shift as u32
     }
 
@@ -86,39 +92,99 @@ impl Mm<'_> {
     }
 
     /// pread(2) of `len` bytes at `pos` on `cpu`: bytes up to the end of
-    /// the file are read, at most `MAX_RW_COUNT` (2 GiB less a page); each
-    /// missing page is allocated in offset order
-    /// and added to the inactive file list, and every page read is marked
-    /// accessed. Returns the bytes read (0 at or past the end). A short
-    /// read when memory runs out part way; ENOMEM when nothing was read.
-    /// mirrors filemap_read(), filemap_create_folio() and folio_mark_accessed().
+    /// the file are read, at most `MAX_RW_COUNT` (2 GiB less a page), in
+    /// batches of up to `FOLIO_BATCH_SIZE` cached pages. A batch that finds
+    /// its first page missing starts synchronous readahead; a batch that
+    /// ends on the readahead mark starts the next window (`readahead`).
+    /// Every page the read copies from is marked accessed, but for the
+    /// first when the previous read on the file ended in it. Returns the
+    /// bytes read (0 at or past the end); a short read when memory runs
+    /// out part way, ENOMEM when nothing was read. mirrors filemap_read(),
+    /// filemap_get_pages(), filemap_get_read_batch() and
+    /// filemap_create_folio().
     pub fn read(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
         let size = self.live_file(file)?.size;
         self.page_range(pos, len)?;
         let node = self.cpu_node(cpu)?;
-        let len = len.min(self.max_rw_count());
-        if pos >= size || len == 0 {
+        let count = len.min(self.max_rw_count());
+        if count == 0 {
             return Ok(0);
         }
-        let end = size.min(pos + len);
-        let (first, last) = self.page_range(pos, end - pos)?;
-        for index in first..last {
-            let pfn = match self.files[file.0 as usize].pages.get(&index) {
-                Some(&pfn) => pfn,
-                None => match self.alloc_lru_page(cpu, node, MAPPING_GFP) {
-                    Ok(pfn) => {
-                        self.insert_file_page(file, index, pfn, 0);
-                        self.counters
-                            .add(ReclaimEvent::Pgpgin, 1 << (self.page_shift() - 10));
-                        pfn
+        let shift = self.page_shift();
+        let page_bytes = 1u64 << shift;
+        let mut last_pos = self.files[file.0 as usize].ra.prev_pos;
+        let (mut at, mut done) = (pos, 0u64);
+        let mut failed = None;
+        while at < size {
+            let left = count - done;
+            let index = at >> shift;
+            // The page past the request's end (`last_index`); `at + left`
+            // is within `loff_t` (page_range above).
+            let last_index = (at + left).div_ceil(page_bytes);
+            let mut batch = self.read_batch(file, index, last_index - 1);
+            if batch.is_empty() {
+                self.sync_readahead(cpu, node, file, index, last_index - index);
+                batch = self.read_batch(file, index, last_index - 1);
+            }
+            if batch.is_empty() {
+                match self.create_read_page(cpu, node, file, index) {
+                    Ok(pfn) => batch.push((index, pfn)),
+                    Err(err) => {
+                        failed = Some(err);
+                        break;
                     }
-                    Err(err) if index == first => return Err(err),
-                    Err(_) => return Ok((index << self.page_shift()) - pos),
-                },
+                }
+            }
+            let Some(&(last, last_pfn)) = batch.last() else {
+                break;
             };
-            self.mark_page_accessed(pfn);
+            if self.lru.meta(last_pfn).test(READAHEAD) {
+                self.async_readahead(cpu, node, file, (last, last_pfn), last_index - last);
+            }
+            let end = size.min(at + left);
+            // pos_same_folio(): the read goes on in the page the last one
+            // ended in (`loff_t` shifts, so -1 is page -1).
+            if (at as i64) >> shift != last_pos.wrapping_sub(1) >> shift {
+                self.mark_page_accessed(batch[0].1);
+            }
+            for (position, &(page, pfn)) in batch.iter().enumerate() {
+                if end < page << shift {
+                    break;
+                }
+                if position > 0 {
+                    self.mark_page_accessed(pfn);
+                }
+                let bytes = (end - at).min(page_bytes - (at & (page_bytes - 1)));
+                at += bytes;
+                done += bytes;
+                last_pos = at as i64;
+            }
+            if done == count {
+                break;
+            }
         }
-        Ok(end - pos)
+        self.files[file.0 as usize].ra.prev_pos = last_pos;
+        match failed {
+            Some(err) if done == 0 => Err(err),
+            _ => Ok(done),
+        }
+    }
+
+    /// filemap_get_read_batch(): the cached pages from `index` on, up to
+    /// `max` and `FOLIO_BATCH_SIZE` of them, stopping at the first missing
+    /// one and after one with the readahead mark.
+    fn read_batch(&self, file: FileId, index: u64, max: u64) -> Vec<(u64, u64)> {
+        let mut batch = Vec::new();
+        for (&page, &pfn) in self.files[file.0 as usize].pages.range(index..=max) {
+            if page != index + batch.len() as u64 {
+                break;
+            }
+            batch.push((page, pfn));
+            if self.lru.meta(pfn).test(READAHEAD) || batch.len() == FOLIO_BATCH_SIZE {
+                break;
+            }
+        }
+        batch
     }
 
     /// pwrite(2) of `len` bytes at `pos` on `cpu`: grows the file, puts
@@ -185,14 +251,97 @@ impl Mm<'_> {
             .count() as u64
     }
 
+    /// posix_fadvise(2) `POSIX_FADV_DONTNEED` of `len` bytes at `offset`
+    /// (`len` 0: to the end of the file) on `cpu`: writeback of the dirty
+    /// pages in the range is started, then the clean cached pages wholly
+    /// inside it leave the cache and are freed in offset order (the last,
+    /// partial page too when the range reaches the end of the file). A page
+    /// whose writeback was just started is kept, clean, as the kernel keeps
+    /// a page still under writeback. Returns the pages freed (the call
+    /// itself returns 0). EINVAL for a negative length (a negative offset
+    /// is taken as the kernel takes it), EBADF for a deleted file; nothing
+    /// changes on error. mirrors generic_fadvise()
+    /// and mapping_try_invalidate().
+    pub fn fadvise_dontneed(
+        &mut self,
+        cpu: CpuId,
+        file: FileId,
+        offset: i64,
+        len: i64,
+    ) -> Result<u64, MmError> {
+        let size = self.live_file(file)?.size;
+        if len < 0 {
+            return Err(MmError::InvalidLength(len));
+        }
+        self.cpu_node(cpu)?;
+        // generic_fadvise()'s unsigned arithmetic: `endbyte` is the range's
+        // last byte, the end of `loff_t` when `len` is 0 or the sum wraps;
+        // a negative offset is not refused.
+        let len = len as u64;
+        let endbyte = match (offset as u64).wrapping_add(len) {
+            end if len == 0 || end < len => MAX_LOFF,
+            end => end - 1,
+        };
+        let shift = self.page_shift();
+        let page_mask = (1u64 << shift) - 1;
+        // `(offset + PAGE_SIZE - 1) >> PAGE_SHIFT` in `loff_t`, as a page
+        // index: a negative offset below -PAGE_SIZE + 1 names no page.
+        let mut first = (offset.wrapping_add(page_mask as i64) >> shift) as u64;
+        let mut last = endbyte >> shift;
+        let mut none = false;
+        if endbyte & page_mask != page_mask && Some(endbyte) != size.checked_sub(1) {
+            // Only whole pages, unless the range ends the file.
+            none = last == 0;
+            last = last.saturating_sub(1);
+        }
+        if none {
+            // Writeback is still started (it comes first in the kernel).
+            (first, last) = (1, 0);
+        }
+        // The writeback range starts at `offset >> PAGE_SHIFT` as a page
+        // index too: past every page for a negative offset.
+        let (write_from, write_to) = ((offset >> shift) as u64, endbyte >> shift);
+        let written: Vec<u64> = if write_from <= write_to {
+            self.files[file.0 as usize]
+                .pages
+                .range(write_from..=write_to)
+                .map(|(_, &pfn)| pfn)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let under_writeback: std::collections::BTreeSet<u64> = written
+            .into_iter()
+            .filter(|&pfn| self.end_writeback(pfn))
+            .collect();
+        let doomed: Vec<u64> = if first <= last {
+            self.files[file.0 as usize]
+                .pages
+                .range(first..=last)
+                .map(|(_, &pfn)| pfn)
+                .filter(|pfn| !under_writeback.contains(pfn))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for &pfn in &doomed {
+            self.free_owned(cpu, pfn)?;
+        }
+        Ok(doomed.len() as u64)
+    }
+
     /// ftruncate(2) to `length` bytes on `cpu`: pages wholly past the new
-    /// size leave the cache and are freed in offset order (the page that
-    /// straddles it stays); growing only sets the size. EINVAL for a
-    /// negative length, EFBIG past the maximum file size, EBADF for a
-    /// deleted file; nothing changes on error. mirrors do_ftruncate(),
-    /// inode_newsize_ok() and truncate_inode_pages_range().
+    /// size leave the cache and are freed in offset order; growing only
+    /// sets the size. A size that does not grow the file and ends inside a
+    /// page has the rest of that page zeroed through the cache, as ext4
+    /// zeroes the rest of the block (4 KiB blocks): the page is read in if
+    /// missing, marked accessed and dirtied. EINVAL for a negative length,
+    /// EFBIG past the maximum file size, EBADF for a deleted file; nothing
+    /// changes on error (ENOMEM included: the page to zero is allocated
+    /// first). mirrors do_ftruncate(), inode_newsize_ok(),
+    /// truncate_inode_pages_range() and ext4_block_truncate_page().
     pub fn truncate(&mut self, cpu: CpuId, file: FileId, length: i64) -> Result<(), MmError> {
-        self.live_file(file)?;
+        let old_size = self.live_file(file)?.size;
         let size = u64::try_from(length).map_err(|_| MmError::InvalidLength(length))?;
         if size > self.config.max_file_bytes {
             return Err(MmError::FileTooBig {
@@ -200,10 +349,23 @@ impl Mm<'_> {
                 max: self.config.max_file_bytes,
             });
         }
-        self.cpu_node(cpu)?;
-        let keep = size.div_ceil(1 << self.page_shift());
+        let node = self.cpu_node(cpu)?;
+        let shift = self.page_shift();
+        let zeroed = (size <= old_size && size & ((1 << shift) - 1) != 0).then_some(size >> shift);
+        let zeroed = match zeroed {
+            Some(index) => Some(match self.files[file.0 as usize].pages.get(&index) {
+                Some(&pfn) => pfn,
+                None => self.create_read_page(cpu, node, file, index)?,
+            }),
+            None => None,
+        };
+        let keep = size.div_ceil(1 << shift);
         self.drop_file_pages(cpu, file, keep)?;
         self.files[file.0 as usize].size = size;
+        if let Some(pfn) = zeroed {
+            self.mark_page_accessed(pfn);
+            self.set_dirty(file, pfn);
+        }
         Ok(())
     }
 
@@ -237,7 +399,7 @@ impl Mm<'_> {
         Ok(())
     }
 
-    fn insert_file_page(&mut self, file: FileId, index: u64, pfn: u64, flags: u8) {
+    pub(super) fn insert_file_page(&mut self, file: FileId, index: u64, pfn: u64, flags: u8) {
         let node = self.node_of(pfn);
         self.lru.adopt(
             pfn,

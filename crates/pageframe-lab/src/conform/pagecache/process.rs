@@ -1,0 +1,105 @@
+//! The plumbing of the suite's child processes: pipes, pinning to a CPU,
+//! errno. What a forked child calls (`errno`, `close`, `read_exact`,
+//! `write_exact`) makes raw system calls only, no allocation and no lock,
+//! as a child of a multi-threaded process must; the rest runs in the
+//! suite's own process.
+
+use crate::conform::ConformError;
+use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+
+/// The last errno as a positive number.
+pub(super) fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+pub(super) fn kernel_error(what: &str) -> ConformError {
+    ConformError::Kernel(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+/// Pins process `pid` (0: the caller) to `cpu`.
+pub(super) fn pin(pid: i32, cpu: usize) -> Result<(), ConformError> {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked by the caller's choice).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    if unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(kernel_error("sched_setaffinity"));
+    }
+    Ok(())
+}
+
+/// A pipe: (read end, write end).
+pub(super) fn pipe() -> Result<(i32, i32), ConformError> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(kernel_error("pipe"));
+    }
+    Ok((fds[0], fds[1]))
+}
+
+pub(super) fn close(fd: i32) {
+    // SAFETY: closes a descriptor the caller owns and no longer uses.
+    unsafe { libc::close(fd) };
+}
+
+/// Reads exactly `buf.len()` bytes from `fd`, or fails (end of file or
+/// an error).
+pub(super) fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
+    use std::io::Read;
+    // SAFETY: borrows a descriptor the caller owns; ManuallyDrop keeps it
+    // open.
+    let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    file.read_exact(buf).is_ok()
+}
+
+/// Writes all of `buf` to `fd`, or fails.
+pub(super) fn write_exact(fd: i32, buf: &[u8]) -> bool {
+    use std::io::Write;
+    // SAFETY: as in `read_exact`.
+    let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    file.write_all(buf).is_ok()
+}
+
+/// A private anonymous mapping of `pages` pages that THP leaves alone
+/// (`MADV_NOHUGEPAGE`, for a host with THP `always`); `None` when mmap
+/// fails. A raw call: a forked child may use it.
+pub(super) fn map_private_pages(pages: usize) -> Option<*mut u8> {
+    let len = pages * PAGE_BYTES;
+    // SAFETY: a new mapping of the kernel's choosing; nothing else is
+    // touched.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: advice on the mapping just made, of that length.
+    unsafe { libc::madvise(map, len, libc::MADV_NOHUGEPAGE) };
+    Some(map.cast())
+}
+
+/// Writes one byte to each of the first `pages` pages at `base`.
+///
+/// # Safety
+///
+/// `base` must start a writable mapping of at least `pages` pages.
+pub(super) unsafe fn touch_pages(base: *mut u8, pages: usize) {
+    for page in 0..pages {
+        // SAFETY: inside the mapping, by the caller's promise.
+        unsafe { base.add(page * PAGE_BYTES).write_volatile(1) };
+    }
+}
+
+/// The host's page size, which the suite requires to be 4 KiB.
+const PAGE_BYTES: usize = 4096;
