@@ -8,14 +8,10 @@
 //! `PAGEFRAME_MPFUZZ_SHOW=N` prints the first N cases with the kernel's
 //! results.
 
-use pageframe_lab::conform::{mempolicy, SuiteOutcome};
+mod common;
 
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
+use common::env_or;
+use pageframe_lab::conform::{mempolicy, SuiteOutcome};
 
 #[test]
 fn random_mempolicy_cases_match_the_kernel() {

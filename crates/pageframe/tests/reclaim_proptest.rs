@@ -199,8 +199,9 @@ fn step(mm: &mut Mm, model: &mut Model, op: &Op) {
             let (id, size) = model.file(file);
             let result = mm.truncate(cpu, id, length).map(|()| 0);
             match size {
+                // The length is checked before the descriptor.
+                _ if length < 0 => refused(mm, &before, result, "EINVAL"),
                 None => refused(mm, &before, result, "EBADF"),
-                Some(_) if length < 0 => refused(mm, &before, result, "EINVAL"),
                 Some(_) if length as u64 > MAX_FILE_PAGES * PAGE => {
                     refused(mm, &before, result, "EFBIG")
                 }

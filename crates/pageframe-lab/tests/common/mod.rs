@@ -1,5 +1,6 @@
-//! Helpers shared by the replay tests: the shipped trace's prefix, events
-//! built by hand, and a small machine to replay on.
+//! Helpers shared by the lab's tests: the shipped trace's prefix, events
+//! built by hand, a small machine to replay on, and the environment knobs
+//! of the random conformance tests.
 //!
 //! Every test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
@@ -34,4 +35,12 @@ pub fn small_machine() -> ReplayOptions {
         check_invariants: true,
         ..ReplayOptions::default()
     }
+}
+
+/// A number from the environment variable `name`, or `default`.
+pub fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
 }

@@ -39,6 +39,18 @@ impl Mm<'_> {
                 return fail(format!("deleted file {id} keeps pages or a size"));
             }
             let limit = slot.size.div_ceil(1 << page_shift);
+            for extents in [&slot.data, &slot.allocated] {
+                extents
+                    .check()
+                    .map_err(|what| InvariantError(format!("file {id}: {what}")))?;
+            }
+            if slot.data.end() > limit {
+                return fail(format!(
+                    "file {id} has data at page {} beyond its size {}",
+                    slot.data.end() - 1,
+                    slot.size
+                ));
+            }
             let mut file_dirty = 0u64;
             for (&index, &pfn) in &slot.pages {
                 let meta = self.lru.meta(pfn);

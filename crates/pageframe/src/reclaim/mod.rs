@@ -7,7 +7,9 @@
 //! - files and their page cache (`page_cache`): pages by file offset,
 //!   reads that allocate in offset order through readahead windows
 //!   (`readahead`), dirty/clean state, writeback, `POSIX_FADV_DONTNEED`,
-//!   truncation and deletion;
+//!   truncation and deletion, over ext4 as the page cache sees it: written
+//!   pages and holes, delayed allocation (`extents`), and the journal's
+//!   data=ordered commits at fsync (`journal`);
 //! - processes with anonymous memory (`anon`), freed in address order at exit;
 //! - per-node LRU lists, inactive and active, anon and file (`lru`), aged
 //!   by `shrink_active_list()` and `shrink_inactive_list()` (`vmscan`);
@@ -34,7 +36,9 @@
 mod aging;
 mod anon;
 mod error;
+mod extents;
 mod invariants;
+mod journal;
 mod kswapd;
 mod lru;
 mod meminfo;
@@ -144,6 +148,9 @@ pub struct Mm<'a> {
     /// Pages handed out by [`Mm::alloc_pages`] and not yet freed through
     /// [`Mm::free_pages`].
     nr_other: u64,
+    /// Pages ext4 zeroed through the cache since the journal's last commit
+    /// (data=ordered: the commit writes them first), as (file, offset).
+    ordered_data: Vec<(FileId, u64)>,
 }
 
 impl<'a> Mm<'a> {
@@ -178,6 +185,7 @@ impl<'a> Mm<'a> {
             nr_anon: 0,
             nr_dirty: 0,
             nr_other: 0,
+            ordered_data: Vec::new(),
         }
     }
 

@@ -10,6 +10,8 @@
 //! is its (file, offset).
 
 use super::error::MmError;
+use super::extents::Extents;
+use super::journal::InodeState;
 use super::lru::{LruList, Owner, DIRTY, READAHEAD, REFERENCED};
 use super::readahead::RaState;
 use super::{FileId, Mm, ReclaimEvent};
@@ -29,6 +31,13 @@ pub(super) struct FileSlot {
     pub(super) pages: BTreeMap<u64, u64>,
     /// The descriptor's readahead state (`file->f_ra`).
     pub(super) ra: RaState,
+    /// The pages written (the rest are holes).
+    pub(super) data: Extents,
+    /// The written pages whose blocks are allocated: written back once
+    /// (ext4's delayed allocation gives a block at writeback).
+    pub(super) allocated: Extents,
+    /// The inode as ext4's journal sees it.
+    pub(super) inode: InodeState,
 }
 
 /// `FOLIO_BATCH_SIZE`: the pages one read batch holds.
@@ -72,7 +81,10 @@ impl Mm<'_> {
 
     /// Creates an empty file (creat(2)).
     pub fn create_file(&mut self) -> FileId {
-        self.files.push(FileSlot::default());
+        self.files.push(FileSlot {
+            inode: InodeState::created(),
+            ..FileSlot::default()
+        });
         FileId((self.files.len() - 1) as u32)
     }
 
@@ -164,6 +176,7 @@ impl Mm<'_> {
             }
         }
         self.files[file.0 as usize].ra.prev_pos = last_pos;
+        self.inode_accessed(file);
         match failed {
             Some(err) if done == 0 => Err(err),
             _ => Ok(done),
@@ -189,8 +202,11 @@ impl Mm<'_> {
 
     /// pwrite(2) of `len` bytes at `pos` on `cpu`: grows the file, puts
     /// every page written in the cache (allocating missing ones) and
-    /// dirties it; at most `MAX_RW_COUNT` bytes (2 GiB less a page) per
-    /// call. EFBIG when `pos` is at or past the maximum file size (the
+    /// dirties it, without marking it accessed; at most `MAX_RW_COUNT`
+    /// bytes (2 GiB less a page) per call. A write past the end of the file
+    /// has ext4 zero the gap's partial pages first, through the cache: the
+    /// rest of the page holding the old end (`zero_partial_page`),
+    /// and the start of the write's first page, which is marked accessed. EFBIG when `pos` is at or past the maximum file size (the
     /// write is cut short at it otherwise). mirrors
     /// generic_perform_write() and generic_write_check_limits().
     pub fn write(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
@@ -207,6 +223,18 @@ impl Mm<'_> {
         }
         let end = max.min(pos + len);
         let (first, last) = self.page_range(pos, end - pos)?;
+        // A write that starts past the page holding the end of the file
+        // zeroes the rest of that page first (ext4, 6.18).
+        let old_size = self.files[file.0 as usize].size;
+        let shift = self.page_shift();
+        if old_size & ((1 << shift) - 1) != 0 && first > old_size >> shift {
+            let page = self.grab_partial_page(cpu, node, file, old_size >> shift)?;
+            self.zero_partial_page(file, page);
+        }
+        // A write that starts past the end of the file, inside a page, has
+        // ext4 zero that page's bytes before it through the cache, which
+        // marks the page accessed (measured on 6.18).
+        let zeroes_before = pos > old_size && pos & ((1 << shift) - 1) != 0;
         let mut written_end = pos;
         for index in first..last {
             let pfn = match self.files[file.0 as usize].pages.get(&index) {
@@ -220,24 +248,42 @@ impl Mm<'_> {
                     Err(_) => break,
                 },
             };
+            if index == first && zeroes_before {
+                self.mark_page_accessed(pfn);
+            }
             self.set_dirty(file, pfn);
             written_end = end.min((index + 1) << self.page_shift());
         }
+        let written_pages = written_end.div_ceil(1 << self.page_shift());
         let slot = &mut self.files[file.0 as usize];
         slot.size = slot.size.max(written_end);
+        if written_end > pos {
+            slot.data.insert(first, written_pages);
+            self.inode_changed(file);
+        }
         Ok(written_end - pos)
     }
 
-    /// fsync(2): writes back the file's dirty pages (at once); EBADF when deleted.
+    /// fsync(2): writes back the file's dirty pages (at once), then
+    /// commits the journal if the file has changes in it (`journal`),
+    /// which first writes the pages ext4 zeroed through the cache since the
+    /// last commit, of any file. Returns the pages written; EBADF when
+    /// deleted.
     pub fn fsync(&mut self, file: FileId) -> Result<u64, MmError> {
         let pages: Vec<u64> = self.live_file(file)?.pages.values().copied().collect();
-        Ok(pages
+        let written = pages
             .into_iter()
             .filter(|&pfn| self.end_writeback(pfn))
-            .count() as u64)
+            .count() as u64;
+        if written > 0 {
+            // Delayed allocation: writing the pages allocates their blocks.
+            self.inode_allocated(file);
+        }
+        Ok(written + self.fsync_commit(file))
     }
 
-    /// sync(2): writes back every dirty page, file by file; returns how many.
+    /// sync(2): writes back every dirty page, file by file, then commits
+    /// the journal; returns the pages written.
     pub fn sync(&mut self) -> u64 {
         let pages: Vec<u64> = self
             .files
@@ -245,10 +291,12 @@ impl Mm<'_> {
             .filter(|slot| slot.dirty > 0)
             .flat_map(|slot| slot.pages.values().copied())
             .collect();
-        pages
+        let written = pages
             .into_iter()
             .filter(|&pfn| self.end_writeback(pfn))
-            .count() as u64
+            .count() as u64;
+        // sync_fs() after the data: the journal commits.
+        written + self.journal_commit()
     }
 
     /// posix_fadvise(2) `POSIX_FADV_DONTNEED` of `len` bytes at `offset`
@@ -314,6 +362,9 @@ impl Mm<'_> {
             .into_iter()
             .filter(|&pfn| self.end_writeback(pfn))
             .collect();
+        if !under_writeback.is_empty() {
+            self.inode_allocated(file);
+        }
         let doomed: Vec<u64> = if first <= last {
             self.files[file.0 as usize]
                 .pages
@@ -331,18 +382,22 @@ impl Mm<'_> {
     }
 
     /// ftruncate(2) to `length` bytes on `cpu`: pages wholly past the new
-    /// size leave the cache and are freed in offset order; growing only
-    /// sets the size. A size that does not grow the file and ends inside a
-    /// page has the rest of that page zeroed through the cache, as ext4
-    /// zeroes the rest of the block (4 KiB blocks): the page is read in if
-    /// missing, marked accessed and dirtied. EINVAL for a negative length,
-    /// EFBIG past the maximum file size, EBADF for a deleted file; nothing
-    /// changes on error (ENOMEM included: the page to zero is allocated
-    /// first). mirrors do_ftruncate(), inode_newsize_ok(),
+    /// size leave the cache and are freed in offset order, and the file
+    /// system forgets their blocks; growing sets the size (a hole). The
+    /// page that holds the end of the file afterwards (shrinking) or before
+    /// (growing), if the end is inside it, has the rest zeroed through the
+    /// cache, as ext4 zeroes the rest of the block (4 KiB blocks; growing
+    /// too in 6.18, measured): see `zero_partial_page`. EINVAL for a
+    /// negative length, EFBIG past the maximum file size, EBADF for a
+    /// deleted file (a negative length is EINVAL first, as the kernel
+    /// checks it before the descriptor); nothing changes on error (ENOMEM
+    /// included: the page to zero is allocated first). mirrors do_ftruncate(), inode_newsize_ok(),
     /// truncate_inode_pages_range() and ext4_block_truncate_page().
     pub fn truncate(&mut self, cpu: CpuId, file: FileId, length: i64) -> Result<(), MmError> {
-        let old_size = self.live_file(file)?.size;
+        // do_sys_ftruncate() refuses a negative length before it looks at
+        // the descriptor.
         let size = u64::try_from(length).map_err(|_| MmError::InvalidLength(length))?;
+        let old_size = self.live_file(file)?.size;
         if size > self.config.max_file_bytes {
             return Err(MmError::FileTooBig {
                 size,
@@ -351,22 +406,52 @@ impl Mm<'_> {
         }
         let node = self.cpu_node(cpu)?;
         let shift = self.page_shift();
-        let zeroed = (size <= old_size && size & ((1 << shift) - 1) != 0).then_some(size >> shift);
-        let zeroed = match zeroed {
-            Some(index) => Some(match self.files[file.0 as usize].pages.get(&index) {
-                Some(&pfn) => pfn,
-                None => self.create_read_page(cpu, node, file, index)?,
-            }),
-            None => None,
+        let end = if size > old_size { old_size } else { size };
+        let zeroed = match end & ((1 << shift) - 1) {
+            0 => None,
+            _ => Some(self.grab_partial_page(cpu, node, file, end >> shift)?),
         };
         let keep = size.div_ceil(1 << shift);
         self.drop_file_pages(cpu, file, keep)?;
-        self.files[file.0 as usize].size = size;
-        if let Some(pfn) = zeroed {
-            self.mark_page_accessed(pfn);
-            self.set_dirty(file, pfn);
+        let slot = &mut self.files[file.0 as usize];
+        slot.size = size;
+        slot.data.truncate(keep);
+        slot.allocated.truncate(keep);
+        self.inode_changed(file);
+        self.journal_truncate(file, keep);
+        if let Some(page) = zeroed {
+            self.zero_partial_page(file, page);
         }
         Ok(())
+    }
+
+    /// The page `index` of `file`, taken into the cache if missing (read
+    /// in, or a zeroed page of a hole): (index, PFN).
+    fn grab_partial_page(
+        &mut self,
+        cpu: CpuId,
+        node: crate::types::NodeId,
+        file: FileId,
+        index: u64,
+    ) -> Result<(u64, u64), MmError> {
+        Ok(match self.files[file.0 as usize].pages.get(&index) {
+            Some(&pfn) => (index, pfn),
+            None => (index, self.create_read_page(cpu, node, file, index)?),
+        })
+    }
+
+    /// ext4's zeroing of the rest of a file's last block through the page
+    /// cache (ext4_block_truncate_page()): the page, taken with
+    /// `FGP_ACCESSED`, is marked accessed; it is dirtied when the block
+    /// holds data, and left clean in a hole. A dirtied page joins the
+    /// journal's ordered data (ext4_jbd2_inode_add_write()), written at the
+    /// next commit (`journal`).
+    fn zero_partial_page(&mut self, file: FileId, (index, pfn): (u64, u64)) {
+        self.mark_page_accessed(pfn);
+        if self.files[file.0 as usize].data.contains(index) {
+            self.set_dirty(file, pfn);
+            self.journal_order(file, index);
+        }
     }
 
     /// unlink(2) of the file's only name with its descriptor closed: the
@@ -383,6 +468,9 @@ impl Mm<'_> {
         let slot = &mut self.files[file.0 as usize];
         slot.deleted = true;
         slot.size = 0;
+        slot.data = Extents::default();
+        slot.allocated = Extents::default();
+        self.journal_truncate(file, 0);
         Ok(())
     }
 

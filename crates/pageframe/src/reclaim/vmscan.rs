@@ -262,7 +262,8 @@ impl Mm<'_> {
         self.counters.add(ReclaimEvent::Pgactivate, 1);
     }
 
-    /// Writeback of one page completes: it is clean, and if reclaim asked
+    /// Writeback of one page completes: it is clean, its block allocated
+    /// on the file system, and if reclaim asked
     /// for it (PG_reclaim) it is deactivated to the inactive tail for
     /// prompt reclaim. Returns whether the page was dirty.
     pub(super) fn end_writeback(&mut self, pfn: u64) -> bool {
@@ -271,8 +272,11 @@ impl Mm<'_> {
             return false;
         }
         self.lru.meta_mut(pfn).flags &= !DIRTY;
-        if let Owner::File { file, .. } = meta.owner {
-            self.files[file.0 as usize].dirty -= 1;
+        if let Owner::File { file, index } = meta.owner {
+            let slot = &mut self.files[file.0 as usize];
+            slot.dirty -= 1;
+            // Delayed allocation: the block is allocated at writeback.
+            slot.allocated.insert(index, index + 1);
         }
         self.nr_dirty -= 1;
         self.counters.add(ReclaimEvent::NrWritten, 1);

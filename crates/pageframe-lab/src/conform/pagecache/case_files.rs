@@ -7,6 +7,7 @@
 use super::process::kernel_error;
 use crate::conform::ConformError;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// A shared anonymous mapping, faulted in by its maker.
@@ -92,6 +93,14 @@ impl CaseFiles {
             drop_cache(&file, &path, size)?;
             made.files.push(file);
         }
+        // A journal commit, so that no file is in the running transaction
+        // as none is on pageframe's side (each of its fsyncs commits).
+        if let Some(file) = made.files.last() {
+            // SAFETY: syncfs on a descriptor this function owns.
+            if unsafe { libc::syncfs(file.as_raw_fd()) } != 0 {
+                return Err(kernel_error("syncfs"));
+            }
+        }
         Ok(made)
     }
 }
@@ -105,9 +114,17 @@ impl Drop for CaseFiles {
 }
 
 /// Drops a synced file's pages from the cache and checks none is left
-/// (mincore() of a mapping of it).
+/// (mincore() of a mapping of it, made through a descriptor opened with
+/// `O_NOATIME`: mmap() updates the atime otherwise, which would put the
+/// inode in the journal's running transaction, where pageframe's file is
+/// not).
 fn drop_cache(file: &std::fs::File, path: &Path, size: u64) -> Result<(), ConformError> {
     let fd = file.as_raw_fd();
+    let no_atime = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOATIME)
+        .open(path)
+        .map_err(|err| ConformError::Kernel(format!("{}: {err}", path.display())))?;
     // SAFETY: advice on a descriptor this function borrows.
     let advised = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
     if advised != 0 {
@@ -128,7 +145,7 @@ fn drop_cache(file: &std::fs::File, path: &Path, size: u64) -> Result<(), Confor
             size as usize,
             libc::PROT_READ,
             libc::MAP_SHARED,
-            fd,
+            no_atime.as_raw_fd(),
             0,
         );
         if map == libc::MAP_FAILED {

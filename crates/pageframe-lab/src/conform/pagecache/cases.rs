@@ -55,13 +55,14 @@ impl Step {
 }
 
 /// One case: a name, the files' sizes in bytes, the calls.
-pub struct Case {
+#[derive(Clone, Copy, Debug)]
+pub struct Case<'a> {
     /// What the case shows.
-    pub name: &'static str,
+    pub name: &'a str,
     /// Sizes of the files made for it (0: an empty file).
-    pub files: &'static [u64],
-    /// The calls, in order.
-    pub steps: &'static [Step],
+    pub files: &'a [u64],
+    /// The calls, in order (at most 254).
+    pub steps: &'a [Step],
 }
 
 use Step::{DontNeed, Fsync, Read, Touch, Truncate, Unlink, Write};
@@ -90,7 +91,7 @@ const CHUNKS: [Step; 8] = {
 };
 
 /// The cases, in order.
-pub const CASES: &[Case] = &[
+pub const CASES: &[Case<'static>] = &[
     Case {
         name: "read a file once",
         files: &[256 * P],
@@ -269,6 +270,72 @@ pub const CASES: &[Case] = &[
             Truncate(0, 10 * PI + 5),
             Truncate(0, 20 * PI),
         ],
+    },
+    Case {
+        name: "truncate into a hole",
+        files: &[0, 8 * P],
+        steps: &[
+            Truncate(0, 100 * PI),
+            Truncate(0, 50 * PI + 5),
+            Write(1, 64 * P, P),
+            Truncate(1, 30 * PI + 9),
+            Truncate(1, 4 * PI + 9),
+        ],
+    },
+    Case {
+        name: "a write inside an empty file's first page, then one past that page",
+        files: &[0],
+        steps: &[Write(0, 2861, 28), Write(0, 4096, 4096)],
+    },
+    Case {
+        name: "a write inside a page past a page-aligned end, then one past the new end",
+        files: &[4096],
+        steps: &[Write(0, 8197, 100), Write(0, 20000, 10)],
+    },
+    Case {
+        name: "a write inside the page after a page-aligned end, then a read",
+        files: &[4096],
+        steps: &[Write(0, 4101, 100), Read(0, 4096, 10)],
+    },
+    Case {
+        name: "a write inside an empty file's first page, then a read",
+        files: &[0],
+        steps: &[Write(0, 100, 100), Read(0, 0, 10)],
+    },
+    Case {
+        name: "a read, then a write past the end in the same page, then a read",
+        files: &[100],
+        steps: &[Read(0, 0, 100), Write(0, 200, 10), Read(0, 0, 10)],
+    },
+    Case {
+        name: "a write inside the file, then a read",
+        files: &[2 * P],
+        steps: &[Write(0, 100, 10), Read(0, 0, 10)],
+    },
+    Case {
+        name: "a write past the end in the same uncached page, then a read",
+        files: &[100],
+        steps: &[Write(0, 200, 10), Read(0, 0, 10)],
+    },
+    Case {
+        name: "a write at a page's start, then growth by truncation",
+        files: &[0],
+        steps: &[Write(0, 0, 100), Truncate(0, 8192)],
+    },
+    Case {
+        name: "a write one page past a short file",
+        files: &[100],
+        steps: &[Write(0, 4096, 100)],
+    },
+    Case {
+        name: "growth of a short file by truncation",
+        files: &[100],
+        steps: &[Truncate(0, 8192)],
+    },
+    Case {
+        name: "write, fsync, then a write one page past",
+        files: &[0],
+        steps: &[Write(0, 0, 100), Fsync(0), Write(0, 4096, 100)],
     },
     Case {
         name: "truncate to zero, then grow",

@@ -15,7 +15,7 @@ use std::path::Path;
 /// Runs `case` (number `case_number`) on the host, in a fresh cgroup made
 /// by `make_memcg`, with its files in `dir`, on `cpu`.
 pub fn run_case(
-    case: &Case,
+    case: &Case<'_>,
     case_number: usize,
     dir: &Path,
     make_memcg: impl FnOnce() -> Result<Memcg, ConformError>,

@@ -25,14 +25,16 @@ mod host;
 mod memcg;
 mod model;
 mod process;
+mod random;
 mod scratch_fs;
 mod worker;
 
 use super::host::{is_root, read};
 use super::{errno_label, ConformError, ConformRow, SuiteOutcome, SuiteResult, Verdict};
-use cases::CASES;
+pub use cases::{Case, Step, CASES, P};
 use memcg::{LruCounts, MemcgRoot};
 use pageframe::reclaim::MmConfig;
+pub use random::{random_programs, Program};
 use scratch_fs::ScratchFs;
 use std::path::Path;
 
@@ -132,7 +134,7 @@ const RUNS_OF_A_DIFFERING_CASE: usize = 3;
 
 /// The rows of one case: each call's, then the counts after the exit (when
 /// the cgroup holds no anonymous page at all).
-fn compare(case: &cases::Case, kernel: &CaseRun, model: &CaseRun) -> Vec<ConformRow> {
+fn compare(case: &Case<'_>, kernel: &CaseRun, model: &CaseRun) -> Vec<ConformRow> {
     let mut rows: Vec<ConformRow> = case
         .steps
         .iter()
@@ -156,8 +158,15 @@ fn compare(case: &cases::Case, kernel: &CaseRun, model: &CaseRun) -> Vec<Conform
     rows
 }
 
-/// Runs every case on the host and on pageframe.
+/// Runs every case of the suite on the host and on pageframe.
 pub fn run() -> Result<SuiteResult, ConformError> {
+    run_cases(CASES)
+}
+
+/// Runs `cases` on the host and on pageframe, as the suite runs its own:
+/// one row per call and one after each case's exit; skipped, with the
+/// reason, where the host cannot run them.
+pub fn run_cases(cases: &[Case<'_>]) -> Result<SuiteResult, ConformError> {
     if let Some(reason) = unsupported()? {
         return Ok(SuiteResult::skipped(SUITE, reason));
     }
@@ -178,11 +187,11 @@ pub fn run() -> Result<SuiteResult, ConformError> {
     let dir = scratch.dir();
     let cpu = first_allowed_cpu()?;
     let mut rows = Vec::new();
-    let model_runs: Vec<CaseRun> = CASES
+    let model_runs: Vec<CaseRun> = cases
         .iter()
         .map(|case| model::run_case(case, config))
         .collect::<Result<_, _>>()?;
-    for (number, (case, model)) in CASES.iter().zip(&model_runs).enumerate() {
+    for (number, (case, model)) in cases.iter().zip(&model_runs).enumerate() {
         let name = format!("pageframe-conform-{}-{number}", std::process::id());
         let mut case_rows = Vec::new();
         for _ in 0..RUNS_OF_A_DIFFERING_CASE {

@@ -38,7 +38,7 @@ fn result(outcome: Result<u64, MmError>) -> i64 {
 }
 
 /// Runs `case` on a fresh machine whose reclaim layer has `config`.
-pub fn run_case(case: &Case, config: MmConfig) -> Result<CaseRun, ConformError> {
+pub fn run_case(case: &Case<'_>, config: MmConfig) -> Result<CaseRun, ConformError> {
     let desc = MachineDesc::uniform(MEMORY_BYTES, 1, 2)
         .map_err(|err| ConformError::Boot(err.to_string()))?;
     let allocator =

@@ -30,7 +30,7 @@ impl Worker {
     /// Forks the worker for `case` with the files' descriptors, in
     /// `memcg`, pinned to `cpu`.
     pub(super) fn start(
-        case: &Case,
+        case: &Case<'_>,
         files: &CaseFiles,
         buffer: &SharedBuffer,
         memcg: &Memcg,

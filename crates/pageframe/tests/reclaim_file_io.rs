@@ -1,5 +1,6 @@
-//! Readahead, filemap_read()'s accessed marks, POSIX_FADV_DONTNEED and
-//! ext4's partial-page truncation in the reclaim layer. The sequences with
+//! File calls of the reclaim layer: readahead, filemap_read()'s accessed
+//! marks, POSIX_FADV_DONTNEED, and ext4's zeroing of a partial last page
+//! on truncation (dirtied where the file has data, clean in a hole). The sequences with
 //! a `measured` note hold the page counts this kernel (Linux 6.18, ext4 with
 //! order-0 folios on a loop device with `read_ahead_kb` 2560 and
 //! `max_sectors_kb` 1280) gave for the same calls, 2026-11-28, through
@@ -252,6 +253,30 @@ fn truncating_into_a_page_zeroes_it_through_the_cache() {
     assert_eq!(mm.file_pages(cold).unwrap().len(), 1);
     mm.truncate(CPU, cold, 20 * PAGE as i64 + 7).unwrap();
     assert_eq!(mm.file_pages(cold).unwrap().len(), 1);
+    // The first file's zeroed page went with the journal commit of the
+    // second file's fsync (in `cold_file`): only the second's is dirty.
+    assert_eq!(mm.nr_dirty(), 1);
+    conserved(&mm);
+}
+
+#[test]
+fn truncating_into_a_hole_caches_the_page_clean_as_measured() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let sparse = mm.create_file();
+    mm.truncate(CPU, sparse, 100 * PAGE as i64).unwrap();
+    mm.truncate(CPU, sparse, 50 * PAGE as i64 + 5).unwrap();
+    assert_eq!((mm.nr_file_pages(), mm.nr_dirty()), (1, 0));
+    // Eight pages of data, then one written at page 64 past a hole.
+    let file = cold_file(&mut mm, 8);
+    mm.write(CPU, file, 64 * PAGE, PAGE).unwrap();
+    assert_eq!((mm.nr_file_pages(), mm.nr_dirty()), (2, 1));
+    // Into the hole: page 64 goes, page 30 is cached clean.
+    mm.truncate(CPU, file, 30 * PAGE as i64 + 9).unwrap();
+    assert_eq!((mm.nr_file_pages(), mm.nr_dirty()), (2, 0));
+    // Into the data: page 30 goes, page 4 is read in and dirtied.
+    mm.truncate(CPU, file, 4 * PAGE as i64 + 9).unwrap();
+    assert_eq!((mm.nr_file_pages(), mm.nr_dirty()), (2, 1));
     conserved(&mm);
 }
 
@@ -268,4 +293,75 @@ fn readahead_stops_where_memory_does_and_the_read_goes_on() {
         assert_eq!(read, 64 * PAGE);
     }
     conserved(&mm);
+}
+
+#[test]
+fn writes_past_the_end_zero_through_the_cache_as_measured() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    // A write inside an empty file's first page marks the page accessed:
+    // a read then activates it ...
+    let empty = mm.create_file();
+    mm.write(CPU, empty, 100, 100).unwrap();
+    mm.read(CPU, empty, 0, 10).unwrap();
+    assert_eq!(lists(&mm), (1, 0));
+    // ... and a write from the start of a page does not.
+    let from_start = mm.create_file();
+    mm.write(CPU, from_start, 0, 100).unwrap();
+    mm.read(CPU, from_start, 0, 10).unwrap();
+    assert_eq!(lists(&mm), (1, 1));
+    // Past a partial last page, that page's rest is zeroed too: it was
+    // marked by the first write, so it is activated.
+    let two = mm.create_file();
+    mm.write(CPU, two, 2861, 28).unwrap();
+    mm.write(CPU, two, PAGE, PAGE).unwrap();
+    assert_eq!(lists(&mm), (2, 2));
+    // A write inside the file marks nothing.
+    let inside = cold_file(&mut mm, 2);
+    mm.write(CPU, inside, 100, 10).unwrap();
+    mm.read(CPU, inside, 0, 10).unwrap();
+    assert_eq!(lists(&mm), (2, 3));
+    conserved(&mm);
+}
+
+#[test]
+fn a_commit_writes_zeroed_pages_that_have_blocks() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = cold_file(&mut mm, 8);
+    let other = cold_file(&mut mm, 1);
+    // Zeroed through the cache with its block allocated: ordered data.
+    mm.truncate(CPU, file, 4 * PAGE as i64 + 9).unwrap();
+    assert_eq!(mm.nr_dirty(), 1);
+    // An fsync of a file with nothing in the transaction commits nothing.
+    assert_eq!(mm.fsync(other).unwrap(), 0);
+    assert_eq!(mm.nr_dirty(), 1);
+    // A read makes the other file's atime due: its fsync commits, and the
+    // commit writes the zeroed page.
+    mm.read(CPU, other, 0, 10).unwrap();
+    assert_eq!(mm.fsync(other).unwrap(), 1);
+    assert_eq!(mm.nr_dirty(), 0);
+    // A zeroed page of a delayed allocation (never written back) stays
+    // dirty through a commit.
+    let fresh = mm.create_file();
+    mm.write(CPU, fresh, 0, 4 * PAGE).unwrap();
+    mm.truncate(CPU, fresh, 2 * PAGE as i64 + 9).unwrap();
+    mm.write(CPU, other, 0, 10).unwrap();
+    mm.fsync(other).unwrap();
+    assert_eq!(mm.nr_dirty(), 3);
+    conserved(&mm);
+}
+
+#[test]
+fn a_negative_length_is_einval_before_a_closed_descriptor() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = mm.create_file();
+    mm.delete_file(CPU, file).unwrap();
+    assert_eq!(mm.truncate(CPU, file, -1).unwrap_err().name(), "EINVAL");
+    assert_eq!(mm.truncate(CPU, file, 0).unwrap_err().name(), "EBADF");
+    assert_eq!(
+        mm.fadvise_dontneed(CPU, file, 0, -1).unwrap_err().name(),
+        "EBADF"
+    );
 }
