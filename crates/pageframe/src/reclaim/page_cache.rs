@@ -205,10 +205,11 @@ impl Mm<'_> {
     /// dirties it, without marking it accessed; at most `MAX_RW_COUNT`
     /// bytes (2 GiB less a page) per call. A write past the end of the file
     /// has ext4 zero the gap's partial pages first, through the cache: the
-    /// rest of the page holding the old end (`zero_partial_page`),
-    /// and the start of the write's first page, which is marked accessed. EFBIG when `pos` is at or past the maximum file size (the
-    /// write is cut short at it otherwise). mirrors
-    /// generic_perform_write() and generic_write_check_limits().
+    /// rest of the page holding the old end (`zero_partial_page`), and the
+    /// start of the write's first page, which is marked accessed. EFBIG
+    /// when `pos` is at or past the maximum file size (the write is cut
+    /// short at it otherwise). mirrors generic_perform_write() and
+    /// generic_write_check_limits().
     pub fn write(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
         self.live_file(file)?;
         self.page_range(pos, len)?;
