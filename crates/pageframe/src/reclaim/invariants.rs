@@ -1,8 +1,10 @@
 //! The reclaim layer's invariants: pages conserved (every page is free,
 //! page cache, anon, or other, exactly once), LRU lists consistent with
-//! their counts, files and processes consistent with their pages.
+//! their counts, files and processes consistent with their pages, extent
+//! maps well formed and within their file, the readahead mark on page
+//! cache pages only.
 
-use super::lru::{Owner, DIRTY};
+use super::lru::{Owner, DIRTY, READAHEAD};
 use super::{FileId, Mm, Pid};
 use crate::error::InvariantError;
 
@@ -90,8 +92,12 @@ impl Mm<'_> {
                 return fail(format!("exited process {pid} keeps pages"));
             }
             for (&vpn, &pfn) in &process.pages {
-                if self.lru.meta(pfn).owner != (Owner::Anon { pid, vpn }) {
+                let meta = self.lru.meta(pfn);
+                if meta.owner != (Owner::Anon { pid, vpn }) {
                     return fail(format!("process {pid} page {vpn}: PFN {pfn} not its own"));
+                }
+                if meta.test(READAHEAD) {
+                    return fail(format!("anon page {vpn} of {pid} has the readahead mark"));
                 }
             }
             mapped += process.pages.len() as u64;
