@@ -55,6 +55,7 @@ pub use lru::{LruList, Owner};
 pub use meminfo::Meminfo;
 pub use vmstat::{ReclaimCounters, ReclaimEvent};
 
+use crate::gfp::Gfp;
 use crate::page_alloc::LocalPageAllocator;
 use crate::types::{CpuId, NodeId, ZoneType};
 use crate::zone::watermark::Watermarks;
@@ -83,6 +84,10 @@ impl fmt::Display for Pid {
         write!(f, "{}", self.0)
     }
 }
+
+/// `mapping_gfp_mask()` of a regular file: GFP_HIGHUSER_MOVABLE (page
+/// cache reads, writes and readahead allocate with it).
+pub(crate) const MAPPING_GFP: Gfp = Gfp::HIGHUSER_MOVABLE;
 
 /// `MAX_LFS_FILESIZE` on 64-bit: the largest `s_maxbytes`.
 pub const MAX_LFS_FILESIZE: u64 = i64::MAX as u64;

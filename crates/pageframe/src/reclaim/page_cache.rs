@@ -14,8 +14,7 @@ use super::extents::Extents;
 use super::journal::InodeState;
 use super::lru::{LruList, Owner, DIRTY, READAHEAD, REFERENCED};
 use super::readahead::RaState;
-use super::{FileId, Mm, ReclaimEvent};
-use crate::gfp::Gfp;
+use super::{FileId, Mm, ReclaimEvent, MAPPING_GFP};
 use crate::types::CpuId;
 use std::collections::BTreeMap;
 
@@ -42,9 +41,6 @@ pub(super) struct FileSlot {
 
 /// `FOLIO_BATCH_SIZE`: the pages one read batch holds.
 const FOLIO_BATCH_SIZE: usize = 31;
-
-/// `mapping_gfp_mask()` of a regular file: GFP_HIGHUSER_MOVABLE.
-pub(super) const MAPPING_GFP: Gfp = Gfp::HIGHUSER_MOVABLE;
 
 impl Mm<'_> {
     pub(super) fn page_shift(&self) -> u32 {

@@ -13,8 +13,7 @@
 //! the readahead mark (`PG_readahead`).
 
 use super::lru::{DIRTY, READAHEAD};
-use super::page_cache::MAPPING_GFP;
-use super::{FileId, Mm, MmError, ReclaimEvent};
+use super::{FileId, Mm, MmError, ReclaimEvent, MAPPING_GFP};
 use crate::gfp::Gfp;
 use crate::types::{CpuId, NodeId};
 
