@@ -9,6 +9,7 @@ pub mod churn;
 pub mod conform;
 pub mod corpus;
 pub mod experiments;
+pub mod ext4_mount;
 pub mod files;
 pub mod host_layout;
 pub mod host_memory;

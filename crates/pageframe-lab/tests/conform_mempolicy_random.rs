@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::env_or;
+use common::{diff_rows, env_or};
 use pageframe_lab::conform::{mempolicy, SuiteOutcome};
 
 #[test]
@@ -29,15 +29,7 @@ fn random_mempolicy_cases_match_the_kernel() {
             for row in rows.iter().take(show) {
                 println!("{}\n  {}", row.case, row.kernel);
             }
-            let diffs: Vec<String> = result
-                .diffs()
-                .map(|row| {
-                    format!(
-                        "{}\n  kernel:    {}\n  pageframe: {}",
-                        row.case, row.kernel, row.pageframe
-                    )
-                })
-                .collect();
+            let diffs = diff_rows(&result);
             println!("seed {seed}: {} cases, {} DIFF", count, diffs.len());
             assert!(diffs.is_empty(), "seed {seed}:\n{}", diffs.join("\n"));
         }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::env_or;
+use common::{diff_rows, env_or};
 use pageframe_lab::conform::{pagecache, SuiteOutcome};
 
 #[test]
@@ -26,15 +26,7 @@ fn random_page_cache_programs_match_the_kernel() {
         SuiteOutcome::Ran(rows) => {
             let calls: usize = programs.iter().map(|p| p.steps.len() + 1).sum();
             assert_eq!(rows.len(), calls);
-            let diffs: Vec<String> = result
-                .diffs()
-                .map(|row| {
-                    format!(
-                        "{}\n  kernel:    {}\n  pageframe: {}",
-                        row.case, row.kernel, row.pageframe
-                    )
-                })
-                .collect();
+            let diffs = diff_rows(&result);
             println!(
                 "seed {seed}: {count} programs, {} rows, {} DIFF",
                 rows.len(),

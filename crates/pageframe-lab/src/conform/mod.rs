@@ -12,6 +12,7 @@ pub mod host;
 pub mod host_machine;
 pub mod mempolicy;
 pub mod pagecache;
+mod process;
 pub mod saved;
 pub mod slab;
 pub mod suites;

@@ -44,3 +44,17 @@ pub fn env_or(name: &str, default: u64) -> u64 {
         .and_then(|value| value.parse().ok())
         .unwrap_or(default)
 }
+
+/// Each DIFF row of a suite's result as `case`, then the kernel's and
+/// pageframe's results on their own lines.
+pub fn diff_rows(result: &pageframe_lab::conform::SuiteResult) -> Vec<String> {
+    result
+        .diffs()
+        .map(|row| {
+            format!(
+                "{}\n  kernel:    {}\n  pageframe: {}",
+                row.case, row.kernel, row.pageframe
+            )
+        })
+        .collect()
+}

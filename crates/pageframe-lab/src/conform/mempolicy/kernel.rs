@@ -8,6 +8,7 @@ use std::io::Read;
 use std::os::fd::FromRawFd;
 
 use super::{execute, Case, Side, PAGE};
+use crate::conform::process::{errno, write_exact};
 use crate::conform::{errno_label, ConformError};
 
 /// A call that changes nothing, to see whether the kernel has it.
@@ -53,21 +54,17 @@ pub(crate) fn skip_reason() -> Option<String> {
         }),
     ];
     for (name, probe) in probes {
-        if probe() < 0 && last_errno() == libc::ENOSYS {
+        if probe() < 0 && errno() == libc::ENOSYS {
             return Some(format!("{name}: ENOSYS (kernel without NUMA or migration)"));
         }
     }
     None
 }
 
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
 /// A raw syscall return as `Ok(value)` or `Err(errno)`.
 fn result(ret: i64) -> Result<i64, i32> {
     if ret < 0 {
-        Err(last_errno())
+        Err(errno())
     } else {
         Ok(ret)
     }
@@ -100,7 +97,7 @@ impl Side for LiveKernel {
             )
         };
         if addr == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", errno_label(last_errno())));
+            return Err(format!("mmap: {}", errno_label(errno())));
         }
         Ok(addr as u64)
     }
@@ -110,7 +107,7 @@ impl Side for LiveKernel {
         // nothing else refers to it.
         let ret = unsafe { libc::munmap(addr as *mut libc::c_void, pages * PAGE as usize) };
         if ret != 0 {
-            return Err(format!("munmap: {}", errno_label(last_errno())));
+            return Err(format!("munmap: {}", errno_label(errno())));
         }
         Ok(())
     }
@@ -251,7 +248,7 @@ pub(crate) fn run_in_child(cases: &[Case]) -> Result<Vec<String>, ConformError> 
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         return Err(ConformError::Kernel(format!(
             "pipe: {}",
-            errno_label(last_errno())
+            errno_label(errno())
         )));
     }
     let [read_fd, write_fd] = fds;
@@ -262,7 +259,7 @@ pub(crate) fn run_in_child(cases: &[Case]) -> Result<Vec<String>, ConformError> 
     if pid < 0 {
         return Err(ConformError::Kernel(format!(
             "fork: {}",
-            errno_label(last_errno())
+            errno_label(errno())
         )));
     }
     if pid == 0 {
@@ -278,7 +275,7 @@ pub(crate) fn run_in_child(cases: &[Case]) -> Result<Vec<String>, ConformError> 
                     format!("ERROR {message}\n")
                 }
             };
-            write_all(write_fd, line.as_bytes());
+            write_exact(write_fd, line.as_bytes());
         }
         // SAFETY: leaves the child without running the parent's atexit
         // handlers or destructors.
@@ -307,16 +304,4 @@ pub(crate) fn run_in_child(cases: &[Case]) -> Result<Vec<String>, ConformError> 
         )));
     }
     Ok(lines)
-}
-
-/// Writes all of `bytes` to `fd` (the child's pipe end).
-fn write_all(fd: i32, mut bytes: &[u8]) {
-    while !bytes.is_empty() {
-        // SAFETY: `bytes` is a live buffer of that length.
-        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        if written <= 0 {
-            return;
-        }
-        bytes = &bytes[written as usize..];
-    }
 }

@@ -4,7 +4,7 @@
 //! faulted in by the suite: shmem charged to the suite and never copied on
 //! write, so the worker's calls fault no page of the case's cgroup).
 
-use super::process::kernel_error;
+use crate::conform::process::kernel_error;
 use crate::conform::ConformError;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;

@@ -7,7 +7,7 @@
 //! within it, and their updates pass the flush threshold.
 
 use super::memcg::Memcg;
-use super::process::{
+use crate::conform::process::{
     close, kernel_error, map_private_pages, pin, pipe, read_exact, touch_pages, write_exact,
 };
 use crate::conform::ConformError;

@@ -24,12 +24,11 @@ mod drain;
 mod host;
 mod memcg;
 mod model;
-mod process;
 mod random;
 mod scratch_fs;
 mod worker;
 
-use super::host::{is_root, read};
+use super::host::{is_root, read, read_number};
 use super::{errno_label, ConformError, ConformRow, SuiteOutcome, SuiteResult, Verdict};
 pub use cases::{Case, Step, CASES, P};
 use memcg::{LruCounts, MemcgRoot};
@@ -83,11 +82,9 @@ fn unsupported() -> Result<Option<String>, ConformError> {
 /// `queue` directory).
 fn device_config(queue: &Path) -> Result<MmConfig, ConformError> {
     let number = |name: &str| -> Result<u32, ConformError> {
-        let path = queue.join(name);
-        let text = read(&path.to_string_lossy())?;
-        text.trim()
-            .parse()
-            .map_err(|err| ConformError::Host(format!("{}: {err}", path.display())))
+        let path = queue.join(name).to_string_lossy().into_owned();
+        u32::try_from(read_number(&path)?)
+            .map_err(|err| ConformError::Host(format!("{path}: {err}")))
     };
     Ok(MmConfig {
         read_ahead_kb: number("read_ahead_kb")?,

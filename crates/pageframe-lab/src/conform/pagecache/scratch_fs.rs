@@ -15,36 +15,18 @@
 //! touched.
 
 use crate::conform::ConformError;
+use crate::ext4_mount::Ext4Mount;
 use crate::zram_serve::{LoopDevice, LoopIo};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Size of the image.
 const IMAGE_BYTES: u64 = 64 << 20;
 
 /// A mounted scratch ext4.
 pub struct ScratchFs {
-    mount_point: PathBuf,
     image: PathBuf,
-    mounted: bool,
+    mount: Option<Ext4Mount>,
     device: Option<LoopDevice>,
-}
-
-/// Runs a tool; its stderr on failure.
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|err| format!("{program}: {err}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
 }
 
 impl ScratchFs {
@@ -54,34 +36,25 @@ impl ScratchFs {
     pub fn make(parent: &Path) -> Result<Result<ScratchFs, String>, ConformError> {
         let stem = format!("pageframe-pagecache-{}", std::process::id());
         let mut scratch = ScratchFs {
-            mount_point: parent.join(format!("{stem}.mnt")),
             image: parent.join(format!("{stem}.img")),
-            mounted: false,
+            mount: None,
             device: None,
         };
-        let host = |what: &str, err: std::io::Error| ConformError::Host(format!("{what}: {err}"));
         std::fs::File::create(&scratch.image)
             .and_then(|file| file.set_len(IMAGE_BYTES))
-            .map_err(|err| host(&scratch.image.display().to_string(), err))?;
+            .map_err(|err| ConformError::Host(format!("{}: {err}", scratch.image.display())))?;
         let device = match LoopDevice::attach(&scratch.image, 4096, LoopIo::Direct) {
             Ok(device) => device,
             Err(err) => return Ok(Err(format!("no loop device for the scratch ext4: {err}"))),
         };
-        let device_path = device.path().to_string_lossy().into_owned();
+        let device_path = device.path().to_path_buf();
         scratch.device = Some(device);
-        std::fs::create_dir_all(&scratch.mount_point)
-            .map_err(|err| host(&scratch.mount_point.display().to_string(), err))?;
-        let mount_point = scratch.mount_point.to_string_lossy().into_owned();
+        let mount_point = parent.join(format!("{stem}.mnt"));
         let mut failures = Vec::new();
         for features in [&["-O", "encrypt"][..], &[]] {
-            let mut args = vec!["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"];
-            args.extend_from_slice(features);
-            args.push(&device_path);
-            let made = run("mkfs.ext4", &args)
-                .and_then(|()| run("mount", &["-t", "ext4", &device_path, &mount_point]));
-            match made {
-                Ok(()) => {
-                    scratch.mounted = true;
+            match Ext4Mount::make(&device_path, mount_point.clone(), features, "") {
+                Ok(mount) => {
+                    scratch.mount = Some(mount);
                     return Ok(Ok(scratch));
                 }
                 Err(err) => failures.push(err),
@@ -95,7 +68,7 @@ impl ScratchFs {
 
     /// Where it is mounted.
     pub fn dir(&self) -> &Path {
-        &self.mount_point
+        self.mount.as_ref().map_or(Path::new(""), Ext4Mount::dir)
     }
 
     /// The sysfs `queue` directory of its loop device.
@@ -107,11 +80,9 @@ impl ScratchFs {
 
 impl Drop for ScratchFs {
     fn drop(&mut self) {
-        if self.mounted {
-            let _ = Command::new("umount").arg(&self.mount_point).status();
-        }
-        let _ = std::fs::remove_dir(&self.mount_point);
-        // The loop device detaches when its last opener goes.
+        // Unmounted first; the loop device then detaches when its last
+        // opener goes.
+        self.mount = None;
         self.device = None;
         let _ = std::fs::remove_file(&self.image);
     }

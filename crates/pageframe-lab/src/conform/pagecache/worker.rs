@@ -8,7 +8,7 @@
 use super::case_files::{CaseFiles, SharedBuffer};
 use super::cases::{Case, Step};
 use super::memcg::Memcg;
-use super::process::{
+use crate::conform::process::{
     close, errno, kernel_error, map_private_pages, pin, pipe, read_exact, touch_pages, write_exact,
 };
 use crate::conform::ConformError;

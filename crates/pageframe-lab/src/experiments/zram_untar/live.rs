@@ -19,6 +19,7 @@ use super::replay::kernel_ratio;
 use super::REMOVED;
 use crate::corpus::{self, Sampling};
 use crate::experiments::ExperimentError;
+use crate::ext4_mount::Ext4Mount;
 use crate::signals::SignalFlag;
 use crate::zram_serve::block_trace::{TraceRecord, TraceWriter};
 use crate::zram_serve::real_zram::RealZram;
@@ -60,59 +61,6 @@ pub struct Recording {
 
 fn failed(what: impl std::fmt::Display) -> ExperimentError {
     ExperimentError::Failed(what.to_string())
-}
-
-/// Runs a command; its failure is an error naming it.
-fn run(program: &str, args: &[&str]) -> Result<(), ExperimentError> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|err| failed(format!("{program}: {err}")))?;
-    if !output.status.success() {
-        return Err(failed(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    Ok(())
-}
-
-/// An ext4 mount, unmounted (and its directory removed) on drop.
-struct Ext4Mount {
-    dir: PathBuf,
-}
-
-impl Ext4Mount {
-    fn make(device: &Path, dir: PathBuf) -> Result<Ext4Mount, ExperimentError> {
-        let device = device.to_str().ok_or_else(|| failed("device path"))?;
-        // Inode tables and journal written now, not by a background thread
-        // later: the trace does not depend on timing.
-        run(
-            "mkfs.ext4",
-            &[
-                "-q",
-                "-F",
-                "-E",
-                "lazy_itable_init=0,lazy_journal_init=0",
-                device,
-            ],
-        )?;
-        std::fs::create_dir_all(&dir).map_err(|err| failed(format!("{}: {err}", dir.display())))?;
-        let dir_text = dir.to_str().ok_or_else(|| failed("mount path"))?;
-        if let Err(err) = run("mount", &["-o", "discard", device, dir_text]) {
-            let _ = std::fs::remove_dir(&dir);
-            return Err(err);
-        }
-        Ok(Ext4Mount { dir })
-    }
-}
-
-impl Drop for Ext4Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.dir).status();
-        let _ = std::fs::remove_dir(&self.dir);
-    }
 }
 
 /// `tar x` of `tar` into each directory at once.
@@ -355,14 +303,23 @@ pub fn record(options: &LiveOptions, tar: &[u8]) -> Result<Recording, Experiment
     let writer = TraceWriter::create(&options.trace, TRACE_LEVEL)
         .map_err(|err| failed(format!("{}: {err}", options.trace.display())))?;
     server.device().set_trace(Some(writer));
-    let ours = Ext4Mount::make(server.block_device(), scratch.0.join("pageframe"))?;
+    let ours = Ext4Mount::make(
+        server.block_device(),
+        scratch.0.join("pageframe"),
+        &[],
+        "discard",
+    )
+    .map_err(failed)?;
     let theirs = match &real {
-        Some(real) => Some(Ext4Mount::make(&real.device(), scratch.0.join("kernel"))?),
+        Some(real) => Some(
+            Ext4Mount::make(&real.device(), scratch.0.join("kernel"), &[], "discard")
+                .map_err(failed)?,
+        ),
         None => None,
     };
     let dirs: Vec<&Path> = std::iter::once(&ours)
         .chain(&theirs)
-        .map(|mount| mount.dir.as_path())
+        .map(|mount| mount.dir())
         .collect();
     let mut devices = vec![server.block_device().to_path_buf()];
     devices.extend(real.iter().map(RealZram::device));
@@ -468,17 +425,23 @@ pub fn kernel_runs(
         };
         let real = RealZram::create(disk_bytes, "lz4").map_err(failed)?;
         let ours = match &server {
-            Some(server) => Some(Ext4Mount::make(
-                server.block_device(),
-                scratch.0.join("pageframe"),
-            )?),
+            Some(server) => Some(
+                Ext4Mount::make(
+                    server.block_device(),
+                    scratch.0.join("pageframe"),
+                    &[],
+                    "discard",
+                )
+                .map_err(failed)?,
+            ),
             None => None,
         };
-        let theirs = Ext4Mount::make(&real.device(), scratch.0.join("kernel"))?;
+        let theirs = Ext4Mount::make(&real.device(), scratch.0.join("kernel"), &[], "discard")
+            .map_err(failed)?;
         let dirs: Vec<&Path> = ours
             .iter()
             .chain(std::iter::once(&theirs))
-            .map(|mount| mount.dir.as_path())
+            .map(|mount| mount.dir())
             .collect();
         let mut devices: Vec<PathBuf> = server
             .iter()

@@ -1,5 +1,5 @@
-//! The plumbing of the suite's child processes: pipes, pinning to a CPU,
-//! errno. What a forked child calls (`errno`, `close`, `read_exact`,
+//! The plumbing of the suites' child processes (mempolicy, pagecache):
+//! pipes, pinning to a CPU, errno, anonymous mappings. What a forked child calls (`errno`, `close`, `read_exact`,
 //! `write_exact`) makes raw system calls only, no allocation and no lock,
 //! as a child of a multi-threaded process must; the rest runs in the
 //! suite's own process.
@@ -10,16 +10,16 @@ use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 
 /// The last errno as a positive number.
-pub(super) fn errno() -> i32 {
+pub(crate) fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-pub(super) fn kernel_error(what: &str) -> ConformError {
+pub(crate) fn kernel_error(what: &str) -> ConformError {
     ConformError::Kernel(format!("{what}: {}", std::io::Error::last_os_error()))
 }
 
 /// Pins process `pid` (0: the caller) to `cpu`.
-pub(super) fn pin(pid: i32, cpu: usize) -> Result<(), ConformError> {
+pub(crate) fn pin(pid: i32, cpu: usize) -> Result<(), ConformError> {
     // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `cpu` is below CPU_SETSIZE (checked by the caller's choice).
@@ -32,7 +32,7 @@ pub(super) fn pin(pid: i32, cpu: usize) -> Result<(), ConformError> {
 }
 
 /// A pipe: (read end, write end).
-pub(super) fn pipe() -> Result<(i32, i32), ConformError> {
+pub(crate) fn pipe() -> Result<(i32, i32), ConformError> {
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -41,14 +41,14 @@ pub(super) fn pipe() -> Result<(i32, i32), ConformError> {
     Ok((fds[0], fds[1]))
 }
 
-pub(super) fn close(fd: i32) {
+pub(crate) fn close(fd: i32) {
     // SAFETY: closes a descriptor the caller owns and no longer uses.
     unsafe { libc::close(fd) };
 }
 
 /// Reads exactly `buf.len()` bytes from `fd`, or fails (end of file or
 /// an error).
-pub(super) fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
+pub(crate) fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
     use std::io::Read;
     // SAFETY: borrows a descriptor the caller owns; ManuallyDrop keeps it
     // open.
@@ -57,7 +57,7 @@ pub(super) fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
 }
 
 /// Writes all of `buf` to `fd`, or fails.
-pub(super) fn write_exact(fd: i32, buf: &[u8]) -> bool {
+pub(crate) fn write_exact(fd: i32, buf: &[u8]) -> bool {
     use std::io::Write;
     // SAFETY: as in `read_exact`.
     let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
@@ -67,7 +67,7 @@ pub(super) fn write_exact(fd: i32, buf: &[u8]) -> bool {
 /// A private anonymous mapping of `pages` pages that THP leaves alone
 /// (`MADV_NOHUGEPAGE`, for a host with THP `always`); `None` when mmap
 /// fails. A raw call: a forked child may use it.
-pub(super) fn map_private_pages(pages: usize) -> Option<*mut u8> {
+pub(crate) fn map_private_pages(pages: usize) -> Option<*mut u8> {
     let len = pages * PAGE_BYTES;
     // SAFETY: a new mapping of the kernel's choosing; nothing else is
     // touched.
@@ -94,7 +94,7 @@ pub(super) fn map_private_pages(pages: usize) -> Option<*mut u8> {
 /// # Safety
 ///
 /// `base` must start a writable mapping of at least `pages` pages.
-pub(super) unsafe fn touch_pages(base: *mut u8, pages: usize) {
+pub(crate) unsafe fn touch_pages(base: *mut u8, pages: usize) {
     for page in 0..pages {
         // SAFETY: inside the mapping, by the caller's promise.
         unsafe { base.add(page * PAGE_BYTES).write_volatile(1) };
