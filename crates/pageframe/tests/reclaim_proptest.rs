@@ -3,7 +3,8 @@
 //! ones too), deletions, fsync and sync, process spawns, touches and exits,
 //! kswapd steps and other allocations and frees, on a machine small
 //! enough that reads and touches hit memory pressure. After every step the
-//! invariants hold and pages are conserved (free + per-CPU + page cache +
+//! invariants hold (shadow entries included), the refault counters nest
+//! (restores <= activations <= refaults), and pages are conserved (free + per-CPU + page cache +
 //! anon + other == managed), each result agrees with a model of files and
 //! processes (EBADF, ENOENT, EINVAL, EFBIG, ESRCH where Linux returns
 //! them), and every refused call left the machine unchanged.
@@ -321,6 +322,9 @@ fn step(mm: &mut Mm, model: &mut Model, op: &Op) {
         }
     }
     mm.check_invariants().unwrap();
+    // Each restore is an activation, each activation a refault.
+    let ws = mm.workingset(NodeId(0));
+    assert!(ws.restore_file <= ws.activate_file && ws.activate_file <= ws.refault_file);
     assert_conserved(
         mm.allocator(),
         mm.nr_file_pages() + mm.nr_anon_pages() + model.other.len() as u64,
@@ -399,4 +403,8 @@ fn the_step_checks_hold_under_memory_pressure() {
     assert!(counters.get(PgstealKswapd) > 0, "{}", mm.vmstat());
     assert!(counters.get(PgstealDirect) > 0, "{}", mm.vmstat());
     assert!(counters.get(AllocstallMovable) > 0);
+    // Reads of what reclaim evicted refault (none activates: every page
+    // is read once between evictions, so no active list protects any).
+    let ws = mm.workingset(NodeId(0));
+    assert!(ws.refault_file > 0, "{ws:?}");
 }

@@ -2,7 +2,7 @@
 //! page cache, anon, or other, exactly once), LRU lists consistent with
 //! their counts, files and processes consistent with their pages, extent
 //! maps well formed and within their file, the readahead mark on page
-//! cache pages only.
+//! cache pages only, shadow entries where no page is (`workingset`).
 
 use super::lru::{Owner, DIRTY, READAHEAD};
 use super::{FileId, Mm, Pid};
@@ -85,6 +85,7 @@ impl Mm<'_> {
                 self.nr_file, self.nr_dirty
             ));
         }
+        self.check_shadows()?;
         let mut mapped = 0u64;
         for (at, process) in self.processes.iter().enumerate() {
             let pid = Pid(at as u32);

@@ -222,6 +222,7 @@ impl Mm<'_> {
         }
         self.kswapd[node].order = 0;
         self.kswapd[node].highest_zone = None;
+        self.snapshot_refaults(node);
         Ok(total)
     }
 

@@ -99,6 +99,9 @@ pub(super) const YOUNG: u8 = 1 << 3;
 /// `PG_readahead`: reaching this page cache page starts the next
 /// readahead window.
 pub(super) const READAHEAD: u8 = 1 << 4;
+/// `PG_workingset`: the page was on an active list (deactivated by
+/// reclaim, or refaulted as working set); its shadow says so.
+pub(super) const WORKINGSET: u8 = 1 << 5;
 
 /// What the reclaim layer knows of one PFN.
 #[derive(Clone, Copy, Debug)]

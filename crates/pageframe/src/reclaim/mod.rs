@@ -9,7 +9,8 @@
 //!   (`readahead`), dirty/clean state, writeback, `POSIX_FADV_DONTNEED`,
 //!   truncation and deletion, over ext4 as the page cache sees it: written
 //!   pages and holes, delayed allocation (`extents`), and the journal's
-//!   data=ordered commits at fsync (`journal`);
+//!   data=ordered commits at fsync (`journal`); shadow entries of evicted
+//!   pages, which activate a page read back soon enough (`workingset`);
 //! - processes with anonymous memory (`anon`), freed in address order at exit;
 //! - per-node LRU lists, inactive and active, anon and file (`lru`), aged
 //!   by `shrink_active_list()` and `shrink_inactive_list()` (`vmscan`);
@@ -47,6 +48,7 @@ mod readahead;
 mod slowpath;
 mod vmscan;
 mod vmstat;
+mod workingset;
 
 pub use aging::{AgingConfig, AgingConfigError, AgingWorkload};
 pub use error::MmError;
@@ -54,6 +56,7 @@ pub use kswapd::{KswapdState, KswapdStep};
 pub use lru::{LruList, Owner};
 pub use meminfo::Meminfo;
 pub use vmstat::{ReclaimCounters, ReclaimEvent};
+pub use workingset::WorkingsetStats;
 
 use crate::gfp::Gfp;
 use crate::page_alloc::LocalPageAllocator;
@@ -147,6 +150,8 @@ pub struct Mm<'a> {
     processes: Vec<Process>,
     kswapd: Vec<Kswapd>,
     counters: ReclaimCounters,
+    /// Each node's refault state.
+    workingset: Vec<WorkingsetStats>,
     nr_file: u64,
     nr_anon: u64,
     nr_dirty: u64,
@@ -186,6 +191,7 @@ impl<'a> Mm<'a> {
             processes: Vec::new(),
             kswapd: vec![Kswapd::default(); nodes],
             counters: ReclaimCounters::default(),
+            workingset: vec![WorkingsetStats::default(); nodes],
             nr_file: 0,
             nr_anon: 0,
             nr_dirty: 0,

@@ -14,6 +14,7 @@ use super::extents::Extents;
 use super::journal::InodeState;
 use super::lru::{LruList, Owner, DIRTY, READAHEAD, REFERENCED};
 use super::readahead::RaState;
+use super::workingset::Shadows;
 use super::{FileId, Mm, ReclaimEvent, MAPPING_GFP};
 use crate::types::CpuId;
 use std::collections::BTreeMap;
@@ -37,6 +38,8 @@ pub(super) struct FileSlot {
     pub(super) allocated: Extents,
     /// The inode as ext4's journal sees it.
     pub(super) inode: InodeState,
+    /// Shadow entries of pages reclaim evicted (`workingset`).
+    pub(super) shadows: Shadows,
 }
 
 /// `FOLIO_BATCH_SIZE`: the pages one read batch holds.
@@ -238,7 +241,7 @@ impl Mm<'_> {
                 Some(&pfn) => pfn,
                 None => match self.alloc_lru_page(cpu, node, MAPPING_GFP) {
                     Ok(pfn) => {
-                        self.insert_file_page(file, index, pfn, 0);
+                        self.insert_file_page(file, index, pfn, 0, true);
                         pfn
                     }
                     Err(err) if index == first => return Err(err),
@@ -362,6 +365,9 @@ impl Mm<'_> {
         if !under_writeback.is_empty() {
             self.inode_allocated(file);
         }
+        if first <= last {
+            self.clear_shadows(file, first..=last);
+        }
         let doomed: Vec<u64> = if first <= last {
             self.files[file.0 as usize]
                 .pages
@@ -471,8 +477,10 @@ impl Mm<'_> {
         Ok(())
     }
 
-    /// Frees the file's pages at offsets `from..`, in offset order.
+    /// Frees the file's pages at offsets `from..`, in offset order, and
+    /// forgets the shadows there.
     fn drop_file_pages(&mut self, cpu: CpuId, file: FileId, from: u64) -> Result<(), MmError> {
+        self.clear_shadows(file, from..=u64::MAX);
         let doomed: Vec<u64> = self.files[file.0 as usize]
             .pages
             .range(from..)
@@ -484,21 +492,40 @@ impl Mm<'_> {
         Ok(())
     }
 
-    pub(super) fn insert_file_page(&mut self, file: FileId, index: u64, pfn: u64, flags: u8) {
+    /// Adds the fresh page `pfn` at `index` of `file` and onto the file
+    /// LRU. A page added where reclaim left a shadow replaces it; unless
+    /// it is added for a write (`__GFP_WRITE`), that is a refault, which
+    /// may put it on the active list (`workingset`). mirrors
+    /// filemap_add_folio().
+    pub(super) fn insert_file_page(
+        &mut self,
+        file: FileId,
+        index: u64,
+        pfn: u64,
+        flags: u8,
+        gfp_write: bool,
+    ) {
         let node = self.node_of(pfn);
+        let shadow = self.files[file.0 as usize].shadows.remove(&index);
+        let (refault_flags, active) = match shadow {
+            Some(shadow) if !gfp_write => self.workingset_refault(node, shadow),
+            _ => (0, false),
+        };
         self.lru.adopt(
             pfn,
             node,
             Owner::File { file, index },
-            LruList::InactiveFile,
-            flags,
+            LruList::of(true, active),
+            flags | refault_flags,
         );
         self.files[file.0 as usize].pages.insert(index, pfn);
         self.nr_file += 1;
     }
 
     /// folio_mark_accessed() of a page cache page: an inactive page already
-    /// referenced is activated (and loses the mark); otherwise it gains it.
+    /// referenced is activated (and loses the mark), which ages its node's
+    /// non-resident pages (workingset_activation()); otherwise it gains
+    /// the mark.
     fn mark_page_accessed(&mut self, pfn: u64) {
         let meta = *self.lru.meta(pfn);
         let Some(list) = meta.lru else { return };
@@ -507,6 +534,7 @@ impl Mm<'_> {
                 .move_to(pfn, LruList::of(list.is_file(), true), false);
             self.lru.meta_mut(pfn).flags &= !REFERENCED;
             self.counters.add(ReclaimEvent::Pgactivate, 1);
+            self.age_nonresident(meta.node, 1);
         } else if !meta.test(REFERENCED) {
             self.lru.meta_mut(pfn).flags |= REFERENCED;
         }

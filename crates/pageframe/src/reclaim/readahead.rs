@@ -239,7 +239,7 @@ impl Mm<'_> {
     /// A page read from the device into the cache (`pgpgin` in KiB).
     pub(super) fn insert_read_page(&mut self, file: FileId, index: u64, pfn: u64, flags: u8) {
         debug_assert_eq!(flags & DIRTY, 0);
-        self.insert_file_page(file, index, pfn, flags);
+        self.insert_file_page(file, index, pfn, flags, false);
         self.counters
             .add(ReclaimEvent::Pgpgin, 1 << (self.page_shift() - 10));
     }

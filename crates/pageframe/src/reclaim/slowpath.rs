@@ -196,7 +196,8 @@ impl Mm<'_> {
 
     /// try_to_free_pages() / do_try_to_free_pages(): counts an allocstall,
     /// then shrinks the zonelist's nodes at falling priority until
-    /// SWAP_CLUSTER_MAX pages are reclaimed; if active lists were skipped,
+    /// SWAP_CLUSTER_MAX pages are reclaimed, and snapshots each node's
+    /// refaults; if nothing was reclaimed and active lists were skipped,
     /// once more with deactivation forced. Returns the pages reclaimed.
     fn try_to_free_pages(
         &mut self,
@@ -218,8 +219,14 @@ impl Mm<'_> {
                 }
                 sc.priority -= 1;
             }
-            if sc.nr_reclaimed >= sc.nr_to_reclaim || !sc.skipped_deactivate || sc.force_deactivate
-            {
+            for &node in nodes {
+                if self.eligible_zones(&[node], highest_zone).next().is_some() {
+                    self.snapshot_refaults(node);
+                }
+            }
+            // Any progress ends it; with none, one more round with the
+            // active lists deactivated if they were skipped.
+            if sc.nr_reclaimed > 0 || !sc.skipped_deactivate || sc.force_deactivate {
                 return Ok(sc.nr_reclaimed);
             }
             sc.priority = super::vmscan::DEF_PRIORITY;

@@ -2,16 +2,17 @@
 //! shrink_node(), prepare_scan_control()'s deactivation decision,
 //! get_scan_count() with no swap (SCAN_FILE), shrink_lruvec(),
 //! shrink_list(), shrink_active_list(), shrink_inactive_list(),
-//! shrink_folio_list(), folio_check_references() and inactive_is_low();
-//! and of mm/swap.c and mm/filemap.c the end of writeback,
-//! folio_end_writeback() with folio_rotate_reclaimable().
+//! shrink_folio_list(), folio_check_references(), move_folios_to_lru(),
+//! __remove_mapping() and inactive_is_low(); and of mm/swap.c and
+//! mm/filemap.c the end of writeback, folio_end_writeback() with
+//! folio_rotate_reclaimable().
 //!
 //! Simplifications: the scan targets are not rebalanced once enough was
 //! reclaimed (shrink_lruvec() stops instead of finishing proportionally);
 //! the flusher woken by reclaim writes every dirty page back at once.
 
 use super::error::MmError;
-use super::lru::{LruList, Owner, DIRTY, RECLAIM, REFERENCED, YOUNG};
+use super::lru::{LruList, Owner, DIRTY, RECLAIM, REFERENCED, WORKINGSET, YOUNG};
 use super::{Mm, NodeId, ReclaimEvent};
 use crate::types::CpuId;
 
@@ -78,10 +79,13 @@ impl Mm<'_> {
     }
 
     /// shrink_node() of one node: decides whether the active file list may
-    /// be deactivated, then shrinks the lists.
+    /// be deactivated (forced, or refaults activated pages since the last
+    /// reclaim run, or the inactive list is low: prepare_scan_control()),
+    /// then shrinks the lists.
     pub(super) fn shrink_node(&mut self, node: usize, sc: &mut ScanControl) -> Result<(), MmError> {
-        sc.may_deactivate_file =
-            sc.force_deactivate || self.inactive_is_low(NodeId(node as u16), LruList::InactiveFile);
+        sc.may_deactivate_file = sc.force_deactivate
+            || self.refaults_since_snapshot(node)
+            || self.inactive_is_low(NodeId(node as u16), LruList::InactiveFile);
         let reclaimed = sc.nr_reclaimed;
         self.shrink_lruvec(node, sc)?;
         if sc.nr_reclaimed > reclaimed {
@@ -150,15 +154,17 @@ impl Mm<'_> {
     }
 
     /// shrink_active_list(): pages from the active tail go to the inactive
-    /// head, their PTE young bits cleared on the way (only executable file
-    /// pages, which this model has none of, stay active when referenced).
+    /// head as working set (`PG_workingset`), their PTE young bits cleared
+    /// on the way (only executable file pages, which this model has none
+    /// of, stay active when referenced).
     fn shrink_active_list(&mut self, node: usize, list: LruList, nr_to_scan: u64) {
         let taken = self.isolate(node, list, nr_to_scan);
         self.counters
             .add(ReclaimEvent::Pgrefill, taken.len() as u64);
         let inactive = LruList::of(list.is_file(), false);
         for &pfn in &taken {
-            self.lru.meta_mut(pfn).flags &= !YOUNG;
+            let meta = self.lru.meta_mut(pfn);
+            meta.flags = (meta.flags & !YOUNG) | WORKINGSET;
             self.lru.move_to(pfn, inactive, false);
         }
         self.counters
@@ -238,7 +244,7 @@ impl Mm<'_> {
                         self.activate(pfn, active);
                         continue;
                     }
-                    self.free_owned(sc.cpu, pfn)?;
+                    self.evict_file_page(sc.cpu, pfn)?;
                     reclaimed += 1;
                 }
             }
@@ -257,9 +263,25 @@ impl Mm<'_> {
         Ok(())
     }
 
+    /// A page reclaim activates; putting it back on the active list ages
+    /// its node's non-resident pages (move_folios_to_lru()).
     fn activate(&mut self, pfn: u64, active: LruList) {
         self.lru.move_to(pfn, active, false);
         self.counters.add(ReclaimEvent::Pgactivate, 1);
+        let node = self.lru.meta(pfn).node;
+        self.age_nonresident(node, 1);
+    }
+
+    /// __remove_mapping() of a clean page cache page reclaim frees: its
+    /// shadow takes its place in the file (workingset_eviction()).
+    fn evict_file_page(&mut self, cpu: CpuId, pfn: u64) -> Result<(), MmError> {
+        let Owner::File { file, index } = self.lru.meta(pfn).owner else {
+            return self.free_owned(cpu, pfn);
+        };
+        let shadow = self.workingset_eviction(pfn);
+        self.free_owned(cpu, pfn)?;
+        self.files[file.0 as usize].shadows.insert(index, shadow);
+        Ok(())
     }
 
     /// Writeback of one page completes: it is clean, its block allocated

@@ -1,11 +1,11 @@
 //! The reclaim layer's `/proc/vmstat` counters: the events of
 //! mm/vmscan.c and the writeback counters, named as the kernel's
-//! `vmstat_text[]` names them, and the node LRU counters.
+//! `vmstat_text[]` names them, and the node LRU and refault counters.
 //!
 //! Owns: one u64 per [`ReclaimEvent`]. Counters only grow.
 
 use crate::reclaim::lru::LruList;
-use crate::reclaim::Mm;
+use crate::reclaim::{Mm, WorkingsetStats};
 use crate::types::ZoneType;
 
 /// A reclaim or writeback event counter.
@@ -161,6 +161,18 @@ impl Mm<'_> {
                 .map(|node| self.lru.count(node, list))
                 .sum();
             out.push_str(&format!("{} {pages}\n", list.stat_name()));
+        }
+        let stats: Vec<_> = (0..self.nr_nodes())
+            .map(|node| self.workingset(crate::NodeId(node as u16)))
+            .collect();
+        let sum = |field: fn(&WorkingsetStats) -> u64| stats.iter().map(field).sum::<u64>();
+        out.push_str(&format!("workingset_nodes {}\n", self.shadow_nodes()));
+        for (name, value) in [
+            ("workingset_refault_file", sum(|stats| stats.refault_file)),
+            ("workingset_activate_file", sum(|stats| stats.activate_file)),
+            ("workingset_restore_file", sum(|stats| stats.restore_file)),
+        ] {
+            out.push_str(&format!("{name} {value}\n"));
         }
         out.push_str(&format!("nr_anon_pages {}\n", self.nr_anon_pages()));
         out.push_str(&format!("nr_file_pages {}\n", self.nr_file_pages()));
