@@ -249,6 +249,17 @@ pub const CASES: &[Case<'static>] = &[
         ],
     },
     Case {
+        name: "drop the cache of active pages, half of them dirty",
+        files: &[64 * P],
+        steps: &[
+            Read(0, 0, 64 * P),
+            Read(0, 0, 64 * P),
+            Write(0, 0, 32 * P),
+            DontNeed(0, 0, 0),
+            Read(0, 0, 64 * P),
+        ],
+    },
+    Case {
         name: "drop a partial last page",
         files: &[10 * P + 100],
         steps: &[Read(0, 0, 11 * P), DontNeed(0, 5 * PI, 5 * PI + 100)],
