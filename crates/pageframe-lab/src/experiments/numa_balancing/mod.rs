@@ -234,6 +234,94 @@ fn round3(value: f64) -> f64 {
     round_to(value, 3) + 0.0
 }
 
+/// The run whose machine `--proc` shows: balancing on, with the flag.
+const SHOWN_RUN: usize = 1;
+
+/// Simulates every run of [`RUNS`], in their order. Each run is its own
+/// seeded machine, so the outcomes do not depend on how they are spread:
+/// the shown run (whose progress and machine the observer sees) runs on
+/// the calling thread, the others on up to `options.threads - 1` more.
+fn simulate_runs(
+    setup: &Setup,
+    cost: &CostModel,
+    options: &RunOptions,
+) -> Result<Vec<Outcome>, ExperimentError> {
+    let one = |index: usize, progress: &dyn Fn(u64)| {
+        let (policy, flag, sysctl) = RUNS[index];
+        let show = (index == SHOWN_RUN).then(|| {
+            format!(
+                "{policy}, kernel.numa_balancing={sysctl}, at {} s",
+                setup.duration_ms / 1000
+            )
+        });
+        simulate(
+            setup,
+            cost,
+            flag,
+            sysctl,
+            options.seed,
+            progress,
+            show.as_deref(),
+        )
+    };
+    let others: Vec<usize> = (0..RUNS.len())
+        .filter(|&index| index != SHOWN_RUN)
+        .collect();
+    let workers = (options.threads.get() - 1).min(others.len());
+    let mut outcomes: Vec<Option<Result<Outcome, ExperimentError>>> =
+        (0..RUNS.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let share: Vec<usize> = others
+                    .iter()
+                    .copied()
+                    .skip(worker)
+                    .step_by(workers)
+                    .collect();
+                let one = &one;
+                scope.spawn(move || {
+                    share
+                        .into_iter()
+                        .map(|index| (index, one(index, &|_| {})))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut local: Vec<usize> = vec![SHOWN_RUN];
+        if workers == 0 {
+            local.extend(others.iter().copied());
+        }
+        let total = setup.samples() * local.len() as u64;
+        let mut done = 0;
+        for index in local {
+            let progress =
+                |samples: u64| observe::progress(done + samples.min(setup.samples()), total);
+            outcomes[index] = Some(one(index, &progress));
+            done += setup.samples();
+        }
+        observe::progress(total, total);
+        for handle in handles {
+            match handle.join() {
+                Ok(results) => {
+                    for (index, outcome) in results {
+                        outcomes[index] = Some(outcome);
+                    }
+                }
+                Err(_) => {
+                    outcomes[others[0]] = Some(Err(ExperimentError::failed(
+                        "a numa-balancing run thread panicked",
+                    )))
+                }
+            }
+        }
+    });
+    outcomes
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or_else(|| Err(ExperimentError::failed("a run was lost"))))
+        .collect()
+}
+
 fn simulate(
     setup: &Setup,
     cost: &CostModel,
@@ -589,32 +677,11 @@ impl Experiment for NumaBalancing {
     fn run(&self, options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
         let setup = Setup::from_params(params)?;
         let cost = CostModel::default();
-        let total = RUNS.len() as u64 * setup.samples();
+        let outcomes = simulate_runs(&setup, &cost, options)?;
         let mut rows = Vec::new();
         let mut timeline = Vec::new();
         let mut exited_ms = setup.exit_ms;
-        for (index, (policy, flag, sysctl)) in RUNS.into_iter().enumerate() {
-            let done_before = index as u64 * setup.samples();
-            let progress =
-                |samples: u64| observe::progress(done_before + samples.min(setup.samples()), total);
-            progress(0);
-            // The machine of the run where balancing moves pages is the one
-            // worth looking at with --proc.
-            let show = (flag && sysctl == 1).then(|| {
-                format!(
-                    "{policy}, kernel.numa_balancing={sysctl}, at {} s",
-                    setup.duration_ms / 1000
-                )
-            });
-            let outcome = simulate(
-                &setup,
-                &cost,
-                flag,
-                sysctl,
-                options.seed,
-                &progress,
-                show.as_deref(),
-            )?;
+        for ((policy, _, sysctl), outcome) in RUNS.into_iter().zip(outcomes) {
             exited_ms = outcome.exited_ms;
             // The timeline's pages come from the processes' own bookkeeping;
             // the page tables must agree, and pages are conserved.
@@ -665,7 +732,6 @@ impl Experiment for NumaBalancing {
                     .push(Row::series_sample(TIMELINE, &sample).map_err(ExperimentError::failed)?);
             }
         }
-        observe::progress(total, total);
         rows.extend(timeline);
         Ok(Report {
             experiment: "numa-balancing".into(),

@@ -89,6 +89,25 @@ fn timeline_follows_the_simulation() {
         .all(|sample| sample.pages == first.pages));
 }
 
+/// The runs are separate seeded machines: spreading them over threads
+/// changes nothing in the report.
+#[test]
+fn the_report_is_the_same_on_one_thread_and_on_several() {
+    let params = params_of(SMALL).unwrap();
+    let reports: Vec<serde_json::Value> = [1, 2, 4]
+        .into_iter()
+        .map(|threads| {
+            let options = RunOptions {
+                threads: std::num::NonZeroUsize::new(threads).unwrap(),
+                ..RunOptions::new(Scale::Quick, 3)
+            };
+            NumaBalancing.run(&options, &params).unwrap().to_json()
+        })
+        .collect();
+    assert_eq!(reports[0], reports[1]);
+    assert_eq!(reports[0], reports[2]);
+}
+
 #[test]
 fn the_report_keeps_its_rows_and_adds_the_timeline() {
     let options = RunOptions::new(Scale::Quick, 3);
