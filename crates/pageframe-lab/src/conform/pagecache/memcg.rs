@@ -1,7 +1,12 @@
 //! A memory cgroup of the host for one case: made fresh (so that its
 //! `memory.stat` counts only the case's pages), read, and removed when
 //! dropped. cgroup v1 (`memory.stat` keys `cache`, `rss`, `dirty`) and v2
-//! (`file`, `anon`, `file_dirty`) are both read into [`LruCounts`].
+//! (`file`, `anon`, `file_dirty`) are both read into [`LruCounts`], with
+//! the refault counters (`workingset_*_file`; v1's `memory.stat` has only
+//! the refaults, so there activations and restores are the host's
+//! `/proc/vmstat` totals, whose change over a call of a quiet host is the
+//! cgroup's). Reading `memory.stat` flushes the cgroup's statistics, so
+//! the kernel's next refault decisions see the lists as they are.
 
 use crate::conform::ConformError;
 use std::path::{Path, PathBuf};
@@ -23,6 +28,12 @@ pub struct LruCounts {
     pub active_anon: u64,
     /// Inactive anon LRU pages.
     pub inactive_anon: u64,
+    /// Pages read back that had a shadow entry (`workingset_refault_file`).
+    pub refault_file: u64,
+    /// Refaults activated (`workingset_activate_file`).
+    pub activate_file: u64,
+    /// Activated refaults that had been active (`workingset_restore_file`).
+    pub restore_file: u64,
 }
 
 /// Which cgroup interface the host mounts the memory controller with.
@@ -107,6 +118,18 @@ pub struct Memcg {
 }
 
 impl Memcg {
+    /// Limits the cgroup's memory to `bytes` (`memory.limit_in_bytes`,
+    /// `memory.max`): charges beyond it reclaim the cgroup's own pages.
+    pub fn limit(&self, bytes: u64) -> Result<(), ConformError> {
+        let knob = match self.version {
+            Version::V1 => "memory.limit_in_bytes",
+            Version::V2 => "memory.max",
+        };
+        let path = self.path.join(knob);
+        std::fs::write(&path, bytes.to_string())
+            .map_err(|err| ConformError::Kernel(format!("{} <- {bytes}: {err}", path.display())))
+    }
+
     /// Moves process `pid` into the cgroup.
     pub fn attach(&self, pid: i32) -> Result<(), ConformError> {
         let procs = self.path.join("cgroup.procs");
@@ -119,14 +142,22 @@ impl Memcg {
         let path = self.path.join("memory.stat");
         let text = std::fs::read_to_string(&path)
             .map_err(|err| ConformError::Kernel(format!("{}: {err}", path.display())))?;
-        let value = |key: &str| -> Result<u64, ConformError> {
+        let count = |text: &str, key: &str| -> Result<u64, ConformError> {
             text.lines()
                 .find_map(|line| {
                     let (name, value) = line.split_once(' ')?;
                     (name == key).then(|| value.trim().parse::<u64>().ok())?
                 })
-                .map(|bytes| bytes / page_size)
                 .ok_or_else(|| ConformError::Kernel(format!("{}: no '{key}'", path.display())))
+        };
+        let value = |key: &str| count(&text, key).map(|bytes| bytes / page_size);
+        let vmstat;
+        let activations = match self.version {
+            Version::V1 => {
+                vmstat = crate::conform::host::read("/proc/vmstat")?;
+                &vmstat
+            }
+            Version::V2 => &text,
         };
         let (file, anon, dirty) = match self.version {
             Version::V1 => ("cache", "rss", "dirty"),
@@ -140,6 +171,10 @@ impl Memcg {
             anon: value(anon)?,
             active_anon: value("active_anon")?,
             inactive_anon: value("inactive_anon")?,
+            // 0 where the kernel does not count them (before 5.9).
+            refault_file: count(&text, "workingset_refault_file").unwrap_or(0),
+            activate_file: count(activations, "workingset_activate_file").unwrap_or(0),
+            restore_file: count(activations, "workingset_restore_file").unwrap_or(0),
         })
     }
 }

@@ -7,7 +7,9 @@
 //! the same calls (`model`). After each call the call's result and the
 //! cgroup's page cache pages, active and inactive file pages, dirty pages
 //! and anonymous pages (as a change from the worker's own) are compared
-//! with pageframe's counts.
+//! with pageframe's counts. Then the refault programs (`refault`) run in
+//! a cgroup with a memory limit, and their last call's refault decision
+//! is compared.
 //!
 //! The files live on the suite's own ext4 (`scratch_fs`: a loop device
 //! with direct I/O, made so that ext4 caches in order-0 pages as pageframe
@@ -25,6 +27,7 @@ mod host;
 mod memcg;
 mod model;
 mod random;
+mod refault;
 mod scratch_fs;
 mod worker;
 
@@ -155,15 +158,23 @@ fn compare(case: &Case<'_>, kernel: &CaseRun, model: &CaseRun) -> Vec<ConformRow
     rows
 }
 
-/// Runs every case of the suite on the host and on pageframe.
+/// Runs every case of the suite on the host and on pageframe, then the
+/// refault programs (`refault`).
 pub fn run() -> Result<SuiteResult, ConformError> {
-    run_cases(CASES)
+    run_with_refaults(CASES, refault::REFAULT_CASES)
 }
 
 /// Runs `cases` on the host and on pageframe, as the suite runs its own:
 /// one row per call and one after each case's exit; skipped, with the
 /// reason, where the host cannot run them.
 pub fn run_cases(cases: &[Case<'_>]) -> Result<SuiteResult, ConformError> {
+    run_with_refaults(cases, &[])
+}
+
+fn run_with_refaults(
+    cases: &[Case<'_>],
+    refault_cases: &[refault::RefaultCase],
+) -> Result<SuiteResult, ConformError> {
     if let Some(reason) = unsupported()? {
         return Ok(SuiteResult::skipped(SUITE, reason));
     }
@@ -186,7 +197,7 @@ pub fn run_cases(cases: &[Case<'_>]) -> Result<SuiteResult, ConformError> {
     let mut rows = Vec::new();
     let model_runs: Vec<CaseRun> = cases
         .iter()
-        .map(|case| model::run_case(case, config))
+        .map(|case| model::run_case(case, config, model::UNLIMITED_BYTES))
         .collect::<Result<_, _>>()?;
     for (number, (case, model)) in cases.iter().zip(&model_runs).enumerate() {
         let name = format!("pageframe-conform-{}-{number}", std::process::id());
@@ -199,6 +210,28 @@ pub fn run_cases(cases: &[Case<'_>]) -> Result<SuiteResult, ConformError> {
             }
         }
         rows.extend(case_rows);
+    }
+    for (number, refault_case) in refault_cases.iter().enumerate() {
+        let case = &refault_case.case;
+        let limit = refault_case.limit_bytes;
+        let model = model::run_case(case, config, limit)?;
+        let name = format!("pageframe-conform-refault-{}-{number}", std::process::id());
+        let make_memcg = || {
+            let memcg = root.create(&name)?;
+            memcg.limit(limit)?;
+            Ok(memcg)
+        };
+        let mut row = None;
+        for _ in 0..RUNS_OF_A_DIFFERING_CASE {
+            let kernel = host::run_case(case, cases.len() + number, dir, make_memcg, cpu)?;
+            let compared = refault::compare(refault_case, &kernel, &model);
+            let matched = compared.verdict == Verdict::Match;
+            row = Some(compared);
+            if matched {
+                break;
+            }
+        }
+        rows.extend(row);
     }
     Ok(SuiteResult {
         suite: SUITE,

@@ -1,7 +1,8 @@
 //! A case on pageframe: the same files made cold the same way (written,
 //! synced, `POSIX_FADV_DONTNEED`), the same calls on the reclaim layer's
 //! [`Mm`] by one process on CPU 0 of a one-node machine, and the counts
-//! read after each.
+//! read after each. The machine has room for every case's pages without
+//! reclaim, or the memory the host's cgroup was limited to.
 
 use super::cases::{Case, Step};
 use super::memcg::LruCounts;
@@ -10,14 +11,16 @@ use crate::conform::ConformError;
 use pageframe::reclaim::{FileId, LruList, Mm, MmConfig, MmError, Pid};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc, NodeId};
 
-/// The machine's memory: room for every case's pages without reclaim.
-const MEMORY_BYTES: u64 = 1 << 30;
+/// The machine's memory when the case is not limited: room for every
+/// case's pages without reclaim.
+pub const UNLIMITED_BYTES: u64 = 1 << 30;
 
 const CPU: CpuId = CpuId(0);
 
 /// The counts of `mm`'s one node.
 fn counts(mm: &Mm<'_>) -> LruCounts {
     let list = |list: LruList| mm.lru_pages(NodeId(0), list);
+    let workingset = mm.workingset(NodeId(0));
     LruCounts {
         file: mm.nr_file_pages(),
         active_file: list(LruList::ActiveFile),
@@ -26,6 +29,9 @@ fn counts(mm: &Mm<'_>) -> LruCounts {
         anon: mm.nr_anon_pages(),
         active_anon: list(LruList::ActiveAnon),
         inactive_anon: list(LruList::InactiveAnon),
+        refault_file: workingset.refault_file,
+        activate_file: workingset.activate_file,
+        restore_file: workingset.restore_file,
     }
 }
 
@@ -37,9 +43,14 @@ fn result(outcome: Result<u64, MmError>) -> i64 {
     }
 }
 
-/// Runs `case` on a fresh machine whose reclaim layer has `config`.
-pub fn run_case(case: &Case<'_>, config: MmConfig) -> Result<CaseRun, ConformError> {
-    let desc = MachineDesc::uniform(MEMORY_BYTES, 1, 2)
+/// Runs `case` on a fresh machine of `memory_bytes` whose reclaim layer
+/// has `config`.
+pub fn run_case(
+    case: &Case<'_>,
+    config: MmConfig,
+    memory_bytes: u64,
+) -> Result<CaseRun, ConformError> {
+    let desc = MachineDesc::uniform(memory_bytes, 1, 2)
         .map_err(|err| ConformError::Boot(err.to_string()))?;
     let allocator =
         LocalPageAllocator::boot(&desc).map_err(|err| ConformError::Boot(err.to_string()))?;
