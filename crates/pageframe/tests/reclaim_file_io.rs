@@ -365,3 +365,63 @@ fn a_negative_length_is_einval_before_a_closed_descriptor() {
         "EBADF"
     );
 }
+
+/// POSIX_FADV_DONTNEED from a negative offset starts no writeback (the
+/// range's first page index is past every page) and drops only clean
+/// pages: dirty ones stay dirty, as on 6.18 (`conform pagecache`, "drop
+/// from a negative offset with dirty pages").
+#[test]
+fn dontneed_from_a_negative_offset_keeps_dirty_pages() {
+    let allocator = pageframe::LocalPageAllocator::boot(
+        &pageframe::MachineDesc::uniform(64 << 20, 1, 1).unwrap(),
+    )
+    .unwrap();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let cpu = pageframe::CpuId(0);
+    let file = mm.create_file();
+    mm.truncate(cpu, file, 16 * 4096).unwrap();
+    mm.read(cpu, file, 0, 16 * 4096).unwrap();
+    mm.write(cpu, file, 0, 3 * 4096).unwrap();
+    assert_eq!(mm.fadvise_dontneed(cpu, file, -1, 0).unwrap(), 13);
+    assert_eq!((mm.nr_file_pages(), mm.nr_dirty()), (3, 3));
+    mm.fsync(file).unwrap();
+    assert_eq!(mm.fadvise_dontneed(cpu, file, -1, 0).unwrap(), 3);
+    assert_eq!(mm.nr_file_pages(), 0);
+    mm.check_invariants().unwrap();
+}
+
+/// A readahead window larger than memory ends where memory does: its
+/// pages are locked until the window is allocated, so reclaim run by the
+/// window's own allocations cannot evict its start, and a read of a file
+/// 8x the memory reads each page in about once (not once per window).
+#[test]
+fn a_window_larger_than_memory_does_not_evict_itself() {
+    for config in [
+        MmConfig {
+            read_ahead_kb: u32::MAX,
+            ..MmConfig::default()
+        },
+        MmConfig {
+            max_sectors_kb: u32::MAX,
+            ..MmConfig::default()
+        },
+    ] {
+        let allocator = pageframe::LocalPageAllocator::boot(
+            &pageframe::MachineDesc::uniform(4 << 20, 1, 1).unwrap(),
+        )
+        .unwrap();
+        let mut mm = Mm::new(&allocator, config);
+        let cpu = pageframe::CpuId(0);
+        let file = mm.create_file();
+        let bytes = 32u64 << 20;
+        mm.truncate(cpu, file, bytes as i64).unwrap();
+        assert_eq!(mm.read(cpu, file, 0, bytes).unwrap(), bytes);
+        let read_in_kib = mm.counters().get(pageframe::reclaim::ReclaimEvent::Pgpgin);
+        assert!(
+            read_in_kib <= 2 * (bytes >> 10),
+            "{read_in_kib} KiB read in for {} KiB",
+            bytes >> 10
+        );
+        mm.check_invariants().unwrap();
+    }
+}

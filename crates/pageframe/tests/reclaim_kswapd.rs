@@ -283,3 +283,23 @@ fn allocations_that_cannot_reclaim_fail_and_others_reclaim() {
     );
     assert_eq!(err.unwrap_err().name(), "EINVAL");
 }
+
+/// An allocation refused for its flags (`__GFP_UNMAPPED` with
+/// `__GFP_MOVABLE`) is refused before anything happens: below the low
+/// watermark it does not wake a napping kswapd.
+#[test]
+fn a_refused_allocation_wakes_no_kswapd() {
+    let allocator = boot(&one_node(8, 1));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let pid = mm.spawn(CPU).unwrap();
+    assert!(mm.touch(pid, 0, 1 << 20).is_err());
+    mm.kswapd_run(NODE).unwrap();
+    let state = mm.kswapd_state(NODE);
+    let before = mm.vmstat();
+    let gfp = Gfp::KERNEL | Gfp::MOVABLE_BIT | Gfp::UNMAPPED;
+    let err = mm.alloc_pages(CPU, gfp, Order(0), NODE).unwrap_err();
+    assert_eq!(err.name(), "EINVAL", "{err}");
+    assert_eq!(mm.kswapd_state(NODE), state);
+    assert_eq!(mm.vmstat(), before);
+    conserved(&mm);
+}

@@ -278,3 +278,29 @@ fn one_read_or_write_moves_at_most_max_rw_count() {
     mm.delete_file(CPU, file).unwrap();
     conserved(&mm);
 }
+
+/// The meminfo text for any page size a caller names: kB as the page size
+/// gives them, saturating where they would not fit; never a panic.
+#[test]
+fn meminfo_renders_any_page_shift() {
+    let info = pageframe::reclaim::Meminfo {
+        total: 3,
+        cached: u64::MAX,
+        ..Default::default()
+    };
+    let total_kb = |text: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with("MemTotal:"))
+            .unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(total_kb(&info.render(12)), 12);
+    assert_eq!(total_kb(&info.render(16)), 192);
+    assert_eq!(total_kb(&info.render(9)), 1);
+    assert_eq!(total_kb(&info.render(0)), 0);
+    assert_eq!(total_kb(&info.render(80)), u64::MAX);
+    assert_eq!(total_kb(&info.render(255)), u64::MAX);
+    // u64::MAX pages of 4 KiB are more kB than a u64 holds.
+    assert!(info.render(12).contains(&u64::MAX.to_string()));
+}

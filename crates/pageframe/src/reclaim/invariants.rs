@@ -2,9 +2,10 @@
 //! page cache, anon, or other, exactly once), LRU lists consistent with
 //! their counts, files and processes consistent with their pages, extent
 //! maps well formed and within their file, the readahead mark on page
-//! cache pages only, shadow entries where no page is (`workingset`).
+//! cache pages only, no page left locked, shadow entries where no page is
+//! (`workingset`).
 
-use super::lru::{Owner, DIRTY, READAHEAD};
+use super::lru::{Owner, DIRTY, LOCKED, READAHEAD};
 use super::{FileId, Mm, Pid};
 use crate::error::InvariantError;
 
@@ -56,6 +57,9 @@ impl Mm<'_> {
             let mut file_dirty = 0u64;
             for (&index, &pfn) in &slot.pages {
                 let meta = self.lru.meta(pfn);
+                if meta.test(LOCKED) {
+                    return fail(format!("file {id} page {index} left locked"));
+                }
                 if meta.owner != (Owner::File { file: id, index }) {
                     return fail(format!(
                         "file {id} page {index}: PFN {pfn} owned by {:?}",

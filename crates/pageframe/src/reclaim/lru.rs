@@ -102,6 +102,9 @@ pub(super) const READAHEAD: u8 = 1 << 4;
 /// `PG_workingset`: the page was on an active list (deactivated by
 /// reclaim, or refaulted as working set); its shadow says so.
 pub(super) const WORKINGSET: u8 = 1 << 5;
+/// `PG_locked`: a readahead page whose window is still being allocated
+/// (its read not yet submitted); reclaim keeps it. Only inside a call.
+pub(super) const LOCKED: u8 = 1 << 6;
 
 /// What the reclaim layer knows of one PFN.
 #[derive(Clone, Copy, Debug)]

@@ -33,9 +33,16 @@ pub struct Meminfo {
 }
 
 impl Meminfo {
-    /// The text, as `/proc/meminfo` lays it out, for pages of `1 << page_shift` bytes.
+    /// The text, as `/proc/meminfo` lays it out, for pages of `1 << page_shift` bytes
+    /// (a value too large for a u64 shows as `u64::MAX`).
     pub fn render(&self, page_shift: u8) -> String {
-        let kb = |pages: u64| pages << (page_shift - 10);
+        let kb = |pages: u64| {
+            let bytes = u128::from(pages)
+                .checked_shl(u32::from(page_shift))
+                .filter(|_| page_shift < 64)
+                .unwrap_or(u128::MAX);
+            u64::try_from(bytes >> 10).unwrap_or(u64::MAX)
+        };
         let lines: [(&str, u64); 19] = [
             ("MemTotal:", self.total),
             ("MemFree:", self.free),

@@ -368,12 +368,14 @@ impl Mm<'_> {
         if first <= last {
             self.clear_shadows(file, first..=last);
         }
+        // mapping_evict_folio() leaves dirty pages (a negative offset
+        // starts no writeback) and pages under writeback.
         let doomed: Vec<u64> = if first <= last {
             self.files[file.0 as usize]
                 .pages
                 .range(first..=last)
                 .map(|(_, &pfn)| pfn)
-                .filter(|pfn| !under_writeback.contains(pfn))
+                .filter(|pfn| !under_writeback.contains(pfn) && !self.lru.meta(*pfn).test(DIRTY))
                 .collect()
         } else {
             Vec::new()

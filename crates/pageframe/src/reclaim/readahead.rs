@@ -12,7 +12,7 @@
 //! Invariant (checked in `invariants`): only a page cache page carries
 //! the readahead mark (`PG_readahead`).
 
-use super::lru::{DIRTY, READAHEAD};
+use super::lru::{DIRTY, LOCKED, READAHEAD};
 use super::{FileId, Mm, MmError, ReclaimEvent, MAPPING_GFP};
 use crate::gfp::Gfp;
 use crate::types::{CpuId, NodeId};
@@ -198,6 +198,10 @@ impl Mm<'_> {
     /// file's last byte, in offset order onto the inactive file list; the
     /// page `lookahead` from the end gets the readahead mark when it is
     /// one allocated here. Stops at the first page memory cannot give.
+    /// The pages stay locked until the chunk is allocated (its read is
+    /// submitted, and completes, at the end): reclaim run by the chunk's
+    /// own allocations cannot take them, so a window larger than memory
+    /// ends where memory does instead of evicting its own start.
     fn ra_chunk(
         &mut self,
         cpu: CpuId,
@@ -220,19 +224,22 @@ impl Mm<'_> {
         // marked when the lookahead exceeds the chunk.
         let mark = nr.wrapping_sub(lookahead);
         let gfp = MAPPING_GFP | Gfp::NORETRY | Gfp::NOWARN;
-        let mut at = 0;
-        while at < nr {
+        let mut locked = Vec::new();
+        for at in 0..nr {
             let page = index + at;
             if self.files[file.0 as usize].pages.contains_key(&page) {
-                at += 1;
                 continue;
             }
             let Ok(pfn) = self.alloc_lru_page(cpu, node, gfp) else {
-                return;
+                break;
             };
             let flags = if at == mark { READAHEAD } else { 0 };
-            self.insert_read_page(file, page, pfn, flags);
-            at += 1;
+            self.insert_read_page(file, page, pfn, flags | LOCKED);
+            locked.push(pfn);
+        }
+        // read_pages(): the read is submitted and, here, done.
+        for pfn in locked {
+            self.lru.meta_mut(pfn).flags &= !LOCKED;
         }
     }
 

@@ -94,7 +94,9 @@ impl Mm<'_> {
         if node.index() >= self.nr_nodes() {
             return Err(MmError::Alloc(AllocError::NoSuchNode(node)));
         }
-        let request = gfp.request().map_err(AllocError::from)?;
+        // Every argument is checked before kswapd is woken: a refused
+        // call changes nothing.
+        let request = self.allocator.validate_alloc(cpu, gfp, order, node)?;
         let highest_zone = request.highest_zone;
         let nodes = self.zonelist_nodes(node, request.this_node);
         let kswapd_reclaim = gfp.contains(Gfp::KSWAPD_RECLAIM);

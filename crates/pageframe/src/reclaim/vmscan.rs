@@ -12,7 +12,7 @@
 //! the flusher woken by reclaim writes every dirty page back at once.
 
 use super::error::MmError;
-use super::lru::{LruList, Owner, DIRTY, RECLAIM, REFERENCED, WORKINGSET, YOUNG};
+use super::lru::{LruList, Owner, DIRTY, LOCKED, RECLAIM, REFERENCED, WORKINGSET, YOUNG};
 use super::{Mm, NodeId, ReclaimEvent};
 use crate::types::CpuId;
 
@@ -224,6 +224,11 @@ impl Mm<'_> {
         let (mut reclaimed, mut dirty_seen) = (0u64, false);
         let mut kept = Vec::new();
         for pfn in taken {
+            if self.lru.meta(pfn).test(LOCKED) {
+                // folio_trylock() fails: kept, its flags untouched.
+                kept.push(pfn);
+                continue;
+            }
             let verdict = self.check_references(pfn);
             let dirty = self.lru.meta(pfn).test(DIRTY);
             match verdict {

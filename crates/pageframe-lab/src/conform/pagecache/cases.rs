@@ -370,6 +370,17 @@ pub const CASES: &[Case<'static>] = &[
         ],
     },
     Case {
+        name: "drop from a negative offset with dirty pages",
+        files: &[16 * P],
+        steps: &[
+            Read(0, 0, 16 * P),
+            Write(0, 0, 3 * P),
+            DontNeed(0, -1, 0),
+            Fsync(0),
+            DontNeed(0, -1, 0),
+        ],
+    },
+    Case {
         name: "unlink a cached file",
         files: &[256 * P, 64 * P],
         steps: &[
