@@ -102,4 +102,4 @@ pub(crate) unsafe fn touch_pages(base: *mut u8, pages: usize) {
 }
 
 /// The host's page size, which the suite requires to be 4 KiB.
-const PAGE_BYTES: usize = 4096;
+pub(crate) const PAGE_BYTES: usize = 4096;

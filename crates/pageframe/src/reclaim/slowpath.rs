@@ -91,11 +91,8 @@ impl Mm<'_> {
             return Err(MmError::Alloc(AllocError::OrderTooLarge { order, max }));
         }
         let handle = self.allocator.cpu(cpu)?;
-        if node.index() >= self.nr_nodes() {
-            return Err(MmError::Alloc(AllocError::NoSuchNode(node)));
-        }
-        // Every argument is checked before kswapd is woken: a refused
-        // call changes nothing.
+        // Every other argument (the node, the flags) is checked before
+        // kswapd is woken: a refused call changes nothing.
         let request = self.allocator.validate_alloc(cpu, gfp, order, node)?;
         let highest_zone = request.highest_zone;
         let nodes = self.zonelist_nodes(node, request.this_node);
