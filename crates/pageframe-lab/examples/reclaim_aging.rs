@@ -36,7 +36,7 @@ fn main() {
         let mut workload = AgingWorkload::new(&allocator, config, seed ^ 0xa9e).expect("workload");
         let started = std::time::Instant::now();
         let mut rates = Vec::new();
-        for run in 0..runs {
+        for _ in 0..runs {
             let rate = workload
                 .benchmark_run(|pfns| {
                     conflict_rate(
@@ -45,7 +45,6 @@ fn main() {
                         page_shift,
                         (CACHE, LINE),
                         ACCESSES,
-                        (seed + run) ^ 0x4ea9,
                     )
                 })
                 .expect("run");

@@ -78,11 +78,7 @@ impl DirectMappedCache {
     /// A cache of `size` bytes with lines of `line` bytes; both powers of two
     /// with `line <= size` (the hardware's sets are a power of two).
     pub fn new(size: u64, line: u64) -> Result<DirectMappedCache, String> {
-        if !line.is_power_of_two() || !size.is_power_of_two() || line > size {
-            return Err(format!(
-                "cache size {size} and line {line} must be powers of two, line <= size"
-            ));
-        }
+        DirectMappedCache::check_geometry(size, line)?;
         let sets = size / line;
         Ok(DirectMappedCache {
             tags: vec![0; sets as usize],
@@ -91,6 +87,16 @@ impl DirectMappedCache {
             line_shift: line.trailing_zeros(),
             stats: CacheStats::default(),
         })
+    }
+
+    /// Whether a cache of `size` bytes with `line`-byte lines can be built.
+    pub fn check_geometry(size: u64, line: u64) -> Result<(), String> {
+        if !line.is_power_of_two() || !size.is_power_of_two() || line > size {
+            return Err(format!(
+                "cache size {size} and line {line} must be powers of two, line <= size"
+            ));
+        }
+        Ok(())
     }
 
     /// Bytes per line.

@@ -176,7 +176,7 @@ struct Geometry {
 }
 
 impl Geometry {
-    fn measure(&self, pfns: &[u64], mix: HeapMix, seed: u64) -> Sample {
+    fn measure(&self, pfns: &[u64], mix: HeapMix) -> Sample {
         let renumbered: Vec<u64> = pfns
             .iter()
             .map(|&pfn| (pfn / self.cache_pages) * self.sim_pages + pfn % self.cache_pages)
@@ -187,7 +187,6 @@ impl Geometry {
             self.page_shift,
             (self.sim_pages << self.page_shift, LINE),
             ACCESSES,
-            seed ^ 0x4ea9,
         )
         .expect("cache geometry");
         Sample {
@@ -308,7 +307,7 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
             workload
                 .benchmark_run_with(
                     |mm| pretouch.run(mm),
-                    |pfns| geometry.measure(pfns, probe.mix, seed),
+                    |pfns| geometry.measure(pfns, probe.mix),
                 )
                 .expect("benchmark run")
         })
@@ -320,7 +319,7 @@ pub fn run(probe: MmProbe, shuffle: bool, seed: u64) {
     let random: Vec<Sample> = (0..2)
         .map(|draw| {
             let pfns = random_placement(heap_pages, memory_pages, seed ^ (0x5eed + draw));
-            geometry.measure(&pfns, probe.mix, seed)
+            geometry.measure(&pfns, probe.mix)
         })
         .collect();
     let random_rate = random.iter().map(|s| s.rate).sum::<f64>() / random.len() as f64;

@@ -201,15 +201,8 @@ fn probe(probe: Probe, seed: u64) {
             .iter()
             .flat_map(|&(pfn, order)| pfn..pfn + (1 << order))
             .collect();
-        let rate = conflict_rate(
-            &pfns,
-            HeapMix::default(),
-            shift,
-            (CACHE, LINE),
-            ACCESSES,
-            seed ^ 0x4ea9,
-        )
-        .expect("cache geometry");
+        let rate = conflict_rate(&pfns, HeapMix::default(), shift, (CACHE, LINE), ACCESSES)
+            .expect("cache geometry");
         let sharers = colour_sharers(&pfns, cache_pages);
         let bias = colour_bit_bias(&pfns, cache_pages);
         let thps = heap.iter().filter(|&&(_, order)| order > 0).count();

@@ -24,9 +24,9 @@ struct Scale {
 }
 
 impl Scale {
-    fn rate(&self, pfns: &[u64], mix: HeapMix, seed: u64) -> f64 {
+    fn rate(&self, pfns: &[u64], mix: HeapMix) -> f64 {
         let cache = (self.cache_pages << 12, 64);
-        conflict_rate(pfns, mix, 12, cache, self.accesses, seed ^ 0x4ea9).expect("cache geometry")
+        conflict_rate(pfns, mix, 12, cache, self.accesses).expect("cache geometry")
     }
 
     /// The heap on whole 4 MiB blocks of memory in random order.
@@ -48,8 +48,8 @@ impl Scale {
         let (mut random, mut blocks) = (0.0, 0.0);
         for _ in 0..draws {
             let pages = random_placement(heap, 8 * self.cache_pages, rng.next_u64());
-            random += self.rate(&pages, mix, seed) / draws as f64;
-            blocks += self.rate(&self.block_random(rng.next_u64()), mix, seed) / draws as f64;
+            random += self.rate(&pages, mix) / draws as f64;
+            blocks += self.rate(&self.block_random(rng.next_u64()), mix) / draws as f64;
         }
         println!(
             "cache {:>4} MiB, {:?} hot {}/{} warm {}/{}: contiguous {:.3}  page-random {random:.3}  4MiB-block-random {blocks:.3}",
@@ -59,7 +59,7 @@ impl Scale {
             mix.hot_accesses,
             mix.warm_pages,
             mix.warm_accesses,
-            self.rate(&contiguous, mix, seed)
+            self.rate(&contiguous, mix)
         );
     }
 }

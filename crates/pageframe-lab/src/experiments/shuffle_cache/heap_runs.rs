@@ -11,8 +11,9 @@
 //!   by at least half the runs);
 //! - the series `runs`: every run, without and with shuffle.
 //!
-//! Every run is measured with the same access stream, so runs differ only
-//! in where the heap's pages are. Beside the conflict rate, each run's
+//! Every run is measured with the same access model (its conflict rate is
+//! the exact expectation over the accesses: [`conflict_rate`]), so runs
+//! differ only in where the heap's pages are. Beside the conflict rate, each run's
 //! colour sharers ([`colour_sharers`]) show the placement itself.
 
 use super::rows::{HeapCaseRow, RunRow};
@@ -147,7 +148,7 @@ impl HeapRuns {
 }
 
 /// Boots one machine 8x the cache and runs the benchmark `p.runs` times
-/// on it: the heap of every run measured with the same access stream.
+/// on it: the heap of every run measured with the same access model.
 /// Also returns the colour sharers random placement would give the heap.
 fn one_machine(
     p: &Setup,
@@ -174,7 +175,6 @@ fn one_machine(
                         page_shift,
                         (p.cache, LINE),
                         p.heap_accesses,
-                        seed ^ 0x4ea9,
                     )?,
                     colour_sharers: colour_sharers(pfns, cache_pages),
                 })

@@ -296,7 +296,6 @@ impl Experiment for ShuffleCache {
             }
         }
         let (time_off, _, _) = spread(times[0].iter().copied());
-        let (time_on, _, _) = spread(times[1].iter().copied());
         for (at, case) in ["two-instances", "two-instances+shuffle"]
             .into_iter()
             .enumerate()
@@ -310,7 +309,6 @@ impl Experiment for ShuffleCache {
                 reference: (at == 1).then_some(REFERENCE_SPEEDUP),
             })?);
         }
-        let _ = time_on;
 
         // The heap 3x the cache over the runs of an aging machine, without and
         // with shuffle.
@@ -351,7 +349,7 @@ impl Experiment for ShuffleCache {
                     p.stream_passes
                 ),
                 format!(
-                    "heap: {} MiB machine, heap 3x the cache pre-touched at the start of each of {} benchmark runs, {} accesses per run, the same stream every run (2.5% of pages take 85%, 27.5% take 12%, 70% take 3%; calibrated so that fresh is near 8%); each run then reads as much as the memory from a data set twice its size through the page cache, writes a log (4 kept), runs a helper process per read and exits; kswapd and direct reclaim free the page cache in LRU order, exits free the heap in address order",
+                    "heap: {} MiB machine, heap 3x the cache pre-touched at the start of each of {} benchmark runs, {} independent accesses per run after a warm-up of a quarter as many, the conflict rate their exact expectation for the run's placement (2.5% of pages take 85%, 27.5% take 12%, 70% take 3%; calibrated so that fresh is near 8%); each run then reads as much as the memory from a data set twice its size through the page cache, writes a log (4 kept), runs a helper process per read and exits; kswapd and direct reclaim free the page cache in LRU order, exits free the heap in address order",
                     (p.cache * p.heap_memory_factor) >> 20,
                     p.runs,
                     p.heap_accesses
