@@ -16,6 +16,7 @@ pub mod host_memory;
 pub mod machine_args;
 pub mod object_views;
 pub mod observe;
+pub mod parallel;
 pub mod params;
 pub mod peers;
 pub mod perf_table;

@@ -6,7 +6,7 @@
 //! migration (mbind, move_pages, migrate_pages).
 
 use super::mempolicy::{self, MemPolicy, Mode};
-use super::mm::{Pte, PTE_PRESENT, PTE_PROTNONE, PTE_WRITTEN, PTE_ZERO};
+use super::page_table::{Pte, PTE_PRESENT, PTE_PROTNONE, PTE_WRITTEN, PTE_ZERO};
 use super::{Pid, Task, Vm};
 use crate::error::Errno;
 use crate::gfp::Gfp;

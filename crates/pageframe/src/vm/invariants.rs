@@ -34,6 +34,12 @@ impl Vm<'_> {
                     ));
                 }
                 previous_end = vma.end;
+                if let Err(why) = vma.ptes.check_invariants() {
+                    return fail(format!(
+                        "pid {}: VMA {:#x}..{:#x}: {why}",
+                        task.pid.0, vma.start, vma.end
+                    ));
+                }
                 for (vpn, pte) in vma.ptes.entries() {
                     if vpn < vma.start || vpn >= vma.end {
                         return fail(format!(

@@ -2,15 +2,9 @@
 //! table, and `mmap` / `munmap` (with VMA splitting), within a 47-bit user
 //! address space and the kernel's overcommit heuristic.
 //!
-//! A PTE is 16 bytes and holds, beside the PFN, the per-page side state the
-//! kernel keeps in `struct page` or the PTE: PROT_NONE for NUMA hinting, the
-//! last cpupid and the scan time. Pages are never shared between address
-//! spaces, so per-PTE and per-page state coincide. A page read before it is
-//! ever written maps the shared zero page (`PTE_ZERO`), which is not a page
-//! of the machine: it is neither counted in RSS nor migrated.
-//!
-//! Page tables are lazy: a VMA's [`PageTable`] holds only the entries that
-//! map something, so memory follows what is touched, not what is mapped.
+//! Page tables are lazy: a VMA's [`PageTable`] (`page_table`) holds only
+//! the leaf tables of entries that map something, so memory follows what is
+//! touched, not what is mapped.
 //!
 //! Invariants: VMAs are disjoint, keyed by their first page, inside
 //! `[0, TASK_SIZE)`; every stored entry lies inside its VMA and is PRESENT
@@ -19,120 +13,11 @@
 use std::collections::BTreeMap;
 
 use super::mempolicy::MemPolicy;
+use super::page_table::{PageTable, Pte};
 use super::{Task, Vm};
 use crate::error::Errno;
 use crate::page_alloc::Page;
 use crate::types::{Order, Pfn};
-
-/// The PTE maps a page.
-pub const PTE_PRESENT: u8 = 1 << 0;
-/// The PTE is PROT_NONE for a NUMA hinting fault.
-pub const PTE_PROTNONE: u8 = 1 << 1;
-/// The page was written (dirty; `was_writable` for hinting faults).
-pub const PTE_WRITTEN: u8 = 1 << 2;
-/// The entry maps the shared zero page (a read before any write).
-pub const PTE_ZERO: u8 = 1 << 3;
-
-/// `last_cpupid` of a page nobody has faulted on: every bit set.
-pub const CPUPID_UNSET: u32 = u32::MAX;
-/// Bits of the pid kept in a cpupid (`LAST__PID_SHIFT`).
-pub const CPUPID_PID_BITS: u32 = 8;
-
-/// One page-table entry with its page's side state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pte {
-    /// The PFN, when present.
-    pub pfn: u32,
-    /// `page_cpupid_last()`: CPU and low pid bits of the last hinting fault.
-    pub last_cpupid: u32,
-    /// Simulated ms at which the scanner last made it PROT_NONE.
-    pub scan_time_ms: u32,
-    /// `PTE_*` bits.
-    pub flags: u8,
-}
-
-impl Pte {
-    /// The empty entry.
-    pub const NONE: Pte = Pte {
-        pfn: 0,
-        last_cpupid: CPUPID_UNSET,
-        scan_time_ms: 0,
-        flags: 0,
-    };
-
-    /// True when a page is mapped.
-    #[inline]
-    pub fn is_present(&self) -> bool {
-        self.flags & PTE_PRESENT != 0
-    }
-
-    /// True when a NUMA hinting fault is armed.
-    #[inline]
-    pub fn is_protnone(&self) -> bool {
-        self.flags & PTE_PROTNONE != 0
-    }
-
-    /// True when the entry maps the shared zero page.
-    #[inline]
-    pub fn is_zero_page(&self) -> bool {
-        self.flags & PTE_ZERO != 0
-    }
-}
-
-/// A VMA's page table: the entries that map something, by virtual page
-/// (absent entries are [`Pte::NONE`]).
-#[derive(Clone, Debug, Default)]
-pub struct PageTable {
-    entries: BTreeMap<u64, Pte>,
-}
-
-impl PageTable {
-    /// The entry of `vpn`, if it maps something.
-    pub fn get(&self, vpn: u64) -> Option<&Pte> {
-        self.entries.get(&vpn)
-    }
-
-    /// The entry of `vpn`, mutably, if it maps something.
-    pub fn get_mut(&mut self, vpn: u64) -> Option<&mut Pte> {
-        self.entries.get_mut(&vpn)
-    }
-
-    /// The stored entries, lowest page first.
-    pub fn iter(&self) -> impl Iterator<Item = &Pte> {
-        self.entries.values()
-    }
-
-    /// The stored entries with their virtual page, lowest first.
-    pub fn entries(&self) -> impl Iterator<Item = (u64, &Pte)> {
-        self.entries.iter().map(|(vpn, pte)| (*vpn, pte))
-    }
-
-    /// The stored entries of `[start, end)`, mutably, lowest first.
-    pub(crate) fn range_mut(
-        &mut self,
-        start: u64,
-        end: u64,
-    ) -> impl Iterator<Item = (u64, &mut Pte)> {
-        self.entries
-            .range_mut(start..end)
-            .map(|(vpn, pte)| (*vpn, pte))
-    }
-
-    /// Stores the entry of `vpn`.
-    pub(crate) fn insert(&mut self, vpn: u64, pte: Pte) {
-        self.entries.insert(vpn, pte);
-    }
-
-    /// Number of stored entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when nothing is mapped.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
 
 /// An anonymous mapping `[start, end)` in pages.
 #[derive(Clone, Debug)]
@@ -152,9 +37,7 @@ pub struct Vma {
 impl Vma {
     /// Splits off `[at, end)` into a new VMA.
     fn split_off(&mut self, at: u64) -> Vma {
-        let tail = PageTable {
-            entries: self.ptes.entries.split_off(&at),
-        };
+        let tail = self.ptes.split_off(at);
         let vma = Vma {
             start: at,
             end: self.end,

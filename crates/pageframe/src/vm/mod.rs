@@ -51,6 +51,7 @@ mod migrate;
 mod mm;
 mod nodestring;
 mod numa;
+mod page_table;
 mod syscalls;
 mod user_nodes;
 mod vmstat;
@@ -62,8 +63,9 @@ use crate::page_alloc::LocalPageAllocator;
 use crate::types::{CpuId, NodeId, Nodemask, Pfn, ZoneType};
 pub use fault::{Access, FaultKind};
 use mempolicy::MemPolicy;
-pub use mm::{Mm, PageTable, Pte, Vma, TASK_SIZE};
+pub use mm::{Mm, Vma, TASK_SIZE};
 pub use nodestring::{format_nodestring, parse_nodestring, NodestringError};
+pub use page_table::{PageTable, Pte, PTES_PER_TABLE};
 pub use user_nodes::UserNodemask;
 
 /// A process id.

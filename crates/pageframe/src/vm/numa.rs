@@ -10,7 +10,7 @@
 //! memory tiering (mode 2).
 
 use super::fault::FaultFlags;
-use super::mm::{Pte, CPUPID_PID_BITS, CPUPID_UNSET, PTE_PROTNONE};
+use super::page_table::{Pte, CPUPID_PID_BITS, CPUPID_UNSET, PTE_PROTNONE};
 use super::{Pid, Task, Vm};
 use crate::error::Errno;
 use crate::types::{CpuId, NodeId};

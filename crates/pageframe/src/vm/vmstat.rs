@@ -1,7 +1,7 @@
 //! Views of the vm layer: its `/proc/vmstat` counters (appended to the page
 //! allocator's) and a `/proc/<pid>/numa_maps`-style listing per task.
 
-use super::mm::PTE_WRITTEN;
+use super::page_table::PTE_WRITTEN;
 use super::{Pid, Vm};
 use crate::proc::vmstat_counters;
 use crate::types::Pfn;

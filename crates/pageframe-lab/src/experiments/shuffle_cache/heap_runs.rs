@@ -46,41 +46,38 @@ pub(super) struct HeapRuns {
 
 impl HeapRuns {
     /// Runs the benchmark `p.runs` times on one aging machine per seed and
-    /// shuffle setting; with `threads` of 2 or more the two settings'
-    /// machines run on two threads (each machine is deterministic on its
-    /// own, so the result is the same either way).
+    /// shuffle setting; the machines run on up to `threads` threads (each
+    /// is deterministic on its own, so the result is the same either way).
     pub(super) fn measure(
         p: &Setup,
         seeds: &[u64],
         threads: NonZeroUsize,
     ) -> Result<HeapRuns, ExperimentError> {
-        let setting = |shuffle: bool| -> Result<(Vec<Vec<RunSample>>, f64), ExperimentError> {
-            let mut per_run = vec![Vec::new(); p.runs as usize];
-            let mut random_sharers = 0.0;
-            for &seed in seeds {
-                let (runs, random) = one_machine(p, shuffle, seed)?;
-                random_sharers = random;
-                for (run, sample) in runs.into_iter().enumerate() {
-                    per_run[run].push(sample);
-                }
+        let machines: Vec<(bool, u64)> = [false, true]
+            .into_iter()
+            .flat_map(|shuffle| seeds.iter().map(move |&seed| (shuffle, seed)))
+            .collect();
+        let measured = crate::parallel::map_in_order(
+            threads,
+            &machines,
+            |&(shuffle, seed)| one_machine(p, shuffle, seed),
+            |_| {},
+        )
+        .map_err(ExperimentError::failed)?;
+        let mut samples = [
+            vec![Vec::new(); p.runs as usize],
+            vec![Vec::new(); p.runs as usize],
+        ];
+        let mut random_sharers = 0.0;
+        for (&(shuffle, _), machine) in machines.iter().zip(measured) {
+            let (runs, random) = machine?;
+            random_sharers = random;
+            for (run, sample) in runs.into_iter().enumerate() {
+                samples[shuffle as usize][run].push(sample);
             }
-            Ok((per_run, random_sharers))
-        };
-        let (without, with) = if threads.get() >= 2 {
-            std::thread::scope(|scope| {
-                let with = scope.spawn(|| setting(true));
-                let without = setting(false);
-                let with = with
-                    .join()
-                    .unwrap_or_else(|_| Err(ExperimentError::failed("heap runs thread panicked")));
-                (without, with)
-            })
-        } else {
-            (setting(false), setting(true))
-        };
-        let ((without, random_sharers), (with, _)) = (without?, with?);
+        }
         Ok(HeapRuns {
-            samples: [without, with],
+            samples,
             random_sharers,
         })
     }

@@ -10,6 +10,7 @@ use super::rows::KernelBandColumns;
 use super::{band, corpus_path, live, replay, typed, BACKENDS, LIVE_DISK_BYTES};
 use crate::experiments::{ExperimentError, RunOptions};
 use crate::observe;
+use crate::parallel;
 use crate::params::Params;
 use crate::report::Report;
 use pageframe::zram::Backend;
@@ -132,8 +133,16 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
     // Chain 8's (and the kernel replay's) values in rounds 1-3 with the
     // band of their step.
     let mut judged: [Vec<(f64, Option<band::Band>)>; 2] = [Vec::new(), Vec::new()];
-    for (done, backend) in BACKENDS.into_iter().enumerate() {
-        let steps = replay::replay(&records, backend, codec)?;
+    // Each backend's replay is its own machine: on up to `threads` threads.
+    let replays = parallel::map_in_order(
+        options.threads,
+        &BACKENDS,
+        |&backend| replay::replay(&records, backend, codec),
+        |finished| observe::progress(finished as u64, total),
+    )
+    .map_err(ExperimentError::failed)?;
+    for (backend, steps) in BACKENDS.into_iter().zip(replays) {
+        let steps = steps?;
         if let (Some(served), Backend::Zsmalloc { chain_size: 8 }, 0) = (&served, backend, codec) {
             let same = steps.len() == served.len()
                 && steps.iter().zip(served).all(|(step, stat)| {
@@ -187,7 +196,6 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
             }
             rows.push(typed(&row)?);
         }
-        observe::progress(done as u64 + 1, total);
     }
     notes.push(format!(
         "block trace {name}: {} records; sizes of {} ({}); sizes in MiB, ratios in % of compr_size; overhead = used_size - compr_size; real_overhead (afmalloc): metadata + chunk rounding",
