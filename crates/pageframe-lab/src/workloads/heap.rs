@@ -242,9 +242,23 @@ pub fn conflict_rate(
         if set == 0.0 {
             continue;
         }
+        // (1-P)^k and 1 - (1-P)^k, exact at k = 0 also when P = 1.
         let log_miss = (-set).ln_1p();
-        let touched_draws =
-            measured - (warm_up * log_miss).exp() * -(measured * log_miss).exp_m1() / set;
+        let untouched = |draws: f64| {
+            if draws == 0.0 {
+                1.0
+            } else {
+                (draws * log_miss).exp()
+            }
+        };
+        let touched = |draws: f64| {
+            if draws == 0.0 {
+                0.0
+            } else {
+                -(draws * log_miss).exp_m1()
+            }
+        };
+        let touched_draws = measured - untouched(warm_up) * touched(measured) / set;
         let unlike_last: f64 = colour.iter().map(|&(_, _, p)| p * (1.0 - p / sum)).sum();
         conflicts += unlike_last * touched_draws;
         touching += sum;
@@ -396,5 +410,35 @@ mod tests {
         assert!(conflict_rate(&pfns, mix, 12, (1 << 20, 8192), 100).is_err());
         assert!(conflict_rate(&pfns, mix, 12, (3 << 20, 64), 100).is_err());
         assert_eq!(conflict_rate(&[], mix, 12, (1 << 20, 64), 100), Ok(0.0));
+    }
+
+    /// Degenerate streams and heaps give finite rates equal to sampling's:
+    /// no access, fewer than four (no warm-up), one page of one line (every
+    /// access to one set: never a conflict).
+    #[test]
+    fn the_expectation_is_exact_at_the_edges() {
+        let mix = HeapMix::default();
+        let geometry = (1 << 20, 64);
+        let pfns: Vec<u64> = (0..600).collect();
+        for accesses in [0, 1, 3] {
+            let expected = conflict_rate(&pfns, mix, 12, geometry, accesses).unwrap();
+            assert!(expected.is_finite(), "{accesses}: {expected}");
+        }
+        assert_eq!(conflict_rate(&pfns, mix, 12, geometry, 0), Ok(0.0));
+        let all_hot = HeapMix {
+            hot_pages: 1000,
+            warm_pages: 0,
+            hot_accesses: 1000,
+            warm_accesses: 0,
+            layout: ClassLayout::Hashed,
+        };
+        for mix in [mix, all_hot] {
+            for accesses in [0, 1, 2, 1000] {
+                let one_line = conflict_rate(&[5], mix, 12, (1 << 20, 4096), accesses).unwrap();
+                let sampled =
+                    sampled_conflict_rate(&[5], mix, 12, (1 << 20, 4096), accesses, 1).unwrap();
+                assert_eq!((one_line, sampled), (0.0, 0.0), "{accesses}");
+            }
+        }
     }
 }
