@@ -4,16 +4,18 @@
 //! any number of threads; only the wall time changes.
 //!
 //! The calling thread works too, and is the one that reports progress
-//! (`observe` ignores worker threads). Jobs are taken in order from a
-//! shared counter, so a slow job does not hold up the others' start.
+//! (`observe` ignores worker threads): it always runs the first item, so
+//! an experiment puts first the job whose progress and machine the
+//! observer should see. The other jobs are taken in order from a shared
+//! counter, so a slow job does not hold up the others' start.
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `job` applied to every item, on up to `threads` threads (the calling
-/// thread one of them), the results in the items' order. After each job
-/// the calling thread finishes, `on_progress` gets the number of jobs
-/// finished so far on all threads. A job that panics on a worker thread
+/// thread one of them, which runs the first item), the results in the
+/// items' order. After each job the calling thread finishes, `on_progress`
+/// gets the number of jobs finished so far on all threads. A job that panics on a worker thread
 /// gives `Err` with its message once every other job has finished; on the
 /// calling thread it unwinds as it would without threads.
 pub fn map_in_order<T, R>(
@@ -26,7 +28,8 @@ where
     T: Sync,
     R: Send,
 {
-    let next = AtomicUsize::new(0);
+    // Item 0 is the calling thread's before any worker starts.
+    let next = AtomicUsize::new(1);
     let finished = AtomicUsize::new(0);
     let work = || {
         let mut done = Vec::new();
@@ -44,13 +47,11 @@ where
     let mut panicked = None;
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers).map(|_| scope.spawn(work)).collect();
-        loop {
-            let at = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(at) else {
-                break;
-            };
+        let mut at = 0;
+        while let Some(item) = items.get(at) {
             results[at] = Some(job(item));
             on_progress(finished.fetch_add(1, Ordering::Relaxed) + 1);
+            at = next.fetch_add(1, Ordering::Relaxed);
         }
         for handle in handles {
             match handle.join() {
@@ -109,6 +110,24 @@ mod tests {
         }
         let none: Vec<u64> = map_in_order(NonZeroUsize::MIN, &[], |&x: &u64| x, |_| {}).unwrap();
         assert!(none.is_empty());
+    }
+
+    /// The first item always runs on the calling thread, however many
+    /// threads there are.
+    #[test]
+    fn the_first_item_runs_on_the_calling_thread() {
+        let caller = std::thread::current().id();
+        let items: Vec<u64> = (0..16).collect();
+        for _ in 0..20 {
+            let threads = map_in_order(
+                NonZeroUsize::new(4).unwrap(),
+                &items,
+                |_| std::thread::current().id(),
+                |_| {},
+            )
+            .unwrap();
+            assert_eq!(threads[0], caller);
+        }
     }
 
     /// A job that panics on a worker thread is an error, not a crash; the

@@ -106,9 +106,9 @@ impl Heap {
     }
 
     /// Runs `accesses` random accesses on `cache`. An access draws 64 bits:
-    /// the low [`CLASS_DRAW_BITS`] pick the class ([`HeapMix::class_of`]),
-    /// the next 32 the page within the class ([`page_of`]), the bits from
-    /// 42 up the line within the page.
+    /// the low `CLASS_DRAW_BITS` (10) pick the class (`HeapMix::class_of`),
+    /// the next 32 the page within the class (`page_of`), the bits from 42
+    /// up the line within the page.
     pub fn run(&self, cache: &mut DirectMappedCache, rng: &mut MachineRng, accesses: u64) {
         let lines_per_page = 1u64 << (self.page_shift - self.line_shift);
         for _ in 0..accesses {

@@ -104,10 +104,16 @@ fn outcome((refaults, activated, restored): (u64, u64, u64), pages: u64) -> Stri
         "under half"
     };
     // A host's activations can include other cgroups' (cgroup v1 counts
-    // them machine-wide): at least as many as refaults is every one.
+    // them machine-wide), and the kernel tests each refault against the
+    // memory cgroup's active list as its statistics last flushed it
+    // (workingset_test_recent() only calls
+    // mem_cgroup_flush_stats_ratelimited(): the periodic flusher runs
+    // every 2 s), so a long read's refaults can meet a stale count: 90% or
+    // more activated is one outcome with every one (measured on 6.18 on a
+    // loaded host: 999 of 1024).
     let activated = match activated {
         0 => "none activated",
-        n if n >= refaults => "every one activated",
+        n if 10 * n >= 9 * refaults => "at least 90% activated",
         _ => "some activated",
     };
     let restored = if restored == 0 {
@@ -161,7 +167,7 @@ mod tests {
         assert_eq!(outcome((0, 5, 0), 100), "no refault");
         assert_eq!(
             outcome((40, 40, 0), 100),
-            "refaults on under half of the pages read, every one activated, none restored"
+            "refaults on under half of the pages read, at least 90% activated, none restored"
         );
         assert_eq!(
             outcome((60, 0, 0), 100),
@@ -169,10 +175,18 @@ mod tests {
         );
         assert_eq!(
             outcome((60, 70, 3), 100),
-            "refaults on at least half of the pages read, every one activated, some restored"
+            "refaults on at least half of the pages read, at least 90% activated, some restored"
         );
         assert_eq!(
             outcome((60, 10, 0), 100),
+            "refaults on at least half of the pages read, some activated, none restored"
+        );
+        assert_eq!(
+            outcome((1024, 999, 0), 1024),
+            "refaults on at least half of the pages read, at least 90% activated, none restored"
+        );
+        assert_eq!(
+            outcome((1024, 921, 0), 1024),
             "refaults on at least half of the pages read, some activated, none restored"
         );
     }

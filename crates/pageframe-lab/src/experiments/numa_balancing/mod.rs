@@ -35,6 +35,7 @@ pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
 use crate::observe;
+use crate::parallel;
 use crate::params::{Param, Params};
 use crate::plots::Plot;
 use crate::pmbench::{CostModel, Pattern, Process};
@@ -264,59 +265,34 @@ fn simulate_runs(
             show.as_deref(),
         )
     };
-    let others: Vec<usize> = (0..RUNS.len())
-        .filter(|&index| index != SHOWN_RUN)
+    // The shown run first: parallel::map_in_order runs it on this thread.
+    let order: Vec<usize> = std::iter::once(SHOWN_RUN)
+        .chain((0..RUNS.len()).filter(|&index| index != SHOWN_RUN))
         .collect();
-    let workers = (options.threads.get() - 1).min(others.len());
-    let mut outcomes: Vec<Option<Result<Outcome, ExperimentError>>> =
+    let samples = setup.samples();
+    let total = samples * order.len() as u64;
+    let outcomes = parallel::map_in_order(
+        options.threads,
+        &order,
+        |&index| {
+            let progress = |done: u64| {
+                if index == SHOWN_RUN {
+                    observe::progress(done.min(samples), total);
+                }
+            };
+            one(index, &progress)
+        },
+        |finished| observe::progress(finished as u64 * samples, total),
+    )
+    .map_err(|why| {
+        ExperimentError::failed(format!("a numa-balancing run thread panicked: {why}"))
+    })?;
+    let mut by_run: Vec<Option<Result<Outcome, ExperimentError>>> =
         (0..RUNS.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|worker| {
-                let share: Vec<usize> = others
-                    .iter()
-                    .copied()
-                    .skip(worker)
-                    .step_by(workers)
-                    .collect();
-                let one = &one;
-                scope.spawn(move || {
-                    share
-                        .into_iter()
-                        .map(|index| (index, one(index, &|_| {})))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        let mut local: Vec<usize> = vec![SHOWN_RUN];
-        if workers == 0 {
-            local.extend(others.iter().copied());
-        }
-        let total = setup.samples() * local.len() as u64;
-        let mut done = 0;
-        for index in local {
-            let progress =
-                |samples: u64| observe::progress(done + samples.min(setup.samples()), total);
-            outcomes[index] = Some(one(index, &progress));
-            done += setup.samples();
-        }
-        observe::progress(total, total);
-        for handle in handles {
-            match handle.join() {
-                Ok(results) => {
-                    for (index, outcome) in results {
-                        outcomes[index] = Some(outcome);
-                    }
-                }
-                Err(_) => {
-                    outcomes[others[0]] = Some(Err(ExperimentError::failed(
-                        "a numa-balancing run thread panicked",
-                    )))
-                }
-            }
-        }
-    });
-    outcomes
+    for (index, outcome) in order.into_iter().zip(outcomes) {
+        by_run[index] = Some(outcome);
+    }
+    by_run
         .into_iter()
         .map(|outcome| outcome.unwrap_or_else(|| Err(ExperimentError::failed("a run was lost"))))
         .collect()
