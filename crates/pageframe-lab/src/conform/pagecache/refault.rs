@@ -165,30 +165,30 @@ mod tests {
     #[test]
     fn outcomes_classify_the_counts() {
         assert_eq!(outcome((0, 5, 0), 100), "no refault");
-        assert_eq!(
-            outcome((40, 40, 0), 100),
-            "refaults on under half of the pages read, at least 90% activated, none restored"
-        );
-        assert_eq!(
-            outcome((60, 0, 0), 100),
-            "refaults on at least half of the pages read, none activated, none restored"
-        );
-        assert_eq!(
-            outcome((60, 70, 3), 100),
-            "refaults on at least half of the pages read, at least 90% activated, some restored"
-        );
-        assert_eq!(
-            outcome((60, 10, 0), 100),
-            "refaults on at least half of the pages read, some activated, none restored"
-        );
-        assert_eq!(
-            outcome((1024, 999, 0), 1024),
-            "refaults on at least half of the pages read, at least 90% activated, none restored"
-        );
-        assert_eq!(
-            outcome((1024, 921, 0), 1024),
-            "refaults on at least half of the pages read, some activated, none restored"
-        );
+        // (refaults, activated, restored), pages read: share, activated, restored.
+        let cases = [
+            ((40, 40, 0), 100, "under half", "at least 90%", "none"),
+            ((60, 0, 0), 100, "at least half", "none", "none"),
+            ((60, 70, 3), 100, "at least half", "at least 90%", "some"),
+            ((60, 10, 0), 100, "at least half", "some", "none"),
+            (
+                (1024, 999, 0),
+                1024,
+                "at least half",
+                "at least 90%",
+                "none",
+            ),
+            ((1024, 921, 0), 1024, "at least half", "some", "none"),
+        ];
+        for (counts, pages, share, activated, restored) in cases {
+            assert_eq!(
+                outcome(counts, pages),
+                format!(
+                    "refaults on {share} of the pages read, {activated} activated, {restored} restored"
+                ),
+                "{counts:?} of {pages}"
+            );
+        }
     }
 
     /// Every program ends with a call that reads or writes, and fits the
