@@ -103,6 +103,16 @@ impl Leaf {
         self.stored[slot / 64] & (1 << (slot % 64)) != 0
     }
 
+    /// Marks `slot` as holding an entry, or not.
+    fn set_stored(&mut self, slot: usize, stored: bool) {
+        let bit = 1 << (slot % 64);
+        if stored {
+            self.stored[slot / 64] |= bit;
+        } else {
+            self.stored[slot / 64] &= !bit;
+        }
+    }
+
     fn len(&self) -> usize {
         self.stored
             .iter()
@@ -230,7 +240,7 @@ impl PageTable {
         let (leaf, slot) = split_vpn(vpn);
         let leaf = self.leaves.entry(leaf).or_insert_with(Leaf::empty);
         if !leaf.is_stored(slot) {
-            leaf.stored[slot / 64] |= 1 << (slot % 64);
+            leaf.set_stored(slot, true);
             self.len += 1;
         }
         leaf.ptes[slot] = pte;
@@ -245,8 +255,8 @@ impl PageTable {
                 let mut head = Leaf::empty();
                 for moved in leaf.slots(0, slot).collect::<Vec<_>>() {
                     head.ptes[moved] = leaf.ptes[moved];
-                    head.stored[moved / 64] |= 1 << (moved % 64);
-                    leaf.stored[moved / 64] &= !(1 << (moved % 64));
+                    head.set_stored(moved, true);
+                    leaf.set_stored(moved, false);
                 }
                 if leaf.len() == 0 {
                     tail.remove(&index);

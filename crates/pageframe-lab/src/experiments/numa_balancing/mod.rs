@@ -287,15 +287,11 @@ fn simulate_runs(
     .map_err(|why| {
         ExperimentError::failed(format!("a numa-balancing run thread panicked: {why}"))
     })?;
-    let mut by_run: Vec<Option<Result<Outcome, ExperimentError>>> =
-        (0..RUNS.len()).map(|_| None).collect();
-    for (index, outcome) in order.into_iter().zip(outcomes) {
-        by_run[index] = Some(outcome);
-    }
-    by_run
-        .into_iter()
-        .map(|outcome| outcome.unwrap_or_else(|| Err(ExperimentError::failed("a run was lost"))))
-        .collect()
+    // Back to the order of RUNS.
+    let mut by_run: Vec<(usize, Result<Outcome, ExperimentError>)> =
+        order.into_iter().zip(outcomes).collect();
+    by_run.sort_by_key(|&(index, _)| index);
+    by_run.into_iter().map(|(_, outcome)| outcome).collect()
 }
 
 fn simulate(
