@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{assert_conserved, boot, one_node};
+use common::{assert_conserved, boot, one_node, sized_file};
 use pageframe::reclaim::{KswapdState, LruList, Mm, MmConfig, ReclaimEvent};
 use pageframe::{CpuId, Gfp, LocalPageAllocator, NodeId, Order};
 
@@ -36,12 +36,6 @@ fn zone(allocator: &LocalPageAllocator) -> (u64, u64, u64) {
 }
 
 /// A file of `pages` pages, nothing cached.
-fn file_of(mm: &mut Mm, pages: u64) -> pageframe::reclaim::FileId {
-    let file = mm.create_file();
-    mm.truncate(CPU, file, (pages * PAGE) as i64).unwrap();
-    file
-}
-
 #[test]
 fn kswapd_wakes_below_low_and_reclaims_to_high() {
     let allocator = boot(&one_node(64, 2));
@@ -54,7 +48,7 @@ fn kswapd_wakes_below_low_and_reclaims_to_high() {
         1
     );
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let file = file_of(&mut mm, 1 << 15);
+    let file = sized_file(&mut mm, 1 << 15);
     let mut index = 0;
     while mm.kswapd_state(NODE) == Some(KswapdState::Sleeping) {
         mm.read(CPU, file, index * PAGE, PAGE).unwrap();
@@ -93,7 +87,7 @@ fn kswapd_wakes_below_low_and_reclaims_to_high() {
 fn a_wakeup_during_the_nap_is_low_wmark_hit_quickly() {
     let allocator = boot(&one_node(64, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let file = file_of(&mut mm, 1 << 15);
+    let file = sized_file(&mut mm, 1 << 15);
     let mut index = 0;
     let mut runs = 0;
     while count(&mm, ReclaimEvent::KswapdLowWmarkHitQuickly) == 0 {
@@ -115,7 +109,7 @@ fn direct_reclaim_when_kswapd_does_not_run() {
     let allocator = boot(&one_node(64, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
     let pages = 2 * (64 << 20) / PAGE;
-    let file = file_of(&mut mm, pages);
+    let file = sized_file(&mut mm, pages);
     for chunk in 0..pages / 64 {
         assert_eq!(
             mm.read(CPU, file, chunk * 64 * PAGE, 64 * PAGE).unwrap(),
@@ -138,12 +132,12 @@ fn direct_reclaim_when_kswapd_does_not_run() {
 fn pages_used_twice_survive_a_stream() {
     let allocator = boot(&one_node(64, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let hot = file_of(&mut mm, 200);
+    let hot = sized_file(&mut mm, 200);
     mm.read(CPU, hot, 0, 200 * PAGE).unwrap();
     mm.read(CPU, hot, 0, 200 * PAGE).unwrap();
     assert_eq!(mm.lru_pages(NODE, LruList::ActiveFile), 200);
     let pages = 2 * (64 << 20) / PAGE;
-    let stream = file_of(&mut mm, pages);
+    let stream = sized_file(&mut mm, pages);
     for chunk in 0..pages / 256 {
         mm.read(CPU, stream, chunk * 256 * PAGE, 256 * PAGE)
             .unwrap();
@@ -163,7 +157,7 @@ fn pages_used_twice_survive_a_stream() {
 fn inactive_is_low_compares_with_the_square_root_ratio() {
     let allocator = boot(&one_node(64, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let file = file_of(&mut mm, 100);
+    let file = sized_file(&mut mm, 100);
     mm.read(CPU, file, 0, 100 * PAGE).unwrap();
     mm.read(CPU, file, 0, 50 * PAGE).unwrap();
     // 50 inactive, 50 active, under 1 GiB: ratio 1, not low.
@@ -179,7 +173,7 @@ fn inactive_is_low_compares_with_the_square_root_ratio() {
     let allocator = boot(&one_node(2048, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
     let gib = (1 << 30) / PAGE;
-    let file = file_of(&mut mm, gib);
+    let file = sized_file(&mut mm, gib);
     mm.read(CPU, file, 0, gib * PAGE).unwrap();
     let active = gib * 7 / 10;
     mm.read(CPU, file, 0, active * PAGE).unwrap();
@@ -216,7 +210,7 @@ fn dirty_pages_are_written_back_then_reclaimed() {
 fn anon_memory_without_swap_runs_out_with_enomem() {
     let allocator = boot(&one_node(64, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let file = file_of(&mut mm, 1000);
+    let file = sized_file(&mut mm, 1000);
     mm.read(CPU, file, 0, 1000 * PAGE).unwrap();
     let pid = mm.spawn(CPU).unwrap();
     let err = mm.touch(pid, 0, (64 << 20) / PAGE).unwrap_err();
@@ -237,7 +231,7 @@ fn allocations_that_cannot_reclaim_fail_and_others_reclaim() {
     let allocator = boot(&one_node(64, 2));
     let mut mm = Mm::new(&allocator, MmConfig::default());
     let pages = 2 * (64 << 20) / PAGE;
-    let file = file_of(&mut mm, pages);
+    let file = sized_file(&mut mm, pages);
     mm.read(CPU, file, 0, pages * PAGE).unwrap();
     // Take what is left above the min watermark without reclaim.
     let mut held = Vec::new();

@@ -1,13 +1,16 @@
 //! State-machine property test of the reclaim layer: random sequences of
 //! file creation, reads, writes, truncations (negative and too large
 //! ones too), deletions, fsync and sync, process spawns, touches and exits,
-//! kswapd steps and other allocations and frees, on a machine small
-//! enough that reads and touches hit memory pressure. After every step the
+//! kswapd steps and other allocations and frees, memory cgroup limits
+//! set and lowered and statistics flushed, on a machine small enough that
+//! reads and touches hit memory pressure. After every step the
 //! invariants hold (shadow entries included), the refault counters nest
 //! (restores <= activations <= refaults), and pages are conserved (free + per-CPU + page cache +
 //! anon + other == managed), each result agrees with a model of files and
 //! processes (EBADF, ENOENT, EINVAL, EFBIG, ESRCH where Linux returns
-//! them), and every refused call left the machine unchanged.
+//! them, EBUSY for a limit reclaim cannot reach), the cgroup's charges
+//! stay within its limit, and every refused call left the machine
+//! unchanged.
 
 mod common;
 
@@ -61,6 +64,12 @@ enum Op {
     Exit {
         pid: u8,
     },
+    /// A memory cgroup limit in pages (None: unlimited).
+    Limit {
+        pages: Option<u16>,
+        cpu: u8,
+    },
+    FlushStats,
     Kswapd {
         node: u8,
     },
@@ -96,6 +105,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..2u8).prop_map(|node| Op::Kswapd { node }),
         1 => any::<bool>().prop_map(|kernel| Op::AllocOther { kernel }),
         1 => Just(Op::FreeOther),
+        1 => (prop::option::of(0..3000u16), 0..3u8).prop_map(|(pages, cpu)| Op::Limit { pages, cpu }),
+        1 => Just(Op::FlushStats),
     ]
 }
 
@@ -320,7 +331,28 @@ fn step(mm: &mut Mm, model: &mut Model, op: &Op) {
                 mm.free_pages(cpu, page, Order(0)).unwrap();
             }
         }
+        Op::Limit { pages, cpu } => {
+            let old = mm.memcg_limit();
+            let result = mm
+                .set_memcg_limit(CpuId(cpu as u16), pages.map(u64::from))
+                .map(|()| 0);
+            match result {
+                _ if cpu >= 2 => refused(mm, &before, result, "EINVAL"),
+                Ok(_) => assert_eq!(mm.memcg_limit(), pages.map(u64::from)),
+                Err(err) => {
+                    // Reclaim freed what it could; the anon pages are left.
+                    assert_eq!(err.name(), "EBUSY", "{err}");
+                    assert_eq!(mm.memcg_limit(), old);
+                    assert!(mm.memcg_usage() > pages.map_or(u64::MAX, u64::from));
+                }
+            }
+        }
+        Op::FlushStats => {
+            mm.memcg_flush_stats();
+            assert_eq!(snapshot(mm), before);
+        }
     }
+    assert!(mm.memcg_usage() <= mm.memcg_limit().unwrap_or(u64::MAX));
     mm.check_invariants().unwrap();
     // Each restore is an activation, each activation a refault.
     let ws = mm.workingset(NodeId(0));

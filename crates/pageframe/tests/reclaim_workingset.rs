@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{assert_conserved, boot, one_node};
+use common::{assert_conserved, boot, one_node, read_whole, sized_file};
 use pageframe::reclaim::{FileId, LruList, Mm, MmConfig, ReclaimEvent, WorkingsetStats};
 use pageframe::{CpuId, LocalPageAllocator, NodeId};
 
@@ -27,21 +27,9 @@ fn checked(mm: &mut Mm) {
     assert_conserved(mm.allocator(), mm.nr_file_pages() + mm.nr_anon_pages());
 }
 
-fn file_of(mm: &mut Mm, pages: u64) -> FileId {
-    let file = mm.create_file();
-    mm.truncate(CPU, file, (pages * PAGE) as i64).unwrap();
-    file
-}
-
 /// Reads the whole file once, in 1 MiB calls, checking after each.
 fn read_all(mm: &mut Mm, file: FileId) {
-    let size = mm.file_size(file).unwrap();
-    let mut at = 0;
-    while at < size {
-        assert!(mm.read(CPU, file, at, 1 << 20).unwrap() > 0);
-        at += 1 << 20;
-        checked(mm);
-    }
+    read_whole(mm, file, checked);
 }
 
 fn stats(mm: &Mm) -> WorkingsetStats {
@@ -63,12 +51,12 @@ fn cached(mm: &Mm, file: FileId) -> u64 {
 /// pages read once, then a stream of `stream` pages read once, which
 /// pushes the cold file out; returns the cold file.
 fn hot_cold_stream(mm: &mut Mm, hot: u64, cold: u64, stream: u64) -> FileId {
-    let hot = file_of(mm, hot);
+    let hot = sized_file(mm, hot);
     read_all(mm, hot);
     read_all(mm, hot);
-    let cold = file_of(mm, cold);
+    let cold = sized_file(mm, cold);
     read_all(mm, cold);
-    let stream = file_of(mm, stream);
+    let stream = sized_file(mm, stream);
     read_all(mm, stream);
     cold
 }
@@ -105,7 +93,7 @@ fn a_page_read_back_soon_after_eviction_is_activated() {
 fn a_stream_longer_than_the_working_set_refaults_without_activating() {
     let allocator = machine();
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let stream = file_of(&mut mm, 32768);
+    let stream = sized_file(&mut mm, 32768);
     read_all(&mut mm, stream);
     assert_eq!(stats(&mm).refault_file, 0);
     read_all(&mut mm, stream);
@@ -144,9 +132,9 @@ fn refault_activations_make_reclaim_deactivate() {
 fn writes_dontneed_truncation_and_deletion_leave_no_refault() {
     let allocator = machine();
     let mut mm = Mm::new(&allocator, MmConfig::default());
-    let cold = file_of(&mut mm, 2048);
+    let cold = sized_file(&mut mm, 2048);
     read_all(&mut mm, cold);
-    let stream = file_of(&mut mm, 16384);
+    let stream = sized_file(&mut mm, 16384);
     read_all(&mut mm, stream);
     assert_eq!(cached(&mm, cold), 0, "the stream left cold pages");
     mm.delete_file(CPU, stream).unwrap();

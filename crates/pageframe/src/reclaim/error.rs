@@ -57,6 +57,22 @@ pub enum MmError {
     /// A free the allocator refused.
     #[error("{0}")]
     Free(FreeError),
+    /// The memory cgroup's charge failed: its limit is reached and reclaim
+    /// could not make room (try_charge_memcg()): ENOMEM.
+    #[error("ENOMEM: the memory cgroup is at its limit of {limit} pages")]
+    OverLimit {
+        /// The limit in pages.
+        limit: u64,
+    },
+    /// A memory cgroup limit below its usage that reclaim could not reach
+    /// (mem_cgroup_resize_max()): EBUSY; the old limit stays.
+    #[error("EBUSY: {usage} pages charged, reclaim cannot bring them to the limit {limit}")]
+    LimitBusy {
+        /// The pages charged when reclaim gave up.
+        usage: u64,
+        /// The limit asked for.
+        limit: u64,
+    },
     /// An aging workload's config that cannot run: EINVAL.
     #[error("EINVAL: {0}")]
     InvalidAgingConfig(AgingConfigError),
@@ -75,9 +91,9 @@ impl MmError {
             | MmError::InvalidAgingConfig(_) => 22,
             MmError::FileTooBig { .. } => 27,
             MmError::NoSuchProcess(_) => 3,
-            MmError::NoMemory(_) => 12,
+            MmError::NoMemory(_) | MmError::OverLimit { .. } => 12,
             MmError::NoSuchNode(_) => 19,
-            MmError::PageInUse { .. } => 16,
+            MmError::PageInUse { .. } | MmError::LimitBusy { .. } => 16,
         }
     }
 

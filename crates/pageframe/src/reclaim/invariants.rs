@@ -3,7 +3,7 @@
 //! their counts, files and processes consistent with their pages, extent
 //! maps well formed and within their file, the readahead mark on page
 //! cache pages only, no page left locked, shadow entries where no page is
-//! (`workingset`).
+//! (`workingset`), the memory cgroup within its limit.
 
 use super::lru::{Owner, DIRTY, LOCKED, READAHEAD};
 use super::{FileId, Mm, Pid};
@@ -25,6 +25,13 @@ impl Mm<'_> {
             return fail(format!(
                 "{file} file and {anon} anon pages owned, counters say {} and {}",
                 self.nr_file, self.nr_anon
+            ));
+        }
+        if file + anon > self.memcg_max {
+            return fail(format!(
+                "{} pages charged to the memory cgroup, over its limit {}",
+                file + anon,
+                self.memcg_max
             ));
         }
         let allocated = self.allocator.nr_allocated_pages();

@@ -17,11 +17,14 @@
 //! - kswapd per node (`kswapd`), woken below the low watermark and
 //!   reclaiming to the high one when the driver lets it run;
 //! - the allocation slow path with direct reclaim (`slowpath`);
+//! - a memory cgroup limit over all of it, whose charges reclaim the
+//!   cgroup's lists when it is reached (`memcg`);
 //! - vmstat counters (`vmstat`) and the `/proc/meminfo` view (`meminfo`).
 //!
 //! Reclaim only ever starts when an allocation through [`Mm`] finds the
-//! zones below their watermarks: a machine without memory pressure behaves
-//! exactly as the bare allocator.
+//! zones below their watermarks, or a charge finds the memory cgroup at a
+//! limit the caller set: a machine without memory pressure behaves exactly
+//! as the bare allocator.
 //!
 //! There is no swap device: anonymous pages are not reclaimable (the
 //! kernel's get_scan_count() picks SCAN_FILE when there is no swap), so
@@ -42,6 +45,7 @@ mod invariants;
 mod journal;
 mod kswapd;
 mod lru;
+mod memcg;
 mod meminfo;
 mod page_cache;
 mod readahead;
@@ -161,6 +165,11 @@ pub struct Mm<'a> {
     /// Pages ext4 zeroed through the cache since the journal's last commit
     /// (data=ordered: the commit writes them first), as (file, offset).
     ordered_data: Vec<(FileId, u64)>,
+    /// The memory cgroup's limit in pages (`memcg::UNLIMITED`: none).
+    memcg_max: u64,
+    /// Per node, the cgroup's statistics as last flushed; empty until the
+    /// workload is put in a cgroup (`set_memcg_limit`).
+    memcg_flushed: Vec<memcg::FlushedStats>,
 }
 
 impl<'a> Mm<'a> {
@@ -197,6 +206,8 @@ impl<'a> Mm<'a> {
             nr_dirty: 0,
             nr_other: 0,
             ordered_data: Vec::new(),
+            memcg_max: memcg::UNLIMITED,
+            memcg_flushed: Vec::new(),
         }
     }
 

@@ -197,7 +197,8 @@ impl Mm<'_> {
     /// missing pages of `nr` from `index`, up to the page holding the
     /// file's last byte, in offset order onto the inactive file list; the
     /// page `lookahead` from the end gets the readahead mark when it is
-    /// one allocated here. Stops at the first page memory cannot give.
+    /// one allocated here. Stops at the first page memory cannot give; a
+    /// page the memory cgroup cannot take is skipped.
     /// The pages stay locked until the chunk is allocated (its read is
     /// submitted, and completes, at the end): reclaim run by the chunk's
     /// own allocations cannot take them, so a window larger than memory
@@ -230,8 +231,13 @@ impl Mm<'_> {
             if self.files[file.0 as usize].pages.contains_key(&page) {
                 continue;
             }
-            let Ok(pfn) = self.alloc_lru_page(cpu, node, gfp) else {
-                break;
+            // A page that cannot be allocated ends the window; one the
+            // memory cgroup cannot take is skipped (filemap_add_folio()
+            // failing), and the next one tried.
+            let pfn = match self.alloc_lru_page(cpu, node, gfp) {
+                Ok(pfn) => pfn,
+                Err(MmError::OverLimit { .. }) => continue,
+                Err(_) => break,
             };
             let flags = if at == mark { READAHEAD } else { 0 };
             self.insert_read_page(file, page, pfn, flags | LOCKED);

@@ -67,14 +67,25 @@ impl Mm<'_> {
         Ok(())
     }
 
-    /// One order-0 page for the page cache or a process.
+    /// One order-0 page for the page cache or a process, charged to the
+    /// memory cgroup after it is allocated (filemap_add_folio(),
+    /// alloc_anon_folio()); a failed charge frees it again and is
+    /// [`MmError::OverLimit`].
     pub(super) fn alloc_lru_page(
         &mut self,
         cpu: CpuId,
         node: NodeId,
         gfp: Gfp,
     ) -> Result<u64, MmError> {
-        self.alloc_slowpath(cpu, gfp, Order(0), node)
+        let pfn = self.alloc_slowpath(cpu, gfp, Order(0), node)?;
+        if let Err(err) = self.try_charge(cpu, gfp) {
+            self.allocator
+                .cpu(cpu)?
+                .free_pages(Page::from_pfn(Pfn(pfn)), Order(0))
+                .map_err(MmError::Free)?;
+            return Err(err);
+        }
+        Ok(pfn)
     }
 
     fn alloc_slowpath(
@@ -156,7 +167,7 @@ impl Mm<'_> {
 
     /// The nodes of the zonelist: the preferred node, then (without
     /// `__GFP_THISNODE`) the others by distance.
-    fn zonelist_nodes(&self, node: NodeId, this_node: bool) -> Vec<usize> {
+    pub(super) fn zonelist_nodes(&self, node: NodeId, this_node: bool) -> Vec<usize> {
         if this_node {
             return vec![node.index()];
         }
@@ -193,11 +204,9 @@ impl Mm<'_> {
         }
     }
 
-    /// try_to_free_pages() / do_try_to_free_pages(): counts an allocstall,
-    /// then shrinks the zonelist's nodes at falling priority until
-    /// SWAP_CLUSTER_MAX pages are reclaimed, and snapshots each node's
-    /// refaults; if nothing was reclaimed and active lists were skipped,
-    /// once more with deactivation forced. Returns the pages reclaimed.
+    /// try_to_free_pages(): counts an allocstall, then reclaims from the
+    /// zonelist's nodes (`do_try_to_free_pages`). Returns the pages
+    /// reclaimed.
     fn try_to_free_pages(
         &mut self,
         cpu: CpuId,
@@ -205,7 +214,21 @@ impl Mm<'_> {
         highest_zone: ZoneType,
     ) -> Result<u64, MmError> {
         self.counters.add(ReclaimEvent::allocstall(highest_zone), 1);
-        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false, cpu);
+        let sc = ScanControl::new(SWAP_CLUSTER_MAX, false, cpu);
+        self.do_try_to_free_pages(nodes, highest_zone, sc)
+    }
+
+    /// do_try_to_free_pages(): shrinks the zonelist's nodes at falling
+    /// priority until `sc.nr_to_reclaim` pages are reclaimed, and
+    /// snapshots each node's refaults; if nothing was reclaimed and active
+    /// lists were skipped, once more with deactivation forced. Returns the
+    /// pages reclaimed.
+    pub(super) fn do_try_to_free_pages(
+        &mut self,
+        nodes: &[usize],
+        highest_zone: ZoneType,
+        mut sc: ScanControl,
+    ) -> Result<u64, MmError> {
         loop {
             loop {
                 for &node in nodes {

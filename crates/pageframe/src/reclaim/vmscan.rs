@@ -7,8 +7,13 @@
 //! mm/filemap.c the end of writeback, folio_end_writeback() with
 //! folio_rotate_reclaimable().
 //!
+//! The same passes serve kswapd, direct reclaim and a memory cgroup's
+//! reclaim (`ScanControl::cgroup`, `memcg`).
+//!
 //! Simplifications: the scan targets are not rebalanced once enough was
-//! reclaimed (shrink_lruvec() stops instead of finishing proportionally);
+//! reclaimed (shrink_lruvec() stops instead of finishing proportionally;
+//! with the anon lists unscanned the kernel stops there too, but global
+//! direct reclaim at DEF_PRIORITY finishes its targets);
 //! the flusher woken by reclaim writes every dirty page back at once.
 
 use super::error::MmError;
@@ -30,6 +35,9 @@ pub(super) struct ScanControl {
     pub(super) nr_reclaimed: u64,
     /// Reclaim by kswapd (else direct reclaim).
     pub(super) kswapd: bool,
+    /// Reclaim for a memory cgroup over its limit (`cgroup_reclaim()`):
+    /// not counted in the global `pgscan_*`/`pgsteal_*` of its reclaimer.
+    pub(super) cgroup: bool,
     /// The CPU the reclaimer runs on (where freed pages go).
     pub(super) cpu: CpuId,
     pub(super) may_deactivate_file: bool,
@@ -45,6 +53,7 @@ impl ScanControl {
             nr_scanned: 0,
             nr_reclaimed: 0,
             kswapd,
+            cgroup: false,
             cpu,
             may_deactivate_file: false,
             force_deactivate: false,
@@ -65,14 +74,21 @@ enum References {
 impl Mm<'_> {
     /// inactive_is_low(): the inactive list is too small when
     /// `inactive * int_sqrt(10 * gb) < active`, with `gb` the size of both
-    /// lists in GiB (a ratio of 1 below 1 GiB).
+    /// lists in GiB (a ratio of 1 below 1 GiB); in a memory cgroup the file
+    /// lists' sizes as last flushed (`memcg`).
     pub fn inactive_is_low(&self, node: NodeId, inactive: LruList) -> bool {
         if node.index() >= self.nr_nodes() || inactive.is_active() {
             return false;
         }
-        let active = LruList::of(inactive.is_file(), true);
-        let inactive = self.lru.count(node.index(), inactive);
-        let active = self.lru.count(node.index(), active);
+        let (active, inactive) = if inactive.is_file() {
+            self.stat_file_lists(node.index())
+        } else {
+            let active = LruList::of(false, true);
+            (
+                self.lru.count(node.index(), active),
+                self.lru.count(node.index(), inactive),
+            )
+        };
         let gb = (inactive + active) >> (30 - self.allocator.layout().page_shift as u32);
         let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
         inactive * ratio < active
@@ -218,7 +234,9 @@ impl Mm<'_> {
         } else {
             (ReclaimEvent::PgscanAnon, ReclaimEvent::PgstealAnon)
         };
-        self.counters.add(scan, scanned);
+        if !sc.cgroup {
+            self.counters.add(scan, scanned);
+        }
         self.counters.add(scan_kind, scanned);
         let active = LruList::of(list.is_file(), true);
         let (mut reclaimed, mut dirty_seen) = (0u64, false);
@@ -258,7 +276,9 @@ impl Mm<'_> {
         for pfn in kept {
             self.lru.move_to(pfn, list, false);
         }
-        self.counters.add(steal, reclaimed);
+        if !sc.cgroup {
+            self.counters.add(steal, reclaimed);
+        }
         self.counters.add(steal_kind, reclaimed);
         sc.nr_reclaimed += reclaimed;
         if dirty_seen {

@@ -24,7 +24,9 @@
 //! Reclaim deactivates the active file list when refaults activated pages
 //! since the last reclaim run on the node (a new working set is forming) or
 //! when the inactive list is low; the snapshot is taken at the end of each
-//! kswapd run and direct reclaim.
+//! kswapd run and direct reclaim. In a memory cgroup both tests, and the
+//! refault distance's comparison with the active list, read the cgroup's
+//! statistics as last flushed (`memcg`).
 //!
 //! Shadows leave with their range on truncation, deletion and
 //! `POSIX_FADV_DONTNEED` (mapping_try_invalidate() clears them), and are
@@ -42,7 +44,7 @@
 //! a live file below its size, where no page is cached; its node exists
 //! and its age is not ahead of that node's.
 
-use super::lru::{LruList, WORKINGSET};
+use super::lru::WORKINGSET;
 use super::{FileId, Mm};
 use crate::error::InvariantError;
 use std::collections::BTreeMap;
@@ -117,7 +119,7 @@ impl Mm<'_> {
         self.workingset[node as usize].refault_file += 1;
         let evicted_on = shadow.node as usize;
         let distance = self.workingset[evicted_on].nonresident_age - shadow.eviction;
-        let workingset_size = self.lru.count(evicted_on, LruList::ActiveFile);
+        let (workingset_size, _) = self.stat_file_lists(evicted_on);
         if distance > workingset_size {
             return (0, false);
         }
@@ -134,15 +136,13 @@ impl Mm<'_> {
     /// snapshot_refaults(): reclaim on `node` ends; refault activations
     /// from now on count as new.
     pub(super) fn snapshot_refaults(&mut self, node: usize) {
-        let stats = &mut self.workingset[node];
-        stats.activate_file_snapshot = stats.activate_file;
+        self.workingset[node].activate_file_snapshot = self.stat_activate_file(node);
     }
 
     /// prepare_scan_control()'s test: refaults activated pages on `node`
     /// since its last reclaim run.
     pub(super) fn refaults_since_snapshot(&self, node: usize) -> bool {
-        let stats = &self.workingset[node];
-        stats.activate_file != stats.activate_file_snapshot
+        self.stat_activate_file(node) != self.workingset[node].activate_file_snapshot
     }
 
     /// Removes the shadows of `file` at offsets `range`

@@ -241,3 +241,30 @@ pub fn run_child(name: &str) -> (std::process::ExitStatus, String) {
 pub fn in_child() -> bool {
     std::env::var_os(CHILD_ENV).is_some()
 }
+
+/// A file of `pages` 4 KiB pages, all a hole (ftruncate(2) of a new file),
+/// through the reclaim layer.
+pub fn sized_file(mm: &mut pageframe::reclaim::Mm, pages: u64) -> pageframe::reclaim::FileId {
+    let file = mm.create_file();
+    mm.truncate(CpuId(0), file, (pages * 4096) as i64).unwrap();
+    file
+}
+
+/// Reads the whole of `file` on CPU 0 in 1 MiB calls, each reading
+/// something, running `check` after each; returns the bytes read.
+pub fn read_whole(
+    mm: &mut pageframe::reclaim::Mm,
+    file: pageframe::reclaim::FileId,
+    mut check: impl FnMut(&mut pageframe::reclaim::Mm),
+) -> u64 {
+    let size = mm.file_size(file).unwrap();
+    let (mut at, mut read) = (0, 0);
+    while at < size {
+        let got = mm.read(CpuId(0), file, at, MIB).unwrap();
+        assert!(got > 0, "nothing read at {at} of {size}");
+        read += got;
+        at += MIB;
+        check(mm);
+    }
+    read
+}

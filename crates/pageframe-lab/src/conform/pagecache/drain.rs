@@ -13,7 +13,7 @@ use crate::conform::process::{
 use crate::conform::ConformError;
 
 /// Anonymous pages a drainer faults and frees.
-const DRAIN_PAGES: usize = 256;
+pub(super) const DRAIN_PAGES: usize = 256;
 
 /// Forks a drainer: it joins `memcg`, is pinned to `cpu`, faults and
 /// frees [`DRAIN_PAGES`] anonymous pages and exits; returns when it has.

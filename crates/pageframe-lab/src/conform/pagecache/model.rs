@@ -2,17 +2,18 @@
 //! synced, `POSIX_FADV_DONTNEED`), the same calls on the reclaim layer's
 //! [`Mm`] by one process on CPU 0 of a one-node machine, and the counts
 //! read after each. The machine has room for every case's pages without
-//! reclaim, or the memory the host's cgroup was limited to.
+//! reclaim; a case the host runs in a cgroup with a memory limit runs
+//! under the same limit on the reclaim layer's memory cgroup.
 
 use super::cases::{Case, Step};
+use super::drain::DRAIN_PAGES;
 use super::memcg::LruCounts;
 use super::CaseRun;
 use crate::conform::ConformError;
 use pageframe::reclaim::{FileId, LruList, Mm, MmConfig, MmError, Pid};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc, NodeId};
 
-/// The machine's memory when the case is not limited: room for every
-/// case's pages without reclaim.
+/// The machine's memory: room for every case's pages without reclaim.
 pub const UNLIMITED_BYTES: u64 = 1 << 30;
 
 const CPU: CpuId = CpuId(0);
@@ -43,14 +44,15 @@ fn result(outcome: Result<u64, MmError>) -> i64 {
     }
 }
 
-/// Runs `case` on a fresh machine of `memory_bytes` whose reclaim layer
-/// has `config`.
+/// Runs `case` on a fresh machine whose reclaim layer has `config`, its
+/// calls under a memory cgroup limit of `limit_bytes` when there is one
+/// (set once the files are made).
 pub fn run_case(
     case: &Case<'_>,
     config: MmConfig,
-    memory_bytes: u64,
+    limit_bytes: Option<u64>,
 ) -> Result<CaseRun, ConformError> {
-    let desc = MachineDesc::uniform(memory_bytes, 1, 2)
+    let desc = MachineDesc::uniform(UNLIMITED_BYTES, 1, 2)
         .map_err(|err| ConformError::Boot(err.to_string()))?;
     let allocator =
         LocalPageAllocator::boot(&desc).map_err(|err| ConformError::Boot(err.to_string()))?;
@@ -66,24 +68,44 @@ pub fn run_case(
         mm.fadvise_dontneed(CPU, file, 0, 0).map_err(setup)?;
         files.push(file);
     }
-    let baseline = counts(&mm);
+    if let Some(bytes) = limit_bytes {
+        mm.set_memcg_limit(CPU, Some(bytes / super::P))
+            .map_err(|err| ConformError::Boot(format!("the memory limit: {err}")))?;
+    }
+    let baseline = read_cgroup(&mut mm)?;
     let mut process: Option<Pid> = None;
     let mut steps = Vec::new();
     for step in case.steps {
         let outcome = run_step(&mut mm, &files, &mut process, step);
-        steps.push((result(outcome), counts(&mm)));
+        steps.push((result(outcome), read_cgroup(&mut mm)?));
     }
     if let Some(pid) = process {
         mm.exit(pid)
             .map_err(|err| ConformError::Boot(format!("exit: {err}")))?;
     }
+    let exited = read_cgroup(&mut mm)?;
     mm.check_invariants()
         .map_err(|err| ConformError::Boot(format!("after the case: {err}")))?;
     Ok(CaseRun {
         baseline,
         steps,
-        exited: counts(&mm),
+        exited,
     })
+}
+
+/// The counts as the host reads them, with what its reading does to the
+/// cgroup (`drain`): first a process faults [`DRAIN_PAGES`] anonymous
+/// pages and exits (under a limit, its charges reclaim as many page cache
+/// pages, which the host's counts show), then `memory.stat` is read, which
+/// flushes the cgroup's statistics.
+fn read_cgroup(mm: &mut Mm<'_>) -> Result<LruCounts, ConformError> {
+    let failed = |err: MmError| ConformError::Boot(format!("the drainer: {err}"));
+    let pid = mm.spawn(CPU).map_err(failed)?;
+    let touched = mm.touch(pid, 0, DRAIN_PAGES as u64);
+    mm.exit(pid).map_err(failed)?;
+    touched.map_err(failed)?;
+    mm.memcg_flush_stats();
+    Ok(counts(mm))
 }
 
 fn run_step(

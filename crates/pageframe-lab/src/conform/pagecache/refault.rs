@@ -1,82 +1,15 @@
-//! Refault detection beside the live kernel: short programs run in a
-//! memory cgroup limited to a few MiB, so that the kernel reclaims the
-//! cgroup's page cache and leaves shadow entries, and on a pageframe
-//! machine of that size. The two reclaim differently (the kernel per
-//! cgroup, in charge batches; pageframe per node, at the watermarks), so
-//! the pages evicted, and with them the counts, differ; what the rows
-//! compare is the outcome mm/workingset.c decides for the program's last
-//! call: whether it refaulted, on at least half of the pages it read,
-//! whether every refault, none or some were activated, and whether any
-//! was restored as working set.
+//! Refault detection beside the live kernel: the last call of each
+//! program run under a memory limit (`limited`), where the cgroup's
+//! reclaim has left shadow entries, is compared by the outcome
+//! mm/workingset.c decides for it: whether it refaulted, on at least half
+//! of the pages it read, whether every refault, none or some were
+//! activated, and whether any was restored as working set.
 
-use super::cases::{Case, Step, P};
+use super::cases::{Step, P};
+use super::limited::{LimitedCase, MIB};
 use super::memcg::LruCounts;
 use super::CaseRun;
 use crate::conform::{ConformRow, Verdict};
-
-/// A program, the memory its cgroup (and pageframe's machine) has, and
-/// the pages its last call reads.
-pub(super) struct RefaultCase {
-    pub(super) case: Case<'static>,
-    pub(super) limit_bytes: u64,
-}
-
-const MIB: u64 = 1 << 20;
-
-use Step::{DontNeed, Read, Write};
-
-/// The programs: a file read back soon after a stream pushed it out while
-/// another stays active; a file twice the memory read twice; an evicted
-/// file overwritten; an evicted file dropped, then read.
-pub(super) const REFAULT_CASES: &[RefaultCase] = &[
-    RefaultCase {
-        case: Case {
-            name: "refault: a file read back soon after eviction",
-            files: &[16 * MIB, 4 * MIB, 16 * MIB],
-            steps: &[
-                Read(0, 0, 16 * MIB),
-                Read(0, 0, 16 * MIB),
-                Read(1, 0, 4 * MIB),
-                Read(2, 0, 16 * MIB),
-                Read(1, 0, 4 * MIB),
-            ],
-        },
-        limit_bytes: 32 * MIB,
-    },
-    RefaultCase {
-        case: Case {
-            name: "refault: a file twice the memory read twice",
-            files: &[32 * MIB],
-            steps: &[Read(0, 0, 32 * MIB), Read(0, 0, 32 * MIB)],
-        },
-        limit_bytes: 16 * MIB,
-    },
-    RefaultCase {
-        case: Case {
-            name: "refault: an evicted file overwritten",
-            files: &[2 * MIB, 32 * MIB],
-            steps: &[
-                Read(0, 0, 2 * MIB),
-                Read(1, 0, 32 * MIB),
-                Write(0, 0, 2 * MIB),
-            ],
-        },
-        limit_bytes: 16 * MIB,
-    },
-    RefaultCase {
-        case: Case {
-            name: "refault: an evicted file dropped, then read",
-            files: &[2 * MIB, 32 * MIB],
-            steps: &[
-                Read(0, 0, 2 * MIB),
-                Read(1, 0, 32 * MIB),
-                DontNeed(0, 0, 0),
-                Read(0, 0, 2 * MIB),
-            ],
-        },
-        limit_bytes: 16 * MIB,
-    },
-];
 
 /// The refault counters' change over the program's last call.
 fn last_call(run: &CaseRun) -> (u64, u64, u64) {
@@ -126,7 +59,7 @@ fn outcome((refaults, activated, restored): (u64, u64, u64), pages: u64) -> Stri
 
 /// The row of one program: the kernel's and pageframe's outcome of its
 /// last call, with the counts behind each.
-pub(super) fn compare(case: &RefaultCase, kernel: &CaseRun, model: &CaseRun) -> ConformRow {
+pub(super) fn compare(case: &LimitedCase, kernel: &CaseRun, model: &CaseRun) -> ConformRow {
     let pages = case.case.steps.last().map_or(0, Step::buffer_bytes) / P;
     let describe = |run: &CaseRun| {
         let counts = last_call(run);
@@ -188,16 +121,6 @@ mod tests {
                 ),
                 "{counts:?} of {pages}"
             );
-        }
-    }
-
-    /// Every program ends with a call that reads or writes, and fits the
-    /// suite's 64 MiB scratch file system.
-    #[test]
-    fn programs_end_with_a_call_that_moves_pages_and_fit_the_scratch_fs() {
-        for case in REFAULT_CASES {
-            assert!(case.case.steps.last().unwrap().buffer_bytes() > 0);
-            assert!(case.case.files.iter().sum::<u64>() <= 48 * MIB);
         }
     }
 }
