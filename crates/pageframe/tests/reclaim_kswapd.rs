@@ -1,6 +1,7 @@
 //! Reclaim under memory pressure: kswapd woken below the low watermark and
 //! reclaiming to the high one, its nap and the hit-quickly counters,
-//! direct reclaim with allocstall when kswapd does not keep up, second
+//! direct reclaim with allocstall when kswapd does not keep up (finishing
+//! its scan targets at DEF_PRIORITY), second
 //! chance for pages used twice, dirty pages written back before reclaim,
 //! and anon memory (no swap) running out with ENOMEM. Pages are conserved
 //! throughout.
@@ -125,6 +126,37 @@ fn direct_reclaim_when_kswapd_does_not_run() {
     let info = mm.meminfo();
     assert!(info.cached > info.total * 9 / 10, "{info:?}");
     assert_eq!(info.cached, info.active_file + info.inactive_file);
+    conserved(&mm);
+}
+
+/// Direct reclaim at DEF_PRIORITY finishes its scan targets (the
+/// kernel's `proportional_reclaim`): with an inactive list of over 128 Ki
+/// pages, each direct reclaim scans `inactive >> 12` pages, more than the
+/// SWAP_CLUSTER_MAX it needs.
+#[test]
+fn direct_reclaim_at_def_priority_finishes_its_targets() {
+    let allocator = boot(&one_node(1024, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let pages = (1024 << 20) / PAGE;
+    let file = sized_file(&mut mm, pages);
+    let mut at = 0;
+    let inactive = loop {
+        let inactive = mm.lru_pages(NODE, LruList::InactiveFile);
+        mm.read(CPU, file, at * PAGE, PAGE).unwrap();
+        at += 1;
+        if count(&mm, ReclaimEvent::AllocstallMovable) > 0 {
+            break inactive;
+        }
+    };
+    let (stalls, scanned) = (
+        count(&mm, ReclaimEvent::AllocstallMovable),
+        count(&mm, ReclaimEvent::PgscanDirect),
+    );
+    assert!(inactive >> 12 > 32, "{inactive} inactive pages");
+    assert!(
+        scanned >= stalls * (inactive >> 12),
+        "{scanned} scanned in {stalls} direct reclaims of {inactive} inactive pages"
+    );
     conserved(&mm);
 }
 

@@ -29,7 +29,9 @@
 //! again, so a charge meets the limit exactly when the charged pages do;
 //! kernel memory the cgroup would also be charged for (page tables, the
 //! page cache's xarray nodes) is not counted; no `memory.high`, no OOM
-//! killer: a charge reclaim cannot make room for fails with ENOMEM.
+//! killer: a charge reclaim cannot make room for fails with ENOMEM (the
+//! layer's charges never carry `__GFP_NOFAIL` or `__GFP_HIGH`, which the
+//! kernel lets past the limit).
 //!
 //! Invariant: the charged pages (page cache plus anon) never exceed the
 //! limit.

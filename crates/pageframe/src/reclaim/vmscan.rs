@@ -10,11 +10,8 @@
 //! The same passes serve kswapd, direct reclaim and a memory cgroup's
 //! reclaim (`ScanControl::cgroup`, `memcg`).
 //!
-//! Simplifications: the scan targets are not rebalanced once enough was
-//! reclaimed (shrink_lruvec() stops instead of finishing proportionally;
-//! with the anon lists unscanned the kernel stops there too, but global
-//! direct reclaim at DEF_PRIORITY finishes its targets);
-//! the flusher woken by reclaim writes every dirty page back at once.
+//! Simplifications: the flusher woken by reclaim writes every dirty page
+//! back at once.
 
 use super::error::MmError;
 use super::lru::{LruList, Owner, DIRTY, LOCKED, RECLAIM, REFERENCED, WORKINGSET, YOUNG};
@@ -113,12 +110,18 @@ impl Mm<'_> {
 
     /// shrink_lruvec(): scans `size >> priority` of each file list (no
     /// swap: get_scan_count() leaves the anon lists alone) in batches of
-    /// SWAP_CLUSTER_MAX, until the targets are met or enough was reclaimed.
+    /// SWAP_CLUSTER_MAX, until the targets are met or enough was reclaimed
+    /// — except global direct reclaim at DEF_PRIORITY, which finishes its
+    /// targets (`proportional_reclaim`: a direct reclaimer means kswapd is
+    /// behind, so it does a batch of work at once). With the anon lists
+    /// unscanned, the kernel's proportional adjustment after enough was
+    /// reclaimed is a stop.
     fn shrink_lruvec(&mut self, node: usize, sc: &mut ScanControl) -> Result<(), MmError> {
         let mut targets = [0u64; 4];
         for list in [LruList::InactiveFile, LruList::ActiveFile] {
             targets[list as usize] = self.lru.count(node, list) >> sc.priority;
         }
+        let proportional = !sc.cgroup && !sc.kswapd && sc.priority == DEF_PRIORITY;
         let start = sc.nr_reclaimed;
         while targets.iter().any(|&target| target > 0) {
             for list in LruList::ALL {
@@ -128,7 +131,7 @@ impl Mm<'_> {
                     self.shrink_list(node, list, batch, sc)?;
                 }
             }
-            if sc.nr_reclaimed - start >= sc.nr_to_reclaim {
+            if sc.nr_reclaimed - start >= sc.nr_to_reclaim && !proportional {
                 break;
             }
         }
