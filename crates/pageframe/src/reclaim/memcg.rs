@@ -14,19 +14,23 @@
 //! `pgscan_direct`/`pgsteal_direct` (the kernel counts those for global
 //! reclaim only); `pgscan_file`, `pgsteal_file` and the rest as usual.
 //!
-//! Inside a cgroup, reclaim's deactivation decision (prepare_scan_control(),
-//! inactive_is_low(), snapshot_refaults()) and refault detection
-//! (workingset_test_recent()) read the cgroup's statistics as they were
-//! last flushed, not as they are: the kernel aggregates them (rstat) only
-//! when a reader such as `memory.stat` flushes them, or every 2 s.
-//! [`Mm::memcg_flush_stats`] is that flush; setting a limit puts the
-//! workload in the cgroup and flushes. The periodic flush is not modelled
-//! (there is no clock); without a limit ever set, the statistics read are
-//! the lists' exact counts.
+//! Inside a cgroup, every reclaim's deactivation decision
+//! (prepare_scan_control(), inactive_is_low(), snapshot_refaults()) and
+//! refault detection (workingset_test_recent()) read the cgroup's
+//! statistics as they were last flushed, not as they are: the kernel
+//! aggregates them (rstat, the root cgroup's too) only when a reader such
+//! as `memory.stat` flushes them, or every 2 s. [`Mm::memcg_flush_stats`]
+//! is that flush, and the caller makes it: the periodic one is not
+//! modelled (there is no clock), so a workload in a cgroup should flush as
+//! often as its readers and the 2 s flusher would. The first
+//! [`Mm::set_memcg_limit`] puts the workload in the cgroup (with or
+//! without a limit) and flushes; until then the statistics read are the
+//! lists' exact counts.
 //!
 //! Simplifications: no per-CPU charge stock (`MEMCG_CHARGE_BATCH`): with
 //! one task on one CPU the stock is used up before the counter is charged
-//! again, so a charge meets the limit exactly when the charged pages do;
+//! again, so a charge meets the limit exactly when the charged pages do (a
+//! stock left on another CPU would lower the limit by up to 63 pages);
 //! kernel memory the cgroup would also be charged for (page tables, the
 //! page cache's xarray nodes) is not counted; no `memory.high`, no OOM
 //! killer: a charge reclaim cannot make room for fails with ENOMEM (the
@@ -48,11 +52,11 @@ use crate::types::{CpuId, ZoneType};
 pub(super) const UNLIMITED: u64 = u64::MAX;
 
 /// One node's cgroup statistics as last flushed (the memcg's
-/// `lruvec_stats`), in pages and events.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `lruvec_stats`): the LRU lists' sizes in pages, indexed by
+/// [`LruList`], and the refault activations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct FlushedStats {
-    active_file: u64,
-    inactive_file: u64,
+    lists: [u64; 4],
     activate_file: u64,
 }
 
@@ -73,27 +77,29 @@ impl Mm<'_> {
     /// lists as they are now until the next flush. Nothing to do outside
     /// a cgroup.
     pub fn memcg_flush_stats(&mut self) {
-        if self.memcg_flushed.is_empty() {
-            return;
+        if !self.memcg_flushed.is_empty() {
+            self.memcg_flushed = self.current_stats();
         }
-        self.memcg_flushed = (0..self.nr_nodes())
-            .map(|node| FlushedStats {
-                active_file: self.lru.count(node, LruList::ActiveFile),
-                inactive_file: self.lru.count(node, LruList::InactiveFile),
-                activate_file: self.workingset[node].activate_file,
-            })
-            .collect();
     }
 
-    /// `node`'s active and inactive file pages as reclaim reads them
-    /// (lruvec_page_state()): as last flushed in a cgroup, else exact.
-    pub(super) fn stat_file_lists(&self, node: usize) -> (u64, u64) {
+    /// Every node's statistics as they are.
+    fn current_stats(&self) -> Vec<FlushedStats> {
+        (0..self.nr_nodes())
+            .map(|node| FlushedStats {
+                lists: LruList::ALL.map(|list| self.lru.count(node, list)),
+                activate_file: self.workingset[node].activate_file,
+            })
+            .collect()
+    }
+
+    /// `node`'s active and inactive pages of the file (or anon) lists as
+    /// reclaim reads them (lruvec_page_state()): as last flushed in a
+    /// cgroup, else exact.
+    pub(super) fn stat_lists(&self, node: usize, file: bool) -> (u64, u64) {
+        let (active, inactive) = (LruList::of(file, true), LruList::of(file, false));
         match self.memcg_flushed.get(node) {
-            Some(stats) => (stats.active_file, stats.inactive_file),
-            None => (
-                self.lru.count(node, LruList::ActiveFile),
-                self.lru.count(node, LruList::InactiveFile),
-            ),
+            Some(stats) => (stats.lists[active as usize], stats.lists[inactive as usize]),
+            None => (self.lru.count(node, active), self.lru.count(node, inactive)),
         }
     }
 
@@ -106,18 +112,20 @@ impl Mm<'_> {
         }
     }
 
-    /// Sets the cgroup's limit to `pages` (`None`: unlimited), as a write
-    /// of `memory.limit_in_bytes` does: while the usage is above the new
-    /// limit, reclaims on `cpu` (at least one page a pass), and gives up
-    /// with EBUSY, the old limit kept, when a pass frees nothing (the pages
-    /// reclaimed until then stay reclaimed). mirrors mem_cgroup_resize_max().
+    /// Sets the cgroup's limit to `pages` (`None`, or `Some(u64::MAX)`:
+    /// unlimited), as a write of `memory.limit_in_bytes` does: while the
+    /// usage is above the new limit, reclaims on `cpu` (SWAP_CLUSTER_MAX
+    /// pages a pass), and gives up with EBUSY, the old limit kept, when a
+    /// pass frees nothing (the pages reclaimed until then stay reclaimed).
+    /// The first call puts the workload in the cgroup (see the module
+    /// docs: the caller flushes its statistics from then on). mirrors
+    /// mem_cgroup_resize_max().
     pub fn set_memcg_limit(&mut self, cpu: CpuId, pages: Option<u64>) -> Result<(), MmError> {
         let max = pages.unwrap_or(UNLIMITED);
         self.cpu_node(cpu)?;
         if self.memcg_flushed.is_empty() {
             // The workload is in the cgroup from now on.
-            self.memcg_flushed = vec![FlushedStats::default(); self.nr_nodes()];
-            self.memcg_flush_stats();
+            self.memcg_flushed = self.current_stats();
         }
         // The first pass over the limit drains the charge stocks, which
         // hold nothing here.

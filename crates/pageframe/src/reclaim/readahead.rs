@@ -197,8 +197,8 @@ impl Mm<'_> {
     /// missing pages of `nr` from `index`, up to the page holding the
     /// file's last byte, in offset order onto the inactive file list; the
     /// page `lookahead` from the end gets the readahead mark when it is
-    /// one allocated here. Stops at the first page memory cannot give; a
-    /// page the memory cgroup cannot take is skipped.
+    /// one allocated here. Stops at the first page memory (or the memory
+    /// cgroup) cannot give.
     /// The pages stay locked until the chunk is allocated (its read is
     /// submitted, and completes, at the end): reclaim run by the chunk's
     /// own allocations cannot take them, so a window larger than memory
@@ -231,13 +231,10 @@ impl Mm<'_> {
             if self.files[file.0 as usize].pages.contains_key(&page) {
                 continue;
             }
-            // A page that cannot be allocated ends the window; one the
-            // memory cgroup cannot take is skipped (filemap_add_folio()
-            // failing), and the next one tried.
-            let pfn = match self.alloc_lru_page(cpu, node, gfp) {
-                Ok(pfn) => pfn,
-                Err(MmError::OverLimit { .. }) => continue,
-                Err(_) => break,
+            // A page memory cannot give, or the memory cgroup cannot take
+            // (filemap_add_folio()'s -ENOMEM), ends the window.
+            let Ok(pfn) = self.alloc_lru_page(cpu, node, gfp) else {
+                break;
             };
             let flags = if at == mark { READAHEAD } else { 0 };
             self.insert_read_page(file, page, pfn, flags | LOCKED);

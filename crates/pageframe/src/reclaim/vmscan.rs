@@ -71,21 +71,13 @@ enum References {
 impl Mm<'_> {
     /// inactive_is_low(): the inactive list is too small when
     /// `inactive * int_sqrt(10 * gb) < active`, with `gb` the size of both
-    /// lists in GiB (a ratio of 1 below 1 GiB); in a memory cgroup the file
+    /// lists in GiB (a ratio of 1 below 1 GiB); in a memory cgroup the
     /// lists' sizes as last flushed (`memcg`).
     pub fn inactive_is_low(&self, node: NodeId, inactive: LruList) -> bool {
         if node.index() >= self.nr_nodes() || inactive.is_active() {
             return false;
         }
-        let (active, inactive) = if inactive.is_file() {
-            self.stat_file_lists(node.index())
-        } else {
-            let active = LruList::of(false, true);
-            (
-                self.lru.count(node.index(), active),
-                self.lru.count(node.index(), inactive),
-            )
-        };
+        let (active, inactive) = self.stat_lists(node.index(), inactive.is_file());
         let gb = (inactive + active) >> (30 - self.allocator.layout().page_shift as u32);
         let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
         inactive * ratio < active

@@ -25,11 +25,12 @@ pub enum ReclaimEvent {
     Pgrefill,
     /// Inactive pages scanned by kswapd.
     PgscanKswapd,
-    /// Inactive pages scanned by direct reclaim.
+    /// Inactive pages scanned by direct reclaim (global reclaim only: a
+    /// memory cgroup's reclaim is not counted here).
     PgscanDirect,
     /// Pages reclaimed by kswapd.
     PgstealKswapd,
-    /// Pages reclaimed by direct reclaim.
+    /// Pages reclaimed by direct reclaim (global reclaim only).
     PgstealDirect,
     /// Inactive anon pages scanned.
     PgscanAnon,

@@ -24,9 +24,11 @@
 //! Reclaim deactivates the active file list when refaults activated pages
 //! since the last reclaim run on the node (a new working set is forming) or
 //! when the inactive list is low; the snapshot is taken at the end of each
-//! kswapd run and direct reclaim. In a memory cgroup both tests, and the
-//! refault distance's comparison with the active list, read the cgroup's
-//! statistics as last flushed (`memcg`).
+//! kswapd run, direct reclaim and memory cgroup reclaim (one snapshot per
+//! node: the kernel keeps one per target lruvec, the root's for global
+//! reclaim and the cgroup's for its own). In a memory cgroup both tests,
+//! and the refault distance's comparison with the active list, read the
+//! cgroup's statistics as last flushed (`memcg`).
 //!
 //! Shadows leave with their range on truncation, deletion and
 //! `POSIX_FADV_DONTNEED` (mapping_try_invalidate() clears them), and are
@@ -119,7 +121,7 @@ impl Mm<'_> {
         self.workingset[node as usize].refault_file += 1;
         let evicted_on = shadow.node as usize;
         let distance = self.workingset[evicted_on].nonresident_age - shadow.eviction;
-        let (workingset_size, _) = self.stat_file_lists(evicted_on);
+        let (workingset_size, _) = self.stat_lists(evicted_on, true);
         if distance > workingset_size {
             return (0, false);
         }

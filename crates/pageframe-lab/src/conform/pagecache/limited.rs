@@ -2,11 +2,12 @@
 //! host's cgroup reclaims its own pages as its charges reach the limit,
 //! and pageframe's reclaim layer does the same under the same limit
 //! (`Mm::set_memcg_limit`); the refault decision of each program's last
-//! call is a row of its own (`refault`). Which pages each side evicts, and when, differ
-//! by what pageframe does not count — the kernel memory charged to the
-//! cgroup (its page cache's xarray nodes, the worker's page tables) and the
-//! per-CPU charge stock of up to `MEMCG_CHARGE_BATCH` pages — and by
-//! where the last reclaim of a call falls (each frees 32 pages or more).
+//! call is a row of its own (`refault`). Which pages each side evicts, and
+//! when, differ by charges pageframe does not count — the kernel memory
+//! charged to the cgroup (its page cache's xarray nodes, the worker's page
+//! tables) and a per-CPU charge stock of up to `MEMCG_CHARGE_BATCH` pages
+//! left on a CPU other than the worker's — and by where the last reclaim
+//! of a call stops (each frees 32 pages or more).
 //! So a row compares the call's result, its dirty pages and anonymous
 //! pages exactly, and the cgroup's file pages, active and inactive, within
 //! [`tolerance`] pages.
@@ -106,10 +107,10 @@ pub(super) const LIMITED_CASES: &[LimitedCase] = &[
 const MEMCG_CHARGE_BATCH: u64 = 64;
 
 /// How far apart the two sides' file counts may be under a limit of
-/// `limit_bytes`: three charge batches — one for the stock, one for the
-/// kernel memory (a 32 MiB file's xarray nodes alone are about 20 pages),
-/// one for where the last reclaim of a call stops — or a 32nd of the limit
-/// when that is more.
+/// `limit_bytes`: three charge batches — one for a stock left on another
+/// CPU, one for the kernel memory (a 32 MiB file's xarray nodes alone are
+/// about 20 pages), one for where the last reclaim of a call stops — or a
+/// 32nd of the limit when that is more.
 pub(super) fn tolerance(limit_bytes: u64) -> u64 {
     (3 * MEMCG_CHARGE_BATCH).max(limit_bytes / P / 32)
 }
