@@ -14,8 +14,8 @@
 
 use super::cases::{Case, Step, P};
 use super::memcg::LruCounts;
-use super::{describe, CaseRun};
-use crate::conform::{ConformRow, Verdict};
+use super::{rows_of, CaseRun};
+use crate::conform::ConformRow;
 
 /// A program and the memory limit of its cgroup (and of pageframe's).
 pub(super) struct LimitedCase {
@@ -152,42 +152,9 @@ pub(super) fn compare(
         case.name,
         limit_bytes >> 20
     );
-    let row = |label: String, kernel_side: (Option<i64>, LruCounts), model_side| {
-        let (kernel_result, kernel_counts) = kernel_side;
-        let (model_result, model_counts): (Option<i64>, LruCounts) = model_side;
-        let same = kernel_result == model_result
-            && agree(
-                (kernel_counts, kernel.baseline),
-                (model_counts, model.baseline),
-                tolerance,
-            );
-        ConformRow {
-            case: label,
-            kernel: describe(kernel_result, kernel_counts, kernel.baseline),
-            pageframe: describe(model_result, model_counts, model.baseline),
-            verdict: if same { Verdict::Match } else { Verdict::Diff },
-            listed: None,
-        }
-    };
-    let mut rows: Vec<ConformRow> = case
-        .steps
-        .iter()
-        .zip(kernel.steps.iter().zip(&model.steps))
-        .enumerate()
-        .map(|(at, (step, (&(k, kc), &(m, mc))))| {
-            row(
-                format!("{title} #{} {}", at + 1, step.label()),
-                (Some(k), kc),
-                (Some(m), mc),
-            )
-        })
-        .collect();
-    rows.push(row(
-        format!("{title}: after exit"),
-        (None, kernel.exited),
-        (None, model.exited),
-    ));
-    rows
+    rows_of(&title, case, kernel, model, |k, m| {
+        k.0 == m.0 && agree((k.1, k.2), (m.1, m.2), tolerance)
+    })
 }
 
 #[cfg(test)]

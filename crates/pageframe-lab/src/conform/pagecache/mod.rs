@@ -160,30 +160,58 @@ fn until_match(
     Ok(rows)
 }
 
-/// The rows of one case: each call's, then the counts after the exit (when
-/// the cgroup holds no anonymous page at all).
-fn compare(case: &Case<'_>, kernel: &CaseRun, model: &CaseRun) -> Vec<ConformRow> {
+/// One side of a row: the call's result (none after the exit), the counts
+/// after it, and the counts its anonymous pages are shown against.
+type Side = (Option<i64>, LruCounts, LruCounts);
+
+/// The rows of one case titled `title`: each call's, then the counts after
+/// the exit (when the cgroup holds no anonymous page at all); `same` says
+/// whether a row's two sides agree.
+fn rows_of(
+    title: &str,
+    case: &Case<'_>,
+    kernel: &CaseRun,
+    model: &CaseRun,
+    same: impl Fn(Side, Side) -> bool,
+) -> Vec<ConformRow> {
+    let row = |label: String, kernel_side: Side, model_side: Side| ConformRow {
+        case: label,
+        kernel: describe(kernel_side.0, kernel_side.1, kernel_side.2),
+        pageframe: describe(model_side.0, model_side.1, model_side.2),
+        verdict: if same(kernel_side, model_side) {
+            Verdict::Match
+        } else {
+            Verdict::Diff
+        },
+        listed: None,
+    };
     let mut rows: Vec<ConformRow> = case
         .steps
         .iter()
         .zip(kernel.steps.iter().zip(&model.steps))
         .enumerate()
-        .map(
-            |(at, (step, (&(kernel_result, kernel_counts), &(model_result, model_counts))))| {
-                ConformRow::compare(
-                    format!("{} #{} {}", case.name, at + 1, step.label()),
-                    describe(Some(kernel_result), kernel_counts, kernel.baseline),
-                    describe(Some(model_result), model_counts, model.baseline),
-                )
-            },
-        )
+        .map(|(at, (step, (&(k, kc), &(m, mc))))| {
+            row(
+                format!("{title} #{} {}", at + 1, step.label()),
+                (Some(k), kc, kernel.baseline),
+                (Some(m), mc, model.baseline),
+            )
+        })
         .collect();
-    rows.push(ConformRow::compare(
-        format!("{}: after exit", case.name),
-        describe(None, kernel.exited, LruCounts::default()),
-        describe(None, model.exited, LruCounts::default()),
+    let none = LruCounts::default();
+    rows.push(row(
+        format!("{title}: after exit"),
+        (None, kernel.exited, none),
+        (None, model.exited, none),
     ));
     rows
+}
+
+/// The rows of one case, each a MATCH when both sides read the same.
+fn compare(case: &Case<'_>, kernel: &CaseRun, model: &CaseRun) -> Vec<ConformRow> {
+    rows_of(case.name, case, kernel, model, |k, m| {
+        describe(k.0, k.1, k.2) == describe(m.0, m.1, m.2)
+    })
 }
 
 /// Runs every case of the suite on the host and on pageframe, then the

@@ -14,7 +14,7 @@ use pageframe::reclaim::{FileId, LruList, Mm, MmConfig, MmError, Pid};
 use pageframe::{CpuId, LocalPageAllocator, MachineDesc, NodeId};
 
 /// The machine's memory: room for every case's pages without reclaim.
-pub const UNLIMITED_BYTES: u64 = 1 << 30;
+const MACHINE_BYTES: u64 = 1 << 30;
 
 const CPU: CpuId = CpuId(0);
 
@@ -52,7 +52,7 @@ pub fn run_case(
     config: MmConfig,
     limit_bytes: Option<u64>,
 ) -> Result<CaseRun, ConformError> {
-    let desc = MachineDesc::uniform(UNLIMITED_BYTES, 1, 2)
+    let desc = MachineDesc::uniform(MACHINE_BYTES, 1, 2)
         .map_err(|err| ConformError::Boot(err.to_string()))?;
     let allocator =
         LocalPageAllocator::boot(&desc).map_err(|err| ConformError::Boot(err.to_string()))?;
