@@ -382,7 +382,8 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ProcArgs {
     /// Views, comma-separated: buddyinfo, pagetypeinfo, zoneinfo, vmstat,
-    /// shuffle (Y or N), sysctl (the vm sysctls, as `sysctl` prints them);
+    /// shuffle (Y or N), sysctl (the vm sysctls, as `sysctl` prints them),
+    /// meminfo (the reclaim layer's /proc/meminfo; see --aging);
     /// slabinfo and zs-classes run a seeded slab / zsmalloc workload of
     /// --churn operations (default 20000) first.
     pub views: String,
@@ -395,7 +396,14 @@ pub struct ProcArgs {
         pageframe_lab::churn::MAX_OPS
     ))]
     pub churn: Option<u64>,
-    /// Seed of the churn.
+    /// Age the machine with this many benchmark runs of the reclaim
+    /// layer's aging workload before printing.
+    #[arg(long, value_name = "RUNS", conflicts_with = "churn", help = format!(
+        "Age the machine with this many runs of a benchmark on a machine that reads files through the page cache (a heap of 3/8 of the memory pre-touched and freed at exit, a data set twice the memory, kswapd and direct reclaim), as shuffle-cache's aging does; at most {}; vmstat then adds the reclaim counters",
+        pageframe_lab::reclaim_views::MAX_AGING_RUNS
+    ))]
+    pub aging: Option<u64>,
+    /// Seed of the churn, the object workloads and the aging.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Sysctl writes after boot.

@@ -138,11 +138,20 @@ impl Plan {
                         )));
                     }
                 }
+                if let Some(runs) = args.aging {
+                    let limit = pageframe_lab::reclaim_views::MAX_AGING_RUNS;
+                    if runs > limit {
+                        return Err(CliError::Invalid(format!(
+                            "--aging {runs}: more than the limit of {limit} runs"
+                        )));
+                    }
+                }
                 let sysctl = parse_sysctl_writes(&args.sysctl.writes)?;
                 let machine = MachineArgs::from(args.machine).to_desc()?;
                 Ok(Plan::Proc(ProcPlan {
                     machine,
                     views,
+                    aging: args.aging,
                     churn: args.churn.map(|ops| (ops, args.seed)),
                     seed: args.seed,
                     sysctl,
@@ -373,6 +382,7 @@ fn parse_views(text: &str) -> Result<Vec<&'static str>, CliError> {
     let known = [
         &pageframe::proc::VIEWS[..],
         &pageframe_lab::object_views::VIEWS[..],
+        &pageframe_lab::reclaim_views::VIEWS[..],
     ]
     .concat();
     parse_view_names(text, &known, "")

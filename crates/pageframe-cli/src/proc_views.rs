@@ -1,8 +1,9 @@
-//! `pageframe proc`: boot the machine, churn it if asked, and print the
-//! views in the kernel's formats. With more than one view, each is headed
-//! `==> /proc/<view> <==`, as `head` heads files. Long work (a churn or
-//! an object workload of [`LONG_OPS`] operations or more) shows a progress
-//! bar per step on stderr when it is a terminal; the views print after.
+//! `pageframe proc`: boot the machine, churn or age it if asked, and print
+//! the views in the kernel's formats. With more than one view, each is
+//! headed `==> /proc/<view> <==`, as `head` heads files. Long work (a churn
+//! or an object workload of [`LONG_OPS`] operations or more, an aging of
+//! [`LONG_AGING_RUNS`] runs or more) shows a progress bar per step on
+//! stderr when it is a terminal; the views print after.
 
 use crate::error::CliError;
 use crate::progress::Progress;
@@ -10,6 +11,7 @@ use pageframe::{LocalPageAllocator, MachineDesc};
 use pageframe_lab::churn::churn;
 use pageframe_lab::object_views;
 use pageframe_lab::observe::{self, Observer};
+use pageframe_lab::reclaim_views::{self, AgedMachine};
 use std::io::{IsTerminal, Write};
 
 /// `pageframe proc`, validated.
@@ -17,8 +19,12 @@ use std::io::{IsTerminal, Write};
 pub struct ProcPlan {
     /// The machine to boot.
     pub machine: MachineDesc,
-    /// View names, each one of `pageframe::proc::VIEWS`.
+    /// View names, each one of `pageframe::proc::VIEWS` or of the lab's
+    /// object or reclaim views.
     pub views: Vec<&'static str>,
+    /// Benchmark runs of the reclaim layer's aging workload before
+    /// printing (seeded with `seed`).
+    pub aging: Option<u64>,
     /// Random operations before printing, and their seed.
     pub churn: Option<(u64, u64)>,
     /// Seed of the object-allocator workloads (slabinfo, zs-classes).
@@ -29,6 +35,9 @@ pub struct ProcPlan {
 
 /// Operations from which a step shows a progress bar.
 pub const LONG_OPS: u64 = 1 << 22;
+
+/// Aging runs from which the aging step shows a progress bar.
+pub const LONG_AGING_RUNS: u64 = 20;
 
 /// Runs `body` with its `observe::progress` driving bar `index`.
 fn with_bar<T>(progress: &Progress, index: usize, body: impl FnOnce() -> T) -> T {
@@ -78,22 +87,39 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
     apply_sysctl_writes(&mut allocator, &plan.sysctl)?;
     apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let object_ops = plan.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
+    let needs_reclaim = plan
+        .views
+        .iter()
+        .any(|view| reclaim_views::VIEWS.contains(view));
+    let aging_runs = plan.aging.unwrap_or(0);
     let mut steps: Vec<&str> = Vec::new();
     if plan.churn.is_some() {
         steps.push("churn");
+    }
+    if plan.aging.is_some() {
+        steps.push("aging");
     }
     steps.extend(
         plan.views
             .iter()
             .filter(|view| object_views::VIEWS.contains(*view)),
     );
-    let progress = Progress::new(
-        object_ops >= LONG_OPS && std::io::stderr().is_terminal(),
-        &steps,
-    );
+    let long = object_ops >= LONG_OPS || aging_runs >= LONG_AGING_RUNS;
+    let progress = Progress::new(long && std::io::stderr().is_terminal(), &steps);
     if let Some((ops, seed)) = plan.churn {
         with_bar(&progress, 0, || churn(&allocator, ops, seed));
     }
+    // The reclaim layer over the machine, aged if asked (0 runs: fresh).
+    let aged = if plan.aging.is_some() || needs_reclaim {
+        let age = || AgedMachine::age(&allocator, aging_runs, plan.seed);
+        let aged = match steps.iter().position(|step| *step == "aging") {
+            Some(index) => with_bar(&progress, index, age),
+            None => age(),
+        };
+        Some(aged.map_err(CliError::Invalid)?)
+    } else {
+        None
+    };
     let mut texts = Vec::new();
     for view in &plan.views {
         let step = steps.iter().position(|step| step == view);
@@ -103,11 +129,13 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
             }),
             None => None,
         };
-        texts.push(match rendered {
-            Some(rendered) => {
+        texts.push(match (rendered, &aged) {
+            (Some(rendered), _) => {
                 rendered.map_err(|err| CliError::Invalid(format!("{view}: {err}")))?
             }
-            None => pageframe::proc::render(&allocator, view)
+            (None, Some(aged)) if *view == "meminfo" => aged.meminfo(),
+            (None, Some(aged)) if *view == "vmstat" && plan.aging.is_some() => aged.vmstat(),
+            (None, _) => pageframe::proc::render(&allocator, view)
                 .ok_or_else(|| CliError::Invalid(format!("unknown view '{view}'")))?,
         });
     }

@@ -46,6 +46,49 @@ fn proc_prints_several_views_with_headers() {
     );
 }
 
+/// `proc meminfo` on a fresh machine: everything free, nothing cached;
+/// after `--aging` runs the page cache holds most of the memory, the
+/// other views show the aged machine, vmstat gains the reclaim counters,
+/// and the same seed prints the same bytes.
+#[test]
+fn proc_meminfo_shows_the_machine_fresh_and_aged() {
+    let kb = |text: &str, label: &str| -> u64 {
+        let line = text.lines().find(|line| line.starts_with(label));
+        let line = line.unwrap_or_else(|| panic!("no {label} in\n{text}"));
+        line[label.len()..]
+            .trim()
+            .trim_end_matches(" kB")
+            .parse()
+            .unwrap()
+    };
+    let fresh = stdout_of(&["proc", "meminfo", "--mem", "64M"]);
+    assert_eq!(kb(&fresh, "MemTotal:"), 65536, "{fresh}");
+    assert_eq!(kb(&fresh, "MemFree:"), 65536, "{fresh}");
+    assert_eq!(kb(&fresh, "Cached:"), 0, "{fresh}");
+    let aged_args = [
+        "proc",
+        "meminfo,buddyinfo,vmstat",
+        "--mem",
+        "64M",
+        "--aging",
+        "2",
+    ];
+    let aged = stdout_of(&aged_args);
+    assert!(kb(&aged, "Cached:") > 32768, "{aged}");
+    assert!(kb(&aged, "MemFree:") < 16384, "{aged}");
+    assert!(
+        aged.contains("\n==> /proc/buddyinfo <==\nNode 0, zone   Normal"),
+        "{aged}"
+    );
+    assert!(aged.contains("\npgscan_kswapd "), "{aged}");
+    assert_eq!(aged, stdout_of(&aged_args));
+    let plain_vmstat = stdout_of(&["proc", "vmstat", "--mem", "64M"]);
+    assert!(!plain_vmstat.contains("pgscan_kswapd"), "{plain_vmstat}");
+    assert!(error_of(&["proc", "meminfo", "--aging", "10001"]).contains("--aging 10001"));
+    assert!(error_of(&["proc", "meminfo", "--aging", "-1"]).contains("'-1'"));
+    assert!(error_of(&["proc", "meminfo", "--aging", "1", "--churn", "9"]).contains("--churn"));
+}
+
 #[test]
 fn proc_boots_the_example_config_with_flags_on_top() {
     let config = concat!(

@@ -22,6 +22,7 @@ pub mod peers;
 pub mod perf_table;
 pub mod plots;
 pub mod pmbench;
+pub mod reclaim_views;
 pub mod report;
 pub mod signals;
 pub mod site;

@@ -261,7 +261,10 @@ impl Gfp {
         if !self.contains(Gfp::DIRECT_RECLAIM) {
             if !self.contains(Gfp::NOMEMALLOC) {
                 flags |= AllocFlags::NON_BLOCK;
-                if order > Order(0) {
+                // Only a high-order request that may dip into the min
+                // reserve (`__GFP_HIGH`, GFP_ATOMIC) may use, and so
+                // create, the HIGHATOMIC reserve (6.3+); GFP_NOWAIT may not.
+                if order > Order(0) && flags.contains(AllocFlags::MIN_RESERVE) {
                     flags |= AllocFlags::HIGHATOMIC;
                 }
             }

@@ -193,6 +193,57 @@ fn a_config_that_cannot_run_is_einval_and_creates_nothing() {
                 pages: 1 << 60,
             },
         ),
+        // The hot file's last re-read ends a sixteenth past its end.
+        (
+            AgingConfig {
+                hot_file_pages: i64::MAX as u64 / 4096,
+                ..config()
+            },
+            AgingConfigError::TooLarge {
+                field: "hot_file_pages",
+                pages: i64::MAX as u64 / 4096 + i64::MAX as u64 / 4096 / 16,
+            },
+        ),
+        (
+            AgingConfig {
+                dataset_files: u32::MAX,
+                ..config()
+            },
+            AgingConfigError::TooManyFiles(u32::MAX),
+        ),
+        (
+            AgingConfig {
+                read_pages_per_run: u64::MAX,
+                ..config()
+            },
+            AgingConfigError::TooMuchWork {
+                field: "read_pages_per_run",
+                pages: u64::MAX,
+                limit: allocator.managed_pages() * 64,
+            },
+        ),
+        (
+            AgingConfig {
+                heap_pages: allocator.managed_pages() + 1,
+                ..config()
+            },
+            AgingConfigError::TooMuchWork {
+                field: "heap_pages",
+                pages: allocator.managed_pages() + 1,
+                limit: allocator.managed_pages(),
+            },
+        ),
+        (
+            AgingConfig {
+                helper_pages: 1 << 36,
+                ..config()
+            },
+            AgingConfigError::TooMuchWork {
+                field: "helper_pages",
+                pages: 1 << 36,
+                limit: allocator.managed_pages(),
+            },
+        ),
     ];
     for (bad, expected) in cases {
         let err = AgingWorkload::new(&allocator, bad, 1).err();
@@ -315,4 +366,31 @@ fn a_caller_pretouch_builds_the_heap_and_its_processes_exit() {
     let err = workload.benchmark_run_with(|mm| mm.spawn(CpuId(7)).map(|pid| vec![pid]), |_| ());
     assert_eq!(err.map(|_| ()).unwrap_err().name(), "EINVAL");
     assert_eq!(workload.runs(), 1);
+}
+
+/// A run whose heap or helper cannot be had fails with ENOMEM and leaves
+/// no process (and so no anonymous page) behind: the next run finds the
+/// memory it found.
+#[test]
+fn a_run_that_runs_out_of_memory_leaves_no_process_behind() {
+    let allocator = boot(&one_node(MEMORY_MIB, 2));
+    let managed = allocator.managed_pages();
+    for bad in [
+        AgingConfig {
+            heap_pages: managed,
+            ..config()
+        },
+        AgingConfig {
+            helper_pages: managed,
+            ..config()
+        },
+    ] {
+        let mut workload = AgingWorkload::new(&allocator, bad, 1).unwrap();
+        for _ in 0..2 {
+            let err = workload.benchmark_run(|_| ()).unwrap_err();
+            assert_eq!(err.name(), "ENOMEM", "{bad:?}");
+            assert_eq!(workload.mm().nr_anon_pages(), 0, "{bad:?}");
+            workload.mm().check_invariants().unwrap();
+        }
+    }
 }

@@ -297,17 +297,21 @@ fn allocations_that_cannot_reclaim_fail_and_others_reclaim() {
     let err = mm.free_pages(CPU, held[0], Order(200)).unwrap_err();
     assert_eq!(err.name(), "EINVAL");
     assert_eq!(mm.vmstat(), before);
+    let first_held = held[0];
     for page in held {
         mm.free_pages(CPU, page, Order(0)).unwrap();
     }
     conserved(&mm);
-    // Everything handed out came back: another free is refused.
+    // Everything handed out came back: a second free of one is refused,
+    // and the page cache page still is the page cache's.
+    let err = mm.free_pages(CPU, first_held, Order(0)).unwrap_err();
+    assert_eq!(err.name(), "EINVAL");
     let err = mm.free_pages(
         CPU,
         pageframe::Page::from_pfn(pageframe::Pfn(cached)),
         Order(0),
     );
-    assert_eq!(err.unwrap_err().name(), "EINVAL");
+    assert_eq!(err.unwrap_err().name(), "EBUSY");
 }
 
 /// An allocation refused for its flags (`__GFP_UNMAPPED` with
@@ -327,5 +331,190 @@ fn a_refused_allocation_wakes_no_kswapd() {
     assert_eq!(err.name(), "EINVAL", "{err}");
     assert_eq!(mm.kswapd_state(NODE), state);
     assert_eq!(mm.vmstat(), before);
+    conserved(&mm);
+}
+
+/// Reads `file` page by page from `*index` until kswapd is woken.
+fn read_until_woken(mm: &mut Mm, file: pageframe::reclaim::FileId, index: &mut u64) {
+    while mm.kswapd_state(NODE) != Some(KswapdState::Woken) {
+        mm.read(CPU, file, *index * PAGE, PAGE).unwrap();
+        *index += 1;
+        assert!(*index < 1 << 16, "kswapd never woke");
+    }
+}
+
+/// balance_pgdat() leaves a node it finds balanced (`goto out`) without
+/// counting a failure: a kswapd woken over and over, the pressure gone by
+/// the time it runs, is never taken for hopeless (16 failures would leave
+/// the node to direct reclaim).
+#[test]
+fn a_run_that_finds_the_node_balanced_is_no_failure() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    for round in 0..24 {
+        let file = sized_file(&mut mm, 1 << 15);
+        let mut index = 0;
+        read_until_woken(&mut mm, file, &mut index);
+        mm.delete_file(CPU, file).unwrap();
+        let step = mm.kswapd_run(NODE).unwrap();
+        assert_eq!((step.scanned, step.reclaimed), (0, 0), "round {round}");
+        assert_eq!(step.state, KswapdState::Napping, "round {round}");
+        assert_eq!(mm.kswapd_run(NODE).unwrap().state, KswapdState::Sleeping);
+    }
+    assert_eq!(count(&mm, ReclaimEvent::Pageoutrun), 24);
+    conserved(&mm);
+}
+
+/// A node whose memory is all anonymous (no swap) cannot be balanced:
+/// kswapd balances again at once after each failed run
+/// (`kswapd_high_wmark_hit_quickly`), and after MAX_RECLAIM_RETRIES of
+/// them prepare_kswapd_sleep() lets it sleep, leaving the node to direct
+/// reclaim.
+#[test]
+fn a_hopeless_kswapd_goes_to_sleep() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let pid = mm.spawn(CPU).unwrap();
+    assert_eq!(mm.touch(pid, 0, 1 << 20).unwrap_err().name(), "ENOMEM");
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Woken));
+    for _ in 0..40 {
+        mm.kswapd_run(NODE).unwrap();
+    }
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Sleeping));
+    assert_eq!(count(&mm, ReclaimEvent::Pageoutrun), 16);
+    assert_eq!(count(&mm, ReclaimEvent::KswapdHighWmarkHitQuickly), 15);
+    // Hopeless: an allocation below the watermark wakes it no more.
+    assert!(mm.alloc_pages(CPU, Gfp::NOWAIT, Order(0), NODE).is_err());
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Sleeping));
+    conserved(&mm);
+}
+
+/// kswapd_shrink_node(): a wakeup for an order that fragmentation keeps
+/// out of reach (every 4 MiB block holds a page someone keeps) is checked
+/// at order 0 once twice the order's pages are reclaimed, so kswapd stops
+/// at the high watermark instead of reclaiming the whole page cache.
+#[test]
+fn high_order_balance_falls_back_to_order_zero() {
+    let allocator = boot(&one_node(64, 2));
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let mut pages = Vec::new();
+    while let Ok(page) = mm.alloc_pages(CPU, Gfp::NOWAIT, Order(0), NODE) {
+        pages.push(page);
+    }
+    let mut pinned = std::collections::BTreeMap::new();
+    for page in pages {
+        if let Some(other) = pinned.insert(page.pfn().0 >> 10, page) {
+            pinned.insert(page.pfn().0 >> 10, other);
+            mm.free_pages(CPU, page, Order(0)).unwrap();
+        }
+    }
+    assert!(pinned.len() >= 15, "{} blocks pinned", pinned.len());
+    while mm.kswapd_state(NODE) != Some(KswapdState::Sleeping) {
+        mm.kswapd_run(NODE).unwrap();
+    }
+    let file = sized_file(&mut mm, 1 << 15);
+    let mut index = 0;
+    read_until_woken(&mut mm, file, &mut index);
+    while mm.kswapd_state(NODE) != Some(KswapdState::Sleeping) {
+        mm.kswapd_run(NODE).unwrap();
+    }
+    let cached = mm.nr_file_pages();
+    let top = Order(10);
+    assert!(mm.alloc_pages(CPU, Gfp::NOWAIT, top, NODE).is_err());
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Woken));
+    let step = mm.kswapd_run(NODE).unwrap();
+    assert!(step.reclaimed >= 2 << 10, "{step:?}");
+    assert!(
+        mm.nr_file_pages() > cached / 2,
+        "{} of {cached} cached pages left: {step:?}",
+        mm.nr_file_pages()
+    );
+    assert_eq!(step.state, KswapdState::Napping);
+    mm.check_invariants().unwrap();
+    assert_conserved(&allocator, mm.nr_file_pages() + pinned.len() as u64);
+}
+
+/// shrink_inactive_list() wakes the flusher only for a batch whose every
+/// page is dirty and unqueued; in a batch of dirty and clean pages the
+/// clean ones are reclaimed and the dirty ones marked for immediate
+/// reclaim and activated, still dirty — also those referenced once
+/// (FOLIOREF_RECLAIM_CLEAN), which shrink_folio_list() sends the same way.
+#[test]
+fn dirty_pages_among_clean_ones_wait_for_the_flusher() {
+    let allocator = boot(&one_node(64, 2));
+    let config = MmConfig {
+        read_ahead_kb: 0,
+        ..MmConfig::default()
+    };
+    let mut mm = Mm::new(&allocator, config);
+    let (dirty, clean) = (mm.create_file(), sized_file(&mut mm, 2048));
+    for page in 0..2048 {
+        mm.write(CPU, dirty, page * PAGE, PAGE).unwrap();
+        mm.read(CPU, clean, page * PAGE, PAGE).unwrap();
+    }
+    // Written once, read once more: PG_referenced only.
+    mm.read(CPU, dirty, 0, 2048 * PAGE).unwrap();
+    assert_eq!(mm.nr_dirty(), 2048);
+    let pages = (64 << 20) / PAGE;
+    let stream = sized_file(&mut mm, pages);
+    for chunk in 0..pages / 64 {
+        mm.read(CPU, stream, chunk * 64 * PAGE, 64 * PAGE).unwrap();
+        mm.kswapd_run(NODE).unwrap();
+    }
+    assert!(mm.file_pages(clean).unwrap().len() < 2048);
+    assert_eq!(mm.nr_dirty(), 2048, "{}", mm.vmstat());
+    assert_eq!(count(&mm, ReclaimEvent::NrWritten), 0);
+    assert!(count(&mm, ReclaimEvent::NrVmscanImmediateReclaim) >= 2048);
+    assert_eq!(mm.file_pages(dirty).unwrap().len(), 2048);
+    conserved(&mm);
+}
+
+/// Pages of `cpu`'s per-CPU lists in the machine's one populated zone.
+fn pcp_pages_of(allocator: &LocalPageAllocator, cpu: usize) -> u64 {
+    let zone = allocator
+        .zone_snapshots()
+        .into_iter()
+        .find(|zone| zone.managed > 0)
+        .unwrap();
+    u64::from(zone.pcp[cpu].count)
+}
+
+/// __alloc_pages_slowpath() reclaims before it drains: an allocation that
+/// fails the min watermark while another CPU's per-CPU list holds pages
+/// stalls in direct reclaim first (the bare allocator, with no reclaim,
+/// would drain the lists and succeed without it). The pages reclaim
+/// frees go to the reclaimer's own list, which the watermark does not
+/// count, so the attempt after it drains every list, as
+/// __alloc_pages_direct_reclaim() does.
+#[test]
+fn direct_reclaim_comes_before_draining_other_cpus_lists() {
+    let mut allocator = boot(&one_node(64, 2));
+    // No boosted watermarks, so that one direct reclaim lifts the zone
+    // over its min watermark.
+    allocator
+        .write_sysctl(pageframe::VmSysctl::WatermarkBoostFactor, "0")
+        .unwrap();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = sized_file(&mut mm, 1 << 15);
+    let mut index = 0;
+    read_until_woken(&mut mm, file, &mut index);
+    // CPU 1 takes what is left above the min watermark and gives it back
+    // to its own list.
+    let other = CpuId(1);
+    let mut held = Vec::new();
+    while let Ok(page) = mm.alloc_pages(other, Gfp::NOWAIT, Order(0), NODE) {
+        held.push(page);
+    }
+    for page in held {
+        mm.free_pages(other, page, Order(0)).unwrap();
+    }
+    let on_other = pcp_pages_of(&allocator, 1);
+    assert!(on_other > 0);
+    assert_eq!(count(&mm, ReclaimEvent::AllocstallNormal), 0);
+    let page = mm.alloc_pages(CPU, Gfp::KERNEL, Order(0), NODE).unwrap();
+    assert_eq!(count(&mm, ReclaimEvent::AllocstallNormal), 1);
+    assert!(count(&mm, ReclaimEvent::PgstealDirect) > 0);
+    assert_eq!(pcp_pages_of(&allocator, 1), 0);
+    mm.free_pages(CPU, page, Order(0)).unwrap();
     conserved(&mm);
 }

@@ -181,6 +181,97 @@ fn deleted_files_answer_ebadf_and_enoent() {
     conserved(&mm);
 }
 
+/// pread(2) and pwrite(2) check as Linux does, in its order: a negative
+/// position (EINVAL) before the descriptor (EBADF), the descriptor before
+/// the buffer (EFAULT for a length no user buffer can have), the buffer
+/// before the range (EINVAL for an end past the largest offset). Measured
+/// on 6.18: pread(closed fd, pos -1) is EINVAL, pread(closed fd, 100 bytes
+/// at i64::MAX - 10) EBADF, a count of 2^63 EFAULT.
+#[test]
+fn reads_and_writes_check_position_descriptor_buffer_then_range() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let (live, gone) = (mm.create_file(), mm.create_file());
+    mm.write(CPU, live, 0, 3 * PAGE).unwrap();
+    mm.delete_file(CPU, gone).unwrap();
+    let before = state(&mm, live);
+    let near_end = i64::MAX as u64 - 10;
+    for (file, pos, len, expected) in [
+        (gone, u64::MAX, 1, "EINVAL"),
+        (gone, 1 << 63, 0, "EINVAL"),
+        (gone, 0, 1 << 63, "EBADF"),
+        (gone, near_end, 100, "EBADF"),
+        (live, 0, 1 << 63, "EFAULT"),
+        (live, 0, i64::MAX as u64, "EFAULT"),
+        (live, 0, u64::MAX, "EFAULT"),
+        (live, near_end, 100, "EINVAL"),
+        (live, u64::MAX, 0, "EINVAL"),
+    ] {
+        let read = mm.read(CPU, file, pos, len).unwrap_err();
+        let write = mm.write(CPU, file, pos, len).unwrap_err();
+        assert_eq!(
+            (read.name(), write.name()),
+            (expected, expected),
+            "{pos} {len}"
+        );
+    }
+    // The range's EINVAL names the length, not the position.
+    let err = mm.read(CPU, live, near_end, 100).unwrap_err();
+    assert_eq!(err, MmError::InvalidLength(100));
+    // A length a buffer can have reads up to the end of the file.
+    assert_eq!(mm.read(CPU, live, 0, 1 << 40).unwrap(), 3 * PAGE);
+    assert_eq!(state(&mm, live).0, before.0);
+    conserved(&mm);
+}
+
+/// The layer frees only the blocks it handed out, at their order: a page
+/// allocated around it is refused (and stays allocated), so a count of
+/// pages could not let it free one for another.
+#[test]
+fn free_pages_takes_back_only_what_it_handed_out() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let gfp = pageframe::Gfp::KERNEL;
+    let mine = mm
+        .alloc_pages(CPU, gfp, pageframe::Order(1), NodeId(0))
+        .unwrap();
+    let foreign = allocator
+        .cpu(CPU)
+        .unwrap()
+        .alloc_pages(gfp, pageframe::Order(0), NodeId(0))
+        .unwrap();
+    let err = mm
+        .free_pages(CPU, foreign, pageframe::Order(0))
+        .unwrap_err();
+    assert_eq!(err.name(), "EINVAL", "{err}");
+    let err = mm.free_pages(CPU, mine, pageframe::Order(0)).unwrap_err();
+    assert_eq!(err.name(), "EINVAL", "{err}");
+    mm.check_invariants().unwrap();
+    mm.free_pages(CPU, mine, pageframe::Order(1)).unwrap();
+    allocator
+        .cpu(CPU)
+        .unwrap()
+        .free_pages(foreign, pageframe::Order(0))
+        .unwrap();
+    conserved(&mm);
+}
+
+/// A memory cgroup limit of `PAGE_COUNTER_MAX` pages or more is no limit
+/// (page_counter_memparse() clamps it; 6.18 reads such a limit back as
+/// 9223372036854771712, the "unlimited" value).
+#[test]
+fn a_limit_past_the_page_counter_is_no_limit() {
+    let allocator = machine();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let page_counter_max = i64::MAX as u64 / PAGE;
+    mm.set_memcg_limit(CPU, Some(page_counter_max - 1)).unwrap();
+    assert_eq!(mm.memcg_limit(), Some(page_counter_max - 1));
+    for pages in [page_counter_max, u64::MAX - 1, u64::MAX] {
+        mm.set_memcg_limit(CPU, Some(pages)).unwrap();
+        assert_eq!(mm.memcg_limit(), None, "{pages}");
+    }
+}
+
 #[test]
 fn exit_frees_anon_pages_and_gone_processes_are_esrch() {
     let allocator = machine();
@@ -265,14 +356,15 @@ fn one_read_or_write_moves_at_most_max_rw_count() {
     let mut mm = Mm::new(&allocator, MmConfig::default());
     let file = mm.create_file();
     mm.truncate(CPU, file, i64::MAX).unwrap();
-    let huge = i64::MAX as u64 - PAGE;
+    // 64 TiB: as long as a user buffer can be (a longer one is EFAULT).
+    let huge = 1 << 46;
     assert_eq!(mm.read(CPU, file, 0, huge).unwrap(), MAX_RW_COUNT);
     conserved(&mm);
     assert_eq!(mm.write(CPU, file, PAGE, huge).unwrap(), MAX_RW_COUNT);
     conserved(&mm);
-    // Past the end of the file, still EINVAL (rw_verify_area()).
+    // Past the largest offset, still EINVAL (rw_verify_area()).
     assert!(matches!(
-        mm.read(CPU, file, huge + 1, PAGE),
+        mm.read(CPU, file, i64::MAX as u64 - PAGE + 1, PAGE),
         Err(MmError::InvalidLength(_))
     ));
     mm.delete_file(CPU, file).unwrap();

@@ -70,6 +70,12 @@ fn a_fallback_into_a_movable_block_boosts_the_watermarks() {
         "{zoneinfo}"
     );
     assert!(zoneinfo.contains(&format!("min      {}\n", boosted.min)));
+    // si_mem_available(): the reserve is the unboosted high watermark
+    // (totalreserve_pages is computed where the boost is reset); only the
+    // page cache's share it keeps reads the low mark as it is now.
+    let info = Mm::new(&allocator, MmConfig::default()).meminfo();
+    let reserve = zone.lowmem_reserve.iter().max().unwrap() + plain.high;
+    assert_eq!(info.available, info.free - reserve, "{info:?}");
     // GFP_KERNEL may wake kswapd: the flag is set once.
     assert!(allocator.take_boosted_watermark_wakeup(index));
     assert!(!allocator.take_boosted_watermark_wakeup(index));

@@ -132,37 +132,42 @@ impl<L: LockFamily> PageAllocator<L> {
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
     ) -> Result<FrameIdx, AllocError> {
+        let stage = AllocStage::Standalone;
         if order == Order(0) {
-            self.alloc_pages_of(cpu, gfp, Order(0), preferred, nodemask)
+            self.alloc_pages_staged(cpu, gfp, Order(0), preferred, nodemask, stage)
         } else {
-            self.alloc_pages_of(cpu, gfp, order, preferred, nodemask)
+            self.alloc_pages_staged(cpu, gfp, order, preferred, nodemask, stage)
         }
     }
 
-    /// The body of [`Self::alloc_pages_on`].
+    /// The body of [`Self::alloc_pages_on`], as far as `stage` goes (the
+    /// reclaim layer runs the slow path's reclaim between its stages):
+    /// validated, found, and zeroed for `__GFP_ZERO`.
     #[inline(always)]
-    fn alloc_pages_of(
+    pub(crate) fn alloc_pages_staged(
         &self,
         cpu: CpuId,
         gfp: Gfp,
         order: Order,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
+        stage: AllocStage,
     ) -> Result<FrameIdx, AllocError> {
         let request = self.validate_alloc(cpu, gfp, order, preferred)?;
         let zero = request.zero;
-        let pfn = self.alloc_block(cpu, gfp, &request, order, preferred, nodemask)?;
+        let pfn = self.alloc_block(cpu, gfp, &request, order, preferred, nodemask, stage)?;
         if zero {
             self.prep_zeroed(cpu, pfn, order, &request)?;
         }
         Ok(pfn)
     }
 
-    /// Finds a block for a validated request: the preferred CPU list, the
-    /// fast path, then the slow path. Only the first step is inline, so
-    /// that the common case costs no call and no register spills of the
-    /// general path.
+    /// Finds a block for a validated request, as far as `stage` goes: the
+    /// preferred CPU list, the fast path, then the slow path. Only the
+    /// first step is inline, so that the common case costs no call and no
+    /// register spills of the general path.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn alloc_block(
         &self,
         cpu: CpuId,
@@ -171,16 +176,18 @@ impl<L: LockFamily> PageAllocator<L> {
         order: Order,
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
+        stage: AllocStage,
     ) -> Result<FrameIdx, AllocError> {
-        let fast = if nodemask.is_none() {
-            match self.alloc_from_pcp_lists(cpu, gfp, request, order, preferred) {
+        let fast = match (stage, nodemask) {
+            // The slow path's own attempts: no walk at the low watermark.
+            (AllocStage::InSlowpath, _) => FastWalk::NoZonePassed,
+            (_, None) => match self.alloc_from_pcp_lists(cpu, gfp, request, order, preferred) {
                 Ok(pfn) => return Ok(pfn),
                 Err(fast) => fast,
-            }
-        } else {
-            FastWalk::Untried
+            },
+            (_, Some(_)) => FastWalk::Untried,
         };
-        self.alloc_block_general(cpu, gfp, request, order, preferred, nodemask, fast)
+        self.alloc_block_general(cpu, gfp, request, order, preferred, nodemask, fast, stage)
     }
 
     /// The rest of [`Self::alloc_block`]: get_page_from_freelist() over
@@ -199,6 +206,7 @@ impl<L: LockFamily> PageAllocator<L> {
         preferred: NodeId,
         nodemask: Option<&Nodemask>,
         fast: FastWalk,
+        stage: AllocStage,
     ) -> Result<FrameIdx, AllocError> {
         let ac = self.prepare_alloc(request, preferred, nodemask);
         if fast != FastWalk::NoZonePassed {
@@ -210,13 +218,17 @@ impl<L: LockFamily> PageAllocator<L> {
                 return Ok(pfn);
             }
         }
-        match self.alloc_slowpath(cpu, gfp, order, &ac) {
+        match self.alloc_slowpath(cpu, gfp, order, &ac, stage) {
             Some(pfn) => Ok(pfn),
             None => {
                 let Some(zone) = ac.preferred_zone else {
                     return Err(AllocError::NoMemory { order });
                 };
-                self.count_event(cpu, zone, VmEvent::AllocFail, 1);
+                // A staged attempt is not the call's end: the reclaim
+                // layer counts the failure of the whole call.
+                if stage == AllocStage::Standalone {
+                    self.count_event(cpu, zone, VmEvent::AllocFail, 1);
+                }
                 if request.freetype.is_unmapped() && !gfp.contains(Gfp::DIRECT_RECLAIM) {
                     return Err(AllocError::WouldBlock { order });
                 }
@@ -625,14 +637,17 @@ impl<L: LockFamily> PageAllocator<L> {
 
     /// The slow path without reclaim. mirrors the parts of
     /// __alloc_pages_slowpath() that apply: the min watermark and reserves,
-    /// `__GFP_MEMALLOC`, then (for callers that may reclaim) unreserving the
-    /// HIGHATOMIC blocks and draining every CPU's lists before giving up.
+    /// `__GFP_MEMALLOC`, then, standalone, for callers that may reclaim,
+    /// unreserving the HIGHATOMIC blocks and draining every CPU's lists
+    /// before giving up (what the kernel does after reclaim; under the
+    /// reclaim layer that layer does it, after reclaiming).
     fn alloc_slowpath(
         &self,
         cpu: CpuId,
         gfp: Gfp,
         order: Order,
         ac: &AllocContext,
+        stage: AllocStage,
     ) -> Option<FrameIdx> {
         // No eligible zone (a node mask without a node of this machine):
         // give up before draining or unreserving anything, as the kernel's
@@ -648,7 +663,7 @@ impl<L: LockFamily> PageAllocator<L> {
                 return Some(pfn);
             }
         }
-        if !gfp.contains(Gfp::DIRECT_RECLAIM) {
+        if !gfp.contains(Gfp::DIRECT_RECLAIM) || stage != AllocStage::Standalone {
             return None;
         }
         for force in [false, true] {
@@ -665,6 +680,39 @@ impl<L: LockFamily> PageAllocator<L> {
         None
     }
 
+    /// unreserve_highatomic_pageblock() over the zonelist of an allocation
+    /// of `gfp` preferring `preferred` (the reclaim layer's slow path:
+    /// after reclaim, and forced before it gives up); whether a block was
+    /// released. A request the allocator would refuse releases nothing.
+    pub(crate) fn unreserve_highatomic_for(
+        &self,
+        gfp: Gfp,
+        preferred: NodeId,
+        force: bool,
+    ) -> bool {
+        let Ok(request) = gfp.request() else {
+            return false;
+        };
+        if preferred.index() >= self.zonelists.len() {
+            return false;
+        }
+        let ac = self.prepare_alloc(&request, preferred, None);
+        self.unreserve_highatomic(&ac, force)
+    }
+
+    /// Counts pageframe's `pgalloc_fail` on the preferred zone of a failed
+    /// allocation the reclaim layer made in stages.
+    pub(crate) fn count_alloc_failure(&self, cpu: CpuId, gfp: Gfp, preferred: NodeId) {
+        let Ok(request) = gfp.request() else { return };
+        if preferred.index() >= self.zonelists.len() || cpu.index() >= self.cpus.len() {
+            return;
+        }
+        let ac = self.prepare_alloc(&request, preferred, None);
+        if let Some(zone) = ac.preferred_zone {
+            self.count_event(cpu, zone, VmEvent::AllocFail, 1);
+        }
+    }
+
     /// mirrors unreserve_highatomic_pageblock() over the allocation's zonelist.
     fn unreserve_highatomic(&self, ac: &AllocContext, force: bool) -> bool {
         for zone in ac.eligible(&self.zones) {
@@ -678,6 +726,20 @@ impl<L: LockFamily> PageAllocator<L> {
         }
         false
     }
+}
+
+/// How far an allocation goes: the bare allocator's whole path, or one of
+/// the stages the reclaim layer's slow path runs between its reclaims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AllocStage {
+    /// Everything, with the bare allocator's stand-in for reclaim.
+    Standalone,
+    /// __alloc_pages() up to the slow path's first attempts at the min
+    /// watermark and with the reserves; no unreserving, no draining.
+    BeforeReclaim,
+    /// get_page_from_freelist() at the slow path's flags only (its loop's
+    /// attempts and those after reclaim).
+    InSlowpath,
 }
 
 /// What the fast path tells the general path.

@@ -18,7 +18,7 @@
 
 use std::ops::Range;
 
-use super::alloc::count_alloc_events;
+use super::alloc::{count_alloc_events, AllocStage};
 use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
@@ -401,7 +401,15 @@ impl<L: LockFamily> PageAllocator<L> {
     ) -> Option<Page> {
         let zero = request.zero;
         let pfn = self
-            .alloc_block(cpu, gfp, request, Order(0), preferred, nodemask)
+            .alloc_block(
+                cpu,
+                gfp,
+                request,
+                Order(0),
+                preferred,
+                nodemask,
+                AllocStage::Standalone,
+            )
             .ok()?;
         if zero {
             self.prep_zeroed(cpu, pfn, Order(0), request).ok()?;

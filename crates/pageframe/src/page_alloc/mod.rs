@@ -37,6 +37,7 @@ mod watermark;
 mod zone_flags;
 mod zonelist;
 
+pub(crate) use alloc::AllocStage;
 pub(crate) use boot::nofragment;
 pub use boot::ArenaOptions;
 pub(crate) use contents::{check_span, page_pieces};
@@ -290,6 +291,11 @@ impl<L: LockFamily> PageAllocator<L> {
     /// Free pages of the whole machine, pcp lists excluded.
     pub fn nr_free_pages(&self) -> u64 {
         self.zones.iter().map(|zone| zone.free_pages.get()).sum()
+    }
+
+    /// Managed pages of the whole machine (`totalram_pages()`).
+    pub fn managed_pages(&self) -> u64 {
+        self.zones.iter().map(|zone| zone.managed_pages).sum()
     }
 
     /// Every zone's index, in table order.

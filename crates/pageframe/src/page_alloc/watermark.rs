@@ -94,6 +94,25 @@ impl<L: LockFamily> PageAllocator<L> {
             && self.zone_watermark_ok(slot, order, slot.watermarks.min, highest_zone, flags)
     }
 
+    /// __zone_watermark_ok() of zone `index` for the reclaim layer, on
+    /// `free_pages` it read (zone_watermark_ok_safe()'s snapshot, or
+    /// should_reclaim_retry()'s free plus reclaimable pages) against an
+    /// absolute `mark` (boost included where the caller's mark has it);
+    /// false for a zone that does not exist.
+    pub(crate) fn zone_watermark_ok_on(
+        &self,
+        index: usize,
+        order: Order,
+        mark: u64,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+        free_pages: u64,
+    ) -> bool {
+        self.zones.get(index).is_some_and(|slot| {
+            Self::zone_watermark_ok_free(slot, free_pages, order, mark, highest_zone, flags)
+        })
+    }
+
     /// mirrors zone_watermark_fast() at a given mark: for order 0, free
     /// pages above the mark (HIGHATOMIC reserves excluded unless the caller
     /// may use them) pass at once; everything else takes __zone_watermark_ok().
@@ -106,7 +125,26 @@ impl<L: LockFamily> PageAllocator<L> {
         highest_zone: ZoneType,
         flags: AllocFlags,
     ) -> bool {
-        let free_pages = slot.free_pages.get();
+        Self::zone_watermark_ok_free(
+            slot,
+            slot.free_pages.get(),
+            order,
+            mark,
+            highest_zone,
+            flags,
+        )
+    }
+
+    /// [`Self::zone_watermark_ok`] on `free_pages` free pages.
+    #[inline(always)]
+    fn zone_watermark_ok_free(
+        slot: &ZoneSlot<L>,
+        free_pages: u64,
+        order: Order,
+        mark: u64,
+        highest_zone: ZoneType,
+        flags: AllocFlags,
+    ) -> bool {
         let reserved_highatomic = slot.reserved_highatomic.get();
         let lowmem_reserve = slot.lowmem_reserve[highest_zone.index()];
         if order == Order(0) {

@@ -96,7 +96,32 @@ pub enum AgingConfigError {
         /// Its value.
         pages: u64,
     },
+    /// More pages than a run can hold or do on this machine: a heap or
+    /// helper larger than its managed memory (no swap: it could never be
+    /// resident), or more than [`MAX_WORK_FACTOR`] times the memory read
+    /// or written per run.
+    #[error("{field} of {pages} pages is more than the {limit} this machine allows")]
+    TooMuchWork {
+        /// The config field.
+        field: &'static str,
+        /// Its value.
+        pages: u64,
+        /// The most this machine allows.
+        limit: u64,
+    },
+    /// More data set files than [`MAX_DATASET_FILES`].
+    #[error("{0} data set files, more than {MAX_DATASET_FILES}")]
+    TooManyFiles(u32),
 }
+
+/// The most a run may read or write, in multiples of the machine's
+/// managed memory (a server's run reads its memory's worth in the default
+/// workload).
+pub const MAX_WORK_FACTOR: u64 = 64;
+
+/// The most files a data set may have (each is a file of the page cache,
+/// created at the start).
+pub const MAX_DATASET_FILES: u32 = 1 << 16;
 
 impl AgingConfig {
     /// The workload for a heap of `heap_pages` on a machine of
@@ -144,14 +169,38 @@ impl AgingConfig {
                 nr_cpus,
             });
         }
+        if self.dataset_files > MAX_DATASET_FILES {
+            return Err(AgingConfigError::TooManyFiles(self.dataset_files));
+        }
         let page_bytes = page_bytes(allocator);
+        // The hot file's re-read starts anywhere in it and reads a
+        // sixteenth (at least a page) on: its end must be an offset too.
+        let hot_reread_end = self
+            .hot_file_pages
+            .saturating_add((self.hot_file_pages / 16).max(1));
         for (field, pages) in [
             ("dataset_file_pages", self.dataset_file_pages),
             ("chunk_pages", self.chunk_pages),
             ("log_pages_per_run", self.log_pages_per_run),
-            ("hot_file_pages", self.hot_file_pages),
+            ("hot_file_pages", hot_reread_end),
         ] {
             file_bytes(field, pages, page_bytes)?;
+        }
+        let managed = allocator.managed_pages();
+        let work = managed.saturating_mul(MAX_WORK_FACTOR);
+        for (field, pages, limit) in [
+            ("heap_pages", self.heap_pages, managed),
+            ("helper_pages", self.helper_pages, managed),
+            ("read_pages_per_run", self.read_pages_per_run, work),
+            ("log_pages_per_run", self.log_pages_per_run, work),
+        ] {
+            if pages > limit {
+                return Err(AgingConfigError::TooMuchWork {
+                    field,
+                    pages,
+                    limit,
+                });
+            }
         }
         Ok(())
     }
@@ -270,9 +319,10 @@ impl<'a> AgingWorkload<'a> {
 
     /// One benchmark run whose heap `pretouch` builds instead of the
     /// benchmark's own pre-touch: it gets the reclaim layer and returns the
-    /// heap's processes (distinct, live). `measure` gets the PFNs of all
-    /// their pages ordered by virtual page (then PFN), the processes exit
-    /// in the order given, and the run goes on as [`Self::benchmark_run`].
+    /// heap's processes (distinct, live); when it fails, it leaves no
+    /// process of its own behind. `measure` gets the PFNs of all their
+    /// pages ordered by virtual page (then PFN), the processes exit in the
+    /// order given, and the run goes on as [`Self::benchmark_run`].
     pub fn benchmark_run_with<T>(
         &mut self,
         pretouch: impl FnOnce(&mut Mm<'a>) -> Result<Vec<Pid>, MmError>,
@@ -329,8 +379,10 @@ impl<'a> AgingWorkload<'a> {
             let end = self.mm.file_size(log)?;
             self.mm.write(cpu, log, end, log_per_chunk * page_bytes)?;
             let helper = self.mm.spawn(cpu)?;
-            self.mm.touch(helper, 0, self.config.helper_pages)?;
+            let touched = self.mm.touch(helper, 0, self.config.helper_pages);
+            // The helper exits whether or not its memory could be had.
             self.mm.exit(helper)?;
+            touched?;
             self.mm.kswapd_run_all()?;
         }
         self.mm.sync();
@@ -367,9 +419,16 @@ fn pretouch_heap(mm: &mut Mm<'_>, config: &AgingConfig) -> Result<Vec<Pid>, MmEr
     let mut touched = 0;
     while touched < config.heap_pages {
         let count = config.chunk_pages.min(config.heap_pages - touched);
-        mm.touch(pid, touched, count)?;
+        if let Err(err) = mm
+            .touch(pid, touched, count)
+            .and_then(|()| mm.kswapd_run_all())
+        {
+            // A benchmark that cannot have its heap exits (its memory
+            // freed), and the run fails.
+            mm.exit(pid)?;
+            return Err(err);
+        }
         touched += count;
-        mm.kswapd_run_all()?;
     }
     Ok(vec![pid])
 }

@@ -59,7 +59,7 @@ impl Mm<'_> {
             .checked_add(count)
             .filter(|&end| end <= TASK_PAGES)
             .ok_or(MmError::InvalidLength(
-                i64::try_from(first).unwrap_or(i64::MAX),
+                i64::try_from(count).unwrap_or(i64::MAX),
             ))?;
         let node = self.cpu_node(cpu)?;
         for vpn in first..end {
@@ -67,10 +67,10 @@ impl Mm<'_> {
                 Some(&pfn) => self.lru.meta_mut(pfn).flags |= YOUNG,
                 None => {
                     let pfn = self.alloc_lru_page(cpu, node, Gfp::HIGHUSER_MOVABLE)?;
-                    let page_node = self.node_of(pfn);
+                    let place = self.place_of(pfn);
                     self.lru.adopt(
                         pfn,
-                        page_node,
+                        place,
                         Owner::Anon { pid, vpn },
                         LruList::InactiveAnon,
                         YOUNG,

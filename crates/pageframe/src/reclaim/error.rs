@@ -1,5 +1,7 @@
 //! Errors of the page cache, process and reclaim calls, each with the errno
-//! Linux returns for the same call (open(2), read(2), write(2),
+//! Linux returns for the same call, checked in the order Linux checks
+//! (pread(2)/pwrite(2): a negative position, then the descriptor, then the
+//! buffer, then the range; open(2), read(2), write(2),
 //! ftruncate(2), unlink(2), kill(2) on a gone process, and ENOMEM when the
 //! allocation slow path gives up), and EINVAL for an aging workload's
 //! config that cannot run.
@@ -22,6 +24,14 @@ pub enum MmError {
     /// do_ftruncate() and rw_verify_area().
     #[error("EINVAL: length {0} is invalid")]
     InvalidLength(i64),
+    /// A negative file position: EINVAL, as pread(2) and pwrite(2) return
+    /// before they look at the descriptor.
+    #[error("EINVAL: position {0} is negative")]
+    NegativePosition(i64),
+    /// A length no user buffer can have: EFAULT, as access_ok() fails for
+    /// a buffer that would end past the user address space.
+    #[error("EFAULT: no user buffer of {0} bytes fits the address space")]
+    BadAddress(u64),
     /// Beyond the file system's maximum file size: EFBIG, as
     /// inode_newsize_ok() and generic_write_check_limits().
     #[error("EFBIG: {size} bytes is beyond the maximum file size {max}")]
@@ -85,6 +95,7 @@ impl MmError {
             MmError::BadFile(_) => 9,
             MmError::NoSuchFile(_) => 2,
             MmError::InvalidLength(_)
+            | MmError::NegativePosition(_)
             | MmError::Alloc(_)
             | MmError::Cpu(_)
             | MmError::Free(_)
@@ -93,6 +104,7 @@ impl MmError {
             MmError::NoSuchProcess(_) => 3,
             MmError::NoMemory(_) | MmError::OverLimit { .. } => 12,
             MmError::NoSuchNode(_) => 19,
+            MmError::BadAddress(_) => 14,
             MmError::PageInUse { .. } | MmError::LimitBusy { .. } => 16,
         }
     }
@@ -106,6 +118,7 @@ impl MmError {
             3 => "ESRCH",
             12 => "ENOMEM",
             19 => "ENODEV",
+            14 => "EFAULT",
             16 => "EBUSY",
             _ => "EINVAL",
         }

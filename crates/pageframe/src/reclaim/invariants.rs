@@ -34,6 +34,23 @@ impl Mm<'_> {
                 self.memcg_max
             ));
         }
+        let handed_out: u64 = self.other_pages.values().map(|order| 1u64 << order.0).sum();
+        if handed_out != self.nr_other {
+            return fail(format!(
+                "{} blocks of {handed_out} pages handed out, {} counted",
+                self.other_pages.len(),
+                self.nr_other
+            ));
+        }
+        if let Some(pfn) = self
+            .other_pages
+            .keys()
+            .find(|&&pfn| self.owner(pfn) != Owner::None)
+        {
+            return fail(format!(
+                "handed-out PFN {pfn} is also a page cache or anon page"
+            ));
+        }
         let allocated = self.allocator.nr_allocated_pages();
         if file + anon + self.nr_other > allocated {
             return fail(format!(

@@ -9,11 +9,23 @@
 //! with watermark boosting: a node whose zones' watermarks a fallback
 //! boosted is woken even when balanced, reclaims the boost beyond the high
 //! watermark, and drops the boosts it saw when done.
+//!
+//! One step of the thread's loop: a woken kswapd takes the order and
+//! highest zone the wakeups recorded (resetting them for the next ones),
+//! balances the node, then tries to sleep at the order balancing ended at:
+//! if the node is balanced (or hopeless) it naps, else it counts
+//! `kswapd_high_wmark_hit_quickly` and balances again at its next step. A
+//! nap that a wakeup cuts short counts `kswapd_low_wmark_hit_quickly`; one
+//! that runs out is the next step, which sleeps if the node is still
+//! balanced (or hopeless) and otherwise counts a high-watermark hit and
+//! balances. The `no_cache_trim_mode` restart of balance_pgdat() is not
+//! modelled: with no swap, reclaim scans only the file lists either way.
 
 use super::error::MmError;
 use super::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
 use super::{Mm, ReclaimEvent};
-use crate::types::{NodeId, ZoneType};
+use crate::gfp::AllocFlags;
+use crate::types::{NodeId, Order, ZoneType};
 
 /// `MAX_RECLAIM_RETRIES`: balance_pgdat() runs without progress before a
 /// node is left to direct reclaim.
@@ -36,12 +48,38 @@ pub enum KswapdState {
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Kswapd {
     pub(super) state: KswapdState,
-    /// `pgdat->kswapd_order`.
+    /// `pgdat->kswapd_order`: the largest order wakeups asked for since
+    /// kswapd last read it.
     order: u8,
-    /// `pgdat->kswapd_highest_zoneidx`.
+    /// `pgdat->kswapd_highest_zoneidx` (`None`: MAX_NR_ZONES, no wakeup
+    /// since kswapd last read it).
     highest_zone: Option<ZoneType>,
+    /// The highest zone of the last balancing (kswapd()'s local
+    /// `highest_zoneidx`, which kswapd_highest_zoneidx() falls back to).
+    last_highest_zone: Option<ZoneType>,
+    /// The order the last balancing ended at (`reclaim_order`), which the
+    /// sleep checks use.
+    reclaim_order: u8,
     /// `pgdat->kswapd_failures`.
     pub(super) failures: u32,
+}
+
+impl Kswapd {
+    /// kswapd_highest_zoneidx(): the zone wakeups recorded, else the last
+    /// balancing's (at the first, MAX_NR_ZONES - 1).
+    fn highest_zone(&self) -> ZoneType {
+        self.highest_zone
+            .or(self.last_highest_zone)
+            .unwrap_or(ZoneType::Movable)
+    }
+}
+
+/// How balance_pgdat()'s passes ended.
+struct BalanceEnd {
+    /// The node was balanced (the kernel's `goto out`).
+    balanced: bool,
+    /// The order balance was last checked at.
+    order: u8,
 }
 
 /// What one [`Mm::kswapd_run`] did.
@@ -100,9 +138,9 @@ impl Mm<'_> {
     }
 
     /// wakeup_kswapd(): records the order and highest zone asked for and
-    /// wakes the node's kswapd, unless the node is hopeless (too many
-    /// failed runs) or balanced already. A wakeup during kswapd's nap
-    /// counts `kswapd_low_wmark_hit_quickly`.
+    /// wakes the node's kswapd if it waits (naps or sleeps), unless the
+    /// node is hopeless (too many failed runs) or balanced already. A
+    /// wakeup during kswapd's nap counts `kswapd_low_wmark_hit_quickly`.
     pub(super) fn wakeup_kswapd(&mut self, node: usize, order: u8, highest_zone: ZoneType) {
         let kswapd = &mut self.kswapd[node];
         kswapd.order = kswapd.order.max(order);
@@ -111,6 +149,8 @@ impl Mm<'_> {
                 .highest_zone
                 .map_or(highest_zone, |z| z.max(highest_zone)),
         );
+        // Not on its wait queue: running, it reads the request when it
+        // next balances.
         if kswapd.state == KswapdState::Woken {
             return;
         }
@@ -121,30 +161,39 @@ impl Mm<'_> {
             return;
         }
         if self.kswapd[node].state == KswapdState::Napping {
+            // kswapd_try_to_sleep(): the nap was cut short.
             self.counters.add(ReclaimEvent::KswapdLowWmarkHitQuickly, 1);
         }
         self.kswapd[node].state = KswapdState::Woken;
     }
 
-    /// Lets a node's kswapd run once. Woken, it balances the node
-    /// (balance_pgdat()) and naps; napping, it sleeps if the node is still
-    /// balanced, or else counts `kswapd_high_wmark_hit_quickly` and
-    /// balances again; asleep, it does nothing. ENODEV for a node that
+    /// prepare_kswapd_sleep(): a hopeless node is left to direct reclaim;
+    /// a balanced one needs no more.
+    fn prepare_kswapd_sleep(&self, node: usize, order: u8, highest_zone: ZoneType) -> bool {
+        self.kswapd[node].failures >= MAX_RECLAIM_RETRIES
+            || self.pgdat_balanced(node, order, highest_zone)
+    }
+
+    /// Lets a node's kswapd take one step of its loop. Woken, it balances
+    /// the node (balance_pgdat()), then naps if the node is balanced or
+    /// hopeless, else counts `kswapd_high_wmark_hit_quickly` and stays
+    /// woken; napping, its nap ends: it sleeps if the node is still
+    /// balanced (or hopeless), or else counts `kswapd_high_wmark_hit_quickly`
+    /// and balances again; asleep, it does nothing. ENODEV for a node that
     /// does not exist.
     pub fn kswapd_run(&mut self, node: NodeId) -> Result<KswapdStep, MmError> {
         let at = node.index();
         let kswapd = *self.kswapd.get(at).ok_or(MmError::NoSuchNode(node))?;
-        let highest_zone = kswapd.highest_zone.unwrap_or(ZoneType::Movable);
         let mut step = KswapdStep::default();
         let balance = match kswapd.state {
             KswapdState::Sleeping => false,
             KswapdState::Woken => true,
             KswapdState::Napping => {
-                if self.pgdat_balanced(at, kswapd.order, highest_zone) {
-                    self.kswapd[at] = Kswapd {
-                        failures: kswapd.failures,
-                        ..Kswapd::default()
-                    };
+                // The nap ran out: kswapd_try_to_sleep()'s second check,
+                // at the order and zone the last balancing used.
+                let highest_zone = kswapd.last_highest_zone.unwrap_or(ZoneType::Movable);
+                if self.prepare_kswapd_sleep(at, kswapd.reclaim_order, highest_zone) {
+                    self.kswapd[at].state = KswapdState::Sleeping;
                     false
                 } else {
                     self.counters
@@ -154,10 +203,25 @@ impl Mm<'_> {
             }
         };
         if balance {
-            let sc = self.balance_pgdat(at, kswapd.order, highest_zone)?;
+            // kswapd(): what the wakeups asked for, read and reset.
+            let order = kswapd.order;
+            let highest_zone = kswapd.highest_zone();
+            let state = &mut self.kswapd[at];
+            state.order = 0;
+            state.highest_zone = None;
+            state.last_highest_zone = Some(highest_zone);
+            let (sc, reclaim_order) = self.balance_pgdat(at, order, highest_zone)?;
             step.scanned = sc.nr_scanned;
             step.reclaimed = sc.nr_reclaimed;
-            self.kswapd[at].state = KswapdState::Napping;
+            self.kswapd[at].reclaim_order = reclaim_order;
+            // kswapd_try_to_sleep()'s first check: nap, or balance again.
+            if self.prepare_kswapd_sleep(at, reclaim_order, highest_zone) {
+                self.kswapd[at].state = KswapdState::Napping;
+            } else {
+                self.counters
+                    .add(ReclaimEvent::KswapdHighWmarkHitQuickly, 1);
+                self.kswapd[at].state = KswapdState::Woken;
+            }
         }
         step.state = self.kswapd[at].state;
         Ok(step)
@@ -175,14 +239,16 @@ impl Mm<'_> {
     /// balance_pgdat(): from DEF_PRIORITY down, shrinks the node by the
     /// sum of its zones' high watermarks (kswapd_shrink_node()) until it
     /// is balanced; raises the priority when a pass scanned less than it
-    /// aimed to reclaim or reclaimed nothing. A run that reclaims nothing
-    /// counts a failure.
+    /// aimed to reclaim or reclaimed nothing, and checks the balance at
+    /// order 0 once twice the order's pages are reclaimed (compact_gap()).
+    /// A run that ends unbalanced having reclaimed nothing counts a
+    /// failure. Returns the run's totals and the order it ended at.
     fn balance_pgdat(
         &mut self,
         node: usize,
         order: u8,
         highest_zone: ZoneType,
-    ) -> Result<ScanControl, MmError> {
+    ) -> Result<(ScanControl, u8), MmError> {
         self.counters.add(ReclaimEvent::Pageoutrun, 1);
         let cpu = self.allocator.layout().nodes[node]
             .cpus
@@ -195,14 +261,14 @@ impl Mm<'_> {
             .filter(|zone| zone.node.index() == node && zone.zone_type <= highest_zone)
             .map(|zone| self.zone_free(zone).1.high.max(SWAP_CLUSTER_MAX))
             .sum();
-        let mut sc = ScanControl::new(nr_to_reclaim, true, cpu);
-        let mut total = ScanControl::new(nr_to_reclaim, true, cpu);
+        let mut sc = ScanControl::new(nr_to_reclaim, true, cpu, highest_zone);
+        let mut total = ScanControl::new(nr_to_reclaim, true, cpu, highest_zone);
         // The boosts seen at the start: reclaimed for, then dropped.
         let boosts = self.zone_boosts(node, highest_zone);
         let nr_boost_reclaim: u64 = boosts.iter().map(|&(_, boost)| boost).sum();
         self.allocator
             .set_reclaim_active(NodeId(node as u16), highest_zone, true);
-        let balanced = self.balance_loop(
+        let end = self.balance_loop(
             node,
             order,
             highest_zone,
@@ -211,8 +277,9 @@ impl Mm<'_> {
         );
         self.allocator
             .set_reclaim_active(NodeId(node as u16), highest_zone, false);
-        balanced?;
-        if total.nr_reclaimed == 0 {
+        let end = end?;
+        // A balanced node skips the failure count (`goto out`).
+        if !end.balanced && total.nr_reclaimed == 0 {
             self.kswapd[node].failures += 1;
         }
         for (index, boost) in boosts {
@@ -220,10 +287,8 @@ impl Mm<'_> {
                 self.allocator.reduce_watermark_boost(index, boost);
             }
         }
-        self.kswapd[node].order = 0;
-        self.kswapd[node].highest_zone = None;
         self.snapshot_refaults(node);
-        Ok(total)
+        Ok((total, end.order))
     }
 
     /// The passes of balance_pgdat() until the node is balanced (and the
@@ -231,11 +296,11 @@ impl Mm<'_> {
     fn balance_loop(
         &mut self,
         node: usize,
-        order: u8,
+        mut order: u8,
         highest_zone: ZoneType,
         mut nr_boost_reclaim: u64,
         (sc, total): (&mut ScanControl, &mut ScanControl),
-    ) -> Result<(), MmError> {
+    ) -> Result<BalanceEnd, MmError> {
         loop {
             let balanced = self.pgdat_balanced(node, order, highest_zone);
             if !balanced && nr_boost_reclaim > 0 {
@@ -245,13 +310,22 @@ impl Mm<'_> {
                 continue;
             }
             if nr_boost_reclaim == 0 && balanced {
-                break;
+                return Ok(BalanceEnd {
+                    balanced: true,
+                    order,
+                });
             }
             sc.nr_scanned = 0;
             sc.nr_reclaimed = 0;
             self.shrink_node(node, sc)?;
             total.nr_scanned += sc.nr_scanned;
             total.nr_reclaimed += sc.nr_reclaimed;
+            // kswapd_shrink_node(): high-order balance may be out of reach
+            // through fragmentation; once twice the request is reclaimed,
+            // balance is checked at order 0.
+            if order > 0 && total.nr_reclaimed >= 2u64 << order {
+                order = 0;
+            }
             let mut raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
             if nr_boost_reclaim > 0 {
                 // Boost reclaim stops when it makes no progress, and does
@@ -271,11 +345,15 @@ impl Mm<'_> {
                 sc.priority -= 1;
             }
         }
-        Ok(())
+        Ok(BalanceEnd {
+            balanced: false,
+            order,
+        })
     }
 
-    /// zone_watermark_ok_safe(): free pages above `mark` plus the reserve
-    /// against `highest_zone`, and for order > 0 a free block that large.
+    /// zone_watermark_ok_safe(): __zone_watermark_ok() with no allocation
+    /// flags (the HIGHATOMIC reserve is not free to the caller, nor are its
+    /// blocks for order > 0) on the zone's free pages now.
     pub(super) fn zone_watermark_ok(
         &self,
         zone: &super::ZoneInfo,
@@ -284,20 +362,13 @@ impl Mm<'_> {
         highest_zone: ZoneType,
     ) -> bool {
         let (free, _) = self.zone_free(zone);
-        let reserve = zone.lowmem_reserve[highest_zone as usize];
-        let need = (1u64 << order) - 1;
-        if free.saturating_sub(need) <= mark + reserve {
-            return false;
-        }
-        if order == 0 {
-            return true;
-        }
-        self.allocator
-            .zone_snapshot(zone.index)
-            .is_some_and(|snapshot| {
-                snapshot.nr_free_blocks[order as usize..]
-                    .iter()
-                    .any(|&blocks| blocks > 0)
-            })
+        self.allocator.zone_watermark_ok_on(
+            zone.index,
+            Order(order),
+            mark,
+            highest_zone,
+            AllocFlags::empty(),
+            free,
+        )
     }
 }

@@ -5,15 +5,20 @@
 //! Owns: one `PageMeta` per PFN of the machine and one `Lruvec` per
 //! node. Lists are doubly linked through `prev`/`next` PFNs; the head is
 //! the most recently added page (`lruvec_add_folio()` adds with
-//! list_add()), reclaim takes from the tail (`lru_to_folio()`).
+//! list_add()), reclaim takes from the tail (`lru_to_folio()`). Each list
+//! also counts its pages per zone type, as the kernel keeps
+//! `NR_ZONE_LRU_BASE + lru` per zone (`lruvec_lru_size()`,
+//! zone_reclaimable_pages()).
 //!
 //! Invariants (checked by `Lru::check`): a page is on at most one list, the
 //! one its `lru` field names; walking each list from head to tail visits
-//! exactly `counts[list]` pages whose links agree both ways; every page on
-//! a list has an owner, and every owned page is on a list of its kind.
+//! exactly `counts[list]` pages whose links agree both ways, and
+//! `zone_counts[zone][list]` of them in each zone; every page on a list has
+//! an owner, and every owned page is on a list of its kind.
 
 use crate::error::InvariantError;
 use crate::reclaim::{FileId, Pid};
+use crate::types::ZoneType;
 
 /// No page: the end of a list.
 const NIL: u64 = u64::MAX;
@@ -112,6 +117,7 @@ pub(super) struct PageMeta {
     pub(super) owner: Owner,
     pub(super) lru: Option<LruList>,
     pub(super) node: u16,
+    pub(super) zone: ZoneType,
     pub(super) flags: u8,
     prev: u64,
     next: u64,
@@ -122,6 +128,7 @@ impl PageMeta {
         owner: Owner::None,
         lru: None,
         node: 0,
+        zone: ZoneType::Dma,
         flags: 0,
         prev: NIL,
         next: NIL,
@@ -138,6 +145,8 @@ pub(super) struct Lruvec {
     head: [u64; 4],
     tail: [u64; 4],
     counts: [u64; 4],
+    /// `counts` by zone type.
+    zone_counts: [[u64; 4]; ZoneType::COUNT],
 }
 
 impl Lruvec {
@@ -146,6 +155,7 @@ impl Lruvec {
             head: [NIL; 4],
             tail: [NIL; 4],
             counts: [0; 4],
+            zone_counts: [[0; 4]; ZoneType::COUNT],
         }
     }
 }
@@ -178,6 +188,21 @@ impl Lru {
         self.vecs[node].counts[list as usize]
     }
 
+    /// Pages on `list` of `node` in zones up to `highest_zone`
+    /// (`lruvec_lru_size(lruvec, lru, zone_idx)`).
+    pub(super) fn count_up_to(&self, node: usize, list: LruList, highest_zone: ZoneType) -> u64 {
+        self.vecs[node].zone_counts[..=highest_zone.index()]
+            .iter()
+            .map(|counts| counts[list as usize])
+            .sum()
+    }
+
+    /// Pages on `list` of `node` in zone type `zone`
+    /// (`zone_page_state(zone, NR_ZONE_LRU_BASE + lru)`).
+    pub(super) fn count_in_zone(&self, node: usize, list: LruList, zone: ZoneType) -> u64 {
+        self.vecs[node].zone_counts[zone.index()][list as usize]
+    }
+
     /// The oldest page of a list (`lru_to_folio()`).
     pub(super) fn tail(&self, node: usize, list: LruList) -> Option<u64> {
         let tail = self.vecs[node].tail[list as usize];
@@ -190,12 +215,20 @@ impl Lru {
         (prev != NIL).then_some(prev)
     }
 
-    /// Takes ownership of a fresh page and puts it on `list`'s head
-    /// (`folio_add_lru()`).
-    pub(super) fn adopt(&mut self, pfn: u64, node: u16, owner: Owner, list: LruList, flags: u8) {
+    /// Takes ownership of a fresh page of `node`'s zone `zone` and puts it
+    /// on `list`'s head (`folio_add_lru()`).
+    pub(super) fn adopt(
+        &mut self,
+        pfn: u64,
+        (node, zone): (u16, ZoneType),
+        owner: Owner,
+        list: LruList,
+        flags: u8,
+    ) {
         let meta = &mut self.pages[pfn as usize];
         meta.owner = owner;
         meta.node = node;
+        meta.zone = zone;
         meta.flags = flags;
         self.add(pfn, list, false);
     }
@@ -236,6 +269,7 @@ impl Lru {
             next => self.pages[next as usize].prev = pfn,
         }
         vec.counts[at] += 1;
+        vec.zone_counts[self.pages[pfn as usize].zone.index()][at] += 1;
     }
 
     /// `lruvec_del_folio()`; nothing when the page is on no list.
@@ -253,6 +287,7 @@ impl Lru {
             next => self.pages[next as usize].prev = meta.prev,
         }
         vec.counts[at] -= 1;
+        vec.zone_counts[meta.zone.index()][at] -= 1;
         let meta = &mut self.pages[pfn as usize];
         meta.lru = None;
         meta.prev = NIL;
@@ -299,8 +334,10 @@ impl Lru {
                     ));
                 }
                 let mut prev = NIL;
+                let mut in_zone = [0u64; ZoneType::COUNT];
                 for &pfn in &pages {
                     let meta = &self.pages[pfn as usize];
+                    in_zone[meta.zone.index()] += 1;
                     let kind_ok = match meta.owner {
                         Owner::File { .. } => list.is_file(),
                         Owner::Anon { .. } => !list.is_file(),
@@ -323,6 +360,13 @@ impl Lru {
                 }
                 if prev != vec.tail[list as usize] {
                     return fail(format!("node {node} {}: tail mismatch", list.stat_name()));
+                }
+                let counted = vec.zone_counts.map(|counts| counts[list as usize]);
+                if counted != in_zone {
+                    return fail(format!(
+                        "node {node} {}: {in_zone:?} pages per zone listed, counts {counted:?}",
+                        list.stat_name()
+                    ));
                 }
                 listed += pages.len() as u64;
             }

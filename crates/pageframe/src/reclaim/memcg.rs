@@ -112,8 +112,9 @@ impl Mm<'_> {
         }
     }
 
-    /// Sets the cgroup's limit to `pages` (`None`, or `Some(u64::MAX)`:
-    /// unlimited), as a write of `memory.limit_in_bytes` does: while the
+    /// Sets the cgroup's limit to `pages` (`None`, or `PAGE_COUNTER_MAX`
+    /// pages (`i64::MAX` bytes) or more: unlimited), as a write of
+    /// `memory.limit_in_bytes` does: while the
     /// usage is above the new limit, reclaims on `cpu` (SWAP_CLUSTER_MAX
     /// pages a pass), and gives up with EBUSY, the old limit kept, when a
     /// pass frees nothing (the pages reclaimed until then stay reclaimed).
@@ -121,7 +122,12 @@ impl Mm<'_> {
     /// docs: the caller flushes its statistics from then on). mirrors
     /// mem_cgroup_resize_max().
     pub fn set_memcg_limit(&mut self, cpu: CpuId, pages: Option<u64>) -> Result<(), MmError> {
-        let max = pages.unwrap_or(UNLIMITED);
+        // page_counter_memparse(): a limit of `PAGE_COUNTER_MAX` pages
+        // (LONG_MAX bytes) or more is no limit.
+        let page_counter_max = i64::MAX as u64 >> self.allocator.layout().page_shift;
+        let max = pages
+            .filter(|&pages| pages < page_counter_max)
+            .unwrap_or(UNLIMITED);
         self.cpu_node(cpu)?;
         if self.memcg_flushed.is_empty() {
             // The workload is in the cgroup from now on.
@@ -194,7 +200,7 @@ impl Mm<'_> {
     fn try_to_free_mem_cgroup_pages(&mut self, cpu: CpuId) -> Result<u64, MmError> {
         let node = self.cpu_node(cpu)?;
         let nodes = self.zonelist_nodes(node, false);
-        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false, cpu);
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false, cpu, ZoneType::Movable);
         sc.cgroup = true;
         self.do_try_to_free_pages(&nodes, ZoneType::Movable, sc)
     }

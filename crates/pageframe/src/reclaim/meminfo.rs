@@ -84,8 +84,12 @@ impl Mm<'_> {
             let (_, watermarks) = self.zone_free(zone);
             total += zone.managed;
             wmark_low += watermarks.low;
-            // calculate_totalreserve_pages()
-            let reserve = zone.lowmem_reserve.iter().copied().max().unwrap_or(0) + watermarks.high;
+            // calculate_totalreserve_pages(), computed when the watermarks
+            // are set up, where the boost is reset: the unboosted high mark
+            // (the low mark above is read now, boost and all).
+            let boost = self.allocator.zone_watermark_boost(zone.index).unwrap_or(0);
+            let high = watermarks.high.saturating_sub(boost);
+            let reserve = zone.lowmem_reserve.iter().copied().max().unwrap_or(0) + high;
             totalreserve += reserve.min(zone.managed);
         }
         let free = self.allocator.nr_free_pages();

@@ -64,12 +64,13 @@ pub use workingset::WorkingsetStats;
 
 use crate::gfp::Gfp;
 use crate::page_alloc::LocalPageAllocator;
-use crate::types::{CpuId, NodeId, ZoneType};
+use crate::types::{CpuId, NodeId, Order, ZoneType};
 use crate::zone::watermark::Watermarks;
 use anon::Process;
 use kswapd::Kswapd;
 use lru::Lru;
 use page_cache::FileSlot;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A file of the page cache (its inode, and the one descriptor that uses it).
@@ -159,8 +160,10 @@ pub struct Mm<'a> {
     nr_file: u64,
     nr_anon: u64,
     nr_dirty: u64,
-    /// Pages handed out by [`Mm::alloc_pages`] and not yet freed through
-    /// [`Mm::free_pages`].
+    /// Blocks handed out by [`Mm::alloc_pages`] and not yet freed through
+    /// [`Mm::free_pages`], by first PFN, with their order.
+    other_pages: BTreeMap<u64, Order>,
+    /// Their pages (`sum(1 << order)`).
     nr_other: u64,
     /// Pages ext4 zeroed through the cache since the journal's last commit
     /// (data=ordered: the commit writes them first), as (file, offset).
@@ -204,6 +207,7 @@ impl<'a> Mm<'a> {
             nr_file: 0,
             nr_anon: 0,
             nr_dirty: 0,
+            other_pages: BTreeMap::new(),
             nr_other: 0,
             ordered_data: Vec::new(),
             memcg_max: memcg::UNLIMITED,
@@ -262,12 +266,12 @@ impl<'a> Mm<'a> {
         self.lru.meta(pfn).owner
     }
 
-    /// The node of a PFN (of a populated zone).
-    fn node_of(&self, pfn: u64) -> u16 {
+    /// The node and zone type of a PFN of the machine.
+    fn place_of(&self, pfn: u64) -> (u16, ZoneType) {
         self.zones
             .iter()
             .find(|zone| (zone.start_pfn..zone.end_pfn).contains(&pfn))
-            .map_or(0, |zone| zone.node.0)
+            .map_or((0, ZoneType::Dma), |zone| (zone.node.0, zone.zone_type))
     }
 
     /// `NR_FREE_PAGES` and watermarks of a zone.

@@ -57,14 +57,30 @@ impl Mm<'_> {
         }
     }
 
-    /// The page offsets `[first, end)` a byte range covers; EINVAL when
-    /// its end overflows `loff_t` (rw_verify_area()).
+    /// The checks of pread(2) and pwrite(2) before any work, in the
+    /// kernel's order (ksys_pread64(), vfs_read(), rw_verify_area()): a
+    /// negative position (EINVAL), a deleted file (EBADF), a length no user
+    /// buffer can have (EFAULT: access_ok() of a buffer at the lowest
+    /// address user space maps, `mmap_min_addr`), an end past `loff_t`
+    /// (EINVAL). Returns the file's size.
+    fn check_rw(&self, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
+        let position = i64::try_from(pos).map_err(|_| MmError::NegativePosition(pos as i64))?;
+        let size = self.live_file(file)?.size;
+        if len > USER_BUFFER_MAX {
+            return Err(MmError::BadAddress(len));
+        }
+        self.page_range(position as u64, len)?;
+        Ok(size)
+    }
+
+    /// The page offsets `[first, end)` a byte range covers; EINVAL (with
+    /// the length) when its end overflows `loff_t` (rw_verify_area()).
     fn page_range(&self, pos: u64, len: u64) -> Result<(u64, u64), MmError> {
         let end =
             pos.checked_add(len)
                 .filter(|&end| end <= MAX_LOFF)
                 .ok_or(MmError::InvalidLength(
-                    i64::try_from(pos).unwrap_or(i64::MAX),
+                    i64::try_from(len).unwrap_or(i64::MAX),
                 ))?;
         let shift = self.page_shift();
         Ok((pos >> shift, end.div_ceil(1 << shift)))
@@ -110,12 +126,14 @@ impl Mm<'_> {
     /// Every page the read copies from is marked accessed, but for the
     /// first when the previous read on the file ended in it. Returns the
     /// bytes read (0 at or past the end); a short read when memory runs
-    /// out part way, ENOMEM when nothing was read. mirrors filemap_read(),
+    /// out part way, ENOMEM when nothing was read; before anything, EINVAL
+    /// for a negative position, EBADF for a deleted file, EFAULT for more
+    /// bytes than a user buffer can have, EINVAL for an end past the
+    /// largest offset, in that order. mirrors filemap_read(),
     /// filemap_get_pages(), filemap_get_read_batch() and
     /// filemap_create_folio().
     pub fn read(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
-        let size = self.live_file(file)?.size;
-        self.page_range(pos, len)?;
+        let size = self.check_rw(file, pos, len)?;
         let node = self.cpu_node(cpu)?;
         let count = len.min(self.max_rw_count());
         if count == 0 {
@@ -205,13 +223,14 @@ impl Mm<'_> {
     /// bytes (2 GiB less a page) per call. A write past the end of the file
     /// has ext4 zero the gap's partial pages first, through the cache: the
     /// rest of the page holding the old end (`zero_partial_page`), and the
-    /// start of the write's first page, which is marked accessed. EFBIG
+    /// start of the write's first page, which is marked accessed. The
+    /// position, file, length and range are checked as [`Mm::read`] checks
+    /// them; then EFBIG
     /// when `pos` is at or past the maximum file size (the write is cut
     /// short at it otherwise). mirrors generic_perform_write() and
     /// generic_write_check_limits().
     pub fn write(&mut self, cpu: CpuId, file: FileId, pos: u64, len: u64) -> Result<u64, MmError> {
-        self.live_file(file)?;
-        self.page_range(pos, len)?;
+        self.check_rw(file, pos, len)?;
         let node = self.cpu_node(cpu)?;
         let len = len.min(self.max_rw_count());
         let max = self.config.max_file_bytes;
@@ -285,18 +304,31 @@ impl Mm<'_> {
     /// sync(2): writes back every dirty page, file by file, then commits
     /// the journal; returns the pages written.
     pub fn sync(&mut self) -> u64 {
-        let pages: Vec<u64> = self
-            .files
-            .iter()
-            .filter(|slot| slot.dirty > 0)
-            .flat_map(|slot| slot.pages.values().copied())
-            .collect();
-        let written = pages
-            .into_iter()
-            .filter(|&pfn| self.end_writeback(pfn))
-            .count() as u64;
         // sync_fs() after the data: the journal commits.
-        written + self.journal_commit()
+        self.writeback_all() + self.journal_commit()
+    }
+
+    /// The flusher's writeback of every dirty page, file by file (what
+    /// wakeup_flusher_threads() starts), without a journal commit: the
+    /// files whose delayed blocks it allocates join the running
+    /// transaction. Returns the pages written.
+    pub(super) fn writeback_all(&mut self) -> u64 {
+        let mut written = 0;
+        for file in 0..self.files.len() {
+            if self.files[file].dirty == 0 {
+                continue;
+            }
+            let pages: Vec<u64> = self.files[file].pages.values().copied().collect();
+            let file_written = pages
+                .into_iter()
+                .filter(|&pfn| self.end_writeback(pfn))
+                .count() as u64;
+            if file_written > 0 {
+                self.inode_allocated(FileId(file as u32));
+            }
+            written += file_written;
+        }
+        written
     }
 
     /// posix_fadvise(2) `POSIX_FADV_DONTNEED` of `len` bytes at `offset`
@@ -507,15 +539,15 @@ impl Mm<'_> {
         flags: u8,
         gfp_write: bool,
     ) {
-        let node = self.node_of(pfn);
+        let place = self.place_of(pfn);
         let shadow = self.files[file.0 as usize].shadows.remove(&index);
         let (refault_flags, active) = match shadow {
-            Some(shadow) if !gfp_write => self.workingset_refault(node, shadow),
+            Some(shadow) if !gfp_write => self.workingset_refault(place.0, shadow),
             _ => (0, false),
         };
         self.lru.adopt(
             pfn,
-            node,
+            place,
             Owner::File { file, index },
             LruList::of(true, active),
             flags | refault_flags,
@@ -556,3 +588,9 @@ impl Mm<'_> {
 
 /// The largest `loff_t`.
 const MAX_LOFF: u64 = i64::MAX as u64;
+
+/// The longest user buffer access_ok() lets through on x86-64 with 4-level
+/// page tables: from `mmap_min_addr` (65536, the lowest address user space
+/// can map) to `TASK_SIZE_MAX` (2^47 less a page). A read or write of more
+/// bytes is EFAULT whatever buffer the caller has.
+const USER_BUFFER_MAX: u64 = (1 << 47) - 4096 - 65536;

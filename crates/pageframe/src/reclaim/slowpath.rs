@@ -5,11 +5,16 @@
 //!
 //! 1. the fast path at the low watermark: when every eligible zone is
 //!    below it, kswapd of each node of the zonelist is woken;
-//! 2. the allocator's attempt (its fast path, then the min watermark, then
-//!    unreserving HIGHATOMIC blocks and draining the per-CPU lists);
-//! 3. without `__GFP_DIRECT_RECLAIM`, failure; else direct reclaim
-//!    (counting `allocstall`) and a retry, while should_reclaim_retry()
-//!    says reclaim can still make the allocation succeed;
+//! 2. the slow path's first attempt, at the min watermark (and with the
+//!    reserves `__GFP_MEMALLOC` allows);
+//! 3. without `__GFP_DIRECT_RECLAIM`, failure; else, in a loop: kswapd
+//!    woken again, an attempt at the min watermark, direct reclaim
+//!    (`allocstall` at each of do_try_to_free_pages()'s passes) and, when
+//!    it made progress, an attempt, then the HIGHATOMIC blocks unreserved
+//!    and every CPU's lists drained and one more attempt; then failure for
+//!    `__GFP_NORETRY` and for costly orders without `__GFP_RETRY_MAYFAIL`;
+//!    then should_reclaim_retry(), which before giving up unreserves the
+//!    HIGHATOMIC blocks by force and retries if it released one;
 //! 4. no OOM killer: ENOMEM.
 //!
 //! An allocation whose fallback boosted its zone's watermarks wakes
@@ -22,8 +27,8 @@ use super::lru::LruList;
 use super::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
 use super::{Mm, ReclaimEvent, ZoneInfo};
 use crate::gfp::Gfp;
-use crate::page_alloc::AllocError;
-use crate::page_alloc::Page;
+use crate::page_alloc::{AllocError, AllocStage, FreeError, Page};
+use crate::pcp::PAGE_ALLOC_COSTLY_ORDER;
 use crate::types::{CpuId, NodeId, Order, Pfn, ZoneType};
 
 impl Mm<'_> {
@@ -38,32 +43,42 @@ impl Mm<'_> {
         node: NodeId,
     ) -> Result<Page, MmError> {
         let pfn = self.alloc_slowpath(cpu, gfp, order, node)?;
+        self.other_pages.insert(pfn, order);
         self.nr_other += 1 << order.0;
         Ok(Page::from_pfn(Pfn(pfn)))
     }
 
     /// Frees pages from [`Mm::alloc_pages`]. EBUSY for a page of the page
     /// cache or of a process (those leave by truncation, deletion, exit or
-    /// reclaim); the allocator's refusals (double free, wrong order) as
-    /// [`MmError::Free`]. Nothing changes on error.
+    /// reclaim); a page this layer did not hand out, or with another order,
+    /// is refused as the allocator refuses it ([`MmError::Free`]: not
+    /// allocated, wrong order), so pages allocated around the layer cannot
+    /// be freed through it. Nothing changes on error.
     pub fn free_pages(&mut self, cpu: CpuId, page: Page, order: Order) -> Result<(), MmError> {
-        let not_ours = MmError::Free(crate::page_alloc::FreeError::NotAllocated(page.pfn()));
-        let pages = 1u64.checked_shl(order.0 as u32).ok_or(not_ours.clone())?;
-        if pages > self.nr_other {
-            return Err(not_ours);
-        }
         let first = page.pfn().0;
-        for pfn in first..first.saturating_add(pages) {
-            let owner = self.owner(pfn);
-            if owner != super::Owner::None {
-                return Err(MmError::PageInUse { pfn, owner });
+        match self.other_pages.get(&first) {
+            Some(&allocated) if allocated == order => {}
+            Some(&allocated) => {
+                return Err(MmError::Free(FreeError::WrongOrder {
+                    pfn: page.pfn(),
+                    allocated,
+                    freed: order,
+                }))
+            }
+            None => {
+                let owner = self.owner(first);
+                if owner != super::Owner::None {
+                    return Err(MmError::PageInUse { pfn: first, owner });
+                }
+                return Err(MmError::Free(FreeError::NotAllocated(page.pfn())));
             }
         }
         self.allocator
             .cpu(cpu)?
             .free_pages(page, order)
             .map_err(MmError::Free)?;
-        self.nr_other -= pages;
+        self.other_pages.remove(&first);
+        self.nr_other -= 1 << order.0;
         Ok(())
     }
 
@@ -101,7 +116,6 @@ impl Mm<'_> {
         if order > max {
             return Err(MmError::Alloc(AllocError::OrderTooLarge { order, max }));
         }
-        let handle = self.allocator.cpu(cpu)?;
         // Every other argument (the node, the flags) is checked before
         // kswapd is woken: a refused call changes nothing.
         let request = self.allocator.validate_alloc(cpu, gfp, order, node)?;
@@ -111,45 +125,94 @@ impl Mm<'_> {
         if kswapd_reclaim && !self.fastpath_ok(&nodes, order.0, highest_zone) {
             self.wake_all_kswapds(&nodes, order.0, highest_zone);
         }
-        match handle.alloc_pages(gfp, order, node) {
-            Ok(page) => return Ok(self.allocated(page, kswapd_reclaim)),
-            Err(AllocError::NoMemory { .. }) => {}
-            Err(err) => return Err(err.into()),
+        if let Some(pfn) = self.attempt(cpu, gfp, order, node, AllocStage::BeforeReclaim)? {
+            return Ok(self.allocated(pfn, kswapd_reclaim));
         }
-        let failed = MmError::NoMemory(AllocError::NoMemory { order });
         if !gfp.contains(Gfp::DIRECT_RECLAIM) {
-            return Err(failed);
+            return Err(self.failed(cpu, gfp, order, node));
         }
+        let costly = order > PAGE_ALLOC_COSTLY_ORDER;
         let mut no_progress_loops = 0u32;
         loop {
+            // retry:
             if kswapd_reclaim {
                 self.wake_all_kswapds(&nodes, order.0, highest_zone);
             }
+            if let Some(pfn) = self.attempt(cpu, gfp, order, node, AllocStage::InSlowpath)? {
+                return Ok(self.allocated(pfn, kswapd_reclaim));
+            }
             let progress = self.try_to_free_pages(cpu, &nodes, highest_zone)?;
-            match handle.alloc_pages(gfp, order, node) {
-                Ok(page) => return Ok(self.allocated(page, kswapd_reclaim)),
-                Err(AllocError::NoMemory { .. }) => {}
-                Err(err) => return Err(err.into()),
-            }
-            if gfp.contains(Gfp::NORETRY) {
-                return Err(failed);
-            }
             if progress > 0 {
+                if let Some(pfn) = self.after_direct_reclaim(cpu, gfp, order, node)? {
+                    return Ok(self.allocated(pfn, kswapd_reclaim));
+                }
+            }
+            if gfp.contains(Gfp::NORETRY) || (costly && !gfp.contains(Gfp::RETRY_MAYFAIL)) {
+                return Err(self.failed(cpu, gfp, order, node));
+            }
+            // Progress of a costly order need not give a block that large.
+            if progress > 0 && !costly {
                 no_progress_loops = 0;
             } else {
                 no_progress_loops += 1;
             }
-            if !self.should_reclaim_retry(&nodes, order.0, highest_zone, no_progress_loops) {
-                return Err(failed);
+            if !self.should_reclaim_retry(&nodes, (gfp, order), highest_zone, no_progress_loops)
+                && !self.allocator.unreserve_highatomic_for(gfp, node, true)
+            {
+                return Err(self.failed(cpu, gfp, order, node));
             }
         }
+    }
+
+    /// One attempt of the allocator's, up to `stage`; `None` when it found
+    /// no memory.
+    fn attempt(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        order: Order,
+        node: NodeId,
+        stage: AllocStage,
+    ) -> Result<Option<u64>, MmError> {
+        match self
+            .allocator
+            .alloc_pages_staged(cpu, gfp, order, node, None, stage)
+        {
+            Ok(pfn) => Ok(Some(pfn.pfn().0)),
+            Err(AllocError::NoMemory { .. }) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// The end of __alloc_pages_direct_reclaim() after progress: an
+    /// attempt; failing, pages may be pinned on the per-CPU lists or in
+    /// the HIGHATOMIC reserve, so those are released and one more attempt
+    /// made.
+    fn after_direct_reclaim(
+        &self,
+        cpu: CpuId,
+        gfp: Gfp,
+        order: Order,
+        node: NodeId,
+    ) -> Result<Option<u64>, MmError> {
+        if let Some(pfn) = self.attempt(cpu, gfp, order, node, AllocStage::InSlowpath)? {
+            return Ok(Some(pfn));
+        }
+        self.allocator.unreserve_highatomic_for(gfp, node, false);
+        self.allocator.drain_all_pages();
+        self.attempt(cpu, gfp, order, node, AllocStage::InSlowpath)
+    }
+
+    /// `nopage:` the call fails (pageframe's `pgalloc_fail` counts it).
+    fn failed(&self, cpu: CpuId, gfp: Gfp, order: Order, node: NodeId) -> MmError {
+        self.allocator.count_alloc_failure(cpu, gfp, node);
+        MmError::NoMemory(AllocError::NoMemory { order })
     }
 
     /// The end of rmqueue(): when a fallback boosted the watermarks of the
     /// page's zone and the allocation may wake kswapd, the zone's node's
     /// kswapd is woken to reclaim the boost. Returns the PFN.
-    fn allocated(&mut self, page: Page, kswapd_reclaim: bool) -> u64 {
-        let pfn = page.pfn().0;
+    fn allocated(&mut self, pfn: u64, kswapd_reclaim: bool) -> u64 {
         if kswapd_reclaim {
             let zone = self
                 .zones
@@ -204,32 +267,36 @@ impl Mm<'_> {
         }
     }
 
-    /// try_to_free_pages(): counts an allocstall, then reclaims from the
-    /// zonelist's nodes (`do_try_to_free_pages`). Returns the pages
-    /// reclaimed.
+    /// try_to_free_pages(): direct reclaim from the zonelist's nodes
+    /// (`do_try_to_free_pages`). Returns the pages reclaimed.
     fn try_to_free_pages(
         &mut self,
         cpu: CpuId,
         nodes: &[usize],
         highest_zone: ZoneType,
     ) -> Result<u64, MmError> {
-        self.counters.add(ReclaimEvent::allocstall(highest_zone), 1);
-        let sc = ScanControl::new(SWAP_CLUSTER_MAX, false, cpu);
+        let sc = ScanControl::new(SWAP_CLUSTER_MAX, false, cpu, highest_zone);
         self.do_try_to_free_pages(nodes, highest_zone, sc)
     }
 
-    /// do_try_to_free_pages(): shrinks the zonelist's nodes at falling
-    /// priority until `sc.nr_to_reclaim` pages are reclaimed, and
-    /// snapshots each node's refaults; if nothing was reclaimed and active
-    /// lists were skipped, once more with deactivation forced. Returns the
-    /// pages reclaimed.
+    /// do_try_to_free_pages(): counts an allocstall (global reclaim only),
+    /// shrinks the zonelist's nodes at falling priority until
+    /// `sc.nr_to_reclaim` pages are reclaimed, and snapshots each node's
+    /// refaults; if nothing was reclaimed, once more walking every memory
+    /// cgroup (`memcg_full_walk`: here the same lists again), and then, if
+    /// active lists were skipped, once more with deactivation forced.
+    /// Returns the pages reclaimed.
     pub(super) fn do_try_to_free_pages(
         &mut self,
         nodes: &[usize],
         highest_zone: ZoneType,
         mut sc: ScanControl,
     ) -> Result<u64, MmError> {
+        let initial_priority = sc.priority;
         loop {
+            if !sc.cgroup {
+                self.counters.add(ReclaimEvent::allocstall(highest_zone), 1);
+            }
             loop {
                 for &node in nodes {
                     if self.eligible_zones(&[node], highest_zone).next().is_some() {
@@ -246,42 +313,53 @@ impl Mm<'_> {
                     self.snapshot_refaults(node);
                 }
             }
-            // Any progress ends it; with none, one more round with the
-            // active lists deactivated if they were skipped.
-            if sc.nr_reclaimed > 0 || !sc.skipped_deactivate || sc.force_deactivate {
+            if sc.nr_reclaimed > 0 {
                 return Ok(sc.nr_reclaimed);
             }
-            sc.priority = super::vmscan::DEF_PRIORITY;
-            sc.force_deactivate = true;
-            sc.skipped_deactivate = false;
+            sc.priority = initial_priority;
+            if !sc.memcg_full_walk {
+                sc.memcg_full_walk = true;
+            } else if sc.skipped_deactivate {
+                sc.force_deactivate = true;
+                sc.skipped_deactivate = false;
+            } else {
+                return Ok(0);
+            }
         }
     }
 
     /// should_reclaim_retry(): give up after MAX_RECLAIM_RETRIES passes
-    /// without progress; otherwise retry while some node's free pages plus
-    /// its reclaimable (file LRU) pages would clear the min watermarks of
-    /// its eligible zones. (The kernel asks per zone; the LRU is per node
-    /// here.)
+    /// without progress; otherwise retry while some eligible zone's free
+    /// pages plus its reclaimable (file LRU) pages would pass its min
+    /// watermark at the allocation's order and flags.
     fn should_reclaim_retry(
         &self,
         nodes: &[usize],
-        order: u8,
+        (gfp, order): (Gfp, Order),
         highest_zone: ZoneType,
         no_progress_loops: u32,
     ) -> bool {
         if no_progress_loops > MAX_RECLAIM_RETRIES {
             return false;
         }
-        nodes.iter().any(|&node| {
-            let reclaimable = self.lru.count(node, LruList::InactiveFile)
-                + self.lru.count(node, LruList::ActiveFile);
-            let (free, min) =
-                self.eligible_zones(&[node], highest_zone)
-                    .fold((0, 0), |(free, min), zone| {
-                        let (zone_free, watermarks) = self.zone_free(zone);
-                        (free + zone_free, min + watermarks.min)
-                    });
-            free + reclaimable >= min + (1 << order) && min > 0
+        let flags = gfp.slowpath_alloc_flags(order);
+        self.eligible_zones(nodes, highest_zone).any(|zone| {
+            let node = zone.node.index();
+            let reclaimable = self
+                .lru
+                .count_in_zone(node, LruList::InactiveFile, zone.zone_type)
+                + self
+                    .lru
+                    .count_in_zone(node, LruList::ActiveFile, zone.zone_type);
+            let (free, watermarks) = self.zone_free(zone);
+            self.allocator.zone_watermark_ok_on(
+                zone.index,
+                order,
+                watermarks.min,
+                highest_zone,
+                flags,
+                free + reclaimable,
+            )
         })
     }
 }

@@ -11,12 +11,13 @@
 //! reclaim (`ScanControl::cgroup`, `memcg`).
 //!
 //! Simplifications: the flusher woken by reclaim writes every dirty page
-//! back at once.
+//! back at once, and writeback completes at once, so kswapd never writes
+//! pages itself (PGDAT_DIRTY) and no page is met under writeback.
 
 use super::error::MmError;
 use super::lru::{LruList, Owner, DIRTY, LOCKED, RECLAIM, REFERENCED, WORKINGSET, YOUNG};
 use super::{Mm, NodeId, ReclaimEvent};
-use crate::types::CpuId;
+use crate::types::{CpuId, ZoneType};
 
 /// `SWAP_CLUSTER_MAX`: pages isolated per batch.
 pub(super) const SWAP_CLUSTER_MAX: u64 = 32;
@@ -37,13 +38,24 @@ pub(super) struct ScanControl {
     pub(super) cgroup: bool,
     /// The CPU the reclaimer runs on (where freed pages go).
     pub(super) cpu: CpuId,
+    /// The highest zone whose pages this reclaim may free (`reclaim_idx`:
+    /// the allocation's highest zone, kswapd's wakeup's, every zone for
+    /// a memory cgroup).
+    pub(super) reclaim_idx: ZoneType,
     pub(super) may_deactivate_file: bool,
     pub(super) force_deactivate: bool,
     pub(super) skipped_deactivate: bool,
+    /// do_try_to_free_pages()'s retry walking every memory cgroup.
+    pub(super) memcg_full_walk: bool,
 }
 
 impl ScanControl {
-    pub(super) fn new(nr_to_reclaim: u64, kswapd: bool, cpu: CpuId) -> ScanControl {
+    pub(super) fn new(
+        nr_to_reclaim: u64,
+        kswapd: bool,
+        cpu: CpuId,
+        reclaim_idx: ZoneType,
+    ) -> ScanControl {
         ScanControl {
             nr_to_reclaim,
             priority: DEF_PRIORITY,
@@ -52,9 +64,11 @@ impl ScanControl {
             kswapd,
             cgroup: false,
             cpu,
+            reclaim_idx,
             may_deactivate_file: false,
             force_deactivate: false,
             skipped_deactivate: false,
+            memcg_full_walk: false,
         }
     }
 }
@@ -100,8 +114,9 @@ impl Mm<'_> {
         Ok(())
     }
 
-    /// shrink_lruvec(): scans `size >> priority` of each file list (no
-    /// swap: get_scan_count() leaves the anon lists alone) in batches of
+    /// shrink_lruvec(): scans `size >> priority` of each file list (its
+    /// pages in the zones up to `reclaim_idx`; no swap: get_scan_count()
+    /// leaves the anon lists alone) in batches of
     /// SWAP_CLUSTER_MAX, until the targets are met or enough was reclaimed
     /// — except global direct reclaim at DEF_PRIORITY, which finishes its
     /// targets (`proportional_reclaim`: a direct reclaimer means kswapd is
@@ -111,7 +126,9 @@ impl Mm<'_> {
     fn shrink_lruvec(&mut self, node: usize, sc: &mut ScanControl) -> Result<(), MmError> {
         let mut targets = [0u64; 4];
         for list in [LruList::InactiveFile, LruList::ActiveFile] {
-            targets[list as usize] = self.lru.count(node, list) >> sc.priority;
+            // get_scan_count(): the lists' pages in the eligible zones.
+            targets[list as usize] =
+                self.lru.count_up_to(node, list, sc.reclaim_idx) >> sc.priority;
         }
         let proportional = !sc.cgroup && !sc.kswapd && sc.priority == DEF_PRIORITY;
         let start = sc.nr_reclaimed;
@@ -140,7 +157,7 @@ impl Mm<'_> {
     ) -> Result<(), MmError> {
         if list.is_active() {
             if list.is_file() && sc.may_deactivate_file {
-                self.shrink_active_list(node, list, nr_to_scan);
+                self.shrink_active_list(node, list, nr_to_scan, sc);
             } else {
                 sc.skipped_deactivate = true;
             }
@@ -150,28 +167,56 @@ impl Mm<'_> {
         }
     }
 
-    /// Takes up to `nr` pages from the tail of a list (isolate_lru_folios()).
-    fn isolate(&self, node: usize, list: LruList, nr: u64) -> Vec<u64> {
-        let mut taken = Vec::new();
+    /// isolate_lru_folios(): takes up to `nr` pages of zones up to
+    /// `reclaim_idx` from the tail of a list; pages of higher zones met on
+    /// the way do not count towards `nr`, go back to the list's head in
+    /// the order met (`pgskip_*`), and are counted as scanned. Returns the
+    /// pages taken and the pages scanned.
+    fn isolate(
+        &mut self,
+        node: usize,
+        list: LruList,
+        nr: u64,
+        reclaim_idx: ZoneType,
+    ) -> (Vec<u64>, u64) {
+        let (mut taken, mut skipped) = (Vec::new(), Vec::new());
         let mut at = self.lru.tail(node, list);
         while let Some(pfn) = at {
             if taken.len() as u64 == nr {
                 break;
             }
-            taken.push(pfn);
+            if self.lru.meta(pfn).zone > reclaim_idx {
+                skipped.push(pfn);
+            } else {
+                taken.push(pfn);
+            }
             at = self.lru.prev(pfn);
         }
-        taken
+        for &pfn in &skipped {
+            let zone = self.lru.meta(pfn).zone;
+            self.counters.add(ReclaimEvent::pgskip(zone), 1);
+            self.lru.move_to(pfn, list, false);
+        }
+        let scanned = (taken.len() + skipped.len()) as u64;
+        (taken, scanned)
     }
 
     /// shrink_active_list(): pages from the active tail go to the inactive
     /// head as working set (`PG_workingset`), their PTE young bits cleared
     /// on the way (only executable file pages, which this model has none
-    /// of, stay active when referenced).
-    fn shrink_active_list(&mut self, node: usize, list: LruList, nr_to_scan: u64) {
-        let taken = self.isolate(node, list, nr_to_scan);
-        self.counters
-            .add(ReclaimEvent::Pgrefill, taken.len() as u64);
+    /// of, stay active when referenced). `pgrefill` counts global reclaim
+    /// only (a memory cgroup's reclaim counts it in the cgroup).
+    fn shrink_active_list(
+        &mut self,
+        node: usize,
+        list: LruList,
+        nr_to_scan: u64,
+        sc: &ScanControl,
+    ) {
+        let (taken, scanned) = self.isolate(node, list, nr_to_scan, sc.reclaim_idx);
+        if !sc.cgroup {
+            self.counters.add(ReclaimEvent::Pgrefill, scanned);
+        }
         let inactive = LruList::of(list.is_file(), false);
         for &pfn in &taken {
             let meta = self.lru.meta_mut(pfn);
@@ -207,8 +252,12 @@ impl Mm<'_> {
 
     /// shrink_inactive_list() with shrink_folio_list(): scans pages from
     /// the inactive tail; referenced ones are kept or activated, dirty file
-    /// pages are marked PG_reclaim, activated and handed to the flusher,
-    /// clean unreferenced ones are freed.
+    /// pages are marked PG_reclaim and activated (NR_VMSCAN_IMMEDIATE:
+    /// reclaimed once written), clean unreferenced ones are freed. A batch
+    /// whose every page is dirty and not yet queued for writeback wakes
+    /// the flusher. A locked page (folio_trylock() fails) is put back
+    /// unexamined: counted in `pgscan_*` but not in the pass's scanned
+    /// pages.
     fn shrink_inactive_list(
         &mut self,
         node: usize,
@@ -216,9 +265,8 @@ impl Mm<'_> {
         nr_to_scan: u64,
         sc: &mut ScanControl,
     ) -> Result<(), MmError> {
-        let taken = self.isolate(node, list, nr_to_scan);
-        let scanned = taken.len() as u64;
-        sc.nr_scanned += scanned;
+        let (taken, scanned) = self.isolate(node, list, nr_to_scan, sc.reclaim_idx);
+        let nr_taken = taken.len() as u64;
         let (scan, steal) = if sc.kswapd {
             (ReclaimEvent::PgscanKswapd, ReclaimEvent::PgstealKswapd)
         } else {
@@ -233,33 +281,46 @@ impl Mm<'_> {
             self.counters.add(scan, scanned);
         }
         self.counters.add(scan_kind, scanned);
+        if nr_taken == 0 {
+            return Ok(());
+        }
         let active = LruList::of(list.is_file(), true);
-        let (mut reclaimed, mut dirty_seen) = (0u64, false);
-        let mut kept = Vec::new();
+        let (mut reclaimed, mut unqueued_dirty) = (0u64, 0u64);
+        let (mut kept, mut activated) = (Vec::new(), 0u64);
         for pfn in taken {
             if self.lru.meta(pfn).test(LOCKED) {
                 // folio_trylock() fails: kept, its flags untouched.
                 kept.push(pfn);
                 continue;
             }
-            let verdict = self.check_references(pfn);
-            let dirty = self.lru.meta(pfn).test(DIRTY);
-            match verdict {
-                References::Activate => self.activate(pfn, active),
+            sc.nr_scanned += 1;
+            // folio_check_dirty_writeback(): writeback completes at once
+            // here, so a dirty page is never queued; anon pages count as
+            // clean.
+            let dirty = list.is_file() && self.lru.meta(pfn).test(DIRTY);
+            unqueued_dirty += dirty as u64;
+            match self.check_references(pfn) {
+                References::Activate => {
+                    self.activate(pfn, active);
+                    activated += 1;
+                }
                 References::Keep => kept.push(pfn),
-                References::ReclaimClean if dirty => kept.push(pfn),
                 References::ReclaimClean | References::Reclaim if dirty => {
-                    // Dirty file pages are left to the flusher and
-                    // reclaimed once written (NR_VMSCAN_IMMEDIATE).
+                    // Only kswapd writes pages itself, and only ones it met
+                    // before (PG_reclaim) on a node whose tail is all dirty
+                    // (PGDAT_DIRTY); with writeback completing at once no
+                    // page comes back dirty, so every dirty page is left
+                    // to the flusher and reclaimed once written.
                     self.lru.meta_mut(pfn).flags |= RECLAIM;
                     self.counters.add(ReclaimEvent::NrVmscanImmediateReclaim, 1);
                     self.activate(pfn, active);
-                    dirty_seen = true;
+                    activated += 1;
                 }
                 References::ReclaimClean | References::Reclaim => {
                     if !list.is_file() {
                         // No swap: an anon page cannot be paged out.
                         self.activate(pfn, active);
+                        activated += 1;
                         continue;
                     }
                     self.evict_file_page(sc.cpu, pfn)?;
@@ -267,29 +328,29 @@ impl Mm<'_> {
                 }
             }
         }
-        // move_folios_to_lru(): kept pages go back to the inactive head.
+        // move_folios_to_lru(): kept pages go back to the inactive head;
+        // the activated ones age the node's non-resident pages, after
+        // this batch's evictions.
         for pfn in kept {
             self.lru.move_to(pfn, list, false);
         }
+        self.age_nonresident(node as u16, activated);
         if !sc.cgroup {
             self.counters.add(steal, reclaimed);
         }
         self.counters.add(steal_kind, reclaimed);
         sc.nr_reclaimed += reclaimed;
-        if dirty_seen {
+        if unqueued_dirty == nr_taken {
             // wakeup_flusher_threads(WB_REASON_VMSCAN).
-            self.sync();
+            self.writeback_all();
         }
         Ok(())
     }
 
-    /// A page reclaim activates; putting it back on the active list ages
-    /// its node's non-resident pages (move_folios_to_lru()).
+    /// A page reclaim activates goes to the active head (`pgactivate`).
     fn activate(&mut self, pfn: u64, active: LruList) {
         self.lru.move_to(pfn, active, false);
         self.counters.add(ReclaimEvent::Pgactivate, 1);
-        let node = self.lru.meta(pfn).node;
-        self.age_nonresident(node, 1);
     }
 
     /// __remove_mapping() of a clean page cache page reclaim frees: its

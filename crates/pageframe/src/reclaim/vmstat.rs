@@ -48,6 +48,14 @@ pub enum ReclaimEvent {
     AllocstallNormal,
     /// Direct reclaims for allocations whose highest zone is Movable.
     AllocstallMovable,
+    /// LRU pages of DMA that reclaim for lower zones passed over.
+    PgskipDma,
+    /// LRU pages of DMA32 that reclaim for lower zones passed over.
+    PgskipDma32,
+    /// LRU pages of Normal that reclaim for lower zones passed over.
+    PgskipNormal,
+    /// LRU pages of Movable that reclaim for lower zones passed over.
+    PgskipMovable,
     /// kswapd was woken again during its short nap (`KSWAPD_LOW_WMARK_HIT_QUICKLY`).
     KswapdLowWmarkHitQuickly,
     /// After its short nap kswapd found the node unbalanced (`KSWAPD_HIGH_WMARK_HIT_QUICKLY`).
@@ -64,7 +72,7 @@ pub enum ReclaimEvent {
 
 impl ReclaimEvent {
     /// Number of counters.
-    pub const COUNT: usize = 24;
+    pub const COUNT: usize = 28;
 
     /// Every counter, in `/proc/vmstat` order.
     pub const ALL: [ReclaimEvent; ReclaimEvent::COUNT] = [
@@ -77,6 +85,10 @@ impl ReclaimEvent {
         ReclaimEvent::AllocstallDma32,
         ReclaimEvent::AllocstallNormal,
         ReclaimEvent::AllocstallMovable,
+        ReclaimEvent::PgskipDma,
+        ReclaimEvent::PgskipDma32,
+        ReclaimEvent::PgskipNormal,
+        ReclaimEvent::PgskipMovable,
         ReclaimEvent::Pgactivate,
         ReclaimEvent::Pgdeactivate,
         ReclaimEvent::Pgrefill,
@@ -115,6 +127,10 @@ impl ReclaimEvent {
             ReclaimEvent::AllocstallDma32 => "allocstall_dma32",
             ReclaimEvent::AllocstallNormal => "allocstall_normal",
             ReclaimEvent::AllocstallMovable => "allocstall_movable",
+            ReclaimEvent::PgskipDma => "pgskip_dma",
+            ReclaimEvent::PgskipDma32 => "pgskip_dma32",
+            ReclaimEvent::PgskipNormal => "pgskip_normal",
+            ReclaimEvent::PgskipMovable => "pgskip_movable",
             ReclaimEvent::KswapdLowWmarkHitQuickly => "kswapd_low_wmark_hit_quickly",
             ReclaimEvent::KswapdHighWmarkHitQuickly => "kswapd_high_wmark_hit_quickly",
             ReclaimEvent::Pageoutrun => "pageoutrun",
@@ -132,6 +148,17 @@ impl ReclaimEvent {
             ZoneType::Dma32 => ReclaimEvent::AllocstallDma32,
             ZoneType::Normal => ReclaimEvent::AllocstallNormal,
             ZoneType::Movable => ReclaimEvent::AllocstallMovable,
+        }
+    }
+
+    /// The counter of pages of `zone` that isolation passed over
+    /// (`__count_zid_vm_events(PGSCAN_SKIP, zid, ...)`).
+    pub fn pgskip(zone: ZoneType) -> ReclaimEvent {
+        match zone {
+            ZoneType::Dma => ReclaimEvent::PgskipDma,
+            ZoneType::Dma32 => ReclaimEvent::PgskipDma32,
+            ZoneType::Normal => ReclaimEvent::PgskipNormal,
+            ZoneType::Movable => ReclaimEvent::PgskipMovable,
         }
     }
 }
