@@ -6,8 +6,9 @@
 use std::io::{BufRead, BufReader};
 mod common;
 
-use common::{error_of, temp_path};
-use std::path::PathBuf;
+use common::{error_of, stdout_of, temp_path};
+use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 #[test]
@@ -136,7 +137,7 @@ fn a_trace_to_replay_that_is_not_a_file_fails_before_anything_runs() {
 
 #[test]
 fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
-    use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter, MAX_TRACE_PAGES};
+    use pageframe_lab::zram_serve::block_trace::MAX_TRACE_PAGES;
     let write = |page| TraceRecord::Write {
         page,
         sizes: Some([900, 900, 900]),
@@ -148,22 +149,52 @@ fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
     };
     let no_steps = temp_path("no-steps.pfzt");
     let far = temp_path("far.pfzt");
-    for (path, records) in [
-        (&no_steps, vec![write(0), write(1)]),
-        (&far, vec![write(0), write(MAX_TRACE_PAGES), step]),
-    ] {
-        let mut writer = TraceWriter::create(path, 3).unwrap();
-        for record in &records {
-            writer.record(record).unwrap();
-        }
-        writer.finish().unwrap();
-    }
+    write_trace(&no_steps, &[write(0), write(1)]);
+    write_trace(&far, &[write(0), write(MAX_TRACE_PAGES), step]);
     let err = error_of(&["run", "zram-untar", "--trace", no_steps.to_str().unwrap()]);
     assert!(err.contains("no step marks"), "{err}");
     let err = error_of(&["run", "zram-untar", "--trace", far.to_str().unwrap()]);
     assert!(err.contains("a trace may address"), "{err}");
     std::fs::remove_file(no_steps).unwrap();
     std::fs::remove_file(far).unwrap();
+}
+
+/// Writes `records` as a block trace at `path`.
+fn write_trace(path: &Path, records: &[TraceRecord]) {
+    let mut writer = TraceWriter::create(path, 3).unwrap();
+    for record in records {
+        writer.record(record).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+#[test]
+fn a_step_label_too_wide_for_a_format_width_or_with_controls_is_printed_escaped() {
+    // A label of 65536 bytes panicked in the table ("Formatting argument
+    // out of range"); one with a line break or an escape split the table
+    // or sent a terminal sequence.
+    let step = |label: &str| TraceRecord::Step {
+        round: 1,
+        label: label.into(),
+        real: None,
+    };
+    let wide = "x".repeat(65_536);
+    let trace = temp_path("wide-label.pfzt");
+    write_trace(&trace, &[step(&wide), step("rm\ndrivers\r\u{1b}[2J")]);
+    let table = stdout_of(&[
+        "run",
+        "zram-untar",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(table.contains(&wide), "the wide label is printed whole");
+    assert!(table.contains("rm; drivers; ?[2J"), "{table}");
+    assert!(
+        !table.contains('\u{1b}') && !table.contains('\r'),
+        "{table}"
+    );
+    std::fs::remove_file(trace).unwrap();
 }
 
 #[test]
