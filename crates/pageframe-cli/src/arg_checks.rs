@@ -1,5 +1,6 @@
 //! Checks of arguments that several commands share, made while a plan is
-//! built and before any work: output paths that can be written (`--out`
+//! built and before any work: input files that are files (`--corpus`,
+//! `--trace` to read), output paths that can be written (`--out`
 //! directories, `-o`/`--plot`/`--trace` files) and comma-separated view
 //! names. Each returns the one-line [`CliError::Invalid`] the user sees.
 
@@ -40,6 +41,19 @@ pub(crate) fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliErro
         }
         None => Ok(()),
     }
+}
+
+/// An input file read whole by the work (a tarball, a block trace) must be
+/// a regular file: a directory fails only when the work reaches it, and a
+/// FIFO would be opened by a library that waits for its writer.
+pub(crate) fn check_in_file(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(CliError::Invalid(format!(
+        "{flag} {}: not a file",
+        path.display()
+    )))
 }
 
 /// An output file is checked before any work that produces it: it must

@@ -2,7 +2,9 @@
 //! parsed, the machine description read and laid out — so that nothing a
 //! user typed can fail once execution starts (an experiment still can).
 
-use crate::arg_checks::{check_out_dir, check_out_file, parse_sysctl_writes, parse_view_names};
+use crate::arg_checks::{
+    check_in_file, check_out_dir, check_out_file, parse_sysctl_writes, parse_view_names,
+};
 use crate::args::{Cli, Command, TraceCommand};
 use crate::conform::ConformPlan;
 use crate::error::{CliError, Completion};
@@ -96,22 +98,14 @@ impl Plan {
                 };
                 check_out_dir(args.out.as_deref())?;
                 if let Some(corpus) = &options.corpus {
-                    if !corpus.is_file() {
-                        return Err(CliError::Invalid(format!(
-                            "--corpus {}: not a file",
-                            corpus.display()
-                        )));
-                    }
+                    check_in_file("--corpus", corpus)?;
                 }
                 // Without --fs the trace is read (with it, written).
                 if let Some(trace) = &options.block_trace {
                     if fs_ext4 {
                         check_out_file("--trace", trace)?;
-                    } else if !trace.is_file() {
-                        return Err(CliError::Invalid(format!(
-                            "--trace {}: not a file",
-                            trace.display()
-                        )));
+                    } else {
+                        check_in_file("--trace", trace)?;
                     }
                 }
                 Ok(Plan::Run(RunPlan {

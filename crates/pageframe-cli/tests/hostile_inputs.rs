@@ -494,6 +494,28 @@ fn an_input_fifo_without_a_writer_is_read_as_empty_not_waited_for() {
 }
 
 #[test]
+fn a_zram_bench_corpus_that_is_a_fifo_is_refused_not_waited_for() {
+    // bench's --corpus was opened plainly, with no check that it is a
+    // file: a FIFO with no writer blocked in open(), deaf to Ctrl-C.
+    let fifo = fifo_in("bench-corpus-fifo");
+    let fifo = fifo.to_str().unwrap();
+    let message = error_of(&[
+        "zram",
+        "bench",
+        "--size",
+        "4M",
+        "--writers",
+        "1",
+        "--corpus",
+        fifo,
+    ]);
+    assert!(
+        message.contains(&format!("--corpus {fifo}: not a file")),
+        "{message}"
+    );
+}
+
+#[test]
 fn zram_untars_flags_in_a_run_without_it_are_refused() {
     // `run shuffle-cache --fs ext4` ran the simulation and exited 0, as
     // though the file system run had been asked of another experiment.

@@ -114,7 +114,7 @@ fn load(
     } else {
         String::new()
     };
-    match std::fs::File::open(path) {
+    match crate::files::open_input(path) {
         Ok(file) => {
             let size = file.metadata().map(|meta| meta.len()).unwrap_or(0).max(1);
             let read = Arc::new(AtomicU64::new(0));
