@@ -54,6 +54,30 @@ fn a_sweep_value_listed_twice_is_refused() {
 }
 
 #[test]
+fn a_long_shape_name_times_many_seeds_is_refused_before_the_points_are_built() {
+    // A 10 KB shape name and `seeds = 100000` peaked at 2.37 GB while the
+    // spec was read (the name is in every point twice); a 1 MiB name would
+    // have asked for some 200 GB.
+    let name = "n".repeat(10_000);
+    let spec = temp_file(
+        "sweep-long-shape.toml",
+        &format!("experiment = \"bulk\"\nseeds = 100000\n[shapes.{name}]\nrounds = 2\n"),
+    );
+    let out = temp_dir("sweep-long-shape-dir").join("results");
+    let message = error_of(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        message
+            .contains("shapes.nnnnnnnnnnnnnnnnnnnn...: a shape name of 10000 bytes, more than 100"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_sweep_out_that_is_a_file_or_an_empty_ray_address_is_refused() {
     let spec = temp_file("sweep-out.toml", "experiment = \"bulk\"\n");
     let file = temp_file("sweep-out-file", "");
