@@ -40,6 +40,8 @@ mod ext4_trace;
 mod live;
 mod plot;
 mod replay;
+
+pub use ext4_trace::check_replay_trace;
 pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
