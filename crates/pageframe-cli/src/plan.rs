@@ -23,6 +23,44 @@ use pageframe_lab::trace::{PcpDecay, RecordTarget, ReplayOptions};
 use std::io::Write;
 use std::time::Duration;
 
+/// What zram-untar will read of `--trace` and `--corpus`, checked as the
+/// plan is made. A trace to replay is read and checked whole here (a bad
+/// one was found when zram-untar's turn came, after the experiments before
+/// it had printed their reports); a trace the `files` workload would not
+/// read is refused. A `--corpus` that the trace replay does not read (no
+/// `--fs ext4`, no `kernel_runs`) is warned of, not refused: the README's
+/// `run zram-untar --corpus other-linux.tar.xz` is such a run.
+fn check_zram_untar_inputs(
+    options: &RunOptions,
+    params: &pageframe_lab::params::Params,
+) -> Result<(), CliError> {
+    // With --fs ext4 the trace is written (checked as an output) and the
+    // tarball read.
+    if options.fs_ext4 {
+        return Ok(());
+    }
+    let replays = params.choice("workload") == "ext4-trace";
+    if let Some(trace) = &options.block_trace {
+        if !replays {
+            return Err(CliError::Invalid(format!(
+                "--trace {}: zram-untar's workload = \"files\" replays no trace (the ext4-trace workload does)",
+                trace.display()
+            )));
+        }
+        pageframe_lab::experiments::zram_untar::check_replay_trace(trace, options.threads)
+            .map_err(|err| CliError::Invalid(format!("--trace {err}")))?;
+    }
+    if let Some(corpus) = &options.corpus {
+        if replays && params.int("kernel_runs") == 0 {
+            eprintln!(
+                "pageframe: warning: --corpus {} is not read: zram-untar replays a block trace (workload = \"ext4-trace\"); give workload = \"files\" in a --config file to write the tarball's files, or --fs ext4 to record its trace",
+                corpus.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A command ready to run.
 #[derive(Debug)]
 pub enum Plan {
@@ -107,6 +145,9 @@ impl Plan {
                     } else {
                         check_in_file("--trace", trace)?;
                     }
+                }
+                if let Some(at) = experiments.iter().position(|e| e.name() == "zram-untar") {
+                    check_zram_untar_inputs(&options, &params[at])?;
                 }
                 Ok(Plan::Run(RunPlan {
                     experiments,

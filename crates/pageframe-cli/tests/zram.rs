@@ -197,6 +197,104 @@ fn a_step_label_too_wide_for_a_format_width_or_with_controls_is_printed_escaped(
     std::fs::remove_file(trace).unwrap();
 }
 
+/// Regression: `run bulk,zram-untar --trace bad.pfzt` printed bulk's
+/// report, then failed when zram-untar read the trace.
+#[test]
+fn a_bad_trace_is_refused_before_the_experiments_listed_before_zram_untar_run() {
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/zram-untar-ext4-quick.pfzt"
+    );
+    let bytes = std::fs::read(shipped).unwrap();
+    let cut = temp_path("cut-after-bulk.pfzt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = error_of(&["run", "bulk,zram-untar", "--trace", cut.to_str().unwrap()]);
+    assert!(err.contains("compressed records end early"), "{err}");
+    std::fs::remove_file(cut).unwrap();
+}
+
+/// Regression: a trace of a million step marks (452 bytes compressed)
+/// passed 5 GB in its rows, and one of two million pages written whole
+/// passed 5 GB in its pools; both are refused before anything runs.
+#[test]
+fn a_trace_whose_replay_the_host_cannot_hold_is_refused_up_front() {
+    use pageframe_lab::zram_serve::block_trace::MAX_TRACE_STEPS;
+    let step = TraceRecord::Step {
+        round: 1,
+        label: "untar".into(),
+        real: None,
+    };
+    let steps = temp_path("many-steps.pfzt");
+    write_trace(&steps, &vec![step.clone(); MAX_TRACE_STEPS + 1]);
+    let err = error_of(&["run", "bulk,zram-untar", "--trace", steps.to_str().unwrap()]);
+    assert!(err.contains("more than 4096 step marks"), "{err}");
+    std::fs::remove_file(steps).unwrap();
+    // Four million pages written whole: some 17 GiB an allocator.
+    if pageframe_lab::host_memory::available().is_some_and(|bytes| bytes > 34 << 30) {
+        eprintln!("skipped the pages: this host has more than 34 GiB available");
+        return;
+    }
+    let mut records: Vec<TraceRecord> = (0..4 << 20)
+        .map(|page| TraceRecord::Write {
+            page,
+            sizes: Some([8192; 3]),
+        })
+        .collect();
+    records.push(step);
+    let pages = temp_path("many-pages.pfzt");
+    write_trace(&pages, &records);
+    let err = error_of(&["run", "bulk,zram-untar", "--trace", pages.to_str().unwrap()]);
+    assert!(
+        err.contains("replaying it would hold about")
+            && err.contains("more than the host's MemAvailable"),
+        "{err}"
+    );
+    std::fs::remove_file(pages).unwrap();
+}
+
+/// `--corpus` is not read by the default trace replay: said on stderr,
+/// not silently (the README's `run zram-untar --corpus FILE` is such a
+/// run, so it is not refused); `--trace` with the `files` workload, which
+/// replays no trace, is refused.
+#[test]
+fn a_corpus_or_trace_the_workload_does_not_read_is_warned_of_or_refused() {
+    let corpus = temp_path("unread-corpus.tar.xz");
+    std::fs::write(&corpus, b"not read").unwrap();
+    let output = common::pageframe(&[
+        "run",
+        "zram-untar",
+        "--quiet",
+        "--corpus",
+        corpus.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: --corpus") && stderr.contains("is not read"),
+        "{stderr}"
+    );
+    let config = temp_path("files-workload.toml");
+    std::fs::write(&config, "[zram-untar]\nworkload = \"files\"\n").unwrap();
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/zram-untar-ext4-quick.pfzt"
+    );
+    let err = error_of(&[
+        "run",
+        "zram-untar",
+        "--config",
+        config.to_str().unwrap(),
+        "--trace",
+        shipped,
+    ]);
+    assert!(
+        err.contains("workload = \"files\" replays no trace"),
+        "{err}"
+    );
+    std::fs::remove_file(corpus).unwrap();
+    std::fs::remove_file(config).unwrap();
+}
+
 #[test]
 fn serve_prints_the_device_and_tears_down_on_sigterm() {
     serve_then_sigterm("serve", "0");
