@@ -3,7 +3,8 @@
 //! user typed can fail once execution starts (an experiment still can).
 
 use crate::arg_checks::{
-    check_in_file, check_out_dir, check_out_file, parse_sysctl_writes, parse_view_names,
+    check_in_file, check_not_input, check_out_dir, check_out_file, parse_sysctl_writes,
+    parse_view_names,
 };
 use crate::args::{Cli, Command, TraceCommand};
 use crate::conform::ConformPlan;
@@ -308,6 +309,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
         TraceCommand::Import(args) => {
             if let Some(output) = &args.output {
                 check_out_file("-o", output)?;
+                check_not_input("-o", output, &args.file)?;
             }
             Ok(TracePlan::Import {
                 file: args.file,
@@ -342,6 +344,7 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
             };
             if let Some(plot) = &args.plot {
                 check_out_file("--plot", plot)?;
+                check_not_input("--plot", plot, &args.file)?;
             }
             let fallback_order =
                 FallbackOrder::from_name(&args.fallback_order).ok_or_else(|| {

@@ -288,6 +288,48 @@ fn a_replay_plot_path_is_checked_before_the_replay() {
 }
 
 #[test]
+fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
+    // `trace replay v.pftrace --plot v.pftrace` wrote its SVG over the
+    // trace; `trace import t.txt -o t.txt` would replace the text.
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/kernel-untar-build.pftrace"
+    );
+    let dir = temp_dir("output-is-input");
+    let trace = dir.join("v.pftrace");
+    std::fs::copy(shipped, &trace).unwrap();
+    let before = std::fs::read(&trace).unwrap();
+    let link = dir.join("link.pftrace");
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    for plot in [&trace, &link] {
+        let message = error_of(&[
+            "trace",
+            "replay",
+            trace.to_str().unwrap(),
+            "--plot",
+            plot.to_str().unwrap(),
+        ]);
+        assert!(
+            message.contains("--plot ") && message.contains("is the input"),
+            "{message}"
+        );
+    }
+    let text = temp_file("import-self.txt", "");
+    let message = error_of(&[
+        "trace",
+        "import",
+        text.to_str().unwrap(),
+        "-o",
+        text.to_str().unwrap(),
+    ]);
+    assert!(
+        message.contains("-o ") && message.contains("is the input"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+}
+
+#[test]
 fn a_view_listed_twice_is_refused() {
     // `proc buddyinfo,buddyinfo` printed the view twice.
     let message = error_of(&["proc", "buddyinfo,vmstat,buddyinfo", "--mem", "64M"]);
