@@ -38,7 +38,7 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
     };
     let boot_time = started.elapsed();
     crate::proc_views::apply_sysctl_writes(&mut allocator, &plan.sysctl)?;
-    crate::proc_views::apply_hotplug_steps(&mut allocator, &plan.machine)?;
+    pageframe_lab::machine_args::apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let layout = allocator.layout();
     let page_bytes = 1u64 << layout.page_shift;
     let present_pages = layout.present_pages();
