@@ -278,9 +278,14 @@ fn trace_plan(command: TraceCommand) -> Result<TracePlan, CliError> {
                         .ok()
                         .filter(|duration| !duration.is_zero())
                         .ok_or_else(|| {
-                            CliError::Invalid(format!(
-                                "--duration {seconds:?}: not a positive number of seconds"
-                            ))
+                            // A finite positive number fails only past
+                            // what a Duration holds.
+                            let what = if seconds.is_finite() && seconds > 0.0 {
+                                format!("too large (at most {} seconds)", Duration::MAX.as_secs())
+                            } else {
+                                "not a positive number of seconds".to_string()
+                            };
+                            CliError::Invalid(format!("--duration {seconds:?}: {what}"))
                         })?;
                     RecordTarget::Duration(duration)
                 }

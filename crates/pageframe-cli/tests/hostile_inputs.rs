@@ -350,6 +350,49 @@ fn a_huge_duration_is_one_short_line() {
     let message = error_of(&["trace", "record", "-o", "x.pftrace", "--duration", "1e300"]);
     assert!(message.contains("--duration 1e300:"), "{message}");
     assert!(message.len() < 120, "{message}");
+    // It said "not a positive number of seconds" of a positive number.
+    assert!(
+        message.contains("too large (at most 18446744073709551615 seconds)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn cosmetic_messages_say_what_is_so() {
+    // A binary file given to import was sent to import ("text traces go
+    // through import"); a file of four bytes with a NUL was "truncated".
+    for (name, bytes) in [
+        ("nul.txt", &b"a\0b\n"[..]),
+        ("elf.bin", b"\x7fELF\x02\x01\x01\0rest"),
+    ] {
+        let file = common::temp_path(name);
+        std::fs::write(&file, bytes).unwrap();
+        let message = error_of(&["trace", "import", file.to_str().unwrap()]);
+        assert!(
+            message.contains("not a pageframe trace: magic at byte offset 0 is")
+                && message.contains("nor a text trace: a NUL byte in its first"),
+            "{message}"
+        );
+        assert!(!message.contains("import"), "{message}");
+    }
+    // The list of commands left out perf-table and config.
+    let message = error_of(&[]);
+    assert!(
+        message.contains(
+            "run, proc, info, perf-table, config, conform, trace, sweep, zram or calibrate"
+        ),
+        "{message}"
+    );
+    // Every page offlined: 12591108.000 bytes per present page.
+    let offline = temp_file(
+        "all-offline.toml",
+        "[[node]]\nmem = \"1G\"\ncpus = 1\n\n[[hotplug]]\naction = \"offline\"\nstart = \"0\"\nsize = \"1G\"\n",
+    );
+    let described = stdout_of(&["info", "--config", offline.to_str().unwrap()]);
+    assert!(
+        described.contains("metadata: no present page (12 B memmap record per PFN"),
+        "{described}"
+    );
 }
 
 #[test]
