@@ -1,7 +1,8 @@
 //! Checks of arguments that several commands share, made while a plan is
-//! built and before any work: output paths that can be written (`--out`
-//! directories, `-o`/`--plot`/`--trace` files) and comma-separated view
-//! names. Each returns the one-line [`CliError::Invalid`] the user sees.
+//! built and before any work: input files that are files (`--corpus`,
+//! `--trace` to read), output paths that can be written (`--out`
+//! directories, `-o`/`--plot`/`--trace` files) and are not the input, and
+//! comma-separated view names. Each returns the one-line [`CliError::Invalid`] the user sees.
 
 use crate::error::CliError;
 
@@ -42,6 +43,19 @@ pub(crate) fn check_out_dir(dir: Option<&std::path::Path>) -> Result<(), CliErro
     }
 }
 
+/// An input file read whole by the work (a tarball, a block trace) must be
+/// a regular file: a directory fails only when the work reaches it, and a
+/// FIFO would be opened by a library that waits for its writer.
+pub(crate) fn check_in_file(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(CliError::Invalid(format!(
+        "{flag} {}: not a file",
+        path.display()
+    )))
+}
+
 /// An output file is checked before any work that produces it: it must
 /// not be a directory or another file that is not a regular file (a
 /// device, a FIFO), and the directory it goes in must exist.
@@ -61,6 +75,30 @@ pub(crate) fn check_out_file(flag: &str, path: &std::path::Path) -> Result<(), C
         return Err(invalid(format!("{} is not a directory", parent.display())));
     }
     Ok(())
+}
+
+/// An output file must not be the command's input: `trace replay
+/// v.pftrace --plot v.pftrace` replaced the trace with its plot. Compared
+/// as files (device and inode), so a link or another spelling of the path
+/// is the same file; an output that does not exist yet is no input.
+pub(crate) fn check_not_input(
+    flag: &str,
+    output: &std::path::Path,
+    input: &std::path::Path,
+) -> Result<(), CliError> {
+    use std::os::unix::fs::MetadataExt;
+    let file =
+        |path: &std::path::Path| std::fs::metadata(path).map(|meta| (meta.dev(), meta.ino()));
+    match (file(output), file(input)) {
+        (Ok(output_file), Ok(input_file)) if output_file == input_file => {
+            Err(CliError::Invalid(format!(
+                "{flag} {}: is the input {}, which writing would replace",
+                output.display(),
+                input.display()
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Comma-separated view names into names of `known`, in the order given;

@@ -69,22 +69,7 @@ const MAX_MESSAGE_CHARS: usize = 1000;
 /// Joins the lines of a message, so that no error spans two lines, and cuts
 /// the middle out of one longer than [`MAX_MESSAGE_CHARS`].
 fn single_line(message: &str) -> String {
-    // Any line break a reader may split on (\r, vertical tab, form feed,
-    // NEL, the Unicode line and paragraph separators) joins as \n does;
-    // other control characters show as `?`.
-    let breaks = |c: char| {
-        matches!(
-            c,
-            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-        )
-    };
-    let joined = message
-        .split(breaks)
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
-        .replace(|c: char| c.is_control(), "?");
+    let joined = pageframe_lab::report::one_line(message);
     let chars = joined.chars().count();
     if chars <= MAX_MESSAGE_CHARS {
         return joined;

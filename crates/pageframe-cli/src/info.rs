@@ -38,7 +38,7 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
     };
     let boot_time = started.elapsed();
     crate::proc_views::apply_sysctl_writes(&mut allocator, &plan.sysctl)?;
-    crate::proc_views::apply_hotplug_steps(&mut allocator, &plan.machine)?;
+    pageframe_lab::machine_args::apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let layout = allocator.layout();
     let page_bytes = 1u64 << layout.page_shift;
     let present_pages = layout.present_pages();
@@ -99,10 +99,18 @@ pub fn execute(plan: &InfoPlan, out: &mut dyn Write) -> Result<(), CliError> {
     writeln!(out, "backing: {}", allocator.backing().describe())?;
     writeln!(out, "boot time: {:.3} ms", boot_time.as_secs_f64() * 1e3)?;
     let metadata = allocator.metadata_cost();
+    // Hotplug steps may offline every page: the tables stay (they span the
+    // PFNs), with no page to share them.
+    let per_present_page = match present_pages {
+        0 => "no present page".to_string(),
+        pages => format!(
+            "{:.3} bytes per present page",
+            metadata.total_bytes() as f64 / pages as f64
+        ),
+    };
     writeln!(
         out,
-        "metadata: {:.3} bytes per present page ({} B memmap record per PFN, {} B per {}-page pageblock; {} in all)",
-        metadata.total_bytes() as f64 / present_pages.max(1) as f64,
+        "metadata: {per_present_page} ({} B memmap record per PFN, {} B per {}-page pageblock; {} in all)",
         metadata.memmap_record_bytes,
         metadata.pageblock_record_bytes,
         layout.pageblock_order.nr_pages(),

@@ -67,10 +67,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            return fail(&CliError::Usage(
-                "a command is required: run, sweep, proc, info, conform, trace, zram or calibrate (see 'pageframe --help')"
-                    .to_string(),
-            ))
+            return fail(&CliError::Usage(format!(
+                "a command is required: {} (see 'pageframe --help')",
+                command_names()
+            )))
         }
         Err(err) => return fail(&CliError::Usage(args::one_line(&err))),
     };
@@ -86,6 +86,22 @@ fn main() -> ExitCode {
         Ok(error::Completion::Differences) => ExitCode::from(EXIT_DIFFERENCES),
         Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
         Err(err) => fail(&err),
+    }
+}
+
+/// The commands, as clap knows them ("run, proc, ... or calibrate"): a
+/// list written out by hand left out those added later.
+fn command_names() -> String {
+    use clap::CommandFactory;
+    let names: Vec<String> = args::Cli::command()
+        .get_subcommands()
+        .filter(|command| !command.is_hide_set())
+        .map(|command| command.get_name().to_string())
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 

@@ -66,17 +66,6 @@ pub fn apply_sysctl_writes(
     Ok(())
 }
 
-/// Runs the machine file's `[[hotplug]]` steps after boot, as `proc` and
-/// `info` do; a refused step is an error naming it.
-pub fn apply_hotplug_steps(
-    allocator: &mut LocalPageAllocator,
-    machine: &pageframe::MachineDesc,
-) -> Result<(), CliError> {
-    allocator
-        .apply_hotplug(&machine.hotplug)
-        .map_err(|(step, err)| CliError::Invalid(format!("config hotplug[{step}]: {err}")))
-}
-
 /// Boots, churns and prints.
 pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
     let mut allocator = LocalPageAllocator::boot_seeded(
@@ -85,7 +74,7 @@ pub fn execute(plan: &ProcPlan, out: &mut dyn Write) -> Result<(), CliError> {
         plan.seed,
     )?;
     apply_sysctl_writes(&mut allocator, &plan.sysctl)?;
-    apply_hotplug_steps(&mut allocator, &plan.machine)?;
+    pageframe_lab::machine_args::apply_hotplug_steps(&mut allocator, &plan.machine)?;
     let object_ops = plan.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
     let needs_reclaim = plan
         .views

@@ -88,15 +88,8 @@ fn serve_plan(args: ZramServeArgs) -> Result<ZramPlan, CliError> {
     if let Some(trace) = &args.trace {
         crate::arg_checks::check_out_file("--trace", trace)?;
     }
-    if let Some(corpus) = args
-        .trace_corpus
-        .as_ref()
-        .filter(|corpus| !corpus.is_file())
-    {
-        return Err(CliError::Invalid(format!(
-            "--trace-corpus {}: not a file",
-            corpus.display()
-        )));
+    if let Some(corpus) = &args.trace_corpus {
+        crate::arg_checks::check_in_file("--trace-corpus", corpus)?;
     }
     let mountpoint = args.mountpoint.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pageframe-zram-{}", std::process::id()))
@@ -133,6 +126,9 @@ fn bench_plan(args: ZramBenchArgs) -> Result<ZramPlan, CliError> {
     throughput::check_host_memory(disk_bytes, pageframe_lab::host_memory::available())
         .map_err(|err| CliError::Invalid(format!("--size {}: {err}", args.size)))?;
     let fuse_threads = fuse_threads(args.threads)?;
+    if let Some(corpus) = &args.corpus {
+        crate::arg_checks::check_in_file("--corpus", corpus)?;
+    }
     let writers = args
         .writers
         .split(',')

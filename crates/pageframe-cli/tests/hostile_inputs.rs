@@ -54,6 +54,30 @@ fn a_sweep_value_listed_twice_is_refused() {
 }
 
 #[test]
+fn a_long_shape_name_times_many_seeds_is_refused_before_the_points_are_built() {
+    // A 10 KB shape name and `seeds = 100000` peaked at 2.37 GB while the
+    // spec was read (the name is in every point twice); a 1 MiB name would
+    // have asked for some 200 GB.
+    let name = "n".repeat(10_000);
+    let spec = temp_file(
+        "sweep-long-shape.toml",
+        &format!("experiment = \"bulk\"\nseeds = 100000\n[shapes.{name}]\nrounds = 2\n"),
+    );
+    let out = temp_dir("sweep-long-shape-dir").join("results");
+    let message = error_of(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        message
+            .contains("shapes.nnnnnnnnnnnnnnnnnnnn...: a shape name of 10000 bytes, more than 100"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_sweep_out_that_is_a_file_or_an_empty_ray_address_is_refused() {
     let spec = temp_file("sweep-out.toml", "experiment = \"bulk\"\n");
     let file = temp_file("sweep-out-file", "");
@@ -264,6 +288,48 @@ fn a_replay_plot_path_is_checked_before_the_replay() {
 }
 
 #[test]
+fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
+    // `trace replay v.pftrace --plot v.pftrace` wrote its SVG over the
+    // trace; `trace import t.txt -o t.txt` would replace the text.
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/kernel-untar-build.pftrace"
+    );
+    let dir = temp_dir("output-is-input");
+    let trace = dir.join("v.pftrace");
+    std::fs::copy(shipped, &trace).unwrap();
+    let before = std::fs::read(&trace).unwrap();
+    let link = dir.join("link.pftrace");
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    for plot in [&trace, &link] {
+        let message = error_of(&[
+            "trace",
+            "replay",
+            trace.to_str().unwrap(),
+            "--plot",
+            plot.to_str().unwrap(),
+        ]);
+        assert!(
+            message.contains("--plot ") && message.contains("is the input"),
+            "{message}"
+        );
+    }
+    let text = temp_file("import-self.txt", "");
+    let message = error_of(&[
+        "trace",
+        "import",
+        text.to_str().unwrap(),
+        "-o",
+        text.to_str().unwrap(),
+    ]);
+    assert!(
+        message.contains("-o ") && message.contains("is the input"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+}
+
+#[test]
 fn a_view_listed_twice_is_refused() {
     // `proc buddyinfo,buddyinfo` printed the view twice.
     let message = error_of(&["proc", "buddyinfo,vmstat,buddyinfo", "--mem", "64M"]);
@@ -284,6 +350,49 @@ fn a_huge_duration_is_one_short_line() {
     let message = error_of(&["trace", "record", "-o", "x.pftrace", "--duration", "1e300"]);
     assert!(message.contains("--duration 1e300:"), "{message}");
     assert!(message.len() < 120, "{message}");
+    // It said "not a positive number of seconds" of a positive number.
+    assert!(
+        message.contains("too large (at most 18446744073709551615 seconds)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn cosmetic_messages_say_what_is_so() {
+    // A binary file given to import was sent to import ("text traces go
+    // through import"); a file of four bytes with a NUL was "truncated".
+    for (name, bytes) in [
+        ("nul.txt", &b"a\0b\n"[..]),
+        ("elf.bin", b"\x7fELF\x02\x01\x01\0rest"),
+    ] {
+        let file = common::temp_path(name);
+        std::fs::write(&file, bytes).unwrap();
+        let message = error_of(&["trace", "import", file.to_str().unwrap()]);
+        assert!(
+            message.contains("not a pageframe trace: magic at byte offset 0 is")
+                && message.contains("nor a text trace: a NUL byte in its first"),
+            "{message}"
+        );
+        assert!(!message.contains("import"), "{message}");
+    }
+    // The list of commands left out perf-table and config.
+    let message = error_of(&[]);
+    assert!(
+        message.contains(
+            "run, proc, info, perf-table, config, conform, trace, sweep, zram or calibrate"
+        ),
+        "{message}"
+    );
+    // Every page offlined: 12591108.000 bytes per present page.
+    let offline = temp_file(
+        "all-offline.toml",
+        "[[node]]\nmem = \"1G\"\ncpus = 1\n\n[[hotplug]]\naction = \"offline\"\nstart = \"0\"\nsize = \"1G\"\n",
+    );
+    let described = stdout_of(&["info", "--config", offline.to_str().unwrap()]);
+    assert!(
+        described.contains("metadata: no present page (12 B memmap record per PFN"),
+        "{described}"
+    );
 }
 
 #[test]
@@ -491,6 +600,28 @@ fn an_input_fifo_without_a_writer_is_read_as_empty_not_waited_for() {
     );
     let summary = stdout_of(&["trace", "import", fifo]);
     assert!(summary.contains(": 0 events"), "{summary}");
+}
+
+#[test]
+fn a_zram_bench_corpus_that_is_a_fifo_is_refused_not_waited_for() {
+    // bench's --corpus was opened plainly, with no check that it is a
+    // file: a FIFO with no writer blocked in open(), deaf to Ctrl-C.
+    let fifo = fifo_in("bench-corpus-fifo");
+    let fifo = fifo.to_str().unwrap();
+    let message = error_of(&[
+        "zram",
+        "bench",
+        "--size",
+        "4M",
+        "--writers",
+        "1",
+        "--corpus",
+        fifo,
+    ]);
+    assert!(
+        message.contains(&format!("--corpus {fifo}: not a file")),
+        "{message}"
+    );
 }
 
 #[test]

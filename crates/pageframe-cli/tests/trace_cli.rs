@@ -194,3 +194,36 @@ fn a_host_bigger_than_the_machine_is_a_mismatch_unless_fitted() {
     );
     let _ = std::fs::remove_file(&file);
 }
+
+/// Regression: `trace replay --config` ignored the machine file's
+/// `[[hotplug]]` steps, which `proc` and `info` apply: a step on a node
+/// that does not exist replayed without a word, and the 8 GiB that
+/// examples/machines/hotplug.toml adds did not count, so the machine was
+/// too small for the traced host. The replay now runs on the machine the
+/// steps leave.
+#[test]
+fn the_replay_runs_on_the_machine_the_hotplug_steps_leave() {
+    let mut prefix = trace::read_file(&trace::shipped_trace_path()).unwrap();
+    prefix.events.truncate(20_000);
+    let file = temp_path("hotplug-prefix.pftrace");
+    trace::write_file(&file, &prefix).unwrap();
+    let path = file.to_str().unwrap();
+    let machine = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/machines/hotplug.toml"
+    );
+    let json = stdout_of(&[
+        "trace", "replay", path, "--config", machine, "--format", "json",
+    ]);
+    assert!(replayed(&json, "allocations") > 0.0, "{json}");
+    let bad = common::temp_file(
+        "hotplug-node5.toml",
+        "[[node]]\nmem = \"16G\"\ncpus = 4\n\n[[hotplug]]\naction = \"online\"\nstart = \"16G\"\nsize = \"128M\"\nnode = 5\n",
+    );
+    let message = error_of(&["trace", "replay", path, "--config", bad.to_str().unwrap()]);
+    assert!(
+        message.contains("config hotplug[0]: EINVAL: node 5 does not exist"),
+        "{message}"
+    );
+    let _ = std::fs::remove_file(&file);
+}

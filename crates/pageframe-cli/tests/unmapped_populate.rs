@@ -83,3 +83,45 @@ fn absurd_calibration_prices_saturate_the_modelled_time() {
         assert!(modelled >= saturated_ms * 0.999, "{row}");
     }
 }
+
+/// Regression: a FIFO as the calibration file (named by the environment or
+/// in the current directory) blocked in open(), and one that does not parse
+/// (`/dev/zero`) was found after the arenas had been built and timed, and
+/// after the experiments listed before had printed their reports.
+#[test]
+fn a_bad_or_fifo_calibration_file_is_refused_before_any_experiment_runs() {
+    let fifo = common::fifo_in("sim-costs-fifo");
+    let args = ["run", "bulk,unmapped-populate"];
+    for costs in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
+        let output = Command::new(common::BINARY)
+            .args(args)
+            .env(pageframe::backing::SIM_COSTS_ENV, costs)
+            .output()
+            .expect("the pageframe binary runs");
+        let message = common::one_line_error(&args, output);
+        assert!(
+            message.contains(&format!(
+                "unmapped-populate: calibration file {}: ",
+                costs.display()
+            )),
+            "{message}"
+        );
+    }
+    let dir = common::temp_dir("sim-costs-cwd");
+    let made = Command::new("mkfifo")
+        .arg(dir.join(pageframe::backing::SIM_COSTS_FILE))
+        .status();
+    assert!(made.expect("mkfifo runs").success());
+    let output = Command::new(common::BINARY)
+        .args(args)
+        .current_dir(&dir)
+        .env_remove(pageframe::backing::SIM_COSTS_ENV)
+        .output()
+        .expect("the pageframe binary runs");
+    let message = common::one_line_error(&args, output);
+    assert!(
+        message
+            .contains("calibration file pageframe-sim-costs.toml: protection_change_ns is missing"),
+        "{message}"
+    );
+}

@@ -6,8 +6,9 @@
 use std::io::{BufRead, BufReader};
 mod common;
 
-use common::{error_of, temp_path};
-use std::path::PathBuf;
+use common::{error_of, stdout_of, temp_path};
+use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 #[test]
@@ -136,7 +137,7 @@ fn a_trace_to_replay_that_is_not_a_file_fails_before_anything_runs() {
 
 #[test]
 fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
-    use pageframe_lab::zram_serve::block_trace::{TraceRecord, TraceWriter, MAX_TRACE_PAGES};
+    use pageframe_lab::zram_serve::block_trace::MAX_TRACE_PAGES;
     let write = |page| TraceRecord::Write {
         page,
         sizes: Some([900, 900, 900]),
@@ -148,22 +149,150 @@ fn traces_without_steps_or_past_the_largest_device_are_one_line_errors() {
     };
     let no_steps = temp_path("no-steps.pfzt");
     let far = temp_path("far.pfzt");
-    for (path, records) in [
-        (&no_steps, vec![write(0), write(1)]),
-        (&far, vec![write(0), write(MAX_TRACE_PAGES), step]),
-    ] {
-        let mut writer = TraceWriter::create(path, 3).unwrap();
-        for record in &records {
-            writer.record(record).unwrap();
-        }
-        writer.finish().unwrap();
-    }
+    write_trace(&no_steps, &[write(0), write(1)]);
+    write_trace(&far, &[write(0), write(MAX_TRACE_PAGES), step]);
     let err = error_of(&["run", "zram-untar", "--trace", no_steps.to_str().unwrap()]);
     assert!(err.contains("no step marks"), "{err}");
     let err = error_of(&["run", "zram-untar", "--trace", far.to_str().unwrap()]);
     assert!(err.contains("a trace may address"), "{err}");
     std::fs::remove_file(no_steps).unwrap();
     std::fs::remove_file(far).unwrap();
+}
+
+/// Writes `records` as a block trace at `path`.
+fn write_trace(path: &Path, records: &[TraceRecord]) {
+    let mut writer = TraceWriter::create(path, 3).unwrap();
+    for record in records {
+        writer.record(record).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+#[test]
+fn a_step_label_too_wide_for_a_format_width_or_with_controls_is_printed_escaped() {
+    // A label of 65536 bytes panicked in the table ("Formatting argument
+    // out of range"); one with a line break or an escape split the table
+    // or sent a terminal sequence.
+    let step = |label: &str| TraceRecord::Step {
+        round: 1,
+        label: label.into(),
+        real: None,
+    };
+    let wide = "x".repeat(65_536);
+    let trace = temp_path("wide-label.pfzt");
+    write_trace(&trace, &[step(&wide), step("rm\ndrivers\r\u{1b}[2J")]);
+    let table = stdout_of(&[
+        "run",
+        "zram-untar",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(table.contains(&wide), "the wide label is printed whole");
+    assert!(table.contains("rm; drivers; ?[2J"), "{table}");
+    assert!(
+        !table.contains('\u{1b}') && !table.contains('\r'),
+        "{table}"
+    );
+    std::fs::remove_file(trace).unwrap();
+}
+
+/// Regression: `run bulk,zram-untar --trace bad.pfzt` printed bulk's
+/// report, then failed when zram-untar read the trace.
+#[test]
+fn a_bad_trace_is_refused_before_the_experiments_listed_before_zram_untar_run() {
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/zram-untar-ext4-quick.pfzt"
+    );
+    let bytes = std::fs::read(shipped).unwrap();
+    let cut = temp_path("cut-after-bulk.pfzt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = error_of(&["run", "bulk,zram-untar", "--trace", cut.to_str().unwrap()]);
+    assert!(err.contains("compressed records end early"), "{err}");
+    std::fs::remove_file(cut).unwrap();
+}
+
+/// Regression: a trace of a million step marks (452 bytes compressed)
+/// passed 5 GB in its rows, and one of two million pages written whole
+/// passed 5 GB in its pools; both are refused before anything runs.
+#[test]
+fn a_trace_whose_replay_the_host_cannot_hold_is_refused_up_front() {
+    use pageframe_lab::zram_serve::block_trace::MAX_TRACE_STEPS;
+    let step = TraceRecord::Step {
+        round: 1,
+        label: "untar".into(),
+        real: None,
+    };
+    let steps = temp_path("many-steps.pfzt");
+    write_trace(&steps, &vec![step.clone(); MAX_TRACE_STEPS + 1]);
+    let err = error_of(&["run", "bulk,zram-untar", "--trace", steps.to_str().unwrap()]);
+    assert!(err.contains("more than 4096 step marks"), "{err}");
+    std::fs::remove_file(steps).unwrap();
+    // Four million pages written whole: some 17 GiB an allocator.
+    if pageframe_lab::host_memory::available().is_some_and(|bytes| bytes > 34 << 30) {
+        eprintln!("skipped the pages: this host has more than 34 GiB available");
+        return;
+    }
+    let mut records: Vec<TraceRecord> = (0..4 << 20)
+        .map(|page| TraceRecord::Write {
+            page,
+            sizes: Some([8192; 3]),
+        })
+        .collect();
+    records.push(step);
+    let pages = temp_path("many-pages.pfzt");
+    write_trace(&pages, &records);
+    let err = error_of(&["run", "bulk,zram-untar", "--trace", pages.to_str().unwrap()]);
+    assert!(
+        err.contains("replaying it would hold about")
+            && err.contains("more than the host's MemAvailable"),
+        "{err}"
+    );
+    std::fs::remove_file(pages).unwrap();
+}
+
+/// `--corpus` is not read by the default trace replay: said on stderr,
+/// not silently (the README's `run zram-untar --corpus FILE` is such a
+/// run, so it is not refused); `--trace` with the `files` workload, which
+/// replays no trace, is refused.
+#[test]
+fn a_corpus_or_trace_the_workload_does_not_read_is_warned_of_or_refused() {
+    let corpus = temp_path("unread-corpus.tar.xz");
+    std::fs::write(&corpus, b"not read").unwrap();
+    let output = common::pageframe(&[
+        "run",
+        "zram-untar",
+        "--quiet",
+        "--corpus",
+        corpus.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: --corpus") && stderr.contains("is not read"),
+        "{stderr}"
+    );
+    let config = temp_path("files-workload.toml");
+    std::fs::write(&config, "[zram-untar]\nworkload = \"files\"\n").unwrap();
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/zram-untar-ext4-quick.pfzt"
+    );
+    let err = error_of(&[
+        "run",
+        "zram-untar",
+        "--config",
+        config.to_str().unwrap(),
+        "--trace",
+        shipped,
+    ]);
+    assert!(
+        err.contains("workload = \"files\" replays no trace"),
+        "{err}"
+    );
+    std::fs::remove_file(corpus).unwrap();
+    std::fs::remove_file(config).unwrap();
 }
 
 #[test]

@@ -282,7 +282,7 @@ pub fn from_tar_xz(
     sampling: Sampling,
     progress: impl FnMut(u64),
 ) -> Result<Corpus, CorpusError> {
-    let file = File::open(path)?;
+    let file = crate::files::open_input(path)?;
     let reader = xz2::read::XzDecoder::new(BufReader::with_capacity(1 << 20, file));
     from_tar(
         reader,

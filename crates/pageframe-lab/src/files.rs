@@ -46,30 +46,10 @@ pub fn read_bytes(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
     Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
 }
 
-/// Opens `path` for reading without waiting for a writer: a FIFO that no
-/// one writes to reads as empty, where open() blocked for ever; a pipe
-/// with a writer (`--config <(...)`) reads as usual. A named FIFO must
-/// therefore have its writer open before the command opens it: one that
-/// opens later is not waited for.
-pub fn open_input(path: &Path) -> io::Result<fs::File> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    // Reads wait for data again, as on a file opened plainly.
-    // SAFETY: fcntl on a descriptor this function owns; F_GETFL and
-    // F_SETFL have no other precondition.
-    let cleared = unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        flags >= 0 && libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0
-    };
-    if !cleared {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(file)
-}
+/// Opens `path` for reading without waiting for a writer (a FIFO no one
+/// writes to reads as empty); the library's, which opens its own inputs
+/// (a calibration file) the same way.
+pub use pageframe::backing::open_input;
 
 /// The temporary beside `target`.
 fn temporary(target: &Path) -> PathBuf {

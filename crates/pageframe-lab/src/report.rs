@@ -236,7 +236,7 @@ impl Report {
                     .iter()
                     .map(|column| {
                         row.get(column)
-                            .map(table_cell)
+                            .map(|value| one_line(&table_cell(value)))
                             .unwrap_or_else(|| "-".into())
                     })
                     .collect()
@@ -248,8 +248,8 @@ impl Report {
             .map(|(at, column)| {
                 cells
                     .iter()
-                    .map(|row| row[at].len())
-                    .chain([column.len()])
+                    .map(|row| row[at].chars().count())
+                    .chain([column.chars().count()])
                     .max()
                     .unwrap_or(0)
             })
@@ -263,14 +263,14 @@ impl Report {
         let header: Vec<String> = columns
             .iter()
             .zip(&widths)
-            .map(|(column, width)| format!("{column:>width$}"))
+            .map(|(column, width)| pad_left(column, *width))
             .collect();
         let _ = writeln!(out, "{}", header.join("  "));
         for row in &cells {
             let line: Vec<String> = row
                 .iter()
                 .zip(&widths)
-                .map(|(cell, width)| format!("{cell:>width$}"))
+                .map(|(cell, width)| pad_left(cell, *width))
                 .collect();
             let _ = writeln!(out, "{}", line.join("  "));
         }
@@ -310,6 +310,35 @@ pub fn columns_of<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
         }
     }
     columns
+}
+
+/// `text` right-aligned in `width` characters. Padded by hand: a format
+/// width (`{:>width$}`) panics past 65535, and a cell holds whatever a
+/// trace's label held.
+fn pad_left(text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(text.chars().count());
+    " ".repeat(pad) + text
+}
+
+/// `text` as one printable line, for a terminal: every line break a reader
+/// may split on (\r, vertical tab, form feed, NEL, the Unicode line and
+/// paragraph separators, as well as \n) joins the trimmed lines around it
+/// with `; `, and any other control character (an escape that would start
+/// a terminal sequence) shows as `?`. Table cells and the command's error
+/// lines both go through it.
+pub fn one_line(text: &str) -> String {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
+    text.split(breaks)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+        .replace(|c: char| c.is_control(), "?")
 }
 
 fn table_cell(value: &Value) -> String {
@@ -454,6 +483,26 @@ mod tests {
         assert!(table.starts_with("# bulk (seed 42, scale quick)\n"));
         assert!(table.contains("note line"));
         let widths: Vec<usize> = table.lines().skip(1).take(3).map(str::len).collect();
+        assert!(widths.windows(2).all(|pair| pair[0] == pair[1]), "{table}");
+    }
+
+    #[test]
+    fn a_cell_wider_than_a_format_width_and_controls_in_cells_do_not_break_the_table() {
+        // A zram-untar trace's step label of 65536 bytes panicked
+        // ("Formatting argument out of range"); a label with \n, \r or an
+        // escape split the table's lines or reached the terminal raw.
+        let mut report = sample();
+        let long = "x".repeat(70_000);
+        report.rows.push(Row::new().with("note", long.as_str()));
+        report
+            .rows
+            .push(Row::new().with("note", "a\nb\rc\u{1b}[31m"));
+        let table = report.render(Format::Table);
+        assert_eq!(table.lines().count(), 1 + 1 + 4 + 1, "{table}");
+        assert!(table.contains(&long));
+        assert!(table.contains("a; b; c?[31m"), "{table}");
+        assert!(!table.contains('\u{1b}'));
+        let widths: Vec<usize> = table.lines().skip(1).take(5).map(str::len).collect();
         assert!(widths.windows(2).all(|pair| pair[0] == pair[1]), "{table}");
     }
 }

@@ -249,6 +249,19 @@ pub fn check_host_holds(layout: &MachineLayout, available: Option<u64>) -> Resul
     }
 }
 
+/// Runs a machine file's `[[hotplug]]` steps (`desc.hotplug`) on the
+/// machine booted from `desc`, in order, as every command that boots a
+/// machine file does after boot (`proc`, `info`, `trace replay`); a
+/// refused step is the error, naming it.
+pub fn apply_hotplug_steps(
+    allocator: &mut pageframe::LocalPageAllocator,
+    desc: &MachineDesc,
+) -> Result<(), DescError> {
+    allocator
+        .apply_hotplug(&desc.hotplug)
+        .map_err(|(step, err)| DescError::new(format!("config hotplug[{step}]"), err.to_string()))
+}
+
 /// Most pages a machine's `[[hotplug]]` steps may online and offline in
 /// all: twice the most a machine holds (each page onlined and offlined
 /// once). A step's time is in its pages and a file holds some 20 000 steps:

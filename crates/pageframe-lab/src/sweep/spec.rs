@@ -30,6 +30,12 @@ use std::num::NonZeroUsize;
 /// The most points one spec may expand to.
 pub const MAX_POINTS: usize = 100_000;
 
+/// The longest shape name, in bytes: a name is a label of the table, the
+/// plots and every point's key (twice a point), so a 1 MiB spec of one
+/// long name and `seeds = 100000` asked for some 200 GB. Names are words
+/// like `two-node`.
+pub const MAX_SHAPE_NAME_BYTES: usize = 100;
+
 /// A parsed, checked sweep spec.
 #[derive(Debug)]
 pub struct Sweep {
@@ -126,23 +132,31 @@ impl Sweep {
         }
         let mut shapes: Vec<(Option<String>, toml::Table)> = Vec::new();
         for (name, value) in shape_tables {
+            if name.len() > MAX_SHAPE_NAME_BYTES {
+                let start: String = name.chars().take(20).collect();
+                return Err(format!(
+                    "{source}: shapes.{start}...: a shape name of {} bytes, more than {MAX_SHAPE_NAME_BYTES}",
+                    name.len()
+                ));
+            }
             match value {
                 toml::Value::Table(values) => shapes.push((Some(name), values)),
                 _ => return Err(format!("{source}: shapes.{name} must be a table")),
             }
         }
         // Two shapes that give the same values, as the run takes them, would
-        // run the same points twice under two names.
-        let mut shape_params: Vec<(&str, Params)> = Vec::new();
+        // run the same points twice under two names. Found by their text
+        // in a map: comparing each shape with every other took seconds for
+        // tens of thousands.
+        let mut shape_params: HashMap<String, &str> = HashMap::with_capacity(shapes.len());
         for (name, values) in &shapes {
             let params = checked_params(source, experiment, scale, values)?;
             let name = name.as_deref().unwrap_or("");
-            if let Some((first, _)) = shape_params.iter().find(|(_, seen)| *seen == params) {
+            if let Some(first) = shape_params.insert(params_text(&params), name) {
                 return Err(format!(
                     "{source}: shapes.{first} and shapes.{name} give the same parameters"
                 ));
             }
-            shape_params.push((name, params));
         }
         let shape_names: Vec<String> = shapes.iter().filter_map(|(name, _)| name.clone()).collect();
         if shapes.is_empty() {
@@ -296,10 +310,28 @@ fn value_text(value: &toml::Value) -> String {
 /// (a bad value is reported once the point is checked).
 fn run_value(kind: Option<Kind>, value: &toml::Value) -> String {
     match kind.and_then(|kind| params::check(kind, value)) {
-        Some(Value::Float(number)) => format!("{:?}", number + 0.0),
-        Some(checked) => checked.to_string(),
+        Some(checked) => checked_text(checked),
         None => value_text(value),
     }
+}
+
+/// A checked value as text, equal for values the run takes alike (a float
+/// without the sign of zero: `0.0` and `-0.0` are one value).
+fn checked_text(value: Value) -> String {
+    match value {
+        Value::Float(number) => format!("{:?}", number + 0.0),
+        other => other.to_string(),
+    }
+}
+
+/// Every parameter of a run as text, equal exactly when the parameters
+/// are (`Params`' `==`).
+fn params_text(params: &Params) -> String {
+    let mut text = String::new();
+    for (key, value) in params.values() {
+        let _ = write!(text, "{key}={};", checked_text(*value));
+    }
+    text
 }
 
 /// A multi-line parser message as one line.

@@ -113,6 +113,10 @@ fn bad_specs_are_one_line_errors_naming_the_problem() {
             "params.zipf_s lists 2 twice (as 2 and 2.0)",
         ),
         (
+            "experiment = \"numa-balancing\"\n[shapes.a]\nzipf_s = 0.0\n[shapes.b]\nzipf_s = -0.0",
+            "shapes.a and shapes.b give the same parameters",
+        ),
+        (
             "experiment = \"numa-balancing\"\n[params]\nzipf_s = [0.0, -0.0]",
             "params.zipf_s lists 0.0 twice (as 0.0 and -0.0)",
         ),

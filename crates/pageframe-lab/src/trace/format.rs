@@ -220,6 +220,13 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The first bytes of a file where a magic is expected, as a message
+/// shows them (escaped: a binary file's bytes are no text).
+pub(super) fn magic_text(bytes: &[u8]) -> String {
+    let head = &bytes[..bytes.len().min(MAGIC.len())];
+    String::from_utf8_lossy(head).escape_debug().to_string()
+}
+
 /// Decodes a trace file. Errors name the offset: a foreign file (bad
 /// magic), an unknown version, a truncated section, a corrupt event or a
 /// checksum mismatch.
@@ -229,7 +236,7 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
     if magic != MAGIC {
         return Err(TraceError::Foreign {
             offset: 0,
-            found: String::from_utf8_lossy(magic).escape_debug().to_string(),
+            found: magic_text(magic),
         });
     }
     let version = reader.u32("version")?;

@@ -111,6 +111,15 @@ pub enum TraceError {
         /// What the file starts with.
         found: String,
     },
+    /// A file [`import()`] reads as neither: binary, but not a pageframe
+    /// trace.
+    #[error("not a pageframe trace: magic at byte offset 0 is \"{found}\", expected \"PGFTRACE\"; nor a text trace: a NUL byte in its first {scanned} bytes")]
+    Binary {
+        /// Bytes looked at for a NUL.
+        scanned: usize,
+        /// What the file starts with.
+        found: String,
+    },
     /// A field makes no sense.
     #[error("corrupt trace at byte offset {offset}: {reason}")]
     Corrupt {
@@ -173,8 +182,12 @@ pub fn import(path: &Path) -> Result<Trace, TraceError> {
         return read_file(path);
     }
     if head.contains(&0) {
-        // Binary but not ours: decoding the head names the foreign magic.
-        return decode(head);
+        // Binary but not ours (decode() would call a short file truncated,
+        // and send the reader to import, where it is).
+        return Err(TraceError::Binary {
+            scanned: head.len(),
+            found: format::magic_text(head),
+        });
     }
     let trace = text_import::import_reader(reader)?;
     trace.check_invariants()?;

@@ -248,6 +248,12 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<ReplayOutcome, T
     if options.machine.is_none() {
         write_host_sysctls(trace, options, &mut allocator)?;
     }
+    // A machine file's [[hotplug]] steps are part of the machine it
+    // describes (`proc` and `info` show it after them): the trace replays
+    // on the machine they leave, as a trace recorded after the memory was
+    // added would have run, rather than on its boot memory alone.
+    crate::machine_args::apply_hotplug_steps(&mut allocator, &desc)
+        .map_err(|err| TraceError::Machine(err.to_string()))?;
     let layout = allocator.layout();
     let nr_cpus = allocator.nr_cpus();
     let handles = (0..nr_cpus)

@@ -58,8 +58,18 @@ pub fn replay_machine(trace: &Trace, options: &ReplayOptions) -> Result<MachineD
         }
         if let Some(host) = host_memory {
             // What the machine boots with, after a `mem=` on the command
-            // line.
-            let machine = desc.bytes_within_mem_limit();
+            // line, and what the machine file's hotplug steps add and take
+            // away (the replay runs on the machine they leave).
+            let machine = desc
+                .hotplug
+                .iter()
+                .fold(desc.bytes_within_mem_limit(), |bytes, step| {
+                    if step.online {
+                        bytes.saturating_add(step.size)
+                    } else {
+                        bytes.saturating_sub(step.size)
+                    }
+                });
             if host > machine {
                 return Err(TraceError::Mismatch(format!(
                     "the traced host managed {} MiB, the replay machine has {} MiB; \

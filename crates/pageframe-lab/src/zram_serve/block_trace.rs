@@ -13,8 +13,8 @@
 //! header and the compressed stream, in the record stream for a record. A
 //! reader refuses a record reaching past [`MAX_TRACE_PAGES`] (a replay
 //! sizes its device from the trace), a size over [`MAX_OBJECT_SIZE`],
-//! more than 2^25 records, a record stream over 256 MiB and a file longer than such a stream
-//! compresses to.
+//! more than 2^25 records or [`MAX_TRACE_STEPS`] step marks, a record
+//! stream over 256 MiB and a file longer than such a stream compresses to.
 
 use pageframe::zram::{page_same_filled, Compressor, Prepared, ZramError};
 use std::fs::File;
@@ -46,6 +46,12 @@ pub const MAX_OBJECT_SIZE: u32 = 2 * 4096;
 /// 70 rounds of the whole tree, in 256 MiB). Without it, a small file of
 /// three-byte records within that stream would take some 6 GiB.
 const MAX_TRACE_RECORDS: usize = 1 << 25;
+
+/// The most step marks a trace may hold. A recording marks six a round
+/// (untar and five removals) and takes at most 100 rounds; a replay makes
+/// a row of each for every allocator, some 4 KiB apiece with its output,
+/// so a million marks (a few hundred bytes compressed) asked for 12 GB.
+pub const MAX_TRACE_STEPS: usize = 1 << 12;
 
 /// The largest record stream a trace file may decompress to (the shipped
 /// quick-scale trace's is about 10 MiB, a full-scale one about 25 MiB).
@@ -394,6 +400,7 @@ fn decode_at_most(stream: &[u8], limit: usize) -> Result<Vec<TraceRecord>, (u64,
         Err((start as u64, "number longer than 64 bits".into()))
     };
     let mut records = Vec::new();
+    let mut steps = 0usize;
     let mut next_page = 0u64;
     loop {
         let start = at;
@@ -448,6 +455,13 @@ fn decode_at_most(stream: &[u8], limit: usize) -> Result<Vec<TraceRecord>, (u64,
                 records.push(TraceRecord::Discard { first, pages });
             }
             TAG_STEP => {
+                if steps == MAX_TRACE_STEPS {
+                    return Err((
+                        start as u64,
+                        format!("more than {MAX_TRACE_STEPS} step marks"),
+                    ));
+                }
+                steps += 1;
                 let round = u32::try_from(number(&mut at)?)
                     .map_err(|_| (start as u64, "round out of range".to_string()))?;
                 let len = usize::try_from(number(&mut at)?)

@@ -191,6 +191,19 @@ fn a_named_tarball_must_give_the_bench_its_pages() {
     assert!(!label.is_empty());
 }
 
+#[test]
+fn a_tarball_that_is_a_fifo_is_read_as_empty_not_waited_for() {
+    // A plain open() of a FIFO with no writer blocked for ever.
+    let dir = std::env::temp_dir().join(format!("pageframe-bench-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("linux.tar.xz");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(run("mkfifo", &[fifo.to_str().unwrap()]).status.success());
+    let err = throughput::pages(Some(&fifo), 1 << 20).unwrap_err();
+    assert!(err.to_string().contains("linux.tar.xz"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The queue attributes `present_as_zram` sets, as sysfs shows them.
 const ZRAM_LIKE_QUEUE: [&str; 4] = [
     "rotational",

@@ -78,7 +78,7 @@ pub(super) fn pages(named: Option<&Path>, bytes: usize) -> Result<(Vec<u8>, Stri
         what: format!("holding the {} MiB to write", bytes >> 20),
         err: std::io::ErrorKind::OutOfMemory.into(),
     })?;
-    let read = std::fs::File::open(tarball).and_then(|file| {
+    let read = crate::files::open_input(tarball).and_then(|file| {
         xz2::read::XzDecoder::new(std::io::BufReader::new(file))
             .take(bytes as u64)
             .read_to_end(&mut data)

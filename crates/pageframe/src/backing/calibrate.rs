@@ -129,9 +129,9 @@ impl SimCosts {
         match path {
             None => Ok((SimCosts::default(), CostSource::Defaults)),
             Some(path) => {
-                let text = read_bounded(&path)?;
-                let costs =
-                    SimCosts::from_file_text(&text).map_err(|err| format!("{path}: {err}"))?;
+                let text = read_bounded(&path).map_err(|err| format!("calibration file {err}"))?;
+                let costs = SimCosts::from_file_text(&text)
+                    .map_err(|err| format!("calibration file {path}: {err}"))?;
                 Ok((costs, CostSource::File(path)))
             }
         }
@@ -139,16 +139,17 @@ impl SimCosts {
 }
 
 /// A calibration file's text, refused past [`SIM_COSTS_MAX_BYTES`] (the
-/// environment may name any file: `/dev/zero` must not fill memory).
+/// environment may name any file: `/dev/zero` must not fill memory, and a
+/// FIFO reads as empty rather than waiting for a writer).
 fn read_bounded(path: &str) -> Result<String, String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)
+    super::os::open_input(std::path::Path::new(path))
         .and_then(|file| file.take(SIM_COSTS_MAX_BYTES + 1).read_to_string(&mut text))
         .map_err(|err| format!("{path}: {err}"))?;
     if text.len() as u64 > SIM_COSTS_MAX_BYTES {
         return Err(format!(
-            "{path}: over the limit of {} KiB for a calibration file",
+            "{path}: over the limit of {} KiB",
             SIM_COSTS_MAX_BYTES >> 10
         ));
     }
@@ -385,5 +386,18 @@ mod tests {
         let err = read_bounded("/dev/zero").unwrap_err();
         assert!(err.starts_with("/dev/zero: over the limit"), "{err}");
         assert!(read_bounded("/nonexistent-calibration").is_err());
+    }
+
+    #[test]
+    fn a_calibration_fifo_without_a_writer_reads_as_empty() {
+        // Regression: a FIFO as the calibration file blocked in open().
+        let dir = std::env::temp_dir().join(format!("pageframe-costs-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join(SIM_COSTS_FILE);
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        assert_eq!(read_bounded(fifo.to_str().unwrap()).unwrap(), "");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

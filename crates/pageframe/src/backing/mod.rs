@@ -65,7 +65,9 @@ pub use costs::SimCosts;
 pub use counters::{BackingCounters, HostCounters};
 pub(crate) use direct_map::page_pieces;
 pub use mermap::{MermapAccess, MermapConfig};
-pub use os::{allowed_cpus, host_numa_nodes, own_faults, own_thread_cpu_time, pin_current_thread};
+pub use os::{
+    allowed_cpus, host_numa_nodes, open_input, own_faults, own_thread_cpu_time, pin_current_thread,
+};
 pub use owner_view::OwnerView;
 pub use sim::SimBacking;
 

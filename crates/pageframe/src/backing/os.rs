@@ -2,7 +2,8 @@
 //! a memfd, [`Mapping`]s of it or of reserved address space, positioned
 //! reads and writes of the memfd, the host's page size and NUMA nodes, and
 //! what the mermap agents need: shared memory, fork with CPU pinning,
-//! futexes, and descriptor and process housekeeping.
+//! futexes, descriptor and process housekeeping, and opening an input file
+//! without waiting for a writer.
 //!
 //! Preconditions are checked, not assumed: every [`Mapping`] method that
 //! names a byte range checks that it lies inside the mapping (`EINVAL`
@@ -568,6 +569,31 @@ pub fn own_thread_cpu_time() -> std::time::Duration {
     let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
     let nanos = u32::try_from(now.tv_nsec).unwrap_or(0);
     std::time::Duration::new(seconds, nanos)
+}
+
+/// Opens `path` for reading without waiting for a writer: a FIFO that no
+/// one writes to reads as empty, where open() blocked for ever (deaf to
+/// Ctrl-C); a pipe with a writer (`--config <(...)`) reads as usual. A
+/// named FIFO must therefore have its writer open before the command opens
+/// it: one that opens later is not waited for. Every input file of the
+/// command goes through it (the lab as `files::open_input`).
+pub fn open_input(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    // Reads wait for data again, as on a file opened plainly.
+    // SAFETY: fcntl on a descriptor this function owns; F_GETFL and
+    // F_SETFL have no other precondition.
+    let cleared = unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        flags >= 0 && libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0
+    };
+    if !cleared {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(file)
 }
 
 /// Online NUMA nodes of the host (/sys/devices/system/node/online), at least

@@ -352,6 +352,10 @@ impl Experiment for UnmappedPopulate {
     }
 
     fn check(&self, params: &Params) -> Result<(), ExperimentError> {
+        // The calibration file is an input of the run like its config: one
+        // that does not parse (PAGEFRAME_SIM_COSTS=/dev/zero) was found only
+        // after the arenas had been built and timed.
+        SimCosts::resolve().map_err(ExperimentError::failed)?;
         super::check_product(
             params,
             ["region_mib", "samples"],
@@ -404,6 +408,9 @@ impl Experiment for UnmappedPopulate {
             .ok_or_else(|| ExperimentError::failed("region_mib/sim_region_gib: sizes overflow"))?
             .check(crate::host_memory::available())
             .map_err(ExperimentError::failed)?;
+        // Read again (a sweep or a library caller may not have checked),
+        // still before the arena work.
+        let (costs, cost_source) = SimCosts::resolve().map_err(ExperimentError::failed)?;
         let sim_steps = if sim_region_bytes > 0 { 3 } else { 0 };
         let steps = (VARIANTS.len() * samples + sim_steps) as u64;
         let mut done = 0u64;
@@ -447,7 +454,6 @@ impl Experiment for UnmappedPopulate {
             .map(ArenaVariant::finish)
             .collect::<Result<Vec<_>, _>>()?;
         let mut sim = Vec::new();
-        let (costs, cost_source) = SimCosts::resolve().map_err(ExperimentError::failed)?;
         if sim_region_bytes > 0 {
             for (at, variant) in VARIANTS.into_iter().take(3).enumerate() {
                 sim.push(populate::on_sim(

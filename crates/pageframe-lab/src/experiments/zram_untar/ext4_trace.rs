@@ -13,13 +13,53 @@ use crate::observe;
 use crate::parallel;
 use crate::params::Params;
 use crate::report::Report;
+use crate::zram_serve::block_trace::{read_trace, TraceRecord};
 use pageframe::zram::Backend;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+
+/// Checks the block trace `--trace FILE` names as its replay will take it:
+/// readable, with step marks, and a replay on `threads` threads that the
+/// host can hold. The command calls it when it makes its plan, so that a
+/// bad trace is refused before any experiment runs (it was found when
+/// zram-untar's turn came, after the experiments before it had printed
+/// their reports); the run reads the trace again.
+pub fn check_replay_trace(path: &Path, threads: NonZeroUsize) -> Result<(), ExperimentError> {
+    let records = read_with_steps(path)?;
+    replay::check_host_holds(
+        &records,
+        &path.display().to_string(),
+        allocators_at_once(threads),
+        crate::host_memory::available(),
+    )
+}
+
+/// The records of the trace at `path`, which must have a step mark (a
+/// step is what the report shows).
+fn read_with_steps(path: &Path) -> Result<Vec<TraceRecord>, ExperimentError> {
+    let records = read_trace(path).map_err(ExperimentError::failed)?;
+    if !records
+        .iter()
+        .any(|record| matches!(record, TraceRecord::Step { .. }))
+    {
+        return Err(ExperimentError::failed(format!(
+            "{}: no step marks, so no step to report",
+            path.display()
+        )));
+    }
+    Ok(records)
+}
+
+/// How many allocators replay at once on `threads` threads (each its own
+/// machine and pool, in memory together).
+fn allocators_at_once(threads: NonZeroUsize) -> usize {
+    threads.get().min(BACKENDS.len())
+}
 
 /// The `ext4-trace` workload: record (with `--fs ext4`) or take a trace,
 /// replay it on every allocator.
 pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, ExperimentError> {
-    use crate::zram_serve::block_trace::{parse_trace, read_trace, TraceRecord, TRACE_CODECS};
+    use crate::zram_serve::block_trace::{parse_trace, read_trace, TRACE_CODECS};
     let codec = ["lz4", "lzo", "zstd"]
         .iter()
         .position(|name| *name == params.choice("codec"))
@@ -71,19 +111,7 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
         (records, trace.display().to_string())
     } else {
         match &options.block_trace {
-            Some(path) => {
-                let records = read_trace(path).map_err(ExperimentError::failed)?;
-                if !records
-                    .iter()
-                    .any(|record| matches!(record, TraceRecord::Step { .. }))
-                {
-                    return Err(ExperimentError::failed(format!(
-                        "{}: no step marks, so no step to report",
-                        path.display()
-                    )));
-                }
-                (records, path.display().to_string())
-            }
+            Some(path) => (read_with_steps(path)?, path.display().to_string()),
             None => (
                 parse_trace(replay::SHIPPED, Path::new(replay::SHIPPED_NAME))
                     .map_err(ExperimentError::failed)?,
@@ -91,6 +119,12 @@ pub(super) fn run(options: &RunOptions, params: &Params) -> Result<Report, Exper
             ),
         }
     };
+    replay::check_host_holds(
+        &records,
+        &name,
+        allocators_at_once(options.threads),
+        crate::host_memory::available(),
+    )?;
     let kernel_band_runs = if kernel_runs > 0 {
         let beside = params.choice("kernel_runs_with") == "served";
         let runs = live::kernel_runs(&tar, rounds, LIVE_DISK_BYTES, kernel_runs, beside)?;

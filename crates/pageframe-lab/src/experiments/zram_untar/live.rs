@@ -168,7 +168,7 @@ fn settle(devices: &[&Path], stored: impl Fn() -> Vec<u64>, signals: &SignalFlag
 /// The tarball at `path`, decompressed (the runs feed it to `tar x`).
 pub fn load_tarball(path: &Path) -> Result<Vec<u8>, ExperimentError> {
     let mut tar = Vec::new();
-    std::fs::File::open(path)
+    crate::files::open_input(path)
         .map(|file| xz2::read::XzDecoder::new(std::io::BufReader::new(file)))
         .and_then(|mut reader| reader.read_to_end(&mut tar))
         .map_err(|err| failed(format!("{}: {err}", path.display())))?;

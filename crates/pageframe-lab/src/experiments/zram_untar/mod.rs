@@ -40,6 +40,8 @@ mod ext4_trace;
 mod live;
 mod plot;
 mod replay;
+
+pub use ext4_trace::check_replay_trace;
 pub mod rows;
 
 use super::{Experiment, ExperimentError, RunOptions, Scale};
@@ -114,7 +116,7 @@ fn load(
     } else {
         String::new()
     };
-    match std::fs::File::open(path) {
+    match crate::files::open_input(path) {
         Ok(file) => {
             let size = file.metadata().map(|meta| meta.len()).unwrap_or(0).max(1);
             let read = Arc::new(AtomicU64::new(0));

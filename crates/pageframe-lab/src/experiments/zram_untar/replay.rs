@@ -8,11 +8,14 @@
 use super::rows::{KernelSizes, ReferenceRatios, ReplayRow, Sizes};
 use super::{reference, REMOVED};
 use crate::experiments::ExperimentError;
+use crate::host_memory::{gib, gib_or_mib};
 use crate::report::round_to;
-use crate::zram_serve::block_trace::{addressed_pages, RealStat, TraceRecord, TRACE_CODECS};
+use crate::zram_serve::block_trace::{
+    addressed_pages, RealStat, TraceRecord, MAX_OBJECT_SIZE, TRACE_CODECS,
+};
 use pageframe::page_source::CpuPages;
 use pageframe::zram::{Backend, Compressor, Prepared, Zram, ZramConfig, KEEP_ORIGINAL_FROM};
-use pageframe::{CpuId, LocalPageAllocator, MachineDesc};
+use pageframe::{CpuId, LocalPageAllocator, MachineDesc, MetadataCost};
 
 const PAGE: usize = 4096;
 const MIB: f64 = (1u64 << 20) as f64;
@@ -77,14 +80,10 @@ pub struct StepFigures {
     pub kernel: Option<RealStat>,
 }
 
-/// Replays `records` on `backend` with the sizes of `codec` (an index of
-/// [`TRACE_CODECS`]); returns the figures at every step mark.
-pub fn replay(
-    records: &[TraceRecord],
-    backend: Backend,
-    codec: usize,
-) -> Result<Vec<StepFigures>, ExperimentError> {
-    let compressor = TRACE_CODECS[codec];
+/// The machine a replay of `records` runs on (the pages the trace
+/// addresses, at least 1 GiB, rounded up to a power of two) and its
+/// device's slots.
+fn machine_of(records: &[TraceRecord]) -> Result<(MachineDesc, usize), ExperimentError> {
     let pages = addressed_pages(records);
     let machine_bytes = pages
         .checked_mul(PAGE as u64)
@@ -93,7 +92,126 @@ pub fn replay(
             ExperimentError::failed(format!("the trace addresses {pages} pages: too many"))
         })?;
     let slots = usize::try_from(pages).map_err(ExperimentError::failed)?;
-    let allocator = LocalPageAllocator::boot(&MachineDesc::uniform(machine_bytes, 1, 1)?)?;
+    Ok((MachineDesc::uniform(machine_bytes, 1, 1)?, slots))
+}
+
+/// Bytes a step costs in each allocator's report, beside its label: its
+/// figures, its row and the row's JSON or table text (measured: 4.1 KiB a
+/// row for `--format json`, the largest; 100 000 steps of a one-byte label
+/// peaked at 1.2 GB).
+const STEP_ROW_BYTES: u64 = 6 << 10;
+/// Copies of a step's label the figures, rows and output hold per
+/// allocator (measured: some 10).
+const STEP_LABEL_COPIES: u64 = 16;
+/// The stand-in objects [`Objects`] builds, at most one of each size:
+/// every size up to [`MAX_OBJECT_SIZE`] and a page kept beside each.
+const OBJECTS_BYTES: u64 =
+    (MAX_OBJECT_SIZE as u64 * MAX_OBJECT_SIZE as u64) / 2 + MAX_OBJECT_SIZE as u64 * PAGE as u64;
+
+/// What a stored object costs beyond its bytes: its handle, its slot's
+/// page in the simulation's store and its share of the zspage's metadata
+/// (measured: two million pages written whole peaked at 17.1 GB on two
+/// allocators, 4.27 KB a page).
+const OBJECT_OVERHEAD_BYTES: u64 = 256;
+
+/// Refuses a replay of `records` (the trace `name`) on `allocators` at
+/// once (of [`BACKENDS`](super::BACKENDS) in all) that would hold more
+/// than `available` bytes (the host's `MemAvailable`; `None`: unknown, not
+/// checked). The reader's limits (2^25 records, 2^24 pages) let a trace
+/// of a few hundred bytes ask for tens of GB: a million step marks (3
+/// million rows) or two million pages written whole (8 GiB an allocator).
+///
+/// An estimate, erring high: each allocator holds the objects live at the
+/// trace's peak (a page each at most, twice its size for the class
+/// rounding and fragmentation the pools show, under 40 % in every run
+/// measured, and the overhead of an object), its machine's page metadata,
+/// its slot table and stand-in objects; each step costs every allocator a
+/// row. The shipped trace is estimated at 1.0 GiB an allocator; it peaks
+/// at 1.3 GB for two.
+pub fn check_host_holds(
+    records: &[TraceRecord],
+    name: &str,
+    allocators: usize,
+    available: Option<u64>,
+) -> Result<(), ExperimentError> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let (machine, slots) = machine_of(records)?;
+    let layout = machine
+        .layout()
+        .map_err(|err| ExperimentError::failed(err.message))?;
+    let per_allocator = peak_object_bytes(records, slots)
+        .saturating_add(MetadataCost::for_layout(&layout).total_bytes())
+        .saturating_add(ZramConfig::new(slots).table_bytes())
+        .saturating_add(OBJECTS_BYTES);
+    let (steps, step_bytes) = records
+        .iter()
+        .filter_map(|record| match record {
+            TraceRecord::Step { label, .. } => Some(label.len() as u64),
+            _ => None,
+        })
+        .fold((0u64, 0u64), |(steps, bytes), label| {
+            let step = STEP_ROW_BYTES.saturating_add(label.saturating_mul(STEP_LABEL_COPIES));
+            (steps + 1, bytes.saturating_add(step))
+        });
+    let rows = step_bytes.saturating_mul(super::BACKENDS.len() as u64);
+    let held = std::mem::size_of_val(records) as u64;
+    let need = per_allocator
+        .saturating_mul(allocators as u64)
+        .saturating_add(rows)
+        .saturating_add(held);
+    if need <= available {
+        return Ok(());
+    }
+    Err(ExperimentError::failed(format!(
+        "{name}: replaying it would hold about {} ({allocators} allocators at once, {} each for the pages it stores, and {} for the rows of its {steps} step marks), more than the host's MemAvailable of {}",
+        gib_or_mib(need),
+        gib_or_mib(per_allocator),
+        gib_or_mib(rows),
+        gib(available)
+    )))
+}
+
+/// What the objects live at once cost at most over a replay of `records`
+/// on `slots` slots, in bytes: each written page at twice its largest size
+/// of [`TRACE_CODECS`], at most a page, and [`OBJECT_OVERHEAD_BYTES`] (a
+/// same-filled page costs nothing), until it is overwritten or discarded.
+fn peak_object_bytes(records: &[TraceRecord], slots: usize) -> u64 {
+    let mut cost = vec![0u16; slots];
+    let (mut live, mut peak) = (0u64, 0u64);
+    for record in records {
+        match record {
+            TraceRecord::Write { page, sizes } => {
+                let new = sizes.map_or(0, |sizes| {
+                    let largest = sizes.iter().max().copied().unwrap_or(0) as u64;
+                    ((2 * largest).min(PAGE as u64) + OBJECT_OVERHEAD_BYTES) as u16
+                });
+                let old = std::mem::replace(&mut cost[*page as usize], new);
+                live = live - u64::from(old) + u64::from(new);
+                peak = peak.max(live);
+            }
+            TraceRecord::Discard { first, pages } => {
+                for slot in &mut cost[*first as usize..(first + pages) as usize] {
+                    live -= u64::from(std::mem::take(slot));
+                }
+            }
+            TraceRecord::Step { .. } => {}
+        }
+    }
+    peak
+}
+
+/// Replays `records` on `backend` with the sizes of `codec` (an index of
+/// [`TRACE_CODECS`]); returns the figures at every step mark.
+pub fn replay(
+    records: &[TraceRecord],
+    backend: Backend,
+    codec: usize,
+) -> Result<Vec<StepFigures>, ExperimentError> {
+    let compressor = TRACE_CODECS[codec];
+    let (machine, slots) = machine_of(records)?;
+    let allocator = LocalPageAllocator::boot(&machine)?;
     let cpu = allocator.cpu(CpuId(0)).map_err(ExperimentError::failed)?;
     let pool = backend
         .create(CpuPages::new(cpu))

@@ -141,7 +141,7 @@ fn references_cover_the_documents_rounds() {
     assert!(reference(BACKENDS[1], 5, 0).is_none());
 }
 
-use crate::zram_serve::block_trace::{RealStat, TraceRecord};
+use crate::zram_serve::block_trace::{parse_trace, RealStat, TraceRecord};
 
 /// A small trace: two rounds of writes and discards with step marks.
 fn small_trace() -> Vec<TraceRecord> {
@@ -216,6 +216,49 @@ fn replay_is_deterministic_and_accounts_every_write() {
             );
         }
     }
+}
+
+#[test]
+fn a_replay_the_host_cannot_hold_is_refused_before_it_starts() {
+    // Two million pages written whole from a trace of 1.7 KB passed 5 GB
+    // (8 GiB an allocator, two at once).
+    let mut records: Vec<TraceRecord> = (0..2_000_000)
+        .map(|page| TraceRecord::Write {
+            page,
+            sizes: Some([8192; 3]),
+        })
+        .collect();
+    records.push(TraceRecord::Step {
+        round: 1,
+        label: "untar".into(),
+        real: None,
+    });
+    let err = replay::check_host_holds(&records, "big.pfzt", 2, Some(15 << 30)).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "big.pfzt: replaying it would hold about 16.6 GiB (2 allocators at once, 8.2 GiB each"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("MemAvailable of 15.0 GiB"),
+        "{err}"
+    );
+    // Discarded pages cost nothing: the same pages written and discarded
+    // in halves hold half as much at their peak.
+    let half = 1_000_000;
+    let mut halves: Vec<TraceRecord> = records[..half as usize].to_vec();
+    halves.push(TraceRecord::Discard {
+        first: 0,
+        pages: half,
+    });
+    halves.extend_from_slice(&records[half as usize..]);
+    assert!(replay::check_host_holds(&halves, "halves.pfzt", 2, Some(10 << 30)).is_ok());
+    // The shipped trace's estimate stays near what it takes: 1.0 GiB an
+    // allocator, 3.1 GiB for three at once (measured: 1.3 GB peak for two).
+    let shipped = parse_trace(replay::SHIPPED, Path::new(replay::SHIPPED_NAME)).unwrap();
+    assert!(replay::check_host_holds(&shipped, "shipped", 3, Some(4 << 30)).is_ok());
+    assert!(replay::check_host_holds(&records, "unknown", 3, None).is_ok());
 }
 
 #[test]

@@ -225,6 +225,23 @@ fn a_stream_of_more_records_than_the_limit_is_refused_where_it_passes_it() {
     assert!(what.contains("more than 3 records"), "{what}");
 }
 
+#[test]
+fn a_stream_of_more_step_marks_than_the_limit_is_refused_where_it_passes_it() {
+    // A million step marks compress to a few hundred bytes and made a
+    // replay of 12 GB (a row per mark and allocator).
+    let step = TraceRecord::Step {
+        round: 1,
+        label: "x".into(),
+        real: None,
+    };
+    let stream = encode(&vec![step.clone(); MAX_TRACE_STEPS]);
+    assert_eq!(decode(&stream).unwrap().len(), MAX_TRACE_STEPS);
+    let stream = encode(&vec![step; MAX_TRACE_STEPS + 1]);
+    let (offset, what) = decode(&stream).unwrap_err();
+    assert_eq!(offset, 5 * MAX_TRACE_STEPS as u64, "{what}");
+    assert!(what.contains("more than 4096 step marks"), "{what}");
+}
+
 /// A recording the rounds check allows stays readable: the shipped trace's
 /// records a round, scaled to the allowed rounds, fit both limits. The
 /// shipped trace is 3 rounds of linux-source-6.1, whose files hold 362 606
