@@ -114,6 +114,7 @@ impl Mm<'_> {
             ));
         }
         self.check_shadows()?;
+        self.check_shadow_nodes()?;
         let mut mapped = 0u64;
         for (at, process) in self.processes.iter().enumerate() {
             let pid = Pid(at as u32);

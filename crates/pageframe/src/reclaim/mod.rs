@@ -49,6 +49,7 @@ mod memcg;
 mod meminfo;
 mod page_cache;
 mod readahead;
+mod shadow_nodes;
 mod slowpath;
 mod vmscan;
 mod vmstat;
@@ -173,6 +174,8 @@ pub struct Mm<'a> {
     /// Per node, the cgroup's statistics as last flushed; empty until the
     /// workload is put in a cgroup (`set_memcg_limit`).
     memcg_flushed: Vec<memcg::FlushedStats>,
+    /// The page cache's tree nodes holding only shadows, and their shrinker.
+    shadow_nodes: shadow_nodes::ShadowNodes,
 }
 
 impl<'a> Mm<'a> {
@@ -212,6 +215,7 @@ impl<'a> Mm<'a> {
             ordered_data: Vec::new(),
             memcg_max: memcg::UNLIMITED,
             memcg_flushed: Vec::new(),
+            shadow_nodes: shadow_nodes::ShadowNodes::new(nodes),
         }
     }
 
@@ -304,6 +308,7 @@ impl<'a> Mm<'a> {
                     slot.dirty -= 1;
                     self.nr_dirty -= 1;
                 }
+                self.update_shadow_nodes(file, index..=index);
             }
             Owner::Anon { pid, vpn } => {
                 self.processes[pid.0 as usize].pages.remove(&vpn);

@@ -554,6 +554,7 @@ impl Mm<'_> {
         );
         self.files[file.0 as usize].pages.insert(index, pfn);
         self.nr_file += 1;
+        self.update_shadow_nodes(file, index..=index);
     }
 
     /// folio_mark_accessed() of a page cache page: an inactive page already

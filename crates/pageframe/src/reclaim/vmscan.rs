@@ -107,6 +107,9 @@ impl Mm<'_> {
             || self.inactive_is_low(NodeId(node as u16), LruList::InactiveFile);
         let reclaimed = sc.nr_reclaimed;
         self.shrink_lruvec(node, sc)?;
+        // shrink_node_memcgs(): the slab shrinkers after the lists; the
+        // page cache's shadow nodes are the one slab modelled.
+        self.shrink_shadow_nodes(node, sc.priority);
         if sc.nr_reclaimed > reclaimed {
             // Reclaim made progress: the node is not hopeless.
             self.kswapd[node].failures = 0;
@@ -360,9 +363,10 @@ impl Mm<'_> {
             return self.free_owned(cpu, pfn);
         };
         let shadow = self.workingset_eviction(pfn);
-        self.free_owned(cpu, pfn)?;
+        // The shadow goes in first, so that the page's removal updates
+        // its tree node once, with the shadow there.
         self.files[file.0 as usize].shadows.insert(index, shadow);
-        Ok(())
+        self.free_owned(cpu, pfn)
     }
 
     /// Writeback of one page completes: it is clean, its block allocated

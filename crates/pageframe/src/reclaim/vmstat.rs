@@ -68,14 +68,19 @@ pub enum ReclaimEvent {
     NrWritten,
     /// Dirty pages reclaim met and marked for immediate reclaim after writeback.
     NrVmscanImmediateReclaim,
+    /// Shadow-only page cache tree nodes the shrinker freed.
+    WorkingsetNodereclaim,
+    /// Objects the slab shrinkers scanned (the shadow nodes' here).
+    SlabsScanned,
 }
 
 impl ReclaimEvent {
     /// Number of counters.
-    pub const COUNT: usize = 28;
+    pub const COUNT: usize = 30;
 
     /// Every counter, in `/proc/vmstat` order.
     pub const ALL: [ReclaimEvent; ReclaimEvent::COUNT] = [
+        ReclaimEvent::WorkingsetNodereclaim,
         ReclaimEvent::NrDirtied,
         ReclaimEvent::NrWritten,
         ReclaimEvent::NrVmscanImmediateReclaim,
@@ -100,6 +105,7 @@ impl ReclaimEvent {
         ReclaimEvent::PgscanFile,
         ReclaimEvent::PgstealAnon,
         ReclaimEvent::PgstealFile,
+        ReclaimEvent::SlabsScanned,
         ReclaimEvent::KswapdLowWmarkHitQuickly,
         ReclaimEvent::KswapdHighWmarkHitQuickly,
         ReclaimEvent::Pageoutrun,
@@ -137,6 +143,8 @@ impl ReclaimEvent {
             ReclaimEvent::NrDirtied => "nr_dirtied",
             ReclaimEvent::NrWritten => "nr_written",
             ReclaimEvent::NrVmscanImmediateReclaim => "nr_vmscan_immediate_reclaim",
+            ReclaimEvent::WorkingsetNodereclaim => "workingset_nodereclaim",
+            ReclaimEvent::SlabsScanned => "slabs_scanned",
         }
     }
 
@@ -194,11 +202,15 @@ impl Mm<'_> {
             .map(|node| self.workingset(crate::NodeId(node as u16)))
             .collect();
         let sum = |field: fn(&WorkingsetStats) -> u64| stats.iter().map(field).sum::<u64>();
-        out.push_str(&format!("workingset_nodes {}\n", self.shadow_nodes()));
+        out.push_str(&format!("workingset_nodes {}\n", self.shadow_nodes.count()));
         for (name, value) in [
             ("workingset_refault_file", sum(|stats| stats.refault_file)),
             ("workingset_activate_file", sum(|stats| stats.activate_file)),
             ("workingset_restore_file", sum(|stats| stats.restore_file)),
+            (
+                "workingset_nodereclaim",
+                self.counters.get(ReclaimEvent::WorkingsetNodereclaim),
+            ),
         ] {
             out.push_str(&format!("{name} {value}\n"));
         }
@@ -206,7 +218,11 @@ impl Mm<'_> {
         out.push_str(&format!("nr_file_pages {}\n", self.nr_file_pages()));
         out.push_str(&format!("nr_dirty {}\n", self.nr_dirty()));
         out.push_str("nr_writeback 0\n");
-        for event in ReclaimEvent::ALL {
+        // The events (the node counter went with the workingset lines).
+        let events = ReclaimEvent::ALL
+            .into_iter()
+            .filter(|&event| event != ReclaimEvent::WorkingsetNodereclaim);
+        for event in events {
             out.push_str(&format!("{} {}\n", event.name(), self.counters.get(event)));
         }
         out

@@ -34,13 +34,13 @@
 //! `POSIX_FADV_DONTNEED` (mapping_try_invalidate() clears them), and are
 //! replaced by any page added at their offset.
 //!
-//! Simplifications: `bucket_order` is 0 (the kernel needs more only when
+//! Shadows are pruned by the shadow-node shrinker (`shadow_nodes`) once
+//! the tree nodes holding only shadows exceed an eighth of the node's LRU
+//! pages.
+//!
+//! Simplification: `bucket_order` is 0 (the kernel needs more only when
 //! memory has more pages than the 40-odd bits a 64-bit shadow has room
-//! for); the shadow-node shrinker is not modelled: it prunes only when the
-//! shadow-only tree nodes (64 offsets each, counted in `workingset_nodes`)
-//! exceed an eighth of the node's LRU pages, which no workload here
-//! reaches (the aging workload keeps at most one node per 64 pages of a
-//! data set twice the memory, a 32nd of it).
+//! for).
 //!
 //! Invariants (checked by `check_shadows`): a shadow lies at an offset of
 //! a live file below its size, where no page is cached; its node exists
@@ -61,6 +61,13 @@ pub(super) struct Shadow {
     workingset: bool,
 }
 
+impl Shadow {
+    /// The node the page was evicted from.
+    pub(super) fn node(&self) -> u16 {
+        self.node
+    }
+}
+
 /// A file's shadow entries by page offset.
 pub(super) type Shadows = BTreeMap<u64, Shadow>;
 
@@ -79,9 +86,6 @@ pub struct WorkingsetStats {
     /// the last reclaim run on the node.
     pub activate_file_snapshot: u64,
 }
-
-/// Offsets per xarray node (`XA_CHUNK_SIZE`).
-const XA_CHUNK_SIZE: u64 = 64;
 
 impl Mm<'_> {
     /// The refault counters and age of `node` (zeros for a node that does
@@ -154,46 +158,14 @@ impl Mm<'_> {
         if range.is_empty() || shadows.is_empty() {
             return;
         }
-        let doomed: Vec<u64> = shadows.range(range).map(|(&index, _)| index).collect();
+        let doomed: Vec<u64> = shadows
+            .range(range.clone())
+            .map(|(&index, _)| index)
+            .collect();
         for index in doomed {
             shadows.remove(&index);
         }
-    }
-
-    /// `workingset_nodes`: xarray nodes holding only shadows (a file's
-    /// offsets in blocks of 64 with a shadow and no page; a file whose one
-    /// entry is at offset 0 keeps it in the tree's root, not a node).
-    pub(super) fn shadow_nodes(&self) -> u64 {
-        let mut nodes = 0u64;
-        for slot in &self.files {
-            let last_entry = slot
-                .shadows
-                .keys()
-                .next_back()
-                .copied()
-                .max(slot.pages.keys().next_back().copied());
-            if last_entry == Some(0) {
-                continue;
-            }
-            let mut last_chunk = None;
-            for &index in slot.shadows.keys() {
-                let chunk = index / XA_CHUNK_SIZE;
-                if last_chunk == Some(chunk) {
-                    continue;
-                }
-                last_chunk = Some(chunk);
-                let first = chunk * XA_CHUNK_SIZE;
-                if slot
-                    .pages
-                    .range(first..first + XA_CHUNK_SIZE)
-                    .next()
-                    .is_none()
-                {
-                    nodes += 1;
-                }
-            }
-        }
-        nodes
+        self.update_shadow_nodes(file, range);
     }
 
     /// The invariants of the module header.
