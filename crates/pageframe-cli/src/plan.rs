@@ -184,14 +184,16 @@ impl Plan {
                 }
                 let sysctl = parse_sysctl_writes(&args.sysctl.writes)?;
                 let machine = MachineArgs::from(args.machine).to_desc()?;
-                Ok(Plan::Proc(ProcPlan {
+                let plan = ProcPlan {
                     machine,
                     views,
                     aging: args.aging,
                     churn: args.churn.map(|ops| (ops, args.seed)),
                     seed: args.seed,
                     sysctl,
-                }))
+                };
+                plan.check_workload()?;
+                Ok(Plan::Proc(plan))
             }
             Command::Conform(args) => {
                 let json = match args.format.as_str() {

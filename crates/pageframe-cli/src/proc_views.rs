@@ -33,6 +33,54 @@ pub struct ProcPlan {
     pub sysctl: Vec<(pageframe::VmSysctl, String)>,
 }
 
+impl ProcPlan {
+    /// Refuses, before anything boots, a workload the host cannot hold or
+    /// that would run for hours: the aging's page reads past
+    /// [`reclaim_views::MAX_AGING_PAGE_READS`], or the allocator's tables,
+    /// the reclaim views' state and the object workloads' contents past
+    /// the host's `MemAvailable` (for the machine as booted; memory a
+    /// hotplug step adds later is not counted).
+    pub fn check_workload(&self) -> Result<(), CliError> {
+        let layout = self.machine.layout()?;
+        let present = layout.present_pages();
+        let runs = self.aging.unwrap_or(0);
+        if runs.saturating_mul(present) > reclaim_views::MAX_AGING_PAGE_READS {
+            return Err(CliError::Invalid(format!(
+                "--aging {runs}: {runs} runs of {present} pages each read more than the limit of {} pages",
+                reclaim_views::MAX_AGING_PAGE_READS
+            )));
+        }
+        let page_bytes = 1u64 << layout.page_shift;
+        let mut bytes = pageframe::MetadataCost::for_layout(&layout).total_bytes();
+        if self.aging.is_some()
+            || self
+                .views
+                .iter()
+                .any(|view| reclaim_views::VIEWS.contains(view))
+        {
+            bytes =
+                bytes.saturating_add(reclaim_views::host_bytes(layout.end_pfn.0, present, runs));
+        }
+        let ops = self.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
+        for _ in self
+            .views
+            .iter()
+            .filter(|view| object_views::VIEWS.contains(*view))
+        {
+            let present_bytes = present.saturating_mul(page_bytes);
+            bytes = bytes.saturating_add(object_views::host_bytes(present_bytes, ops, page_bytes));
+        }
+        match pageframe_lab::host_memory::available() {
+            Some(available) if bytes > available => Err(CliError::Invalid(format!(
+                "these views of this machine would hold about {}, more than the host's MemAvailable of {}",
+                pageframe_lab::host_memory::gib(bytes),
+                pageframe_lab::host_memory::gib(available)
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Operations from which a step shows a progress bar.
 pub const LONG_OPS: u64 = 1 << 22;
 

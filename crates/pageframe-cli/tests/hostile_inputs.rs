@@ -701,3 +701,29 @@ fn an_out_directory_that_takes_no_file_is_refused_before_the_work() {
         );
     }
 }
+
+/// `proc` workloads sized by the machine and the operations: zs-classes on
+/// 64 GiB with 40 M operations held 8 GB at a minute in (about 27% of the
+/// machine), and an aging of 10 000 runs on 4 GiB would have taken about
+/// eleven hours; both are refused before booting.
+#[test]
+fn proc_workloads_past_the_hosts_memory_or_hours_of_aging_are_refused() {
+    let message = error_of(&["proc", "meminfo", "--mem", "4G", "--aging", "10000"]);
+    assert!(
+        message
+            .contains("--aging 10000: 10000 runs of 1048576 pages each read more than the limit"),
+        "{message}"
+    );
+    if pageframe_lab::host_memory::available().is_some_and(|bytes| bytes > 1 << 40) {
+        eprintln!("skipped: this host has more than 1 TiB available");
+        return;
+    }
+    for view in ["zs-classes", "slabinfo"] {
+        let message = error_of(&["proc", view, "--mem", "1T", "--churn", "1000000000"]);
+        assert!(
+            message.contains("these views of this machine would hold about")
+                && message.contains("more than the host's MemAvailable"),
+            "{view}: {message}"
+        );
+    }
+}

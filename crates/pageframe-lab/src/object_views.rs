@@ -37,6 +37,14 @@ const CACHES: [(&str, u32, u32); 6] = [
     ("radix_tree_node", 576, 8),
 ];
 
+/// Host bytes the object workloads can hold on a machine of
+/// `present_bytes` with `ops` operations of pages of `page_bytes`: the
+/// objects' contents, at most a page an operation and never more than the
+/// machine's memory (4 M operations on 4 GiB peak at 1.1 GB here).
+pub fn host_bytes(present_bytes: u64, ops: u64, page_bytes: u64) -> u64 {
+    ops.saturating_mul(page_bytes).min(present_bytes)
+}
+
 /// Runs the workload of `view` on `allocator` and renders it; `None` for an
 /// unknown view, `Some(Err)` when the workload hits a broken invariant.
 pub fn render(

@@ -219,6 +219,13 @@ impl<'a> Mm<'a> {
         }
     }
 
+    /// Host bytes the layer keeps per PFN of the machine, whatever it
+    /// holds (the page state and LRU links of `lru`); pages cached,
+    /// processes' pages and shadows cost their map entries on top.
+    pub const fn host_bytes_per_pfn() -> u64 {
+        std::mem::size_of::<lru::PageMeta>() as u64
+    }
+
     /// The allocator underneath.
     pub fn allocator(&self) -> &'a LocalPageAllocator {
         self.allocator
