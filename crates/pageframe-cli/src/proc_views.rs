@@ -41,6 +41,18 @@ impl ProcPlan {
     /// the host's `MemAvailable` (for the machine as booted; memory a
     /// hotplug step adds later is not counted).
     pub fn check_workload(&self) -> Result<(), CliError> {
+        let object_views = self
+            .views
+            .iter()
+            .filter(|view| object_views::VIEWS.contains(*view));
+        if let (Some(view), Some(_)) = (object_views.clone().next(), self.aging) {
+            // Their workloads allocate from the bare allocator, which
+            // cannot reclaim the aged machine's page cache: they would find
+            // no memory and print an empty view.
+            return Err(CliError::Invalid(format!(
+                "{view} runs its workload on the bare allocator, which cannot reclaim an aged machine's page cache: ask for it without --aging"
+            )));
+        }
         let layout = self.machine.layout()?;
         let present = layout.present_pages();
         let runs = self.aging.unwrap_or(0);
@@ -62,11 +74,7 @@ impl ProcPlan {
                 bytes.saturating_add(reclaim_views::host_bytes(layout.end_pfn.0, present, runs));
         }
         let ops = self.churn.map_or(object_views::DEFAULT_OPS, |(ops, _)| ops);
-        for _ in self
-            .views
-            .iter()
-            .filter(|view| object_views::VIEWS.contains(*view))
-        {
+        for _ in object_views {
             let present_bytes = present.saturating_mul(page_bytes);
             bytes = bytes.saturating_add(object_views::host_bytes(present_bytes, ops, page_bytes));
         }

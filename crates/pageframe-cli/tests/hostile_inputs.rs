@@ -714,6 +714,13 @@ fn proc_workloads_past_the_hosts_memory_or_hours_of_aging_are_refused() {
             .contains("--aging 10000: 10000 runs of 1048576 pages each read more than the limit"),
         "{message}"
     );
+    // The object workloads, on the bare allocator, found no memory in an
+    // aged machine and printed an empty view.
+    let message = error_of(&["proc", "buddyinfo,slabinfo", "--aging", "1"]);
+    assert!(
+        message.contains("slabinfo runs its workload on the bare allocator"),
+        "{message}"
+    );
     if pageframe_lab::host_memory::available().is_some_and(|bytes| bytes > 1 << 40) {
         eprintln!("skipped: this host has more than 1 TiB available");
         return;

@@ -21,8 +21,8 @@ use pageframe::{CpuId, LocalPageAllocator};
 pub const VIEWS: [&str; 1] = ["meminfo"];
 
 /// The most benchmark runs of `--aging`: each reads as much as the memory
-/// through the page cache, so a 1 GiB machine takes about a tenth of a
-/// second a run here.
+/// through the page cache (a 1 GiB machine takes a quarter to two thirds
+/// of a second a run here).
 pub const MAX_AGING_RUNS: u64 = 10_000;
 
 /// The most page-sized reads of all `--aging` runs together (runs times

@@ -354,4 +354,19 @@ mod tests {
         assert!(!kernel.intersects(AllocFlags::RESERVES));
         assert_eq!(Gfp::KERNEL.fastpath_alloc_flags().watermark_index(), 1);
     }
+
+    /// gfp_to_alloc_flags() (6.3+): a non-blocking high-order request may
+    /// use the HIGHATOMIC reserve only with `__GFP_HIGH`; GFP_NOWAIT gets
+    /// ALLOC_NON_BLOCK and no more.
+    #[test]
+    fn nowait_high_orders_get_no_highatomic_reserve() {
+        let nowait = Gfp::NOWAIT.slowpath_alloc_flags(Order(3));
+        assert!(nowait.contains(AllocFlags::NON_BLOCK));
+        assert!(!nowait.intersects(AllocFlags::HIGHATOMIC | AllocFlags::MIN_RESERVE));
+        let high = (Gfp::NOWAIT | Gfp::HIGH).slowpath_alloc_flags(Order(3));
+        assert!(high.contains(AllocFlags::HIGHATOMIC | AllocFlags::MIN_RESERVE));
+        assert!(!Gfp::ATOMIC
+            .slowpath_alloc_flags(Order(0))
+            .contains(AllocFlags::HIGHATOMIC));
+    }
 }

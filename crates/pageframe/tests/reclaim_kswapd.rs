@@ -518,3 +518,50 @@ fn direct_reclaim_comes_before_draining_other_cpus_lists() {
     mm.free_pages(CPU, page, Order(0)).unwrap();
     conserved(&mm);
 }
+
+/// kswapd() tries to sleep at the order balancing fell back to, and
+/// otherwise at the order wakeups asked for since (0 here): a wakeup at
+/// order 10 that finds the node balanced naps, and when the nap ends with
+/// order 0 balanced but no free order-10 block left, kswapd sleeps rather
+/// than balancing again for order 10.
+#[test]
+fn after_a_high_order_balance_kswapd_sleeps_on_order_zero() {
+    let mut allocator = boot(&one_node(64, 2));
+    allocator
+        .write_sysctl(pageframe::VmSysctl::WatermarkBoostFactor, "0")
+        .unwrap();
+    let handle = allocator.cpu(CPU).unwrap();
+    let big: Vec<_> = (0..2)
+        .map(|_| handle.alloc_pages(Gfp::KERNEL, Order(10), NODE).unwrap())
+        .collect();
+    let mut mm = Mm::new(&allocator, MmConfig::default());
+    let file = sized_file(&mut mm, 1 << 15);
+    let mut index = 0;
+    read_until_woken(&mut mm, file, &mut index);
+    while mm.kswapd_state(NODE) != Some(KswapdState::Sleeping) {
+        mm.kswapd_run(NODE).unwrap();
+    }
+    assert!(mm.alloc_pages(CPU, Gfp::NOWAIT, Order(10), NODE).is_err());
+    assert_eq!(mm.kswapd_state(NODE), Some(KswapdState::Woken));
+    for page in big {
+        handle.free_pages(page, Order(10)).unwrap();
+    }
+    assert_eq!(mm.kswapd_run(NODE).unwrap().state, KswapdState::Napping);
+    let (runs, hits) = (
+        count(&mm, ReclaimEvent::Pageoutrun),
+        count(&mm, ReclaimEvent::KswapdHighWmarkHitQuickly),
+    );
+    // Both order-10 blocks split: order 0 stays balanced, order 10 not.
+    let held: Vec<_> = (0..3)
+        .map(|_| handle.alloc_pages(Gfp::KERNEL, Order(9), NODE).unwrap())
+        .collect();
+    let (free, _, high) = zone(&allocator);
+    assert!(free > high, "{free} free, high {high}");
+    assert_eq!(mm.kswapd_run(NODE).unwrap().state, KswapdState::Sleeping);
+    assert_eq!(count(&mm, ReclaimEvent::Pageoutrun), runs);
+    assert_eq!(count(&mm, ReclaimEvent::KswapdHighWmarkHitQuickly), hits);
+    for page in held {
+        handle.free_pages(page, Order(9)).unwrap();
+    }
+    mm.check_invariants().unwrap();
+}

@@ -690,27 +690,37 @@ impl<L: LockFamily> PageAllocator<L> {
         preferred: NodeId,
         force: bool,
     ) -> bool {
-        let Ok(request) = gfp.request() else {
-            return false;
-        };
-        if preferred.index() >= self.zonelists.len() {
-            return false;
-        }
-        let ac = self.prepare_alloc(&request, preferred, None);
-        self.unreserve_highatomic(&ac, force)
+        self.with_context(gfp, preferred, |ac| self.unreserve_highatomic(ac, force))
+            .unwrap_or(false)
     }
 
     /// Counts pageframe's `pgalloc_fail` on the preferred zone of a failed
     /// allocation the reclaim layer made in stages.
     pub(crate) fn count_alloc_failure(&self, cpu: CpuId, gfp: Gfp, preferred: NodeId) {
-        let Ok(request) = gfp.request() else { return };
-        if preferred.index() >= self.zonelists.len() || cpu.index() >= self.cpus.len() {
+        if cpu.index() >= self.cpus.len() {
             return;
         }
-        let ac = self.prepare_alloc(&request, preferred, None);
-        if let Some(zone) = ac.preferred_zone {
-            self.count_event(cpu, zone, VmEvent::AllocFail, 1);
+        self.with_context(gfp, preferred, |ac| {
+            if let Some(zone) = ac.preferred_zone {
+                self.count_event(cpu, zone, VmEvent::AllocFail, 1);
+            }
+        });
+    }
+
+    /// Runs `body` with the allocation context of `gfp` preferring
+    /// `preferred` (no nodemask); `None` for flags or a node the allocator
+    /// would refuse.
+    fn with_context<T>(
+        &self,
+        gfp: Gfp,
+        preferred: NodeId,
+        body: impl FnOnce(&AllocContext) -> T,
+    ) -> Option<T> {
+        let request = gfp.request().ok()?;
+        if preferred.index() >= self.zonelists.len() {
+            return None;
         }
+        Some(body(&self.prepare_alloc(&request, preferred, None)))
     }
 
     /// mirrors unreserve_highatomic_pageblock() over the allocation's zonelist.

@@ -88,7 +88,8 @@ pub enum AgingConfigError {
         /// CPUs of the machine.
         nr_cpus: usize,
     },
-    /// A size whose bytes do not fit a file offset (`loff_t`).
+    /// A size whose bytes do not fit a file offset (`loff_t`); for
+    /// `hot_file_pages`, the end of its last re-read (a sixteenth past it).
     #[error("{field} of {pages} pages is beyond the largest file offset")]
     TooLarge {
         /// The config field.
@@ -182,10 +183,15 @@ impl AgingConfig {
             ("dataset_file_pages", self.dataset_file_pages),
             ("chunk_pages", self.chunk_pages),
             ("log_pages_per_run", self.log_pages_per_run),
-            ("hot_file_pages", hot_reread_end),
         ] {
             file_bytes(field, pages, page_bytes)?;
         }
+        file_bytes("hot_file_pages", hot_reread_end, page_bytes).map_err(|_| {
+            AgingConfigError::TooLarge {
+                field: "hot_file_pages",
+                pages: self.hot_file_pages,
+            }
+        })?;
         let managed = allocator.managed_pages();
         let work = managed.saturating_mul(MAX_WORK_FACTOR);
         for (field, pages, limit) in [

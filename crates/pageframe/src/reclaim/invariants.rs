@@ -51,6 +51,37 @@ impl Mm<'_> {
                 "handed-out PFN {pfn} is also a page cache or anon page"
             ));
         }
+        let mut blocks = self.other_pages.iter().peekable();
+        while let Some((&pfn, order)) = blocks.next() {
+            let end = pfn.saturating_add(1u64 << order.0);
+            if let Some((&next, _)) = blocks.peek() {
+                if next < end {
+                    return fail(format!("handed-out blocks at PFN {pfn} and {next} overlap"));
+                }
+            }
+        }
+        // Every LRU page records the node and zone its PFN is in (the
+        // lists and per-zone counts are kept by them).
+        let owned_pfns = self
+            .files
+            .iter()
+            .flat_map(|slot| slot.pages.values())
+            .chain(
+                self.processes
+                    .iter()
+                    .flat_map(|process| process.pages.values()),
+            );
+        for &pfn in owned_pfns {
+            let meta = self.lru.meta(pfn);
+            if (meta.node, meta.zone) != self.place_of(pfn) {
+                return fail(format!(
+                    "PFN {pfn} recorded on node {} zone {:?}, is in {:?}",
+                    meta.node,
+                    meta.zone,
+                    self.place_of(pfn)
+                ));
+            }
+        }
         let allocated = self.allocator.nr_allocated_pages();
         if file + anon + self.nr_other > allocated {
             return fail(format!(

@@ -12,14 +12,20 @@
 //!
 //! One step of the thread's loop: a woken kswapd takes the order and
 //! highest zone the wakeups recorded (resetting them for the next ones),
-//! balances the node, then tries to sleep at the order balancing ended at:
-//! if the node is balanced (or hopeless) it naps, else it counts
+//! balances the node, then tries to sleep — at the lower order balancing
+//! fell back to, if it did, else at the order wakeups asked for since (0:
+//! balancing is one step here): if the node is balanced (or hopeless) at
+//! it, it naps, else it counts
 //! `kswapd_high_wmark_hit_quickly` and balances again at its next step. A
 //! nap that a wakeup cuts short counts `kswapd_low_wmark_hit_quickly`; one
 //! that runs out is the next step, which sleeps if the node is still
 //! balanced (or hopeless) and otherwise counts a high-watermark hit and
-//! balances. The `no_cache_trim_mode` restart of balance_pgdat() is not
-//! modelled: with no swap, reclaim scans only the file lists either way.
+//! balances. Not modelled: balance_pgdat()'s restart without
+//! `cache_trim_mode` after a run that reclaimed nothing with it (a second
+//! priority loop that may reclaim what the first, trimming the page cache
+//! only, passed over; with no swap both scan the file lists alone, so the
+//! restart would repeat the first loop's scan: such a run's
+//! `pgscan_kswapd` is half the kernel's).
 
 use super::error::MmError;
 use super::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
@@ -57,8 +63,9 @@ pub(super) struct Kswapd {
     /// The highest zone of the last balancing (kswapd()'s local
     /// `highest_zoneidx`, which kswapd_highest_zoneidx() falls back to).
     last_highest_zone: Option<ZoneType>,
-    /// The order the last balancing ended at (`reclaim_order`), which the
-    /// sleep checks use.
+    /// The order kswapd tries to sleep at after its last balancing
+    /// (`reclaim_order` of kswapd_try_to_sleep()): the lower order it fell
+    /// back to, else what wakeups asked for since.
     reclaim_order: u8,
     /// `pgdat->kswapd_failures`.
     pub(super) failures: u32,
@@ -210,12 +217,28 @@ impl Mm<'_> {
             state.order = 0;
             state.highest_zone = None;
             state.last_highest_zone = Some(highest_zone);
-            let (sc, reclaim_order) = self.balance_pgdat(at, order, highest_zone)?;
+            let (sc, end_order) = match self.balance_pgdat(at, order, highest_zone) {
+                Ok(balanced) => balanced,
+                Err(err) => {
+                    // The request stays recorded for the next run.
+                    self.kswapd[at] = kswapd;
+                    return Err(err);
+                }
+            };
             step.scanned = sc.nr_scanned;
             step.reclaimed = sc.nr_reclaimed;
-            self.kswapd[at].reclaim_order = reclaim_order;
+            // kswapd(): a balancing that fell back to a lower order tries
+            // to sleep at it (`goto kswapd_try_sleep`); any other goes
+            // round the loop and tries at the order wakeups asked for
+            // since (none, as balancing here is one step).
+            let sleep_order = if end_order < order {
+                end_order
+            } else {
+                self.kswapd[at].order
+            };
+            self.kswapd[at].reclaim_order = sleep_order;
             // kswapd_try_to_sleep()'s first check: nap, or balance again.
-            if self.prepare_kswapd_sleep(at, reclaim_order, highest_zone) {
+            if self.prepare_kswapd_sleep(at, sleep_order, highest_zone) {
                 self.kswapd[at].state = KswapdState::Napping;
             } else {
                 self.counters

@@ -30,6 +30,14 @@
 //! kernel's get_scan_count() picks SCAN_FILE when there is no swap), so
 //! reclaim scans the file lists only. Writeback completes at once.
 //!
+//! Not modelled: the per-CPU LRU batches (folio_batch of 31 pages that
+//! folio_add_lru(), folio_activate() and the rotations fill before the
+//! lists see a page: here a page joins its list at once, as after
+//! lru_add_drain()); background writeback (balance_dirty_pages() and
+//! `dirty_background_ratio`, the flusher's periodic and expiry writeback):
+//! dirty pages are written by fsync(2), sync(2), the journal's commit and
+//! the flusher reclaim wakes; compaction; the OOM killer.
+//!
 //! Invariants (`check_invariants`): every page is exactly one of free,
 //! page cache, anon, or other (allocated by someone else); the LRU lists
 //! hold exactly the page cache and anon pages, and their counts match.

@@ -23,7 +23,10 @@
 //! first (the kernel lists it on the node its memory came from, which is
 //! where the task that first filled it ran). One memory cgroup at most, so
 //! one list per node; the LRU pages it is measured against are the
-//! cgroup's as last flushed (`memcg`), else exact.
+//! cgroup's as last flushed (`memcg`), else exact — as a kernel with
+//! memory cgroups counts them (the root's for a task outside any), less
+//! the cgroup's slab pages it also adds, which this model does not have
+//! (a kernel without memory cgroups measures the node's present pages).
 //!
 //! Invariants (checked by `check_shadow_nodes`): a file block is listed
 //! exactly when it holds only shadows (and is a node), once, on one list.

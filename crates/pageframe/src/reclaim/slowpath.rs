@@ -147,7 +147,12 @@ impl Mm<'_> {
                     return Ok(self.allocated(pfn, kswapd_reclaim));
                 }
             }
-            if gfp.contains(Gfp::NORETRY) || (costly && !gfp.contains(Gfp::RETRY_MAYFAIL)) {
+            // A costly order retries only when compaction could help it
+            // (`__GFP_IO`: gfp_compaction_allowed()) and it asked to.
+            let can_compact = gfp.contains(Gfp::IO);
+            if gfp.contains(Gfp::NORETRY)
+                || (costly && (!can_compact || !gfp.contains(Gfp::RETRY_MAYFAIL)))
+            {
                 return Err(self.failed(cpu, gfp, order, node));
             }
             // Progress of a costly order need not give a block that large.
@@ -180,6 +185,12 @@ impl Mm<'_> {
         {
             Ok(pfn) => Ok(Some(pfn.pfn().0)),
             Err(AllocError::NoMemory { .. }) => Ok(None),
+            Err(err @ AllocError::WouldBlock { .. }) => {
+                // The call ends here, failed (a non-blocking unmapped
+                // request): counted as the bare allocator counts it.
+                self.allocator.count_alloc_failure(cpu, gfp, node);
+                Err(err.into())
+            }
             Err(err) => Err(err.into()),
         }
     }

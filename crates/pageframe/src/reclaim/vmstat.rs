@@ -81,9 +81,9 @@ impl ReclaimEvent {
     /// Every counter, in `/proc/vmstat` order.
     pub const ALL: [ReclaimEvent; ReclaimEvent::COUNT] = [
         ReclaimEvent::WorkingsetNodereclaim,
+        ReclaimEvent::NrVmscanImmediateReclaim,
         ReclaimEvent::NrDirtied,
         ReclaimEvent::NrWritten,
-        ReclaimEvent::NrVmscanImmediateReclaim,
         ReclaimEvent::Pgpgin,
         ReclaimEvent::Pgpgout,
         ReclaimEvent::AllocstallDma,
