@@ -469,6 +469,15 @@ fn dirty_pages_among_clean_ones_wait_for_the_flusher() {
     conserved(&mm);
 }
 
+/// The 64 MiB machine with `vm.watermark_boost_factor` 0.
+fn unboosted() -> LocalPageAllocator {
+    let mut allocator = boot(&one_node(64, 2));
+    allocator
+        .write_sysctl(pageframe::VmSysctl::WatermarkBoostFactor, "0")
+        .unwrap();
+    allocator
+}
+
 /// Pages of `cpu`'s per-CPU lists in the machine's one populated zone.
 fn pcp_pages_of(allocator: &LocalPageAllocator, cpu: usize) -> u64 {
     let zone = allocator
@@ -488,12 +497,9 @@ fn pcp_pages_of(allocator: &LocalPageAllocator, cpu: usize) -> u64 {
 /// __alloc_pages_direct_reclaim() does.
 #[test]
 fn direct_reclaim_comes_before_draining_other_cpus_lists() {
-    let mut allocator = boot(&one_node(64, 2));
     // No boosted watermarks, so that one direct reclaim lifts the zone
     // over its min watermark.
-    allocator
-        .write_sysctl(pageframe::VmSysctl::WatermarkBoostFactor, "0")
-        .unwrap();
+    let allocator = unboosted();
     let mut mm = Mm::new(&allocator, MmConfig::default());
     let file = sized_file(&mut mm, 1 << 15);
     let mut index = 0;
@@ -526,10 +532,7 @@ fn direct_reclaim_comes_before_draining_other_cpus_lists() {
 /// than balancing again for order 10.
 #[test]
 fn after_a_high_order_balance_kswapd_sleeps_on_order_zero() {
-    let mut allocator = boot(&one_node(64, 2));
-    allocator
-        .write_sysctl(pageframe::VmSysctl::WatermarkBoostFactor, "0")
-        .unwrap();
+    let allocator = unboosted();
     let handle = allocator.cpu(CPU).unwrap();
     let big: Vec<_> = (0..2)
         .map(|_| handle.alloc_pages(Gfp::KERNEL, Order(10), NODE).unwrap())
