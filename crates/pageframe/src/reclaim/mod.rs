@@ -63,7 +63,7 @@ mod vmscan;
 mod vmstat;
 mod workingset;
 
-pub use aging::{AgingConfig, AgingConfigError, AgingWorkload};
+pub use aging::{AgingConfig, AgingConfigError, AgingWorkload, MAX_DATASET_FILES, MAX_WORK_FACTOR};
 pub use error::MmError;
 pub use kswapd::{KswapdState, KswapdStep};
 pub use lru::{LruList, Owner};
