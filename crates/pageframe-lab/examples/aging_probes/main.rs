@@ -8,11 +8,15 @@
 //!   a file read during the pre-touch, a resident hot file, a generational
 //!   heap and the cache's set mapping;
 //! - `placements`: hand-made placements (contiguous, page-random,
-//!   block-random) of hashed and generational heaps.
+//!   block-random) of hashed and generational heaps;
+//! - `live`: the host's own kernel aged by the same workload, its heap's
+//!   frames read from pagemap (root; see `live.rs` for what it changes).
 //!
-//! `cargo run --release -p pageframe-lab --example aging_probes -- [orders|mm|placements] [seed] [probe]`
-//! (no family: `orders`; `mm` with a probe number runs that probe only).
+//! `cargo run --release -p pageframe-lab --example aging_probes -- [orders|mm|placements|live] [seed] [probe|runs]`
+//! (no family: `orders`; `mm` with a probe number runs that probe only;
+//! `live` runs 20 benchmark runs unless given a count).
 
+mod live;
 mod mm_probes;
 mod orders;
 mod placements;
@@ -40,6 +44,7 @@ fn main() {
             }
         }
         "placements" => placements::run(seed),
-        other => eprintln!("unknown probe family {other}: orders, mm or placements"),
+        "live" => live::run(seed, only.map_or(20, |runs| runs as u64)),
+        other => eprintln!("unknown probe family {other}: orders, mm, placements or live"),
     }
 }
