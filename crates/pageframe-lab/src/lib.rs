@@ -11,6 +11,7 @@ pub mod corpus;
 pub mod experiments;
 pub mod ext4_mount;
 pub mod files;
+pub mod host_anon;
 pub mod host_layout;
 pub mod host_memory;
 pub mod machine_args;

@@ -25,6 +25,7 @@
 
 use super::mm_probes::random_placement;
 use pageframe_lab::cache_model::{colour_bit_bias, colour_sharers};
+use pageframe_lab::host_anon::{map_private_pages, touch_pages, PAGE_BYTES as HOST_PAGE_BYTES};
 use pageframe_lab::host_layout::system_ram;
 use pageframe_lab::workloads::heap::{conflict_rate, HeapMix};
 use std::fs::{self, File};
@@ -32,7 +33,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// The host's base page, which pagemap has an entry for.
-const PAGE_BYTES: u64 = 4096;
+const PAGE_BYTES: u64 = HOST_PAGE_BYTES as u64;
 /// The modelled memory-side cache: 1 GiB, as the full scale has it.
 const CACHE_BYTES: u64 = 1 << 30;
 const LINE: u64 = 64;
@@ -53,31 +54,15 @@ impl Anon {
     /// Maps `len` bytes without transparent huge pages and writes a byte of
     /// each page, so that every page is faulted in, in address order.
     fn pretouched(len: usize) -> io::Result<Anon> {
-        // SAFETY: a fresh anonymous mapping at an address the kernel picks;
-        // nothing else refers to it.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let anon = Anon { addr, len };
-        // SAFETY: the range is the mapping just made.
-        if unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for offset in (0..len).step_by(PAGE_BYTES as usize) {
-            // SAFETY: `offset < len`, inside the writable mapping.
-            unsafe { anon.addr.cast::<u8>().add(offset).write_volatile(1) };
-        }
-        Ok(anon)
+        let pages = len / PAGE_BYTES as usize;
+        let base = map_private_pages(pages).ok_or_else(io::Error::last_os_error)?;
+        // SAFETY: `base` starts the writable mapping of `pages` pages just
+        // made.
+        unsafe { touch_pages(base, pages) };
+        Ok(Anon {
+            addr: base.cast(),
+            len: pages * PAGE_BYTES as usize,
+        })
     }
 
     /// The frame of each page, in address order (pagemap's bits 0–54 of a

@@ -1,5 +1,5 @@
 //! The plumbing of the suites' child processes (mempolicy, pagecache):
-//! pipes, pinning to a CPU, errno, anonymous mappings. What a forked child calls (`errno`, `close`, `read_exact`,
+//! pipes, pinning to a CPU, errno (their anonymous mappings: `host_anon`). What a forked child calls (`errno`, `close`, `read_exact`,
 //! `write_exact`) makes raw system calls only, no allocation and no lock,
 //! as a child of a multi-threaded process must; the rest runs in the
 //! suite's own process.
@@ -63,43 +63,3 @@ pub(crate) fn write_exact(fd: i32, buf: &[u8]) -> bool {
     let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
     file.write_all(buf).is_ok()
 }
-
-/// A private anonymous mapping of `pages` pages that THP leaves alone
-/// (`MADV_NOHUGEPAGE`, for a host with THP `always`); `None` when mmap
-/// fails. A raw call: a forked child may use it.
-pub(crate) fn map_private_pages(pages: usize) -> Option<*mut u8> {
-    let len = pages * PAGE_BYTES;
-    // SAFETY: a new mapping of the kernel's choosing; nothing else is
-    // touched.
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if map == libc::MAP_FAILED {
-        return None;
-    }
-    // SAFETY: advice on the mapping just made, of that length.
-    unsafe { libc::madvise(map, len, libc::MADV_NOHUGEPAGE) };
-    Some(map.cast())
-}
-
-/// Writes one byte to each of the first `pages` pages at `base`.
-///
-/// # Safety
-///
-/// `base` must start a writable mapping of at least `pages` pages.
-pub(crate) unsafe fn touch_pages(base: *mut u8, pages: usize) {
-    for page in 0..pages {
-        // SAFETY: inside the mapping, by the caller's promise.
-        unsafe { base.add(page * PAGE_BYTES).write_volatile(1) };
-    }
-}
-
-/// The host's page size, which the suite requires to be 4 KiB.
-pub(crate) const PAGE_BYTES: usize = 4096;

@@ -4,8 +4,9 @@
 //! faulted in by the suite: shmem charged to the suite and never copied on
 //! write, so the worker's calls fault no page of the case's cgroup).
 
-use crate::conform::process::{kernel_error, touch_pages, PAGE_BYTES};
+use crate::conform::process::kernel_error;
 use crate::conform::ConformError;
+use crate::host_anon::{touch_pages, PAGE_BYTES};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

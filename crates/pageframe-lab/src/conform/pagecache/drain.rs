@@ -7,10 +7,9 @@
 //! within it, and their updates pass the flush threshold.
 
 use super::memcg::Memcg;
-use crate::conform::process::{
-    close, kernel_error, map_private_pages, pin, pipe, read_exact, touch_pages, write_exact,
-};
+use crate::conform::process::{close, kernel_error, pin, pipe, read_exact, write_exact};
 use crate::conform::ConformError;
+use crate::host_anon::{map_private_pages, touch_pages};
 
 /// Anonymous pages a drainer faults and frees.
 pub(super) const DRAIN_PAGES: usize = 256;

@@ -8,10 +8,9 @@
 use super::case_files::{CaseFiles, SharedBuffer};
 use super::cases::{Case, Step};
 use super::memcg::Memcg;
-use crate::conform::process::{
-    close, errno, kernel_error, map_private_pages, pin, pipe, read_exact, touch_pages, write_exact,
-};
+use crate::conform::process::{close, errno, kernel_error, pin, pipe, read_exact, write_exact};
 use crate::conform::ConformError;
+use crate::host_anon::{map_private_pages, touch_pages};
 use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
