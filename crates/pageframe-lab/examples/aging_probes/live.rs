@@ -18,10 +18,12 @@
 //!
 //! Needs root (pagemap hides frame numbers, /proc/iomem addresses, and
 //! drop_caches from others) and memory: refuses to start unless the heap
-//! fits twice in MemAvailable. The files go to `$PAGEFRAME_LIVE_DIR`
-//! (default /var/tmp/pageframe-live-aging; on a disk file system, not
-//! tmpfs) and are deleted at the end. It changes the host's state: caches
+//! fits twice in MemAvailable. The files go to a new directory
+//! `pageframe-live-aging.PID` in `$PAGEFRAME_LIVE_DIR` (default /var/tmp;
+//! on a disk file system, not tmpfs), deleted at the end. It changes the host's state: caches
 //! dropped, memory compacted, the page cache filled with the data set.
+//! The seed draws the random reference only: where the heap lands is the
+//! host kernel's choice, and differs from one call to the next.
 
 use super::mm_probes::random_placement;
 use pageframe_lab::cache_model::{colour_bit_bias, colour_sharers};
@@ -106,18 +108,21 @@ struct Work {
 }
 
 impl Work {
-    fn create(dir: &Path, memory: u64) -> io::Result<Work> {
-        fs::create_dir_all(dir)?;
+    /// A new directory of its own in `parent` (never one that exists: the
+    /// drop deletes it whole), holding the data set's sparse files.
+    fn create(parent: &Path, memory: u64) -> io::Result<Work> {
+        let dir = parent.join(format!("pageframe-live-aging.{}", std::process::id()));
+        fs::create_dir(&dir)?;
         let file_bytes = (2 * memory / DATASET_FILES).next_multiple_of(PAGE_BYTES);
         for file in 0..DATASET_FILES {
             File::create(dir.join(format!("data{file}")))?.set_len(file_bytes)?;
         }
         let chunk = (file_bytes / CHUNKS_PER_FILE).next_multiple_of(PAGE_BYTES);
         Ok(Work {
-            dir: dir.to_path_buf(),
+            dir,
             file_bytes,
             cursor: 0,
-            buffer: vec![0x5a; chunk as usize],
+            buffer: vec![0; chunk as usize],
         })
     }
 
@@ -180,10 +185,6 @@ fn vmstat(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn write_proc(path: &str, value: &str) -> io::Result<()> {
-    fs::write(path, value)
-}
-
 pub fn run(seed: u64, runs: u64) {
     if let Err(error) = try_run(seed, runs) {
         println!("live probe stopped: {error}");
@@ -224,13 +225,11 @@ fn try_run(seed: u64, runs: u64) -> io::Result<()> {
         (ram_frames.len() as u64 * PAGE_BYTES) as f64 / (1u64 << 30) as f64,
         ram.len()
     );
-    let dir = std::env::var_os("PAGEFRAME_LIVE_DIR").map_or_else(
-        || PathBuf::from("/var/tmp/pageframe-live-aging"),
-        PathBuf::from,
-    );
-    let mut work = Work::create(&dir, memory)?;
-    write_proc("/proc/sys/vm/drop_caches", "3")?;
-    write_proc("/proc/sys/vm/compact_memory", "1")?;
+    let parent = std::env::var_os("PAGEFRAME_LIVE_DIR")
+        .map_or_else(|| PathBuf::from("/var/tmp"), PathBuf::from);
+    let mut work = Work::create(&parent, memory)?;
+    fs::write("/proc/sys/vm/drop_caches", "3")?;
+    fs::write("/proc/sys/vm/compact_memory", "1")?;
     let counters = ["pgscan_kswapd", "pgscan_direct", "allocstall_normal"];
     let start: Vec<u64> = counters.iter().map(|name| vmstat(name)).collect();
     let mut aged = (0.0, 0.0, 0u32);
