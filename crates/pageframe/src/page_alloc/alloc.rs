@@ -12,13 +12,17 @@
 //! general walk, which decides as the kernel's single walk would
 //! (`tests/fast_path.rs` runs both on twin allocators and compares).
 //!
-//! pageframe has no reclaim, compaction or OOM killer: where the kernel would
-//! reclaim, the slow path does what the kernel does after reclaim made no
-//! progress (unreserve the HIGHATOMIC blocks, drain every CPU's lists, retry)
-//! and then fails. `__GFP_NOFAIL` therefore fails too, rather than loop forever.
+//! The bare allocator has no reclaim, compaction or OOM killer: where the
+//! kernel would reclaim, its slow path does what the kernel does after
+//! reclaim made no progress (unreserve the HIGHATOMIC blocks, drain every
+//! CPU's lists, retry) and then fails; `__GFP_NOFAIL` therefore fails too,
+//! rather than loop forever. The reclaim layer runs the stages of the slow
+//! path itself, with its reclaims between them ([`AllocStage`]).
+//! The NUMA events of an allocation are counted in `numa_events`.
 
 use super::error::AllocError;
-use super::events::{VmEvent, ZoneCounters};
+use super::events::VmEvent;
+use super::numa_events::{account_numa_miss, count_alloc_events};
 use super::{CpuSlot, CpuZone, PageAllocator, ZoneOnCpu, ZoneSlot};
 use crate::freetype::{FreeType, FreeTypeIdx, MigrateType};
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
@@ -775,48 +779,4 @@ fn nofragment_flag<L: LockFamily>(slot: &ZoneSlot<L>) -> AllocFlags {
     } else {
         AllocFlags::empty()
     }
-}
-
-/// The NUMA miss side of [`PageAllocator::account_alloc`]: `pgalloc`,
-/// `numa_miss` and local/other on the zone allocated from, `numa_foreign`
-/// on the preferred one.
-#[cold]
-fn account_numa_miss<L: LockFamily>(
-    cpu_slot: &CpuSlot<L>,
-    preferred: ZoneOnCpu<'_, L>,
-    zone: ZoneOnCpu<'_, L>,
-    pages: u64,
-    calls: u64,
-) {
-    let counters = &zone.cpu.events;
-    counters.add(VmEvent::Pgalloc, pages);
-    counters.add(VmEvent::NumaMiss, calls);
-    counters.add(local_or_other(cpu_slot, zone.slot.node), calls);
-    preferred.cpu.events.add(VmEvent::NumaForeign, calls);
-}
-
-/// `numa_local` when the zone's node is the CPU's, else `numa_other`.
-#[inline(always)]
-fn local_or_other<L: LockFamily>(cpu_slot: &CpuSlot<L>, node: NodeId) -> VmEvent {
-    if node == cpu_slot.node {
-        VmEvent::NumaLocal
-    } else {
-        VmEvent::NumaOther
-    }
-}
-
-/// The events of an allocation from a zone of the preferred node (a NUMA
-/// hit): `pgalloc`, `numa_hit` and local/other, on `counters`, `cpu_slot`'s
-/// counters of a zone whose node is `node`.
-#[inline(always)]
-pub(super) fn count_alloc_events<L: LockFamily>(
-    cpu_slot: &CpuSlot<L>,
-    counters: &ZoneCounters,
-    node: NodeId,
-    pages: u64,
-    calls: u64,
-) {
-    counters.add(VmEvent::Pgalloc, pages);
-    counters.add(VmEvent::NumaHit, calls);
-    counters.add(local_or_other(cpu_slot, node), calls);
 }

@@ -18,10 +18,11 @@
 
 use std::ops::Range;
 
-use super::alloc::{count_alloc_events, AllocStage};
+use super::alloc::AllocStage;
 use super::error::AllocError;
 use super::events::VmEvent;
 use super::handle::Page;
+use super::numa_events::count_alloc_events;
 use super::PageAllocator;
 use crate::gfp::{AllocFlags, Gfp, GfpRequest};
 use crate::memmap::{FrameIdx, MemMap, PageInfo, PageState};

@@ -27,6 +27,7 @@ mod handle;
 mod hotplug;
 mod invariants;
 mod memmap_init;
+mod numa_events;
 mod resize;
 mod setup;
 mod shuffle;
